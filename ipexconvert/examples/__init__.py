@@ -1,0 +1,148 @@
+"""Built-in example models, usable as `example:NAME` sources and in tests.
+
+Each entry says how to build the model, how to make example inputs for a batch size, which
+input axes may vary at run time, and what the outputs are called. Heavy imports
+(transformers, tokenizers, the MiniLM weights) only happen when a model is built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from . import bert, minilm, resnet, tiny_bert, tiny_cnn, tiny_llama
+
+__all__ = ["DynamicDim", "ExampleModel", "EXAMPLES", "get_example", "dynamic_shapes_for"]
+
+
+@dataclass(frozen=True)
+class DynamicDim:
+    name: str  # e.g. "batch", "seq"; inputs sharing a name share the same size
+    min: int
+    max: int
+
+
+@dataclass(frozen=True)
+class ExampleModel:
+    name: str
+    description: str
+    build: Callable[[], torch.nn.Module]  # eval() mode, deterministic weights
+    example_inputs: Callable[[int], dict[str, torch.Tensor]]  # batch size -> keyword inputs, in forward() order
+    dynamic_dims: dict[str, dict[int, DynamicDim]]  # input name -> axis -> DynamicDim
+    output_names: tuple[str, ...]  # forward() returns one Tensor or a tuple in this order
+    task: str  # "classification", "embedding", "hidden-states", "causal-lm"
+
+
+def _batch(max_batch: int) -> DynamicDim:
+    return DynamicDim("batch", 1, max_batch)
+
+
+def _seq(max_seq: int) -> DynamicDim:
+    return DynamicDim("seq", 2, max_seq)
+
+
+def _token_dims(max_batch: int, max_seq: int) -> dict[str, dict[int, DynamicDim]]:
+    axes = {0: _batch(max_batch), 1: _seq(max_seq)}
+    return {"input_ids": dict(axes), "attention_mask": dict(axes)}
+
+
+_EXAMPLE_LIST = [
+    ExampleModel(
+        name="resnet50",
+        description="ResNet-50 image classifier (random weights, calibrated BatchNorm), 3x224x224 input",
+        build=resnet.build_resnet50,
+        example_inputs=resnet.resnet50_inputs,
+        dynamic_dims={"pixel_values": {0: _batch(64)}},
+        output_names=("logits",),
+        task="classification",
+    ),
+    ExampleModel(
+        name="tiny-cnn",
+        description="Small ResNet (one bottleneck per stage, width 16, 10 classes), 3x64x64 input",
+        build=tiny_cnn.build_tiny_cnn,
+        example_inputs=tiny_cnn.tiny_cnn_inputs,
+        dynamic_dims={"pixel_values": {0: _batch(64)}},
+        output_names=("logits",),
+        task="classification",
+    ),
+    ExampleModel(
+        name="bert-base",
+        description="BERT-base encoder (bert-base-uncased sizes, random weights, SDPA attention), seq 128",
+        build=bert.build_bert_base,
+        example_inputs=bert.bert_base_inputs,
+        dynamic_dims=_token_dims(64, 512),
+        output_names=("last_hidden_state", "pooler_output"),
+        task="hidden-states",
+    ),
+    ExampleModel(
+        name="tiny-bert",
+        description="2-layer, 64-wide BERT encoder (random weights, SDPA attention), seq 16",
+        build=tiny_bert.build_tiny_bert,
+        example_inputs=tiny_bert.tiny_bert_inputs,
+        dynamic_dims=_token_dims(64, tiny_bert.MAX_SEQ_LEN),
+        output_names=("last_hidden_state", "pooler_output"),
+        task="hidden-states",
+    ),
+    ExampleModel(
+        name="tiny-bert-eager",
+        description="tiny-bert with explicit matmul/softmax attention (same weights), for attention fusion",
+        build=tiny_bert.build_tiny_bert_eager,
+        example_inputs=tiny_bert.tiny_bert_inputs,
+        dynamic_dims=_token_dims(64, tiny_bert.MAX_SEQ_LEN),
+        output_names=("last_hidden_state", "pooler_output"),
+        task="hidden-states",
+    ),
+    ExampleModel(
+        name="minilm",
+        description="all-MiniLM-L6-v2 sentence embeddings (real weights, mean pooling, L2-normalised), seq 128",
+        build=minilm.build_minilm,
+        example_inputs=minilm.minilm_inputs,
+        dynamic_dims=_token_dims(64, 512),
+        output_names=("sentence_embedding",),
+        task="embedding",
+    ),
+    ExampleModel(
+        name="tiny-llama",
+        description="2-layer Llama causal LM (GQA 4/2 heads, random weights, no KV cache), seq 32",
+        build=tiny_llama.build_tiny_llama,
+        example_inputs=tiny_llama.tiny_llama_inputs,
+        dynamic_dims={"input_ids": {0: _batch(16), 1: _seq(tiny_llama.MAX_SEQ_LEN)}},
+        output_names=("logits",),
+        task="causal-lm",
+    ),
+]
+
+EXAMPLES: dict[str, ExampleModel] = {example.name: example for example in _EXAMPLE_LIST}
+
+
+def get_example(name: str) -> ExampleModel:
+    try:
+        return EXAMPLES[name]
+    except KeyError:
+        available = ", ".join(EXAMPLES)
+        raise ValueError(f"Unknown example model {name!r}. Available: {available}") from None
+
+
+def dynamic_shapes_for(example: ExampleModel, inputs: dict[str, torch.Tensor]) -> dict[str, dict[int, object] | None]:
+    """`dynamic_shapes` for torch.export.export(model, (), inputs, dynamic_shapes=...).
+
+    Dims with the same name become the same torch.export.Dim, so e.g. input_ids and
+    attention_mask are known to share batch and sequence sizes. Inputs without dynamic
+    axes map to None. Note that torch.export specialises an axis whose example size is 1,
+    so export with batch >= 2 inputs.
+    """
+    dims: dict[str, object] = {}
+    shapes: dict[str, dict[int, object] | None] = {}
+    for input_name in inputs:
+        axes = example.dynamic_dims.get(input_name)
+        if not axes:
+            shapes[input_name] = None
+            continue
+        shapes[input_name] = {}
+        for axis, dim in axes.items():
+            if dim.name not in dims:
+                dims[dim.name] = torch.export.Dim(dim.name, min=dim.min, max=dim.max)
+            shapes[input_name][axis] = dims[dim.name]
+    return shapes

@@ -1,0 +1,1 @@
+"""Frontends: checkpoint readers (sources/) and torch.export -> IR (export.py)."""

@@ -1,0 +1,83 @@
+"""Op definitions and the opset registry.
+
+Every op in the IR is one OpDef subclass in its own file under ir/ops/. An OpDef
+knows its typed attributes, which ATen targets it absorbs in the frontend, its
+shape/dtype rule, and its reference implementation in plain torch (the test
+oracle and the run-time fallback).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar, Optional, Sequence
+
+import torch
+from pydantic import BaseModel, ConfigDict
+
+from .spec import TensorSpec
+
+
+class NoAttrs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Unconvertible(Exception):
+    """Raised by from_aten when this call's arguments fall outside what the op models."""
+
+
+class OpDef:
+    name: ClassVar[str]
+    Attrs: ClassVar[type[BaseModel]] = NoAttrs
+    aten_targets: ClassVar[tuple[str, ...]] = ()
+
+    # ---- frontend ------------------------------------------------------
+    @classmethod
+    def from_aten(cls, target: str, args: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """Map one ATen call (arguments by schema name) to (inputs, attrs).
+
+        Inputs are whatever the frontend passed for tensors (fx nodes) or None.
+        Raise Unconvertible when this call needs the generic aten fallback.
+        """
+        raise Unconvertible(target)
+
+    # ---- semantics -----------------------------------------------------
+    @classmethod
+    def parse_attrs(cls, attrs: dict[str, Any]) -> BaseModel:
+        return cls.Attrs.model_validate(attrs)
+
+    @classmethod
+    def infer(cls, inputs: Sequence[Optional[TensorSpec]], attrs: Any) -> list[TensorSpec]:
+        raise NotImplementedError(f"{cls.name} has no shape rule")
+
+    @classmethod
+    def reference(cls, inputs: Sequence[Optional[torch.Tensor]], attrs: Any, dims: dict[str, int]):
+        raise NotImplementedError(cls.name)
+
+    @classmethod
+    def compile(cls, attrs: Any) -> Callable[[list, dict[str, int]], Any]:
+        """A callable(inputs, dims) for the executor; resolve per-node work here, once."""
+        return lambda inputs, dims: cls.reference(inputs, attrs, dims)
+
+
+OPSET: dict[str, type[OpDef]] = {}
+
+
+def register_op(cls: type[OpDef]) -> type[OpDef]:
+    if cls.name in OPSET:
+        raise RuntimeError(f"op {cls.name} registered twice")
+    OPSET[cls.name] = cls
+    return cls
+
+
+def get_op(name: str) -> type[OpDef]:
+    try:
+        return OPSET[name]
+    except KeyError:
+        raise KeyError(f"op {name!r} is not in the opset") from None
+
+
+def aten_index() -> dict[str, type[OpDef]]:
+    """ATen target string -> the OpDef that absorbs it."""
+    table: dict[str, type[OpDef]] = {}
+    for op in OPSET.values():
+        for target in op.aten_targets:
+            table[target] = op
+    return table

@@ -1,0 +1,89 @@
+"""Factories for the element-wise ops (each op still has its own file)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence, Union
+
+import torch
+from pydantic import BaseModel, ConfigDict
+
+from ..dims import broadcast
+from ..opdef import OpDef, Unconvertible
+from ..spec import TensorSpec
+from ._common import like, promote
+
+
+def unary_op(op_name: str, fn: Callable[[torch.Tensor], torch.Tensor], targets: tuple[str, ...]) -> type[OpDef]:
+    class Unary(OpDef):
+        name = op_name
+        aten_targets = targets
+
+        @classmethod
+        def from_aten(cls, target, args):
+            return [args["self"]], {}
+
+        @classmethod
+        def infer(cls, inputs, attrs):
+            return [like(inputs[0])]
+
+        @classmethod
+        def reference(cls, inputs, attrs, dims):
+            return fn(inputs[0])
+
+    Unary.__name__ = Unary.__qualname__ = op_name.title() + "Op"
+    return Unary
+
+
+class BinaryAttrs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    # A python-number operand is stored here instead of as an input.
+    # ints stay ints so integer tensors keep their dtype.
+    lhs_scalar: Optional[Union[bool, int, float]] = None
+    rhs_scalar: Optional[Union[bool, int, float]] = None
+
+
+def _is_scalar(v: Any) -> bool:
+    return isinstance(v, (int, float, bool)) and not hasattr(v, "meta")
+
+
+def binary_op(op_name: str, fn: Callable[[Any, Any], torch.Tensor], targets: tuple[str, ...]) -> type[OpDef]:
+    class Binary(OpDef):
+        name = op_name
+        Attrs = BinaryAttrs
+        aten_targets = targets
+
+        @classmethod
+        def from_aten(cls, target, args):
+            if args.get("alpha", 1) != 1:
+                raise Unconvertible("alpha != 1")
+            lhs, rhs = args["self"], args["other"]
+            if _is_scalar(lhs):
+                raise Unconvertible("scalar lhs")
+            if _is_scalar(rhs):
+                return [lhs], {"rhs_scalar": rhs}
+            return [lhs, rhs], {}
+
+        @classmethod
+        def infer(cls, inputs, attrs):
+            tensors = [s for s in inputs if s is not None]
+            shape = tensors[0].shape if len(tensors) == 1 else broadcast(tensors[0].shape, tensors[1].shape)
+            out = like(tensors[0], shape, promote(tensors))
+            if len(tensors) == 2 and tensors[0].shape == tensors[1].shape:
+                out = out.with_(memory_format=tensors[0].memory_format)
+            elif len(tensors) == 1:
+                out = out.with_(memory_format=tensors[0].memory_format)
+            return [out]
+
+        @classmethod
+        def reference(cls, inputs, attrs, dims):
+            a = inputs[0]
+            b = inputs[1] if attrs.rhs_scalar is None else attrs.rhs_scalar
+            if attrs.lhs_scalar is not None:
+                a, b = attrs.lhs_scalar, inputs[0]
+            return fn(a, b)
+
+    Binary.__name__ = Binary.__qualname__ = op_name.title() + "Op"
+    return Binary
+
+
+def identity_infer(inputs: Sequence[TensorSpec]) -> list[TensorSpec]:
+    return [like(inputs[0])]

@@ -1,0 +1,34 @@
+"""adaptive_avg_pool2d: average-pool to a fixed output size (global pooling when 1x1)."""
+from __future__ import annotations
+
+import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict
+
+from ..opdef import OpDef, register_op
+from ._common import like
+
+
+class AdaptiveAvgPool2dAttrs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    output_size: list[int]
+
+
+@register_op
+class AdaptiveAvgPool2dOp(OpDef):
+    name = "adaptive_avg_pool2d"
+    Attrs = AdaptiveAvgPool2dAttrs
+    aten_targets = ("aten.adaptive_avg_pool2d.default",)
+
+    @classmethod
+    def from_aten(cls, target, args):
+        size = args["output_size"]
+        return [args["self"]], {"output_size": [int(s) for s in size] * (2 if len(size) == 1 else 1)}
+
+    @classmethod
+    def infer(cls, inputs, attrs):
+        x = inputs[0]
+        return [like(x, [*x.shape[:-2], *attrs.output_size]).with_(memory_format=x.memory_format)]
+
+    @classmethod
+    def reference(cls, inputs, attrs, dims):
+        return F.adaptive_avg_pool2d(inputs[0], attrs.output_size)

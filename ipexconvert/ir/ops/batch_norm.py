@@ -1,0 +1,40 @@
+"""batch_norm: inference-mode batch normalisation (running statistics)."""
+from __future__ import annotations
+
+import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict
+
+from ..opdef import OpDef, Unconvertible, register_op
+from ._common import like
+
+
+class BatchNormAttrs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    eps: float = 1e-5
+
+
+@register_op
+class BatchNormOp(OpDef):
+    """inputs: x [N,C,...], weight [C]?, bias [C]?, running_mean [C], running_var [C]."""
+
+    name = "batch_norm"
+    Attrs = BatchNormAttrs
+    aten_targets = ("aten._native_batch_norm_legit_no_training.default", "aten.batch_norm.default")
+
+    @classmethod
+    def from_aten(cls, target, args):
+        if target == "aten.batch_norm.default" and args["training"]:
+            raise Unconvertible("training-mode batch norm")
+        return [args["input"], args["weight"], args["bias"], args["running_mean"], args["running_var"]], {"eps": float(args["eps"])}
+
+    @classmethod
+    def infer(cls, inputs, attrs):
+        return [like(inputs[0])]
+
+    @classmethod
+    def reference(cls, inputs, attrs, dims):
+        x, w, b, mean, var = inputs
+        # Statistics are kept in fp32 even when the activations are bf16.
+        y = F.batch_norm(x.float(), mean.float(), var.float(), None if w is None else w.float(),
+                         None if b is None else b.float(), False, 0.0, attrs.eps)
+        return y.to(x.dtype)

@@ -1,0 +1,35 @@
+"""flatten: merge axes start..end into one."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from ..dims import numel
+from ..opdef import OpDef, register_op
+from ._common import like, norm_axis
+
+
+class FlattenAttrs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    start_dim: int = 0
+    end_dim: int = -1
+
+
+@register_op
+class FlattenOp(OpDef):
+    name = "flatten"
+    Attrs = FlattenAttrs
+    aten_targets = ("aten.flatten.using_ints",)
+
+    @classmethod
+    def from_aten(cls, target, args):
+        return [args["self"]], {"start_dim": int(args.get("start_dim", 0)), "end_dim": int(args.get("end_dim", -1))}
+
+    @classmethod
+    def infer(cls, inputs, attrs):
+        shape = inputs[0].shape
+        s, e = norm_axis(attrs.start_dim, len(shape)), norm_axis(attrs.end_dim, len(shape))
+        return [like(inputs[0], [*shape[:s], numel(shape[s:e + 1]), *shape[e + 1:]])]
+
+    @classmethod
+    def reference(cls, inputs, attrs, dims):
+        return inputs[0].flatten(attrs.start_dim, attrs.end_dim)

@@ -1,0 +1,43 @@
+"""layer_norm over the trailing dims; accumulates in fp32 whatever the activation dtype."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict
+
+from ..opdef import OpDef, register_op
+from ._common import like
+
+
+class LayerNormAttrs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    normalized_shape: list[int]
+    eps: float = 1e-5
+
+
+def layer_norm_fp32(x: torch.Tensor, shape, w, b, eps: float) -> torch.Tensor:
+    y = F.layer_norm(x.float(), shape, None if w is None else w.float(), None if b is None else b.float(), eps)
+    return y.to(x.dtype)
+
+
+@register_op
+class LayerNormOp(OpDef):
+    """inputs: x, weight or None, bias or None."""
+
+    name = "layer_norm"
+    Attrs = LayerNormAttrs
+    aten_targets = ("aten.layer_norm.default", "aten.native_layer_norm.default")
+
+    @classmethod
+    def from_aten(cls, target, args):
+        attrs = {"normalized_shape": [int(s) for s in args["normalized_shape"]], "eps": float(args["eps"])}
+        return [args["input"], args.get("weight"), args.get("bias")], attrs
+
+    @classmethod
+    def infer(cls, inputs, attrs):
+        return [like(inputs[0])]
+
+    @classmethod
+    def reference(cls, inputs, attrs, dims):
+        x, w, b = inputs
+        return layer_norm_fp32(x, attrs.normalized_shape, w, b, attrs.eps)

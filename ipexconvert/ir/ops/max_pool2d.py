@@ -1,0 +1,51 @@
+"""max_pool2d: 2-D max pooling (values only)."""
+from __future__ import annotations
+
+import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict
+
+from ..dims import add, floordiv
+from ..opdef import OpDef, Unconvertible, register_op
+from ._common import like
+
+
+class MaxPool2dAttrs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kernel_size: list[int]
+    stride: list[int]
+    padding: list[int] = [0, 0]
+    dilation: list[int] = [1, 1]
+
+
+def _pair(v, default):
+    v = list(v) if v else list(default)
+    return v * 2 if len(v) == 1 else v
+
+
+@register_op
+class MaxPool2dOp(OpDef):
+    name = "max_pool2d"
+    Attrs = MaxPool2dAttrs
+    aten_targets = ("aten.max_pool2d.default",)
+
+    @classmethod
+    def from_aten(cls, target, args):
+        if args.get("ceil_mode"):
+            raise Unconvertible("ceil_mode")
+        k = _pair(args["kernel_size"], [1])
+        return [args["self"]], {"kernel_size": k, "stride": _pair(args.get("stride"), k),
+                                "padding": _pair(args.get("padding"), [0]), "dilation": _pair(args.get("dilation"), [1])}
+
+    @classmethod
+    def infer(cls, inputs, attrs):
+        x = inputs[0]
+
+        def out(size, i):
+            k, s, p, d = attrs.kernel_size[i], attrs.stride[i], attrs.padding[i], attrs.dilation[i]
+            return add(floordiv(add(size, 2 * p - d * (k - 1) - 1), s), 1)
+
+        return [like(x, [*x.shape[:-2], out(x.shape[-2], 0), out(x.shape[-1], 1)]).with_(memory_format=x.memory_format)]
+
+    @classmethod
+    def reference(cls, inputs, attrs, dims):
+        return F.max_pool2d(inputs[0], attrs.kernel_size, attrs.stride, attrs.padding, attrs.dilation)

@@ -1,0 +1,7 @@
+"""mul: element-wise binary op with broadcasting (a python-number operand becomes an attribute)."""
+import torch
+
+from ..opdef import register_op
+from ._elementwise import binary_op
+
+MulOp = register_op(binary_op("mul", torch.mul, ("aten.mul.Tensor",)))

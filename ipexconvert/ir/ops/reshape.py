@@ -1,0 +1,38 @@
+"""reshape: view/reshape to a shape that may name dynamic dims."""
+from __future__ import annotations
+
+from typing import Union
+
+from pydantic import BaseModel, ConfigDict
+
+from ..dims import floordiv, numel, resolve_shape
+from ..opdef import OpDef, register_op
+from ._common import like
+
+
+class ReshapeAttrs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    shape: list[Union[int, str]]  # may hold one -1
+
+
+@register_op
+class ReshapeOp(OpDef):
+    name = "reshape"
+    Attrs = ReshapeAttrs
+    aten_targets = ("aten.view.default", "aten.reshape.default", "aten._unsafe_view.default")
+
+    @classmethod
+    def from_aten(cls, target, args):
+        return [args["self"]], {"shape": list(args["size"])}
+
+    @classmethod
+    def infer(cls, inputs, attrs):
+        shape = list(attrs.shape)
+        if -1 in shape:
+            known = numel([d for d in shape if d != -1])
+            shape[shape.index(-1)] = floordiv(numel(inputs[0].shape), known)
+        return [like(inputs[0], shape)]
+
+    @classmethod
+    def reference(cls, inputs, attrs, dims):
+        return inputs[0].reshape(resolve_shape(attrs.shape, dims))

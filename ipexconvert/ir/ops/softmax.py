@@ -1,0 +1,35 @@
+"""softmax along one axis; accumulates in fp32."""
+from __future__ import annotations
+
+import torch
+from pydantic import BaseModel, ConfigDict
+
+from ..opdef import OpDef, Unconvertible, register_op
+from ._common import like
+
+
+class SoftmaxAttrs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dim: int
+
+
+@register_op
+class SoftmaxOp(OpDef):
+    name = "softmax"
+    Attrs = SoftmaxAttrs
+    aten_targets = ("aten._softmax.default", "aten.softmax.int")
+
+    @classmethod
+    def from_aten(cls, target, args):
+        if args.get("half_to_float") or args.get("dtype") is not None:
+            raise Unconvertible("softmax with dtype change")
+        return [args["self"]], {"dim": int(args["dim"])}
+
+    @classmethod
+    def infer(cls, inputs, attrs):
+        return [like(inputs[0])]
+
+    @classmethod
+    def reference(cls, inputs, attrs, dims):
+        x = inputs[0]
+        return torch.softmax(x.float(), attrs.dim).to(x.dtype)

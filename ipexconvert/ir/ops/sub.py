@@ -1,0 +1,7 @@
+"""sub: element-wise binary op with broadcasting (a python-number operand becomes an attribute)."""
+import torch
+
+from ..opdef import register_op
+from ._elementwise import binary_op
+
+SubOp = register_op(binary_op("sub", torch.sub, ("aten.sub.Tensor",)))

@@ -1,0 +1,35 @@
+"""to_dtype: element type conversion (the bf16 pass inserts these at the graph edges)."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from .. import dtypes
+from ..opdef import OpDef, Unconvertible, register_op
+from ._common import like
+
+
+class ToDtypeAttrs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dtype: str
+
+
+@register_op
+class ToDtypeOp(OpDef):
+    name = "to_dtype"
+    Attrs = ToDtypeAttrs
+    aten_targets = ("aten._to_copy.default", "aten.to.dtype")
+
+    @classmethod
+    def from_aten(cls, target, args):
+        dtype = args.get("dtype")
+        if dtype is None:
+            raise Unconvertible("to() without a dtype")
+        return [args["self"]], {"dtype": dtypes.to_name(dtype)}
+
+    @classmethod
+    def infer(cls, inputs, attrs):
+        return [like(inputs[0], dtype=attrs.dtype)]
+
+    @classmethod
+    def reference(cls, inputs, attrs, dims):
+        return inputs[0].to(dtypes.to_torch(attrs.dtype))

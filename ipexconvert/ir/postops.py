@@ -1,0 +1,44 @@
+"""Post-ops: element-wise epilogues fused into conv2d / linear / matmul.
+
+A binary post-op reads one extra node input (`operand` indexes node.inputs).
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict
+
+UNARY_POST_OPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": torch.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "silu": F.silu,
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+}
+
+BINARY_POST_OPS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "add": torch.add,
+    "mul": torch.mul,
+}
+
+
+class PostOp(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    operand: Optional[int] = None  # index into the node's inputs, for binary post-ops
+
+    def describe(self) -> str:
+        return self.kind
+
+
+def apply_post_ops(y: torch.Tensor, post_ops: Sequence[PostOp], inputs: Sequence[Optional[torch.Tensor]]) -> torch.Tensor:
+    for p in post_ops:
+        if p.operand is None:
+            y = UNARY_POST_OPS[p.kind](y)
+        else:
+            y = BINARY_POST_OPS[p.kind](y, inputs[p.operand])
+    return y

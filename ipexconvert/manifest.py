@@ -1,0 +1,74 @@
+"""The artifact manifest: what was converted, how, and how accurate it is.
+
+A pydantic model; its JSON Schema is committed under schemas/ (see
+`python -m ipexconvert.schemas`), and a test fails when the two drift.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .ir.spec import DimRange, TensorSpec
+
+FORMAT_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceRecord(_Model):
+    kind: str = Field(description="export, hf-folder, state-dict, pickle, example, module")
+    location: str = Field(description="path or example name")
+    sha256: Optional[str] = Field(default=None, description="of the source file(s), when there is one")
+
+
+class PassRecord(_Model):
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    changes: dict[str, int] = Field(default_factory=dict, description="what the pass did, counted")
+    seconds: float = 0.0
+
+
+class IOSpec(_Model):
+    name: str
+    spec: TensorSpec
+
+
+class OutputAccuracy(_Model):
+    name: str
+    max_abs_error: float
+    max_rel_error: float = Field(description="max |artifact - eager| / max |eager|")
+    cosine: float
+
+
+class AccuracyRecord(_Model):
+    reference: str = Field(description="what the artifact was compared with")
+    dtype: str
+    budget_rel_error: float
+    budget_min_cosine: float
+    passed: bool
+    outputs: list[OutputAccuracy]
+
+
+class Manifest(_Model):
+    format: Literal["ipexconvert"] = "ipexconvert"
+    format_version: int = FORMAT_VERSION
+    producer: str = Field(description="ipexconvert version that wrote the file")
+    torch_version: str
+    created_at: str
+    source: SourceRecord
+    device: Literal["cpu", "xpu"] = "cpu"
+    dtype: Literal["fp32", "bf16", "int8"]
+    passes: list[PassRecord] = Field(default_factory=list)
+    quantization: Optional[dict[str, Any]] = None
+    prepack_isa: Optional[str] = Field(default=None, description="ISA the weights were packed for (None: plain layout)")
+    inputs: list[IOSpec]
+    outputs: list[IOSpec]
+    dims: dict[str, DimRange] = Field(default_factory=dict)
+    accuracy: Optional[AccuracyRecord] = None
+    op_histogram: dict[str, int] = Field(default_factory=dict)
+    fallback_ops: list[str] = Field(default_factory=list, description="ATen ops run through the generic fallback")
+    graph_sha256: str = ""
+    tensor_sha256: dict[str, str] = Field(default_factory=dict)

@@ -1,0 +1,38 @@
+"""Pass registry. A pass rewrites a Program in place and returns what it changed, counted."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..ir import Program
+
+
+@dataclass(frozen=True)
+class PassOptions:
+    """Settings passes may read; filled from the CLI/API."""
+
+    dtype: str = "fp32"
+    params: dict = field(default_factory=dict)
+
+
+PassFn = Callable[[Program, PassOptions], dict[str, int]]
+
+
+@dataclass(frozen=True)
+class PassInfo:
+    name: str
+    description: str
+    run: PassFn
+
+
+PASSES: dict[str, PassInfo] = {}
+
+
+def register_pass(name: str, description: str):
+    def wrap(fn: PassFn) -> PassFn:
+        if name in PASSES:
+            raise RuntimeError(f"pass {name} registered twice")
+        PASSES[name] = PassInfo(name, description, fn)
+        return fn
+
+    return wrap

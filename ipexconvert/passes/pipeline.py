@@ -1,0 +1,59 @@
+"""Pipelines: the ordered passes for each --dtype, and the runner that records them."""
+from __future__ import annotations
+
+import time
+from importlib import import_module
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+from ..errors import UserInputError
+from ..ir import Program
+from ..manifest import PassRecord
+from .base import PASSES, PassOptions
+
+# Register every pass module in this package.
+for _module in sorted(p.stem for p in Path(__file__).parent.glob("*.py")):
+    if _module not in {"__init__", "base", "pipeline", "rewrite"}:
+        import_module(f"{__package__}.{_module}")
+
+_FP32 = [
+    "remove_identity",
+    "dead_code",
+    "constant_fold",
+    "fold_batchnorm",
+    "fuse_attention",
+    "fuse_add_layer_norm",
+    "fuse_post_ops",
+    "channels_last",
+    "dead_code",
+]
+PIPELINES: dict[str, list[str]] = {
+    "fp32": _FP32,
+    "bf16": [*_FP32, "to_bf16"],
+}
+
+
+def pipeline_for(dtype: str, only: Optional[Iterable[str]] = None, skip: Iterable[str] = ()) -> list[str]:
+    if dtype not in PIPELINES:
+        raise UserInputError(f"dtype {dtype!r} is not supported here", f"use one of: {', '.join(PIPELINES)}")
+    names = list(only) if only is not None else list(PIPELINES[dtype])
+    skip = set(skip)
+    unknown = [n for n in [*names, *skip] if n not in PASSES]
+    if unknown:
+        raise UserInputError(f"unknown pass(es): {', '.join(unknown)}", f"known passes: {', '.join(sorted(PASSES))}")
+    if dtype == "bf16" and "to_bf16" not in names and only is not None:
+        names.append("to_bf16")  # bf16 output is what --dtype bf16 promises
+    return [n for n in names if n not in skip]
+
+
+def run_pipeline(program: Program, names: list[str], options: PassOptions,
+                 on_pass: Optional[Callable[[str], None]] = None) -> list[PassRecord]:
+    records = []
+    for name in names:
+        if on_pass:
+            on_pass(name)
+        start = time.perf_counter()
+        changes = PASSES[name].run(program, options)
+        records.append(PassRecord(name=name, changes={k: v for k, v in changes.items()},
+                                  seconds=round(time.perf_counter() - start, 4)))
+    return records

@@ -1,0 +1,100 @@
+"""Executor: a plan built once at load, then a tight loop of kernel calls.
+
+Values live in a flat slot list; each step frees the slots whose last use it is,
+so intermediates are released as soon as possible (liveness-based memory reuse).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+from ..ir import Program
+from ..ir.opdef import get_op
+from .kernels import resolve_kernel
+
+_MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
+
+
+@dataclass
+class Step:
+    node: str
+    op: str
+    kernel: Callable
+    kernel_name: str
+    inputs: list[int | None]
+    outputs: list[int]
+    free_after: list[int]
+
+
+class Executor:
+    def __init__(self, program: Program, device: str = "cpu"):
+        graph = program.graph
+        self.device = device
+        slot: dict[str, int] = {}
+
+        def slot_of(name: str) -> int:
+            if name not in slot:
+                slot[name] = len(slot)
+            return slot[name]
+
+        for name in graph.inputs:
+            slot_of(name)
+        self.input_slots = [slot[n] for n in graph.inputs]
+        constant_slots: dict[int, torch.Tensor] = {}
+        for name in graph.constants:
+            tensor = program.weights[name]
+            if graph.values[name].memory_format == "channels_last" and tensor.dim() == 4:
+                tensor = tensor.contiguous(memory_format=torch.channels_last)
+            constant_slots[slot_of(name)] = tensor
+
+        last_use: dict[str, int] = {}
+        for i, node in enumerate(graph.nodes):
+            for v in node.inputs:
+                if v is not None:
+                    last_use[v] = i
+        keep = set(graph.outputs) | set(graph.constants)
+
+        self.steps: list[Step] = []
+        for i, node in enumerate(graph.nodes):
+            attrs = get_op(node.op).parse_attrs(node.attrs)
+            kernel, kernel_name = resolve_kernel(device, node.op, attrs)
+            inputs = [None if v is None else slot_of(v) for v in node.inputs]
+            outputs = [slot_of(v) for v in node.outputs]
+            dead = {v for v in node.inputs if v is not None and last_use.get(v) == i and v not in keep}
+            dead |= {v for v in node.outputs if v not in last_use and v not in keep}  # unused outputs
+            self.steps.append(Step(node.name, node.op, kernel, kernel_name, inputs, outputs, sorted(slot[v] for v in dead)))
+        self.output_slots = [slot_of(n) for n in graph.outputs]
+        self.base_env: list[torch.Tensor | None] = [None] * len(slot)
+        for s, tensor in constant_slots.items():
+            self.base_env[s] = tensor
+
+    def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
+        return self._execute(inputs, dims, None)
+
+    def profile(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> dict[str, float]:
+        """Seconds spent per kernel kind for one run."""
+        totals: dict[str, float] = {}
+        self._execute(inputs, dims, totals)
+        return totals
+
+    def _execute(self, inputs, dims, totals: dict[str, float] | None) -> list[torch.Tensor]:
+        env = list(self.base_env)
+        for s, t in zip(self.input_slots, inputs):
+            env[s] = t
+        with torch.inference_mode():
+            for step in self.steps:
+                start = time.perf_counter() if totals is not None else 0.0
+                result = step.kernel([None if i is None else env[i] for i in step.inputs], dims)
+                if totals is not None:
+                    totals[step.kernel_name] = totals.get(step.kernel_name, 0.0) + time.perf_counter() - start
+                if len(step.outputs) == 1:
+                    env[step.outputs[0]] = result
+                else:
+                    for s, r in zip(step.outputs, result):
+                        env[s] = r
+                for s in step.free_after:
+                    env[s] = None
+        return [env[s] for s in self.output_slots]
