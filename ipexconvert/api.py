@@ -1,0 +1,174 @@
+"""The public Python API: optimize() and load_artifact()."""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Optional, Union
+
+import torch
+
+from . import __version__
+from .accuracy import flatten_outputs, measure
+from .artifact import write_artifact
+from .errors import AccuracyError, UserInputError
+from .frontend.dynamic import DynamicDims
+from .frontend.export import decompose, export_module, program_from_exported
+from .frontend.inputs import InputArg, make_example_inputs
+from .frontend.sources import ResolvedSource, SourceRequest, from_module, resolve_source
+from .ir import Program
+from .manifest import AccuracyRecord, IOSpec, Manifest
+from .passes import PassOptions, pipeline_for, run_pipeline
+from .runtime.model import LoadedModel
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class OptimizeResult:
+    path: Path
+    manifest: Manifest
+    source: ResolvedSource
+    example_inputs: dict[str, torch.Tensor]
+
+    @property
+    def accuracy(self) -> Optional[AccuracyRecord]:
+        return self.manifest.accuracy
+
+
+def load_artifact(path: Union[str, Path], device: str = "cpu", verify: bool = True) -> LoadedModel:
+    """Load an .ipxc artifact; the result is callable with torch tensors or numpy arrays."""
+    return LoadedModel(path, device=device, verify=verify)
+
+
+def _default_output(source: ResolvedSource, dtype: str) -> Path:
+    stem = Path(source.record.location).stem if source.record.kind != "example" else source.record.location
+    return Path(f"{stem or 'model'}.{dtype}.ipxc")
+
+
+def _prepare_inputs(source: ResolvedSource, example_inputs: Optional[Mapping[str, torch.Tensor]],
+                    inputs: Optional[list[InputArg]], dynamic_dims: Optional[DynamicDims]) -> None:
+    """Settle the example inputs and dynamic dims: explicit arguments win over the source's defaults."""
+    if inputs:
+        tensors, declared = make_example_inputs(inputs, int_high=source.int_high)
+        source.example_inputs, source.dynamic = tensors, declared
+    if example_inputs is not None:
+        source.example_inputs = {k: torch.as_tensor(v) for k, v in example_inputs.items()}
+        if not inputs:
+            source.dynamic = {}
+    if dynamic_dims is not None:
+        source.dynamic = dynamic_dims
+    if not source.example_inputs and source.exported is None:
+        raise UserInputError("no example inputs: ipexconvert needs them to trace the model",
+                             "pass --input NAME:SHAPE:DTYPE (e.g. --input x:batch,3,224,224:float32) "
+                             "or --example-inputs inputs.safetensors")
+
+
+def optimize(
+    model: Union[str, Path, torch.nn.Module],
+    example_inputs: Optional[Mapping[str, torch.Tensor]] = None,
+    *,
+    dtype: str = "fp32",
+    output: Union[str, Path, None] = None,
+    inputs: Optional[list[InputArg]] = None,
+    dynamic_dims: Optional[DynamicDims] = None,
+    passes: Optional[Iterable[str]] = None,
+    skip_passes: Iterable[str] = (),
+    max_rel_error: Optional[float] = None,
+    min_cosine: Optional[float] = None,
+    model_factory: Optional[str] = None,
+    model_kwargs: Optional[dict] = None,
+    trust_pickle: bool = False,
+    progress: Optional[Progress] = None,
+) -> OptimizeResult:
+    """Convert a model into an .ipxc artifact, check it against eager PyTorch, and return where it is.
+
+    `model` is an nn.Module, a path (.pt2, Hugging Face folder, checkpoint) or `example:NAME`.
+    Raises AccuracyError (and writes nothing) when the artifact misses the dtype's error budget.
+    """
+    say = progress or (lambda _msg: None)
+    names = pipeline_for(dtype, passes, skip_passes)  # validate before any slow work
+    say("loading model")
+    if isinstance(model, torch.nn.Module):
+        source = from_module(model)
+    else:
+        source = resolve_source(SourceRequest(location=str(model), model_factory=model_factory,
+                                              model_kwargs=model_kwargs or {}, trust_pickle=trust_pickle))
+    _prepare_inputs(source, example_inputs, inputs, dynamic_dims)
+
+    say("exporting with torch.export")
+    if source.module is not None:
+        ep = export_module(source.module, source.example_inputs, source.dynamic)
+    else:
+        ep = source.exported
+    program = program_from_exported(decompose(ep), source.dynamic, source.output_names)
+    _check_example_names(program, source)
+
+    records = run_pipeline(program, names, PassOptions(dtype=dtype), on_pass=lambda n: say(f"pass {n}"))
+    manifest = _manifest(program, source, dtype, records)
+
+    out_path = Path(output) if output is not None else _default_output(source, dtype)
+    say("writing artifact and checking accuracy against eager")
+    accuracy = _measure_accuracy(program, manifest, source, dtype, out_path, max_rel_error, min_cosine)
+    final = write_artifact(out_path, program, manifest.model_copy(update={"accuracy": accuracy}))
+    return OptimizeResult(path=out_path, manifest=final, source=source, example_inputs=source.example_inputs)
+
+
+def _check_example_names(program: Program, source: ResolvedSource) -> None:
+    if not source.example_inputs:  # .pt2 without stored example inputs: make them from the signature
+        from .frontend.inputs import make_example_inputs as _make
+        from .frontend.dynamic import DynamicDim
+
+        args = []
+        for name in program.graph.inputs:
+            spec = program.graph.values[name]
+            shape = [d if isinstance(d, int) else DynamicDim(name=d, min=program.graph.dims[d].min,
+                                                             max=program.graph.dims[d].max) for d in spec.shape]
+            args.append(InputArg(name=name, shape=shape, dtype=spec.dtype))
+        source.example_inputs, _ = _make(args)
+
+
+def _manifest(program: Program, source: ResolvedSource, dtype: str, records) -> Manifest:
+    graph = program.graph
+    return Manifest(
+        producer=f"ipexconvert {__version__}",
+        torch_version=torch.__version__,
+        created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        source=source.record,
+        dtype=dtype,
+        passes=records,
+        inputs=[IOSpec(name=n, spec=graph.values[n]) for n in graph.inputs],
+        outputs=[IOSpec(name=n, spec=graph.values[n]) for n in graph.outputs],
+        dims=graph.dims,
+        op_histogram=graph.op_histogram(),
+        fallback_ops=sorted({n.attrs["target"] for n in graph.nodes if n.op == "aten"}),
+    )
+
+
+def _measure_accuracy(program: Program, manifest: Manifest, source: ResolvedSource, dtype: str, out_path: Path,
+                      max_rel_error: Optional[float], min_cosine: Optional[float]) -> AccuracyRecord:
+    """Write to a temp file, load it like a user would, and compare with eager on the example inputs."""
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".check.ipxc", dir=out_path.parent)
+    os.close(fd)
+    try:
+        write_artifact(tmp, program, manifest)
+        loaded = load_artifact(tmp)
+        got = loaded.run_list([source.example_inputs[n] for n in loaded.signature.input_names])
+    finally:
+        os.unlink(tmp)
+    with torch.no_grad():
+        want = flatten_outputs(source.eager(**source.example_inputs))
+    record = measure(loaded.signature.output_names, got, want, dtype, "eager PyTorch fp32 on the example inputs",
+                     max_rel_error, min_cosine)
+    if not record.passed:
+        worst = max(record.outputs, key=lambda o: o.max_rel_error)
+        raise AccuracyError(
+            f"the {dtype} artifact is too far from eager PyTorch: output {worst.name} has max relative error "
+            f"{worst.max_rel_error:.3g} (budget {record.budget_rel_error:g}) and cosine {worst.cosine:.6f} "
+            f"(budget {record.budget_min_cosine:g}); nothing was written",
+            "raise the budget with --max-rel-error / --min-cosine if this is expected, or skip the pass that "
+            "causes it (--skip-pass NAME) and report the model")
+    return record

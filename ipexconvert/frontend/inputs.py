@@ -1,0 +1,107 @@
+"""Example inputs from the command line: `--input NAME:SHAPE:DTYPE` or a safetensors file.
+
+SHAPE is dims separated by `x` or `,`: numbers are static, names are dynamic dims
+(`batch`, `seq`), optionally with a range: `batch[1..64]`. Example sizes used for
+tracing: 2 for a dim named batch, 8 for other named dims (clamped to the range).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+import torch
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import UserInputError
+from ..ir import dtypes
+from .dynamic import DynamicDim, DynamicDims
+
+_DIM = re.compile(r"^(?:(?P<num>\d+)|(?P<name>[A-Za-wyz_][A-Za-z0-9_]*)(?:\[(?P<lo>\d+)\.\.(?P<hi>\d+)\])?)$")
+DEFAULT_DIM_MAX = 4096
+
+
+class InputArg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    shape: list[int | DynamicDim]
+    dtype: str = "float32"
+
+
+def parse_input_arg(text: str) -> InputArg:
+    """NAME:SHAPE[:DTYPE] -> InputArg, with an error that shows the expected form."""
+    usage = "write it as NAME:SHAPE[:DTYPE], e.g. pixel_values:1x3x224x224:float32 or input_ids:batch,seq:int64"
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or not parts[0] or not parts[1]:
+        raise UserInputError(f"cannot read --input {text!r}", usage)
+    name, shape_text = parts[0].strip(), parts[1].strip()
+    dtype = parts[2].strip() if len(parts) == 3 else "float32"
+    try:
+        dtypes.to_torch(dtype)
+    except ValueError as e:
+        raise UserInputError(f"--input {text!r}: {e}", usage) from None
+    shape: list[int | DynamicDim] = []
+    for token in re.split(r"\s*[x,]\s*", shape_text):
+        m = _DIM.match(token.strip())
+        if not m:
+            raise UserInputError(f"--input {text!r}: cannot read dimension {token!r}", usage + "; ranges look like batch[1..64]")
+        if m["num"] is not None:
+            shape.append(int(m["num"]))
+        else:
+            lo, hi = (int(m["lo"]), int(m["hi"])) if m["lo"] else (1, DEFAULT_DIM_MAX)
+            if lo > hi:
+                raise UserInputError(f"--input {text!r}: range {lo}..{hi} is empty", "write the smaller bound first")
+            shape.append(DynamicDim(name=m["name"], min=lo, max=hi))
+    return InputArg(name=name, shape=shape, dtype=dtype)
+
+
+def _example_size(dim: DynamicDim) -> int:
+    want = 2 if dim.name == "batch" else 8
+    return max(dim.min, min(dim.max, want))
+
+
+def make_example_inputs(args: list[InputArg], int_high: int = 100, seed: int = 0) -> tuple[dict[str, torch.Tensor], DynamicDims]:
+    """Random example tensors for the declared inputs, and the dynamic dims they declare."""
+    generator = torch.Generator().manual_seed(seed)
+    tensors: dict[str, torch.Tensor] = {}
+    dynamic: dict[str, dict[int, DynamicDim]] = {}
+    for arg in args:
+        sizes = []
+        for axis, d in enumerate(arg.shape):
+            if isinstance(d, DynamicDim):
+                dynamic.setdefault(arg.name, {})[axis] = d
+                sizes.append(_example_size(d))
+            else:
+                sizes.append(d)
+        dtype = dtypes.to_torch(arg.dtype)
+        if dtype.is_floating_point:
+            tensors[arg.name] = torch.randn(sizes, generator=generator).to(dtype)
+        elif dtype == torch.bool:
+            tensors[arg.name] = torch.ones(sizes, dtype=torch.bool)
+        else:
+            tensors[arg.name] = torch.randint(0, int_high, sizes, generator=generator, dtype=dtype)
+    return tensors, dynamic
+
+
+def load_inputs_file(path: str | Path, expected: Optional[list[str]] = None) -> dict[str, torch.Tensor]:
+    """Tensors from a safetensors file (keys are input names)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    if not path.is_file():
+        raise UserInputError(f"inputs file {path} does not exist", "pass a .safetensors file whose keys are the input names")
+    try:
+        tensors = load_file(str(path))
+    except (SafetensorError, OSError) as e:
+        raise UserInputError(f"{path} is not a readable safetensors file ({e})",
+                             "write inputs with safetensors.torch.save_file({'name': tensor}, path)") from None
+    if not tensors:
+        raise UserInputError(f"{path} holds no tensors", "save at least one tensor per model input")
+    if expected is not None:
+        missing = [n for n in expected if n not in tensors]
+        if missing:
+            raise UserInputError(f"{path} lacks input(s) {', '.join(missing)} (has: {', '.join(tensors)})",
+                                 f"the model expects: {', '.join(expected)}")
+        tensors = {n: tensors[n] for n in expected}
+    return tensors

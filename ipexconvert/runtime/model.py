@@ -1,0 +1,125 @@
+"""LoadedModel: what load_artifact() returns. Checks inputs against the signature, then runs the plan."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from ..artifact import read_artifact
+from ..errors import UserInputError
+from ..ir import dtypes
+from ..ir.dims import parse
+from ..manifest import IOSpec, Manifest
+from .executor import Executor
+
+SUPPORTED_DEVICES = ("cpu",)
+
+
+class Signature:
+    """Input/output names, specs and dim ranges, with the run-time checks they imply."""
+
+    def __init__(self, manifest: Manifest):
+        self.inputs: list[IOSpec] = manifest.inputs
+        self.outputs: list[IOSpec] = manifest.outputs
+        self.dims = manifest.dims
+        self.input_names = [i.name for i in self.inputs]
+        self.output_names = [o.name for o in self.outputs]
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{i.name}: {i.spec.describe()}" for i in self.inputs)
+        outs = ", ".join(f"{o.name}: {o.spec.describe()}" for o in self.outputs)
+        return f"({ins}) -> ({outs})"
+
+    def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+        """Positional and keyword inputs -> tensors in graph order."""
+        if len(args) + len(kwargs) != len(self.inputs):
+            raise UserInputError(f"the model takes {len(self.inputs)} input(s) ({', '.join(self.input_names)}), "
+                                 f"got {len(args) + len(kwargs)}", f"call it as model({', '.join(self.input_names)})")
+        unknown = [k for k in kwargs if k not in self.input_names]
+        if unknown:
+            raise UserInputError(f"unknown input name(s) {', '.join(unknown)}", f"the inputs are: {', '.join(self.input_names)}")
+        values = dict(zip(self.input_names, args))
+        for k, v in kwargs.items():
+            if k in values:
+                raise UserInputError(f"input {k} given twice", "pass each input once, by position or by name")
+            values[k] = v
+        return [_as_tensor(name, values[name]) for name in self.input_names]
+
+    def check(self, tensors: Sequence[torch.Tensor]) -> dict[str, int]:
+        """Validate dtypes and shapes; returns the bound dynamic dims."""
+        bound: dict[str, int] = {}
+        for io, t in zip(self.inputs, tensors):
+            want = io.spec
+            if dtypes.to_name(t.dtype) != want.dtype:
+                raise UserInputError(f"input {io.name} has dtype {dtypes.to_name(t.dtype)}, the model expects {want.dtype}",
+                                     f"convert it first, e.g. tensor.to(torch.{want.dtype})")
+            if t.dim() != len(want.shape):
+                raise UserInputError(f"input {io.name} has {t.dim()} dims {tuple(t.shape)}, the model expects "
+                                     f"{len(want.shape)}: {want.describe()}", "reshape the input to the model's signature")
+            for axis, (size, dim) in enumerate(zip(t.shape, want.shape)):
+                if isinstance(dim, int):
+                    if size != dim:
+                        raise UserInputError(f"input {io.name} dim {axis} is {size}, the model expects {dim} "
+                                             f"({want.describe()})", "this dim is fixed; re-convert with a named dim to make it dynamic")
+                elif dim in self.dims:
+                    rng = self.dims[dim]
+                    if not rng.min <= size <= rng.max:
+                        raise UserInputError(f"input {io.name} dim {axis} ({dim}) is {size}, outside the range {rng.min}..{rng.max} "
+                                             "the model was converted for", f"keep {dim} within {rng.min}..{rng.max}, or re-convert "
+                                             f"with a wider range")
+                    if bound.setdefault(dim, size) != size:
+                        raise UserInputError(f"dim {dim} is {bound[dim]} in one input and {size} in input {io.name}",
+                                             "inputs that share a named dim must agree on its size")
+        for io, t in zip(self.inputs, tensors):  # derived dims such as seq+1, once all names are bound
+            for axis, (size, dim) in enumerate(zip(t.shape, io.spec.shape)):
+                if isinstance(dim, str) and dim not in self.dims:
+                    expected = int(parse(dim).subs(bound))
+                    if expected != size:
+                        raise UserInputError(f"input {io.name} dim {axis} is {size}, expected {dim} = {expected}",
+                                             "make the input shapes consistent")
+        return bound
+
+
+def _as_tensor(name: str, value: Any) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(value))
+    raise UserInputError(f"input {name} is a {type(value).__name__}", "pass a torch.Tensor or numpy array")
+
+
+class LoadedModel:
+    """A loaded artifact: call it like the original module (positional or keyword tensors)."""
+
+    def __init__(self, path: str | Path, device: str = "cpu", verify: bool = True):
+        if device not in SUPPORTED_DEVICES:
+            raise UserInputError(f"device {device!r} is not supported yet", f"use one of: {', '.join(SUPPORTED_DEVICES)}")
+        start = time.perf_counter()
+        self.path = Path(path)
+        self.manifest, program = read_artifact(path, verify=verify)
+        self.graph = program.graph
+        self.signature = Signature(self.manifest)
+        self.executor = Executor(program, device)
+        self.load_seconds = time.perf_counter() - start
+
+    def __call__(self, *args: Any, **kwargs: Any):
+        outputs = self.run_list(self.signature.bind(args, kwargs))
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def run_list(self, tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        dims = self.signature.check(tensors)
+        return self.executor.run(tensors, dims)
+
+    def run_dict(self, inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
+        outputs = self.run_list(self.signature.bind((), inputs))
+        return dict(zip(self.signature.output_names, outputs))
+
+    def profile(self, inputs: dict[str, Any]) -> dict[str, float]:
+        tensors = self.signature.bind((), inputs)
+        return self.executor.profile(tensors, self.signature.check(tensors))
+
+    def __repr__(self) -> str:
+        return f"LoadedModel({self.path.name}, {self.manifest.dtype}, {self.signature})"
