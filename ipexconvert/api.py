@@ -112,7 +112,7 @@ def optimize(
     out_path = Path(output) if output is not None else _default_output(source, dtype)
     say("writing artifact and checking accuracy against eager")
     accuracy = _measure_accuracy(program, manifest, source, dtype, out_path, max_rel_error, min_cosine)
-    final = write_artifact(out_path, program, manifest.model_copy(update={"accuracy": accuracy}))
+    final = write_artifact(out_path, program, manifest.model_copy(update={"accuracy": accuracy}), source.example_inputs)
     return OptimizeResult(path=out_path, manifest=final, source=source, example_inputs=source.example_inputs)
 
 

@@ -24,6 +24,7 @@ from .manifest import FORMAT_VERSION, Manifest
 
 MANIFEST_KEY = "ipexconvert.manifest"
 GRAPH_KEY = "ipexconvert.graph"
+EXAMPLE_PREFIX = "example_inputs/"  # the inputs used at conversion, kept for run/bench/check defaults
 
 
 def tensor_sha256(tensor: torch.Tensor) -> str:
@@ -35,11 +36,14 @@ def graph_sha256(graph_json: str) -> str:
     return hashlib.sha256(graph_json.encode()).hexdigest()
 
 
-def write_artifact(path: str | Path, program: Program, manifest: Manifest) -> Manifest:
+def write_artifact(path: str | Path, program: Program, manifest: Manifest,
+                   example_inputs: dict[str, torch.Tensor] | None = None) -> Manifest:
     """Fill the hashes into the manifest and write both atomically. Returns the final manifest."""
     path = Path(path)
     graph_json = program.graph.model_dump_json()
     tensors = {name: program.weights[name].detach().contiguous() for name in program.graph.constants}
+    for name, tensor in (example_inputs or {}).items():
+        tensors[EXAMPLE_PREFIX + name] = tensor.detach().contiguous()
     manifest = manifest.model_copy(update={
         "graph_sha256": graph_sha256(graph_json),
         "tensor_sha256": {name: tensor_sha256(t) for name, t in tensors.items()},
@@ -116,3 +120,16 @@ def read_artifact(path: str | Path, verify: bool = True) -> tuple[Manifest, Prog
             raise ArtifactError(f"{path}: weights do not match their recorded hashes ({which})",
                                 "the file is corrupt or was modified; re-create it with `ipexconvert optimize`")
     return manifest, Program(graph, weights)
+
+
+def read_example_inputs(path: str | Path) -> dict[str, torch.Tensor]:
+    """The example inputs stored at conversion (empty if the artifact has none)."""
+    manifest, _ = read_manifest(path)
+    with safe_open(str(path), framework="pt") as f:
+        keys = [k for k in f.keys() if k.startswith(EXAMPLE_PREFIX)]
+        tensors = {k[len(EXAMPLE_PREFIX):]: f.get_tensor(k) for k in keys}
+    for name, tensor in tensors.items():
+        if manifest.tensor_sha256.get(EXAMPLE_PREFIX + name) != tensor_sha256(tensor):
+            raise ArtifactError(f"{path}: stored example input {name} does not match its hash",
+                                "the file is corrupt; re-create it with `ipexconvert optimize`")
+    return tensors

@@ -1,0 +1,132 @@
+"""Timing helpers behind `ipexconvert bench` and the quick timing in `optimize`.
+
+Rounds alternate between the models being compared (interleaved), so drift on a
+shared machine hits both alike; we report medians and p90.
+"""
+from __future__ import annotations
+
+import resource
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import torch
+
+from .errors import UserInputError
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _p90(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
+
+
+def time_interleaved(candidates: dict[str, Callable[[], Any]], warmup: int, rounds: int,
+                     on_round: Optional[Callable[[int], None]] = None) -> dict[str, list[float]]:
+    for fn in candidates.values():
+        for _ in range(warmup):
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in candidates}
+    names = list(candidates)
+    for r in range(rounds):
+        order = names if r % 2 == 0 else names[::-1]
+        for name in order:
+            samples[name].append(_timed(candidates[name]))
+        if on_round:
+            on_round(r)
+    return samples
+
+
+def time_pair(eager: Callable, model, inputs: dict[str, torch.Tensor], rounds: int = 10) -> dict[str, float]:
+    """Median ms of eager vs artifact on the same inputs (quick check printed by optimize)."""
+
+    def run_eager():
+        with torch.inference_mode():
+            eager(**inputs)
+
+    samples = time_interleaved({"eager": run_eager, "artifact": lambda: model.run_dict(inputs)}, warmup=2, rounds=rounds)
+    return {"eager_ms": statistics.median(samples["eager"]) * 1e3,
+            "artifact_ms": statistics.median(samples["artifact"]) * 1e3, "rounds": rounds}
+
+
+def resize_inputs(tensors: dict[str, torch.Tensor], model, sizes: dict[str, int]) -> dict[str, torch.Tensor]:
+    """Tile/trim the example inputs along named dynamic dims to the requested sizes."""
+    dims = model.signature.dims
+    for name, size in sizes.items():
+        if name not in dims:
+            raise UserInputError(f"--dim {name}: the model has no dynamic dim called {name}",
+                                 f"dynamic dims: {', '.join(dims) or 'none (all shapes are fixed)'}")
+        if not dims[name].min <= size <= dims[name].max:
+            raise UserInputError(f"--dim {name}={size} is outside {dims[name].min}..{dims[name].max}", "pick a size in range")
+    out = {}
+    for io in model.signature.inputs:
+        t = tensors[io.name]
+        for axis, d in enumerate(io.spec.shape):
+            if isinstance(d, str) and d in sizes:
+                reps = -(-sizes[d] // t.shape[axis])
+                t = torch.cat([t] * reps, dim=axis).narrow(axis, 0, sizes[d]) if reps > 1 else t.narrow(axis, 0, sizes[d])
+        out[io.name] = t.contiguous()
+    return out
+
+
+def _parse_dims(items: list[str]) -> dict[str, int]:
+    sizes = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if not value.isdigit():
+            raise UserInputError(f"--dim {item!r} is not NAME=SIZE", "e.g. --dim batch=16")
+        sizes[name.strip()] = int(value)
+    return sizes
+
+
+def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path], dims: list[str], warmup: int,
+              rounds: int, threads: Optional[int], profile: bool, console=None) -> dict:
+    from rich.progress import Progress
+
+    from .api import load_artifact
+    from .artifact import read_example_inputs
+    from .frontend.inputs import load_inputs_file
+    from .runtime.cpu import selected_isa
+
+    if threads:
+        torch.set_num_threads(threads)
+    start = time.perf_counter()
+    model = load_artifact(artifact)
+    load_ms = (time.perf_counter() - start) * 1e3
+    tensors = load_inputs_file(inputs_path, model.signature.input_names) if inputs_path else read_example_inputs(artifact)
+    if not tensors:
+        raise UserInputError(f"{artifact} stores no example inputs", "pass --inputs inputs.safetensors")
+    tensors = resize_inputs(tensors, model, _parse_dims(dims))
+    batch = next(iter(tensors.values())).shape[0] if tensors and next(iter(tensors.values())).dim() else 1
+
+    candidates: dict[str, Callable[[], Any]] = {f"artifact ({model.manifest.dtype})": lambda: model.run_dict(tensors)}
+    if against:
+        from .frontend.sources import SourceRequest, resolve_source
+
+        eager = resolve_source(SourceRequest(location=against)).eager
+
+        def run_eager():
+            with torch.inference_mode():
+                eager(**tensors)
+
+        candidates["eager (fp32)"] = run_eager
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("timing", total=rounds)
+        samples = time_interleaved(candidates, warmup, rounds, on_round=lambda r: progress.advance(task))
+    results = []
+    for name, values in samples.items():
+        median = statistics.median(values)
+        results.append({"name": name, "median_ms": median * 1e3, "p90_ms": _p90(values) * 1e3,
+                        "throughput": batch / median, "samples_ms": [v * 1e3 for v in values]})
+    report = {"artifact": str(artifact), "batch": batch, "threads": torch.get_num_threads(), "isa": selected_isa(),
+              "rounds": rounds, "warmup": warmup, "load_ms": load_ms, "results": results,
+              "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    if profile:
+        report["profile"] = model.profile(tensors)
+    return report

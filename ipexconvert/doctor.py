@@ -1,0 +1,36 @@
+"""`ipexconvert doctor`: versions, CPU features and the ISA the runtime selects."""
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+
+import torch
+
+from . import __version__
+from .runtime import cpu
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def environment_report() -> dict:
+    interesting = sorted(f for f in cpu.cpu_flags() if f.startswith(("avx", "amx", "fma", "f16c")))
+    return {
+        "ipexconvert": __version__,
+        "python": platform.python_version(),
+        "versions": {p: _version(p) for p in ("torch", "safetensors", "pydantic", "typer", "transformers", "onnx")},
+        "cpu": cpu.cpu_model(),
+        "cpu_flags": interesting,
+        "amx_os_permission": cpu.amx_permission(),
+        "supported_isa": cpu.supported_levels(),
+        "max_isa_env": os.environ.get("IPEXCONVERT_MAX_ISA") or "unset",
+        "selected_isa": cpu.selected_isa(),
+        "kernels": "reference (PyTorch ops); native ISA-dispatched kernels are not built yet",
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "threads": torch.get_num_threads(),
+    }
