@@ -32,6 +32,12 @@ def tensor_sha256(tensor: torch.Tensor) -> str:
     return hashlib.sha256(raw.numpy()).hexdigest()
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def graph_sha256(graph_json: str) -> str:
     return hashlib.sha256(graph_json.encode()).hexdigest()
 
@@ -54,6 +60,7 @@ def write_artifact(path: str | Path, program: Program, manifest: Manifest,
     os.close(fd)
     try:
         save_file(tensors, tmp, metadata=metadata)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; artifacts are ordinary files
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -83,6 +90,8 @@ def read_manifest(path: str | Path) -> tuple[Manifest, str]:
         raw = json.loads(metadata[MANIFEST_KEY])
     except json.JSONDecodeError:
         raise ArtifactError(f"{path} has a corrupt manifest", "re-create it with `ipexconvert optimize`") from None
+    if not isinstance(raw, dict):
+        raise ArtifactError(f"{path} has a corrupt manifest (not a JSON object)", "re-create it with `ipexconvert optimize`")
     version = raw.get("format_version")
     if isinstance(version, int) and version > FORMAT_VERSION:
         raise ArtifactError(

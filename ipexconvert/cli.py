@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import sys
 import warnings
@@ -18,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .errors import IpexConvertError
+from .errors import IpexConvertError, UserInputError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Convert PyTorch models into fast, safe single-file artifacts (.ipxc) and run them.")
@@ -63,6 +64,17 @@ def _human_bytes(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
+def _json_safe(value: Any) -> Any:
+    """Non-finite floats (an output whose shape differs from the reference) become null: --json must stay valid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 # --------------------------------------------------------------------------- optimize
 @app.command()
 @handle_errors
@@ -88,6 +100,8 @@ def optimize(
     from .frontend.inputs import load_inputs_file, parse_input_arg
     from .frontend.sources import parse_model_kwargs
 
+    if output is not None and output.is_dir():
+        raise UserInputError(f"-o {output} is a folder, not an artifact path", f"pass a file path, e.g. -o {output / 'model.ipxc'}")
     input_args = [parse_input_arg(text) for text in input]
     tensors = load_inputs_file(example_inputs) if example_inputs else None
     kwargs = parse_model_kwargs(model_kwargs)
@@ -185,6 +199,8 @@ def run(
     from .artifact import read_example_inputs
     from .frontend.inputs import load_inputs_file
 
+    if output is not None and output.is_dir():
+        raise UserInputError(f"-o {output} is a folder, not a file path", f"pass a file path, e.g. -o {output / 'outputs.safetensors'}")
     model = load_artifact(artifact)
     tensors = load_inputs_file(inputs, model.signature.input_names) if inputs else read_example_inputs(artifact)
     results = model.run_dict(tensors)
@@ -193,9 +209,13 @@ def run(
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         tmp = output.with_name(f".{output.name}.tmp")
-        save_file({k: v.contiguous() for k, v in results.items()}, str(tmp))
-        os.replace(tmp, output)
-        out.print(f"wrote {output}")
+        try:
+            save_file({k: v.contiguous() for k, v in results.items()}, str(tmp))
+            os.replace(tmp, output)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        out.print(f"wrote {escape(str(output))}", highlight=False)
 
 
 # --------------------------------------------------------------------------- bench
@@ -263,7 +283,7 @@ def check(
     if junit is not None:
         write_junit(report, junit)
     if as_json:
-        out.print_json(json.dumps(report))
+        out.print_json(json.dumps(_json_safe(report)))
     else:
         for o in report["outputs"]:
             status = "[green]ok[/]" if o["passed"] else "[bold red]REGRESSION[/]"

@@ -3,13 +3,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from .artifact import read_manifest
+from .errors import ArtifactError
 from .ir import Graph, dtypes
 
 
 def summarize(path: Path) -> dict:
     manifest, graph_json = read_manifest(path)
-    graph = Graph.model_validate_json(graph_json)
+    try:
+        graph = Graph.model_validate_json(graph_json)
+    except ValidationError as e:
+        raise ArtifactError(f"{path} has an invalid graph: {e.errors()[0]['msg']}",
+                            "re-create it with `ipexconvert optimize`") from None
     by_dtype: dict[str, int] = {}
     for name in graph.constants:
         spec = graph.values[name]

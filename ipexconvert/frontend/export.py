@@ -51,10 +51,28 @@ def export_module(module: torch.nn.Module, example_inputs: Mapping[str, torch.Te
         ) from e
 
 
+def _unconvertible_targets(ep: ExportedProgram) -> set[str]:
+    """Kept targets with a call the opset cannot model (softmax with a dtype, ceil-mode pooling) and that may
+    not run as an aten fallback either (not core ATen): those must be decomposed instead of kept."""
+    index = aten_index()
+    found: set[str] = set()
+    for node in ep.graph.nodes:
+        target = str(node.target)
+        if node.op != "call_function" or target not in index or target in found or refusal_reason(target) is None:
+            continue
+        try:
+            index[target].from_aten(target, _Converter._bind_schema(node))
+        except Unconvertible:
+            found.add(target)
+        except Exception:  # only a pre-scan: conversion proper reports real problems
+            pass
+    return found
+
+
 def decompose(ep: ExportedProgram) -> ExportedProgram:
     """Lower to core ATen, keeping the ops the opset models (conv, linear, norms, attention ...)."""
     table = torch.export.default_decompositions()
-    keep = set(aten_index())
+    keep = set(aten_index()) - _unconvertible_targets(ep)
     for op in list(table.keys()):
         if str(op) in keep:
             table.pop(op)
@@ -285,7 +303,7 @@ def _rename_outputs(program: Program, wanted: list[str] | None) -> None:
             new = f"{new}_out"
         if value not in producers or value in seen:
             graph.nodes.append(Node(name=f"output_copy_{i}", op="identity", inputs=[value], outputs=[new]))
-            graph.values[new] = graph.values[value]
+            graph.values[new] = graph.values[renamed.get(value, value)]  # a duplicate's first use may be renamed already
         else:
             renamed[value] = new
             graph.values[new] = graph.values.pop(value)

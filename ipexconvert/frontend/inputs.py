@@ -1,6 +1,6 @@
 """Example inputs from the command line: `--input NAME:SHAPE:DTYPE` or a safetensors file.
 
-SHAPE is dims separated by `x` or `,`: numbers are static, names are dynamic dims
+SHAPE is dims separated by `,` or else by `x` (with commas, names may contain `x`): numbers are static, names are dynamic dims
 (`batch`, `seq`), optionally with a range: `batch[1..64]`. Example sizes used for
 tracing: 2 for a dim named batch, 8 for other named dims (clamped to the range).
 """
@@ -41,7 +41,9 @@ def parse_input_arg(text: str) -> InputArg:
     except ValueError as e:
         raise UserInputError(f"--input {text!r}: {e}", usage) from None
     shape: list[int | DynamicDim] = []
-    for token in re.split(r"\s*[x,]\s*", shape_text):
+    # With commas, `x` is part of names (max_len); without, it separates dims (1x3x224x224, batchx128).
+    separator = r"\s*,\s*" if "," in shape_text else r"\s*x\s*"
+    for token in re.split(separator, shape_text):
         m = _DIM.match(token.strip())
         if not m:
             raise UserInputError(f"--input {text!r}: cannot read dimension {token!r}", usage + "; ranges look like batch[1..64]")

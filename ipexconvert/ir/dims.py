@@ -6,10 +6,13 @@ from the actual inputs at run time.
 """
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from functools import lru_cache
 from typing import Callable, Sequence, Union
 
 import sympy
+from sympy.printing.pycode import PythonCodePrinter
 
 Dim = Union[int, str]
 
@@ -26,14 +29,26 @@ _SYMPY_LOCALS = {
 
 
 def parse(expr: str) -> sympy.Expr:
-    return sympy.sympify(expr, locals=_SYMPY_LOCALS)
+    parsed = sympy.sympify(expr, locals=_SYMPY_LOCALS)
+    # Dims are sizes: positive integers. Saying so lets sympy fold e.g. floor(batch*seq) to batch*seq.
+    return parsed.xreplace({s: sympy.Symbol(s.name, integer=True, positive=True) for s in parsed.free_symbols})
+
+
+class _ExactPrinter(PythonCodePrinter):
+    """Prints rationals as Fractions, so sizes like floor(w/3 - 1/3) + 1 evaluate exactly (floats would round)."""
+
+    def _print_Rational(self, expr):
+        return f"Fraction({expr.p}, {expr.q})"
+
+    _print_Half = _print_Rational
 
 
 @lru_cache(maxsize=4096)
 def _compile(expr: str) -> Callable[[dict[str, int]], int]:
     parsed = parse(expr)
-    names = sorted(str(s) for s in parsed.free_symbols)
-    fn = sympy.lambdify([sympy.Symbol(n) for n in names], parsed, modules="math")
+    symbols = sorted(parsed.free_symbols, key=lambda s: s.name)
+    names = [s.name for s in symbols]
+    fn = sympy.lambdify(symbols, parsed, modules=[{"Fraction": Fraction, "math": math}, "math"], printer=_ExactPrinter)
 
     def evaluate(bound: dict[str, int]) -> int:
         try:

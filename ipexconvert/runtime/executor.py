@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 
 import torch
 
+from ..errors import ArtifactError
 from ..ir import Program
 from ..ir.opdef import get_op
 from .kernels import resolve_kernel
@@ -59,8 +60,14 @@ class Executor:
 
         self.steps: list[Step] = []
         for i, node in enumerate(graph.nodes):
-            attrs = get_op(node.op).parse_attrs(node.attrs)
-            kernel, kernel_name = resolve_kernel(device, node.op, attrs)
+            try:
+                attrs = get_op(node.op).parse_attrs(node.attrs)
+                kernel, kernel_name = resolve_kernel(device, node.op, attrs)
+            except (KeyError, ValueError) as e:  # unknown op, bad attrs (pydantic), refused aten target
+                detail = " ".join(str(e.args[0] if isinstance(e, KeyError) else e).split())
+                raise ArtifactError(f"node {node.name} ({node.op}) cannot be run: {detail}",
+                                    "if a newer ipexconvert wrote this artifact, upgrade; otherwise re-create it "
+                                    "with `ipexconvert optimize`") from None
             inputs = [None if v is None else slot_of(v) for v in node.inputs]
             outputs = [slot_of(v) for v in node.outputs]
             dead = {v for v in node.inputs if v is not None and last_use.get(v) == i and v not in keep}

@@ -9,9 +9,9 @@ import numpy as np
 import torch
 
 from ..artifact import read_artifact
-from ..errors import UserInputError
+from ..errors import ArtifactError, UserInputError
 from ..ir import dtypes
-from ..ir.dims import parse
+from ..ir.dims import resolve
 from ..manifest import IOSpec, Manifest
 from .executor import Executor
 
@@ -76,7 +76,10 @@ class Signature:
         for io, t in zip(self.inputs, tensors):  # derived dims such as seq+1, once all names are bound
             for axis, (size, dim) in enumerate(zip(t.shape, io.spec.shape)):
                 if isinstance(dim, str) and dim not in self.dims:
-                    expected = int(parse(dim).subs(bound))
+                    try:
+                        expected = resolve(dim, bound)
+                    except ValueError:  # names a dim no input binds on its own: nothing to check against
+                        continue
                     if expected != size:
                         raise UserInputError(f"input {io.name} dim {axis} is {size}, expected {dim} = {expected}",
                                              "make the input shapes consistent")
@@ -102,7 +105,10 @@ class LoadedModel:
         self.manifest, program = read_artifact(path, verify=verify)
         self.graph = program.graph
         self.signature = Signature(self.manifest)
-        self.executor = Executor(program, device)
+        try:
+            self.executor = Executor(program, device)
+        except ArtifactError as e:  # a node the runtime cannot build: say which file
+            raise ArtifactError(f"{path}: {e.problem}", e.fix) from None
         self.load_seconds = time.perf_counter() - start
 
     def __call__(self, *args: Any, **kwargs: Any):

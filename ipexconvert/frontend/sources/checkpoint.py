@@ -83,7 +83,12 @@ def load(request: SourceRequest) -> ResolvedSource:
         raise UserInputError(f"{path} holds only weights ({len(state)} tensors); ipexconvert needs the code that builds the model",
                              "pass --model-factory package.module:function (and --model-kwargs JSON if it takes arguments)")
     module = _build_from_factory(request.model_factory, request.model_kwargs)
-    missing, unexpected = module.load_state_dict(state, strict=False)
+    try:
+        missing, unexpected = module.load_state_dict(state, strict=False)
+    except RuntimeError as e:  # strict=False still raises on shape mismatches
+        detail = " ".join(str(e).split())
+        raise UserInputError(f"{path} does not fit the model from {request.model_factory}: {detail[:300]}",
+                             "check --model-factory and --model-kwargs build the same architecture") from None
     if missing or unexpected:
         raise UserInputError(f"{path} does not fit the model from {request.model_factory}: "
                              f"missing {list(missing)[:5]}, unexpected {list(unexpected)[:5]}",

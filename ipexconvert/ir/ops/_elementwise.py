@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from ..dims import broadcast
 from ..opdef import OpDef, Unconvertible
 from ..spec import TensorSpec
-from ._common import like, promote
+from ._common import like
 
 
 def unary_op(op_name: str, fn: Callable[[torch.Tensor], torch.Tensor], targets: tuple[str, ...]) -> type[OpDef]:
@@ -45,6 +45,23 @@ def _is_scalar(v: Any) -> bool:
     return isinstance(v, (int, float, bool)) and not hasattr(v, "meta")
 
 
+def _operands(inputs: Sequence[Any], attrs: BinaryAttrs) -> tuple[Any, Any]:
+    """(lhs, rhs): the tensor input(s), with a scalar attribute on its side."""
+    if attrs.lhs_scalar is not None:
+        return attrs.lhs_scalar, inputs[0]
+    if attrs.rhs_scalar is not None:
+        return inputs[0], attrs.rhs_scalar
+    return inputs[0], inputs[1]
+
+
+def _result_dtype(fn: Callable[[Any, Any], torch.Tensor], inputs: Sequence[Optional[TensorSpec]], attrs: BinaryAttrs) -> str:
+    """torch's type promotion, scalar operands included (int64 + 0.5 -> float32, int / int -> float32)."""
+    from .. import dtypes
+
+    metas = [None if s is None else torch.empty([1] * s.rank, dtype=dtypes.to_torch(s.dtype), device="meta") for s in inputs]
+    return dtypes.to_name(fn(*_operands(metas, attrs)).dtype)
+
+
 def binary_op(op_name: str, fn: Callable[[Any, Any], torch.Tensor], targets: tuple[str, ...]) -> type[OpDef]:
     class Binary(OpDef):
         name = op_name
@@ -66,7 +83,7 @@ def binary_op(op_name: str, fn: Callable[[Any, Any], torch.Tensor], targets: tup
         def infer(cls, inputs, attrs):
             tensors = [s for s in inputs if s is not None]
             shape = tensors[0].shape if len(tensors) == 1 else broadcast(tensors[0].shape, tensors[1].shape)
-            out = like(tensors[0], shape, promote(tensors))
+            out = like(tensors[0], shape, _result_dtype(fn, inputs, attrs))
             if len(tensors) == 2 and tensors[0].shape == tensors[1].shape:
                 out = out.with_(memory_format=tensors[0].memory_format)
             elif len(tensors) == 1:
@@ -75,10 +92,7 @@ def binary_op(op_name: str, fn: Callable[[Any, Any], torch.Tensor], targets: tup
 
         @classmethod
         def reference(cls, inputs, attrs, dims):
-            a = inputs[0]
-            b = inputs[1] if attrs.rhs_scalar is None else attrs.rhs_scalar
-            if attrs.lhs_scalar is not None:
-                a, b = attrs.lhs_scalar, inputs[0]
+            a, b = _operands(inputs, attrs)
             return fn(a, b)
 
     Binary.__name__ = Binary.__qualname__ = op_name.title() + "Op"

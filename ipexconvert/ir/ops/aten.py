@@ -17,8 +17,9 @@ from .. import dtypes
 from ..dims import resolve
 from ..opdef import OpDef, register_op
 
-# Non-core ATen ops that are still pure and safe to run.
-EXTRA_ALLOWED = {"aten.scalar_tensor.default"}
+# Non-core ATen ops that are still pure and safe to run, and that torch's default
+# decomposition table leaves in place (F.normalize lowers to linalg_vector_norm).
+EXTRA_ALLOWED = {"aten.scalar_tensor.default", "aten.linalg_vector_norm.default"}
 
 _MEMORY_FORMATS = {
     "contiguous_format": torch.contiguous_format,
@@ -136,9 +137,11 @@ class AtenOp(OpDef):
         from ..dims import is_static
         from ..spec import TensorSpec
 
-        if not all(s is None or is_static(s.shape) for s in inputs):
+        if not all(s is None or is_static(s.shape) for s in inputs) or '"$sym"' in attrs.model_dump_json():
             raise NotImplementedError("aten shape rule needs static shapes")
-        metas = [None if s is None else torch.empty(s.shape, dtype=dtypes.to_torch(s.dtype), device="meta") for s in inputs]
+        metas = [None if s is None else torch.empty(s.shape, dtype=dtypes.to_torch(s.dtype), device="meta").contiguous(
+            memory_format=_MEMORY_FORMATS["channels_last" if s.memory_format == "channels_last" else "contiguous_format"])
+            for s in inputs]
         out = cls.compile(attrs)(metas, {})
         outs = out if isinstance(out, (tuple, list)) else [out]
-        return [TensorSpec(dtype=dtypes.to_name(o.dtype), shape=list(o.shape)) for o in outs]
+        return [TensorSpec.of(o) for o in outs]

@@ -23,7 +23,8 @@ class ReshapeOp(OpDef):
 
     @classmethod
     def from_aten(cls, target, args):
-        return [args["self"]], {"shape": list(args["size"])}
+        size = args["shape"] if target == "aten.reshape.default" else args["size"]  # the schemas name it differently
+        return [args["self"]], {"shape": list(size)}
 
     @classmethod
     def infer(cls, inputs, attrs):

@@ -1,0 +1,104 @@
+"""End to end on the big built-in models: optimize -> write -> load -> compare with eager PyTorch.
+
+These are the slowest tests (a few minutes on 2 cores) and run in CI on purpose:
+they are the evidence that whole converted models stay correct.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import ipexconvert
+from ipexconvert.accuracy import compare_output, flatten_outputs
+from ipexconvert.examples import get_example
+
+pytestmark = pytest.mark.slow
+
+# (max relative error, min cosine) between artifact and eager fp32, per dtype.
+BUDGET = {"fp32": (1e-4, 0.99999), "bf16": (6e-2, 0.999)}
+
+
+def _eager(module, inputs):
+    with torch.inference_mode():
+        return flatten_outputs(module(**inputs))
+
+
+def _assert_close(got, want, dtype, what):
+    max_rel, min_cos = BUDGET[dtype]
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == torch.float32, f"{what} output {i}: artifact returned {g.dtype}, signature says float32"
+        acc = compare_output(str(i), g, w)
+        assert acc.max_rel_error < max_rel and acc.cosine > min_cos, f"{what} output {i}: {acc}"
+
+
+@pytest.fixture(scope="module")
+def resnet50():
+    example = get_example("resnet50")
+    return example, example.build()
+
+
+@pytest.fixture(scope="module")
+def bert_base():
+    example = get_example("bert-base")
+    return example, example.build()
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_resnet50_batch1_and_dynamic_batch(resnet50, dtype, tmp_path):
+    example, module = resnet50
+    result = ipexconvert.optimize("example:resnet50", dtype=dtype, output=tmp_path / "r50.ipxc")
+    hist = result.manifest.op_histogram
+    assert "batch_norm" not in hist, "BN should be folded into the convolutions"
+    model = ipexconvert.load_artifact(result.path)
+    for batch in (1, 3):
+        inputs = example.example_inputs(batch)
+        got = model.run_list([inputs["pixel_values"]])
+        want = _eager(module, inputs)
+        _assert_close(got, want, dtype, f"resnet50 {dtype} batch {batch}")
+        agree = (got[0].argmax(-1) == want[0].argmax(-1)).float().mean().item()
+        assert agree == 1.0, f"top-1 disagrees at batch {batch}"
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_bert_base_seq128_and_dynamic_seq(bert_base, dtype, tmp_path):
+    example, module = bert_base
+    result = ipexconvert.optimize("example:bert-base", dtype=dtype, output=tmp_path / "bert.ipxc")
+    assert result.manifest.op_histogram.get("add_layer_norm", 0) >= 24, result.manifest.op_histogram
+    model = ipexconvert.load_artifact(result.path)
+    inputs = example.example_inputs(2)  # second row is padded: masking must be right
+    _assert_close(model.run_list([inputs["input_ids"], inputs["attention_mask"]]), _eager(module, inputs), dtype,
+                  f"bert-base {dtype} seq 128")
+    short = {k: v[:, :64].contiguous() for k, v in inputs.items()}
+    _assert_close(model.run_list([short["input_ids"], short["attention_mask"]]), _eager(module, short), dtype,
+                  f"bert-base {dtype} seq 64")
+
+
+@pytest.mark.parametrize("dtype,min_cosine", [("fp32", 0.9999), ("bf16", 0.999)])
+def test_minilm_real_weights_on_real_sentences(dtype, min_cosine, tmp_path):
+    from ipexconvert.examples.minilm import SENTENCES, tokenize
+
+    example = get_example("minilm")
+    module = example.build()
+    result = ipexconvert.optimize("example:minilm", dtype=dtype, output=tmp_path / "minilm.ipxc")
+    model = ipexconvert.load_artifact(result.path)
+    for start in range(0, 64, 32):
+        batch = tokenize(SENTENCES[start:start + 32])
+        got = model(**batch)
+        want = _eager(module, batch)[0]
+        cosine = torch.nn.functional.cosine_similarity(got, want, dim=-1)
+        assert cosine.min().item() >= min_cosine, f"{dtype}: worst sentence cosine {cosine.min().item():.6f}"
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_tiny_llama_forward(dtype, tmp_path):
+    example = get_example("tiny-llama")
+    module = example.build()
+    result = ipexconvert.optimize("example:tiny-llama", dtype=dtype, output=tmp_path / "llama.ipxc")
+    model = ipexconvert.load_artifact(result.path)
+    for batch, seq in ((1, 32), (2, 17)):
+        inputs = {"input_ids": example.example_inputs(batch)["input_ids"][:, :seq].contiguous()}
+        got = model.run_list([inputs["input_ids"]])
+        want = _eager(module, inputs)
+        _assert_close(got, want, dtype, f"tiny-llama {dtype} {batch}x{seq}")
+        if dtype == "fp32":
+            assert torch.equal(got[0].argmax(-1), want[0].argmax(-1))

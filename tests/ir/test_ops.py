@@ -1,0 +1,575 @@
+"""Every op in the opset: its reference matches the eager torch function it stands for,
+and its shape/dtype rule (`infer`) matches what the reference really produces, on
+concrete shapes and on symbolic ones.
+
+Each case is one op call: inputs, attrs, and the eager torch expression it must equal.
+A new op registered without a case here makes test_every_registered_op_has_a_case fail.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ipexconvert.ir import OPSET, TensorSpec, get_op
+from ipexconvert.ir.dims import resolve, resolve_shape, same
+from ipexconvert.ir.ops.aten import AtenOp, refusal_reason
+
+_GEN = torch.Generator().manual_seed(1234)
+
+
+def randn(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.randn(shape, generator=_GEN).to(dtype)
+
+
+def randint(high: int, *shape: int) -> torch.Tensor:
+    return torch.randint(0, high, shape, generator=_GEN)
+
+
+@dataclass
+class Case:
+    id: str
+    op: str
+    inputs: list[Optional[torch.Tensor]]
+    attrs: dict
+    eager: Callable[..., object]  # called with the same inputs, positionally
+    dims: dict[str, int] = field(default_factory=dict)  # named dims the attrs refer to
+    # input index -> axis -> dim name, for the symbolic shape-rule check
+    symbolic: dict[int, dict[int, str]] = field(default_factory=dict)
+    atol: float = 1e-5
+    rtol: float = 1e-5
+
+
+BF16 = dict(atol=2e-2, rtol=2e-2)
+
+
+def _ln(x, w, b, eps=1e-5):
+    return F.layer_norm(x, x.shape[-1:], w, b, eps)
+
+
+CASES: list[Case] = [
+    # ---- conv2d -------------------------------------------------------------
+    Case("conv2d-bias", "conv2d", [randn(2, 3, 9, 9), randn(4, 3, 3, 3), randn(4)],
+         {"stride": [1, 1], "padding": [1, 1]}, lambda x, w, b: F.conv2d(x, w, b, padding=1),
+         symbolic={0: {0: "batch", 2: "h", 3: "w"}}),
+    Case("conv2d-stride-dilation-groups-nobias", "conv2d", [randn(2, 4, 11, 10), randn(6, 2, 3, 3), None],
+         {"stride": [2, 3], "padding": [2, 1], "dilation": [2, 1], "groups": 2},
+         lambda x, w, b: F.conv2d(x, w, None, stride=(2, 3), padding=(2, 1), dilation=(2, 1), groups=2),
+         symbolic={0: {0: "batch", 2: "h", 3: "w"}}),
+    Case("conv2d-post-op-relu", "conv2d", [randn(1, 3, 6, 6), randn(5, 3, 3, 3), randn(5)],
+         {"post_ops": [{"kind": "relu"}]}, lambda x, w, b: torch.relu(F.conv2d(x, w, b)),
+         symbolic={0: {0: "batch"}}),
+    Case("conv2d-post-op-residual-add-then-silu", "conv2d",
+         [randn(2, 3, 6, 6), randn(3, 3, 1, 1), randn(3), randn(2, 3, 6, 6)],
+         {"post_ops": [{"kind": "add", "operand": 3}, {"kind": "silu"}]},
+         lambda x, w, b, r: F.silu(F.conv2d(x, w, b) + r),
+         symbolic={0: {0: "batch"}, 3: {0: "batch"}}),
+    Case("conv2d-channels-last-input", "conv2d",
+         [randn(2, 3, 8, 8).contiguous(memory_format=torch.channels_last), randn(4, 3, 3, 3), randn(4)],
+         {}, lambda x, w, b: F.conv2d(x, w, b)),
+    # ---- linear / matmul --------------------------------------------------
+    Case("linear-3d-bias", "linear", [randn(2, 5, 8), randn(6, 8), randn(6)], {},
+         lambda x, w, b: F.linear(x, w, b), symbolic={0: {0: "batch", 1: "seq"}}),
+    Case("linear-no-bias-gelu-tanh", "linear", [randn(3, 8), randn(4, 8), None],
+         {"post_ops": [{"kind": "gelu_tanh"}]}, lambda x, w, b: F.gelu(F.linear(x, w), approximate="tanh"),
+         symbolic={0: {0: "batch"}}),
+    Case("linear-post-op-mul-operand", "linear", [randn(2, 3, 8), randn(4, 8), randn(4), randn(2, 3, 4)],
+         {"post_ops": [{"kind": "mul", "operand": 3}, {"kind": "sigmoid"}]},
+         lambda x, w, b, m: torch.sigmoid(F.linear(x, w, b) * m),
+         symbolic={0: {0: "batch", 1: "seq"}, 3: {0: "batch", 1: "seq"}}),
+    Case("matmul-2d", "matmul", [randn(4, 5), randn(5, 3)], {}, torch.matmul, symbolic={0: {0: "m"}, 1: {1: "n"}}),
+    Case("matmul-broadcast-batch", "matmul", [randn(2, 1, 4, 5), randn(3, 5, 6)], {}, torch.matmul,
+         symbolic={0: {0: "batch", 2: "seq"}}),
+    Case("matmul-post-op-add-tanh", "matmul", [randn(2, 4, 5), randn(2, 5, 3), randn(3)],
+         {"post_ops": [{"kind": "add", "operand": 2}, {"kind": "tanh"}]},
+         lambda a, b, c: torch.tanh(torch.matmul(a, b) + c), symbolic={0: {0: "batch"}, 1: {0: "batch"}}),
+    # ---- attention ------------------------------------------------------------
+    Case("sdpa-no-mask", "sdpa", [randn(2, 2, 5, 8), randn(2, 2, 7, 8), randn(2, 2, 7, 4), None], {},
+         lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v),
+         symbolic={0: {0: "batch", 2: "seq"}, 1: {0: "batch", 2: "kv"}, 2: {0: "batch", 2: "kv"}}),
+    Case("sdpa-bool-mask", "sdpa",
+         [randn(2, 2, 5, 8), randn(2, 2, 5, 8), randn(2, 2, 5, 8), torch.rand(2, 1, 5, 5, generator=_GEN) > 0.3],
+         {}, lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+         symbolic={i: {0: "batch", 2: "seq"} for i in range(3)}),
+    Case("sdpa-additive-mask-and-scale", "sdpa",
+         [randn(2, 2, 5, 8), randn(2, 2, 5, 8), randn(2, 2, 5, 8), randn(2, 1, 1, 5)],
+         {"scale": 0.2}, lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.2)),
+    Case("sdpa-causal", "sdpa", [randn(1, 2, 6, 8), randn(1, 2, 6, 8), randn(1, 2, 6, 8), None],
+         {"is_causal": True}, lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, is_causal=True)),
+    Case("sdpa-gqa", "sdpa", [randn(1, 4, 5, 8), randn(1, 2, 5, 8), randn(1, 2, 5, 8), None],
+         {"enable_gqa": True}, lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)),
+    Case("sdpa-bf16-with-fp32-additive-mask", "sdpa",
+         [randn(2, 2, 5, 8, dtype=torch.bfloat16), randn(2, 2, 5, 8, dtype=torch.bfloat16),
+          randn(2, 2, 5, 8, dtype=torch.bfloat16), randn(2, 1, 1, 5)],
+         {}, lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m.to(torch.bfloat16)), **BF16),
+    # ---- normalisation -----------------------------------------------------------
+    Case("layer_norm-fp32", "layer_norm", [randn(2, 3, 16), randn(16), randn(16)], {"normalized_shape": [16]},
+         lambda x, w, b: _ln(x, w, b), symbolic={0: {0: "batch", 1: "seq"}}),
+    Case("layer_norm-no-affine-eps", "layer_norm", [randn(4, 16), None, None], {"normalized_shape": [16], "eps": 1e-3},
+         lambda x, w, b: _ln(x, None, None, 1e-3)),
+    Case("layer_norm-bf16", "layer_norm",
+         [randn(2, 3, 16, dtype=torch.bfloat16) * 4 + 3, randn(16, dtype=torch.bfloat16), randn(16, dtype=torch.bfloat16)],
+         {"normalized_shape": [16]}, lambda x, w, b: _ln(x, w, b), symbolic={0: {0: "batch"}}, **BF16),
+    Case("add_layer_norm-fp32", "add_layer_norm", [randn(2, 3, 16), randn(2, 3, 16), randn(16), randn(16)],
+         {"normalized_shape": [16], "eps": 1e-6}, lambda x, r, w, b: _ln(x + r, w, b, 1e-6),
+         symbolic={0: {0: "batch", 1: "seq"}, 1: {0: "batch", 1: "seq"}}),
+    Case("add_layer_norm-return-sum-broadcast-residual", "add_layer_norm", [randn(2, 3, 16), randn(3, 16), None, None],
+         {"normalized_shape": [16], "return_sum": True}, lambda x, r, w, b: (_ln(x + r, None, None), x + r),
+         symbolic={0: {0: "batch"}}),
+    Case("add_layer_norm-bf16", "add_layer_norm",
+         [randn(2, 3, 16, dtype=torch.bfloat16), randn(2, 3, 16, dtype=torch.bfloat16), randn(16, dtype=torch.bfloat16), None],
+         {"normalized_shape": [16], "return_sum": True},
+         lambda x, r, w, b: (_ln(x + r, w, None), x + r), **BF16),
+    Case("rms_norm-fp32", "rms_norm", [randn(2, 3, 16), randn(16)], {"normalized_shape": [16], "eps": 1e-6},
+         lambda x, w: torch.rms_norm(x, [16], w, 1e-6), symbolic={0: {0: "batch", 1: "seq"}}),
+    Case("rms_norm-bf16-default-eps-no-weight", "rms_norm", [randn(2, 16, dtype=torch.bfloat16) * 0.05, None],
+         {"normalized_shape": [16]}, lambda x, w: torch.rms_norm(x, [16]), **BF16),
+    Case("softmax-fp32", "softmax", [randn(2, 3, 7)], {"dim": -1}, lambda x: torch.softmax(x, -1),
+         symbolic={0: {0: "batch", 2: "seq"}}),
+    Case("softmax-bf16-middle-axis", "softmax", [randn(2, 5, 3, dtype=torch.bfloat16) * 3], {"dim": 1},
+         lambda x: torch.softmax(x, 1), **BF16),
+    Case("batch_norm-fp32", "batch_norm", [randn(2, 4, 3, 3), randn(4), randn(4), randn(4), torch.rand(4, generator=_GEN) + 0.5],
+         {"eps": 1e-3}, lambda x, w, b, m, v: F.batch_norm(x, m, v, w, b, False, 0.0, 1e-3),
+         symbolic={0: {0: "batch", 2: "h", 3: "w"}}),
+    Case("batch_norm-bf16-activations-fp32-stats-no-affine", "batch_norm",
+         [randn(2, 4, 3, 3, dtype=torch.bfloat16), None, None, randn(4), torch.rand(4, generator=_GEN) + 0.5], {},
+         lambda x, w, b, m, v: F.batch_norm(x, m, v, None, None, False, 0.0, 1e-5), **BF16),
+    # ---- pooling / layout ----------------------------------------------------------
+    Case("max_pool2d-k3-s2-p1", "max_pool2d", [randn(2, 3, 9, 8)],
+         {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1]},
+         lambda x: F.max_pool2d(x, 3, 2, 1), symbolic={0: {0: "batch", 2: "h", 3: "w"}}),
+    Case("max_pool2d-dilation", "max_pool2d", [randn(1, 2, 10, 10)],
+         {"kernel_size": [2, 3], "stride": [1, 2], "dilation": [2, 1]},
+         lambda x: F.max_pool2d(x, (2, 3), (1, 2), 0, (2, 1)), symbolic={0: {2: "h", 3: "w"}}),
+    Case("adaptive_avg_pool2d-global", "adaptive_avg_pool2d", [randn(2, 3, 5, 7)], {"output_size": [1, 1]},
+         lambda x: F.adaptive_avg_pool2d(x, 1), symbolic={0: {0: "batch", 2: "h", 3: "w"}}),
+    Case("adaptive_avg_pool2d-2x3", "adaptive_avg_pool2d", [randn(1, 2, 8, 9)], {"output_size": [2, 3]},
+         lambda x: F.adaptive_avg_pool2d(x, (2, 3))),
+    Case("flatten-from-1", "flatten", [randn(2, 3, 4, 5)], {"start_dim": 1}, lambda x: x.flatten(1),
+         symbolic={0: {0: "batch", 2: "h", 3: "w"}}),
+    Case("flatten-0-1", "flatten", [randn(2, 3, 4)], {"start_dim": 0, "end_dim": 1}, lambda x: x.flatten(0, 1),
+         symbolic={0: {0: "batch", 1: "seq"}}),
+    Case("permute", "permute", [randn(2, 3, 4, 5)], {"perm": [0, 2, 1, 3]}, lambda x: x.permute(0, 2, 1, 3),
+         symbolic={0: {0: "batch", 1: "seq"}}),
+    Case("reshape-static-with-minus-one", "reshape", [randn(2, 3, 4)], {"shape": [-1, 4]}, lambda x: x.reshape(-1, 4),
+         symbolic={0: {0: "batch", 1: "seq"}}),
+    Case("reshape-symbolic-shape-strings", "reshape", [randn(2, 3, 16)], {"shape": ["batch*seq", 2, 8]},
+         lambda x: x.reshape(6, 2, 8), dims={"batch": 2, "seq": 3}, symbolic={0: {0: "batch", 1: "seq"}}),
+    Case("reshape-symbolic-with-minus-one", "reshape", [randn(4, 6, 8)], {"shape": ["batch", "seq", -1, 4]},
+         lambda x: x.reshape(4, 6, 2, 4), dims={"batch": 4, "seq": 6}, symbolic={0: {0: "batch", 1: "seq"}}),
+    Case("reshape-floor-division-expression", "reshape", [randn(2, 8, 3)], {"shape": ["batch", "floor(seq/2)", 6]},
+         lambda x: x.reshape(2, 4, 6), dims={"batch": 2, "seq": 8}, symbolic={0: {0: "batch", 1: "seq"}}),
+    Case("to_dtype-float-to-bf16", "to_dtype", [randn(2, 3)], {"dtype": "bfloat16"}, lambda x: x.to(torch.bfloat16),
+         symbolic={0: {0: "batch"}}),
+    Case("to_dtype-int-to-float", "to_dtype", [randint(10, 2, 3)], {"dtype": "float32"}, lambda x: x.float()),
+    Case("to_memory_format-channels-last", "to_memory_format", [randn(2, 3, 4, 5)], {"memory_format": "channels_last"},
+         lambda x: x.contiguous(memory_format=torch.channels_last), symbolic={0: {0: "batch"}}),
+    Case("to_memory_format-back-to-contiguous", "to_memory_format",
+         [randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)], {"memory_format": "contiguous"},
+         lambda x: x.contiguous()),
+    Case("identity", "identity", [randn(2, 3)], {}, lambda x: x, symbolic={0: {0: "batch"}}),
+    Case("embedding", "embedding", [randn(10, 4), randint(10, 2, 3)], {}, lambda w, i: F.embedding(i, w),
+         symbolic={1: {0: "batch", 1: "seq"}}),
+    # ---- element-wise -----------------------------------------------------------------
+    Case("relu", "relu", [randn(2, 5)], {}, torch.relu, symbolic={0: {0: "batch"}}),
+    Case("sigmoid", "sigmoid", [randn(2, 5)], {}, torch.sigmoid, symbolic={0: {0: "batch"}}),
+    Case("silu", "silu", [randn(2, 5)], {}, F.silu, symbolic={0: {0: "batch"}}),
+    Case("tanh", "tanh", [randn(2, 5)], {}, torch.tanh, symbolic={0: {0: "batch"}}),
+    Case("gelu-erf", "gelu", [randn(2, 5)], {}, F.gelu, symbolic={0: {0: "batch"}}),
+    Case("gelu-tanh", "gelu", [randn(2, 5)], {"approximate": "tanh"}, lambda x: F.gelu(x, approximate="tanh")),
+    Case("add-broadcast", "add", [randn(2, 3, 4), randn(3, 1)], {}, torch.add, symbolic={0: {0: "batch"}}),
+    Case("add-symbolic-broadcast-both-sides", "add", [randn(2, 3, 1), randn(1, 3, 4)], {}, torch.add,
+         symbolic={0: {0: "batch", 1: "seq"}, 1: {1: "seq"}}),
+    Case("add-int-scalar-keeps-int64", "add", [randint(50, 2, 3)], {"rhs_scalar": 7}, lambda x: x + 7,
+         symbolic={0: {0: "batch"}}),
+    Case("add-float-scalar-on-int-tensor-gives-float", "add", [randint(50, 2, 3)], {"rhs_scalar": 0.5},
+         lambda x: x + 0.5),
+    Case("add-bf16-and-fp32-promotes", "add", [randn(2, 3, dtype=torch.bfloat16), randn(2, 3)], {}, torch.add),
+    Case("sub-tensor", "sub", [randn(2, 3), randn(2, 3)], {}, torch.sub, symbolic={0: {0: "batch"}, 1: {0: "batch"}}),
+    Case("sub-int-scalar-keeps-int64", "sub", [randint(50, 2, 3)], {"rhs_scalar": 3}, lambda x: x - 3),
+    Case("sub-scalar-lhs", "sub", [randn(2, 3)], {"lhs_scalar": 2.0}, lambda x: 2.0 - x, symbolic={0: {0: "batch"}}),
+    Case("mul-int-scalar-keeps-int64", "mul", [randint(50, 2, 3)], {"rhs_scalar": 4}, lambda x: x * 4,
+         symbolic={0: {0: "batch"}}),
+    Case("mul-bool-scalar", "mul", [randn(2, 3)], {"rhs_scalar": True}, lambda x: x * True),
+    Case("mul-broadcast", "mul", [randn(4, 1, 3), randn(2, 3)], {}, torch.mul),
+    Case("div-float-scalar", "div", [randn(2, 3)], {"rhs_scalar": 8.0}, lambda x: x / 8.0, symbolic={0: {1: "seq"}}),
+    Case("div-int-tensor-by-int-scalar-is-true-division", "div", [randint(50, 2, 3)], {"rhs_scalar": 4},
+         lambda x: x / 4),
+    Case("div-scalar-lhs", "div", [randn(2, 3).abs() + 1], {"lhs_scalar": 3}, lambda x: 3 / x),
+    # ---- aten fallback ---------------------------------------------------------------------------
+    Case("aten-cumsum", "aten", [randn(2, 5)], {"target": "aten.cumsum.default", "args": [{"$in": 0}, 1]},
+         lambda x: torch.cumsum(x, 1)),
+    Case("aten-where-three-inputs", "aten", [randn(2, 3) > 0, randn(2, 3), randn(2, 3)],
+         {"target": "aten.where.self", "args": [{"$in": 0}, {"$in": 1}, {"$in": 2}]}, torch.where),
+    Case("aten-clamp-with-inf-bound", "aten", [randn(3, 4)],
+         {"target": "aten.clamp.default", "args": [{"$in": 0}, {"$float": "-inf"}, 0.5]}, lambda x: x.clamp(max=0.5)),
+    Case("aten-full-symbolic-size-dtype-layout-device", "aten", [],
+         {"target": "aten.full.default", "args": [[{"$sym": "batch*2"}, 3], 1.5],
+          "kwargs": {"dtype": {"$dtype": "float32"}, "layout": {"$layout": "strided"}, "device": {"$device": "cpu"}}},
+         lambda: torch.full((6, 3), 1.5), dims={"batch": 3}),
+    Case("aten-clone-to-channels-last", "aten", [randn(2, 3, 4, 5)],
+         {"target": "aten.clone.default", "args": [{"$in": 0}], "kwargs": {"memory_format": {"$memory_format": "channels_last"}}},
+         lambda x: x.clone(memory_format=torch.channels_last)),
+]
+
+
+def _run_reference(case: Case):
+    op = get_op(case.op)
+    return op.reference(case.inputs, op.parse_attrs(case.attrs), case.dims)
+
+
+def _as_list(out) -> list[torch.Tensor]:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _ids(cases):
+    return [c.id for c in cases]
+
+
+def test_every_registered_op_has_a_case():
+    covered = {c.op for c in CASES}
+    missing = sorted(set(OPSET) - covered)
+    assert not missing, f"ops without a reference test case in {__file__}: {missing}"
+
+
+def test_case_ids_are_unique():
+    assert len(_ids(CASES)) == len(set(_ids(CASES)))
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_reference_matches_eager_torch(case: Case):
+    got = _as_list(_run_reference(case))
+    want = _as_list(case.eager(*case.inputs))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        torch.testing.assert_close(g, w, atol=case.atol, rtol=case.rtol)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_compiled_kernel_matches_reference(case: Case):
+    op = get_op(case.op)
+    attrs = op.parse_attrs(case.attrs)
+    compiled = _as_list(op.compile(attrs)(case.inputs, case.dims))
+    for c, r in zip(compiled, _as_list(_run_reference(case)), strict=True):
+        torch.testing.assert_close(c, r, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_attrs_survive_a_json_round_trip(case: Case):
+    """Attrs are stored as JSON in the artifact: parsing them back gives the same values and types."""
+    op = get_op(case.op)
+    attrs = op.parse_attrs(case.attrs)
+    again = op.Attrs.model_validate_json(attrs.model_dump_json())
+    assert again == attrs
+    for key, value in attrs.model_dump().items():
+        assert type(again.model_dump()[key]) is type(value), key
+
+
+def _mentions_symbolic_size(case: Case) -> bool:
+    return '"$sym"' in json.dumps(case.attrs)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_infer_matches_real_output_on_concrete_shapes(case: Case):
+    """Concrete input shapes; dims named in attrs (reshape targets) are resolved with the case's dims."""
+    op = get_op(case.op)
+    specs = [None if t is None else TensorSpec.of(t) for t in case.inputs]
+    attrs = op.parse_attrs(case.attrs)
+    if _mentions_symbolic_size(case):  # the aten fallback's rule runs the op on meta tensors: static only
+        with pytest.raises(NotImplementedError, match="static"):
+            op.infer(specs, attrs)
+        return
+    inferred = op.infer(specs, attrs)
+    real = _as_list(_run_reference(case))
+    assert len(inferred) == len(real)
+    for spec, tensor in zip(inferred, real):
+        resolved = spec.with_(shape=resolve_shape(spec.shape, case.dims))
+        assert resolved == TensorSpec.of(tensor), f"inferred {spec.describe()}, real {TensorSpec.of(tensor).describe()}"
+
+
+SYMBOLIC_CASES = [c for c in CASES if c.symbolic]
+
+
+def _symbolic_specs(case: Case) -> tuple[list[Optional[TensorSpec]], dict[str, int]]:
+    """Input specs with the case's named axes, and the sizes those names have in the real inputs."""
+    bound = dict(case.dims)
+    specs: list[Optional[TensorSpec]] = []
+    for i, t in enumerate(case.inputs):
+        if t is None:
+            specs.append(None)
+            continue
+        shape: list = list(t.shape)
+        for axis, name in case.symbolic.get(i, {}).items():
+            assert bound.setdefault(name, t.shape[axis]) == t.shape[axis], f"case names {name} with two sizes"
+            shape[axis] = name
+        specs.append(TensorSpec.of(t, shape))
+    return specs, bound
+
+
+@pytest.mark.parametrize("case", [c for c in SYMBOLIC_CASES if c.op != "aten"],
+                         ids=_ids(c for c in SYMBOLIC_CASES if c.op != "aten"))
+def test_infer_on_symbolic_shapes_resolves_to_real_output(case: Case):
+    op = get_op(case.op)
+    specs, bound = _symbolic_specs(case)
+    inferred = op.infer(specs, op.parse_attrs(case.attrs))
+    real = _as_list(_run_reference(case))
+    assert any(isinstance(d, str) for spec in inferred for d in spec.shape), "output lost every symbolic dim"
+    for spec, tensor in zip(inferred, real, strict=True):
+        assert spec.dtype == TensorSpec.of(tensor).dtype
+        assert resolve_shape(spec.shape, bound) == list(tensor.shape), spec.shape
+
+
+def test_the_covered_ops_all_have_a_symbolic_case():
+    """Every op except the aten fallback (static shapes only) has its shape rule checked symbolically."""
+    missing = sorted(set(OPSET) - {"aten"} - {c.op for c in SYMBOLIC_CASES})
+    assert not missing
+
+
+# ---- specific symbolic shape rules ---------------------------------------------------------------------------------
+
+
+def _spec(shape, dtype="float32"):
+    return TensorSpec(dtype=dtype, shape=shape)
+
+
+def test_conv2d_keeps_batch_name_on_imagenet_shape():
+    attrs = get_op("conv2d").parse_attrs({"stride": [2, 2], "padding": [3, 3]})
+    out, = get_op("conv2d").infer([_spec(["batch", 3, 224, 224]), _spec([8, 3, 7, 7]), None], attrs)
+    assert out.shape == ["batch", 8, 112, 112]
+    assert out.dtype == "float32"
+
+
+@pytest.mark.parametrize("size", [5, 6, 7, 8, 31])
+def test_conv2d_symbolic_height_expression_matches_torch(size: int):
+    attrs = get_op("conv2d").parse_attrs({"stride": [2, 2], "padding": [1, 1]})
+    out, = get_op("conv2d").infer([_spec(["batch", 3, "h", "w"]), _spec([4, 3, 3, 3]), None], attrs)
+    assert out.shape[:2] == ["batch", 4]
+    assert "h" in out.shape[2] and "w" in out.shape[3]
+    real = F.conv2d(torch.zeros(1, 3, size, size + 1), torch.zeros(4, 3, 3, 3), stride=2, padding=1)
+    assert resolve(out.shape[2], {"h": size}) == real.shape[2]
+    assert resolve(out.shape[3], {"w": size + 1}) == real.shape[3]
+
+
+def test_linear_on_batch_seq_keeps_names():
+    out, = get_op("linear").infer([_spec(["batch", "seq", 64]), _spec([32, 64]), _spec([32])],
+                                  get_op("linear").parse_attrs({}))
+    assert out.shape == ["batch", "seq", 32]
+
+
+def test_reshape_minus_one_over_symbolic_input_gives_product_expression():
+    out, = get_op("reshape").infer([_spec(["batch", "seq", 64])], get_op("reshape").parse_attrs({"shape": [-1, 64]}))
+    assert same(out.shape[0], "batch*seq")
+    assert out.shape[1] == 64
+
+
+def test_flatten_symbolic_gives_product_expression():
+    out, = get_op("flatten").infer([_spec(["batch", 4, "h", "w"])], get_op("flatten").parse_attrs({"start_dim": 1}))
+    assert out.shape[0] == "batch"
+    assert same(out.shape[1], "4*h*w")
+
+
+def test_matmul_attention_scores_shape():
+    out, = get_op("matmul").infer([_spec(["batch", 2, "seq", 8]), _spec(["batch", 2, 8, "seq"])],
+                                  get_op("matmul").parse_attrs({}))
+    assert out.shape == ["batch", 2, "seq", "seq"]
+
+
+def test_binary_broadcast_of_incompatible_static_shapes_is_refused():
+    with pytest.raises(ValueError, match="do not broadcast"):
+        get_op("add").infer([_spec([2, 3]), _spec([4, 3])], get_op("add").parse_attrs({}))
+
+
+def test_aten_fallback_shape_rule_needs_static_shapes():
+    attrs = AtenOp.parse_attrs({"target": "aten.cumsum.default", "args": [{"$in": 0}, 1]})
+    assert AtenOp.infer([_spec([2, 5])], attrs) == [_spec([2, 5])]
+    with pytest.raises(NotImplementedError, match="static"):
+        AtenOp.infer([_spec(["batch", 5])], attrs)
+
+
+def test_binary_int_scalar_attr_stays_int_after_json():
+    attrs = get_op("add").parse_attrs({"rhs_scalar": 2})
+    again = get_op("add").Attrs.model_validate_json(attrs.model_dump_json())
+    assert isinstance(again.rhs_scalar, int) and not isinstance(again.rhs_scalar, bool)
+    x = torch.tensor([1, 2], dtype=torch.int32)
+    assert get_op("add").reference([x], again, {}).dtype == torch.int32
+
+
+# ---- aten fallback: what may and may not be named ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target, reason", [
+    ("aten.add_.Tensor", "mutates"),
+    ("aten.copy_.default", "mutates"),
+    ("aten.rand.default", "random"),
+    ("aten.bernoulli.default", "random"),
+    ("aten.linear.default", "not a core ATen op"),
+    ("aten.no_such_op.default", "does not exist"),
+    ("prims.add.default", "not an ATen op name"),
+    ("os.system", "not an ATen op name"),
+])
+def test_refusal_reason_refuses_unsafe_targets(target: str, reason: str):
+    why = refusal_reason(target)
+    assert why is not None and reason in why
+
+
+@pytest.mark.parametrize("target", ["aten.cumsum.default", "aten.where.self", "aten.scalar_tensor.default"])
+def test_refusal_reason_allows_pure_core_ops(target: str):
+    assert refusal_reason(target) is None
+
+
+@pytest.mark.parametrize("target, reason", [
+    ("aten.add_.Tensor", "mutates"),
+    ("aten.rand.default", "random"),
+    ("aten.new_zeros.default", "not a core ATen op"),
+])
+def test_aten_compile_refuses_a_target_an_artifact_names(target: str, reason: str):
+    attrs = AtenOp.parse_attrs({"target": target, "args": [{"$in": 0}, {"$in": 0}]})
+    with pytest.raises(ValueError, match=reason) as info:
+        AtenOp.compile(attrs)
+    assert target in str(info.value)
+
+
+# ---- from_aten, through the frontend ----------------------------------------------------------------------------------
+# Two small models that between them call every ATen target family the opset absorbs. Each is
+# exported once; the IR is built both from the core-ATen program (what optimize() converts) and
+# from the un-decomposed export (program_from_exported also accepts that), where composite ops
+# such as flatten, dropout and to(dtype) still appear.
+
+
+class _ConvNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, stride=2, padding=1)
+        self.bn = torch.nn.BatchNorm2d(4)
+        self.fc = torch.nn.Linear(4, 5)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-1, 1, generator=_GEN)
+            self.bn.running_var.uniform_(0.5, 2, generator=_GEN)
+
+    def forward(self, x):
+        y = F.max_pool2d(torch.relu(self.bn(self.conv(x))), 2)
+        y = F.adaptive_avg_pool2d(y, 1).flatten(1)
+        return torch.sigmoid(self.fc(y)), torch.tanh(y).to(torch.float64)
+
+
+class _Encoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(50, 16)
+        self.ln = torch.nn.LayerNorm(16)
+        self.rms = torch.nn.RMSNorm(16, eps=1e-6)
+        self.qkv = torch.nn.Linear(16, 48)
+        self.drop = torch.nn.Dropout(0.1)
+        self.w = torch.nn.Parameter(torch.randn(16, 16, generator=_GEN) / 4)
+
+    def forward(self, input_ids, attention_mask):
+        h = self.ln(self.emb(input_ids))
+        b, n, _ = h.shape
+        qkv = self.qkv(h).view(b, n, 3, 2, 8).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        mask = attention_mask[:, None, None, :].bool()
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2).reshape(b, n, 16)
+        scores = torch.softmax(q @ k.transpose(-1, -2), -1)
+        z = F.gelu(self.rms(a)) * 2 - 1
+        z = torch.mm(self.drop(z).reshape(b * n, 16).contiguous(), self.w.t()).reshape(b, n, 16)
+        return F.silu(z) / 3 + torch.bmm(z, z.transpose(1, 2)).sum(-1, keepdim=True), scores, z.clone()
+
+
+def _token_dims():
+    from ipexconvert.frontend.dynamic import DynamicDim
+
+    batch, seq = DynamicDim(name="batch", min=1, max=8), DynamicDim(name="seq", min=2, max=32)
+    return {"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}}
+
+
+def _conv_inputs(batch: int, size: int = 16) -> dict[str, torch.Tensor]:
+    return {"x": randn(batch, 3, size, size)}
+
+
+def _token_inputs(batch: int, seq: int) -> dict[str, torch.Tensor]:
+    mask = torch.ones(batch, seq, dtype=torch.int64)
+    mask[0, -2:] = 0
+    return {"input_ids": randint(50, batch, seq), "attention_mask": mask}
+
+
+def _batch_dim():
+    from ipexconvert.frontend.dynamic import DynamicDim
+
+    return {"x": {0: DynamicDim(name="batch", min=1, max=8)}}
+
+
+FRONTEND_MODELS = {
+    "convnet": (_ConvNet, lambda: _conv_inputs(2), _batch_dim, [_conv_inputs(1), _conv_inputs(5)]),
+    "encoder": (_Encoder, lambda: _token_inputs(2, 6), _token_dims, [_token_inputs(1, 3), _token_inputs(3, 11)]),
+}
+
+
+@pytest.fixture(scope="module")
+def frontend_programs():
+    """name -> (eager module, {"core": program from core ATen, "raw": program from the plain export})."""
+    from ipexconvert.frontend.export import decompose, export_module, program_from_exported
+
+    out = {}
+    for name, (factory, example, dynamic, _) in FRONTEND_MODELS.items():
+        module = factory().eval()
+        ep = export_module(module, example(), dynamic())
+        out[name] = (module, {"raw": program_from_exported(ep, dynamic()),
+                              "core": program_from_exported(decompose(ep), dynamic())})
+    return out
+
+
+OPS_WITH_ATEN_TARGETS = sorted(name for name, op in OPSET.items() if op.aten_targets)
+
+
+@pytest.mark.parametrize("op_name", OPS_WITH_ATEN_TARGETS)
+def test_from_aten_maps_the_op_through_the_frontend(frontend_programs, op_name: str):
+    found = {(name, kind) for name, (_, programs) in frontend_programs.items() for kind, program in programs.items()
+             if any(node.op == op_name for node in program.graph.nodes)}
+    assert found, f"no test model converts into a {op_name} node; extend FRONTEND_MODELS"
+
+
+@pytest.mark.parametrize("kind", ["core", "raw"])
+def test_no_absorbable_target_falls_back_to_aten(frontend_programs, kind: str):
+    """Every call to a target some op lists in aten_targets became that op, not a generic aten node."""
+    from ipexconvert.ir.opdef import aten_index
+
+    for name, (_, programs) in frontend_programs.items():
+        fallbacks = {n.attrs["target"] for n in programs[kind].graph.nodes if n.op == "aten"}
+        assert not fallbacks & set(aten_index()), (name, fallbacks)
+
+
+def _bind_dims(program, inputs: dict[str, torch.Tensor]) -> dict[str, int]:
+    bound = {}
+    for name in program.graph.inputs:
+        for size, dim in zip(inputs[name].shape, program.graph.values[name].shape):
+            if isinstance(dim, str):
+                bound[dim] = size
+    return bound
+
+
+@pytest.mark.parametrize("kind", ["core", "raw"])
+@pytest.mark.parametrize("model", sorted(FRONTEND_MODELS))
+def test_frontend_program_matches_eager_at_other_sizes(frontend_programs, model: str, kind: str):
+    from ipexconvert.runtime.executor import Executor
+
+    module, programs = frontend_programs[model]
+    program = programs[kind]
+    executor = Executor(program)
+    for inputs in FRONTEND_MODELS[model][3]:
+        got = executor.run([inputs[n] for n in program.graph.inputs], _bind_dims(program, inputs))
+        with torch.no_grad():
+            want = _as_list(module(**inputs))
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype
+            torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-4)
+
+
+def test_flatten_from_aten_maps_arguments():
+    inputs, attrs = get_op("flatten").from_aten("aten.flatten.using_ints", {"self": "x", "start_dim": 1, "end_dim": -1})
+    assert inputs == ["x"] and attrs == {"start_dim": 1, "end_dim": -1}

@@ -1,0 +1,235 @@
+"""fuse_attention: explicit matmul/softmax/matmul attention becomes one sdpa node, outputs unchanged."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from ipexconvert.frontend.dynamic import DynamicDim
+from ipexconvert.frontend.export import program_from_module
+from ipexconvert.ir import Program
+from ipexconvert.passes.base import PASSES, PassOptions
+from ipexconvert.runtime.executor import Executor
+
+TOL = 1e-5  # fp32: max|a-b| / max|b|
+
+
+def _copy(program: Program) -> Program:
+    return Program(program.graph.model_copy(deep=True), dict(program.weights))
+
+
+def _run(program: Program, inputs: dict[str, torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
+    return Executor(program).run([inputs[n] for n in program.graph.inputs], dims)
+
+
+def _rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
+    return ((a - b).abs().max() / b.abs().max()).item()
+
+
+def _fuse(program: Program) -> dict[str, int]:
+    return PASSES["fuse_attention"].run(program, PassOptions())
+
+
+def _assert_same_outputs(before: Program, after: Program, inputs: dict[str, torch.Tensor], dims: dict[str, int]):
+    expected, got = _run(before, inputs, dims), _run(after, inputs, dims)
+    assert len(expected) == len(got)
+    for e, g in zip(expected, got):
+        assert g.shape == e.shape
+        assert _rel_err(g, e) < TOL
+
+
+# ---- tiny-bert-eager ------------------------------------------------------------------
+
+
+def _bert_inputs(batch: int, seq: int, seed: int) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, 1000, (batch, seq), generator=gen)
+    mask = torch.ones(batch, seq, dtype=torch.int64)
+    mask[0, seq // 2:] = 0  # padding, so the additive mask really masks something
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+@pytest.fixture(scope="module")
+def bert_eager():
+    pytest.importorskip("transformers")
+    from ipexconvert.examples import get_example
+
+    example = get_example("tiny-bert-eager")
+    model = example.build()
+    program = program_from_module(model, example.example_inputs(2), example.dynamic_dims, list(example.output_names))
+    return model, program
+
+
+@pytest.mark.parametrize("identities_removed", [False, True], ids=["with-dropout-identity", "after-remove-identity"])
+def test_tiny_bert_eager_attention_becomes_sdpa(bert_eager, identities_removed):
+    model, original = bert_eager
+    before = _copy(original)
+    if identities_removed:
+        PASSES["remove_identity"].run(before, PassOptions())
+    after = _copy(before)
+    hist_before = before.graph.op_histogram()
+
+    changes = _fuse(after)
+
+    hist_after = after.graph.op_histogram()
+    assert changes == {"attention_fused": 2}
+    assert hist_before["softmax"] == 2 and hist_before["matmul"] == 4 and "sdpa" not in hist_before
+    assert hist_after.get("sdpa") == 2
+    assert "softmax" not in hist_after and "matmul" not in hist_after
+    assert "mul" not in hist_after  # the two `scores * 0.25` became sdpa's scale
+    assert hist_after["permute"] == hist_before["permute"] - 2  # the k^T transposes are gone
+    assert hist_after["add"] == hist_before["add"] - 2  # the mask adds
+
+    graph = after.graph
+    for node in graph.nodes:
+        if node.op == "sdpa":
+            assert node.attrs["scale"] == pytest.approx(0.25)
+            assert node.attrs["is_causal"] is False
+            q, k, v, mask = (graph.values[i] for i in node.inputs)
+            assert k.shape == q.shape == v.shape == ["batch", 4, "seq", 16]  # k in [.., S, E] layout
+            assert mask.dtype == "float32" and mask.shape == ["batch", 1, "seq", "seq"]
+
+    # Same outputs at the export size and at another batch and sequence length.
+    for batch, seq in [(2, 16), (3, 11)]:
+        inputs = _bert_inputs(batch, seq, seed=batch)
+        dims = {"batch": batch, "seq": seq}
+        _assert_same_outputs(before, after, inputs, dims)
+        with torch.no_grad():
+            reference = model(**inputs)
+        got = _run(after, inputs, dims)
+        assert _rel_err(got[0], reference[0]) < TOL
+
+
+# ---- small attention modules ------------------------------------------------------------
+
+HEADS, HEAD_DIM, SEQ = 2, 8, 7
+
+
+def _qkv_dims(with_mask: bool) -> dict:
+    batch, seq = DynamicDim(name="batch", max=8), DynamicDim(name="seq", min=2, max=64)
+    dims = {n: {0: batch, 2: seq} for n in "qkv"}
+    if with_mask:
+        dims["mask"] = {0: batch, 3: seq}
+    return dims
+
+
+def _qkv_inputs(batch: int, seq: int, seed: int, with_mask: bool) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    inputs = {n: torch.randn(batch, HEADS, seq, HEAD_DIM, generator=gen) for n in "qkv"}
+    if with_mask:
+        mask = torch.zeros(batch, 1, 1, seq)
+        mask[:, :, :, seq - 2:] = torch.finfo(torch.float32).min  # mask out the last two keys
+        inputs["mask"] = mask
+    return inputs
+
+
+class ScaledQueryMaskedAttention(nn.Module):
+    """Scale on q before the matmul, additive mask broadcast over heads and queries."""
+
+    def forward(self, q, k, v, mask):
+        q = q / math.sqrt(HEAD_DIM)
+        scores = torch.matmul(q, k.transpose(-1, -2)) + mask
+        return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+class ScaledScoresAttention(nn.Module):
+    """Scale on the scores (div), eval-mode dropout between softmax and the second matmul."""
+
+    def __init__(self):
+        super().__init__()
+        self.dropout = nn.Dropout(0.1)
+
+    def forward(self, q, k, v):
+        scores = torch.matmul(q, k.transpose(2, 3)) / 3.0
+        return self.dropout(scores.softmax(dim=-1)) @ v
+
+
+class ProjectedAttention(nn.Module):
+    """Bart-style: `q_proj(x) * scaling` before the head split, so the scale sits behind reshape/permute."""
+
+    def __init__(self, dim: int = HEADS * HEAD_DIM):
+        super().__init__()
+        torch.manual_seed(0)
+        self.q_proj, self.k_proj, self.v_proj = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+
+    def _heads(self, t):
+        return t.view(t.shape[0], t.shape[1], HEADS, HEAD_DIM).transpose(1, 2)
+
+    def forward(self, x):
+        q = self._heads(self.q_proj(x) * HEAD_DIM ** -0.5)
+        k, v = self._heads(self.k_proj(x)), self._heads(self.v_proj(x))
+        out = torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v
+        return out.transpose(1, 2).reshape(x.shape[0], x.shape[1], HEADS * HEAD_DIM)
+
+
+def _check_fused(module: nn.Module, with_mask: bool, expected_scale: float) -> Program:
+    dynamic = _qkv_dims(with_mask)
+    before = program_from_module(module, _qkv_inputs(2, SEQ, 0, with_mask), dynamic)
+    after = _copy(before)
+    assert _fuse(after) == {"attention_fused": 1}
+    hist = after.graph.op_histogram()
+    assert hist.get("sdpa") == 1 and "softmax" not in hist and "matmul" not in hist
+    assert "mul" not in hist and "div" not in hist
+    (sdpa,) = [n for n in after.graph.nodes if n.op == "sdpa"]
+    assert sdpa.attrs["scale"] == pytest.approx(expected_scale, rel=1e-6)
+    for batch, seq in [(2, SEQ), (3, 12)]:
+        _assert_same_outputs(before, after, _qkv_inputs(batch, seq, batch, with_mask), {"batch": batch, "seq": seq})
+    return after
+
+
+def test_scale_on_q_and_additive_mask():
+    after = _check_fused(ScaledQueryMaskedAttention(), with_mask=True, expected_scale=HEAD_DIM ** -0.5)
+    (sdpa,) = [n for n in after.graph.nodes if n.op == "sdpa"]
+    assert sdpa.inputs == ["q", "k", "v", "mask"]
+
+
+def test_scale_on_scores_and_dropout_identity():
+    after = _check_fused(ScaledScoresAttention(), with_mask=False, expected_scale=1 / 3.0)
+    (sdpa,) = [n for n in after.graph.nodes if n.op == "sdpa"]
+    assert sdpa.inputs == ["q", "k", "v", None]
+    assert "identity" not in after.graph.op_histogram()
+
+
+def test_scale_behind_head_split():
+    dynamic = {"x": {0: DynamicDim(name="batch", max=8), 1: DynamicDim(name="seq", min=2, max=64)}}
+    module = ProjectedAttention()
+    before = program_from_module(module, {"x": torch.randn(2, SEQ, HEADS * HEAD_DIM)}, dynamic)
+    after = _copy(before)
+    assert _fuse(after) == {"attention_fused": 1}
+    (sdpa,) = [n for n in after.graph.nodes if n.op == "sdpa"]
+    assert sdpa.attrs["scale"] == pytest.approx(HEAD_DIM ** -0.5, rel=1e-6)
+    assert "mul" not in after.graph.op_histogram()
+    for batch, seq in [(2, SEQ), (4, 10)]:
+        x = torch.randn(batch, seq, HEADS * HEAD_DIM, generator=torch.Generator().manual_seed(batch))
+        _assert_same_outputs(before, after, {"x": x}, {"batch": batch, "seq": seq})
+
+
+# ---- patterns that must stay as they are -----------------------------------------------
+
+
+class AlmostAttention(nn.Module):
+    """Five near-misses side by side (one export keeps the test fast); none may become sdpa."""
+
+    def forward(self, q, k, v, mask, kt):
+        probs = torch.softmax(q @ k.transpose(-1, -2) * 0.5, dim=-1)
+        probs_returned = probs @ v                                          # probs are a graph output
+        scores = q @ k.transpose(-1, -2)
+        scores_twice = torch.softmax(scores, dim=-1) @ v + scores.sum(dim=-1, keepdim=True)  # two readers
+        over_queries = torch.softmax(q @ k.transpose(-1, -2), dim=-2) @ v   # softmax not over the keys
+        mask_scaled = torch.softmax((q @ k.transpose(-1, -2) + mask) * 0.5, dim=-1) @ v  # scales the mask too
+        no_permute = torch.softmax(q @ kt, dim=-1) @ v                      # k arrives as [.., E, S]
+        return probs_returned, probs, scores_twice, over_queries, mask_scaled, no_permute
+
+
+def test_near_misses_are_not_fused():
+    dynamic = _qkv_dims(with_mask=True)
+    dynamic["kt"] = {0: dynamic["k"][0], 3: dynamic["k"][2]}
+    inputs = _qkv_inputs(2, SEQ, 0, with_mask=True)
+    inputs["kt"] = inputs["k"].transpose(-1, -2).contiguous()
+    program = program_from_module(AlmostAttention(), inputs, dynamic)
+    hist = program.graph.op_histogram()
+    assert hist["softmax"] == 5
+    assert _fuse(program) == {"attention_fused": 0}
+    assert program.graph.op_histogram() == hist
