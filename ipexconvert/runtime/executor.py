@@ -14,7 +14,8 @@ import torch
 from ..errors import ArtifactError
 from ..ir import Program
 from ..ir.opdef import get_op
-from .kernels import resolve_kernel
+from .cpu import selected_isa
+from .kernels import NodeContext, resolve_kernel
 
 _MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
 
@@ -45,11 +46,13 @@ class Executor:
             slot_of(name)
         self.input_slots = [slot[n] for n in graph.inputs]
         constant_slots: dict[int, torch.Tensor] = {}
+        constant_tensors: dict[str, torch.Tensor] = {}
         for name in graph.constants:
             tensor = program.weights[name]
             if graph.values[name].memory_format == "channels_last" and tensor.dim() == 4:
                 tensor = tensor.contiguous(memory_format=torch.channels_last)
             constant_slots[slot_of(name)] = tensor
+            constant_tensors[name] = tensor
 
         last_use: dict[str, int] = {}
         for i, node in enumerate(graph.nodes):
@@ -58,21 +61,31 @@ class Executor:
                     last_use[v] = i
         keep = set(graph.outputs) | set(graph.constants)
 
+        isa = selected_isa()
         self.steps: list[Step] = []
         for i, node in enumerate(graph.nodes):
             try:
                 attrs = get_op(node.op).parse_attrs(node.attrs)
-                kernel, kernel_name = resolve_kernel(device, node.op, attrs)
+                ctx = NodeContext(
+                    op=node.op, attrs=attrs,
+                    constants=tuple(constant_tensors.get(v) for v in node.inputs),
+                    input_specs=tuple(None if v is None else graph.values[v] for v in node.inputs),
+                    output_specs=tuple(graph.values[v] for v in node.outputs), device=device, isa=isa)
+                kernel = resolve_kernel(ctx)
             except (KeyError, ValueError) as e:  # unknown op, bad attrs (pydantic), refused aten target
                 detail = " ".join(str(e.args[0] if isinstance(e, KeyError) else e).split())
                 raise ArtifactError(f"node {node.name} ({node.op}) cannot be run: {detail}",
                                     "if a newer ipexconvert wrote this artifact, upgrade; otherwise re-create it "
                                     "with `ipexconvert optimize`") from None
-            inputs = [None if v is None else slot_of(v) for v in node.inputs]
+            inputs = [None if v is None or j in kernel.consumed_inputs else slot_of(v) for j, v in enumerate(node.inputs)]
             outputs = [slot_of(v) for v in node.outputs]
             dead = {v for v in node.inputs if v is not None and last_use.get(v) == i and v not in keep}
             dead |= {v for v in node.outputs if v not in last_use and v not in keep}  # unused outputs
-            self.steps.append(Step(node.name, node.op, kernel, kernel_name, inputs, outputs, sorted(slot[v] for v in dead)))
+            self.steps.append(Step(node.name, node.op, kernel.fn, kernel.name, inputs, outputs,
+                                   sorted(slot[v] for v in dead if v in slot)))
+        # Constants that every reader took over (e.g. prepacked) need not stay in memory.
+        still_read = {s for step in self.steps for s in step.inputs if s is not None} | set(slot[o] for o in graph.outputs if o in slot)
+        constant_slots = {s: t for s, t in constant_slots.items() if s in still_read}
         self.output_slots = [slot_of(n) for n in graph.outputs]
         self.base_env: list[torch.Tensor | None] = [None] * len(slot)
         for s, tensor in constant_slots.items():

@@ -1,29 +1,58 @@
-"""Kernel registry: (device, op) -> factory(attrs) -> callable(inputs, dims).
+"""Kernel registry: (device, op) -> factories tried in order; the reference implementation last.
 
-Ops with no registered kernel run their reference implementation. Native and
-xpu kernels register here; the executor never branches on op names.
+A factory sees the node's typed attrs, which inputs are constants (with their tensors),
+the value specs and the selected ISA. It returns a Kernel, or None to decline (an
+unsupported shape, a failed probe), and the next factory is tried. A kernel may take
+ownership of constant inputs (e.g. prepacked weights): the executor then no longer
+passes them, and frees the original tensor when no other node reads it.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import torch
 
 from ..ir.opdef import get_op
+from ..ir.spec import TensorSpec
 
-KernelFactory = Callable[[Any], Callable[[list, dict[str, int]], Any]]
-KERNELS: dict[tuple[str, str], KernelFactory] = {}
+KernelFn = Callable[[list, dict[str, int]], Any]
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    op: str
+    attrs: Any
+    constants: tuple[Optional[torch.Tensor], ...]  # per input: its tensor if constant, else None
+    input_specs: tuple[Optional[TensorSpec], ...]
+    output_specs: tuple[TensorSpec, ...]
+    device: str
+    isa: str
+
+
+@dataclass(frozen=True)
+class Kernel:
+    fn: KernelFn
+    name: str
+    consumed_inputs: frozenset[int] = field(default_factory=frozenset)  # constants the kernel holds itself
+
+
+KernelFactory = Callable[[NodeContext], Optional[Kernel]]
+KERNELS: dict[tuple[str, str], list[KernelFactory]] = {}
 
 
 def register_kernel(device: str, op: str):
     def wrap(factory: KernelFactory) -> KernelFactory:
-        KERNELS[(device, op)] = factory
+        KERNELS.setdefault((device, op), []).append(factory)
         return factory
 
     return wrap
 
 
-def resolve_kernel(device: str, op: str, attrs: Any) -> tuple[Callable, str]:
-    """The callable for one node and a short name of where it came from (for profiles)."""
-    factory = KERNELS.get((device, op))
-    if factory is not None:
-        return factory(attrs), f"{device}:{op}"
-    return get_op(op).compile(attrs), f"reference:{op}"
+def resolve_kernel(ctx: NodeContext) -> Kernel:
+    """The first registered kernel that accepts this node, else the op's reference."""
+    for factory in KERNELS.get((ctx.device, ctx.op), []):
+        kernel = factory(ctx)
+        if kernel is not None:
+            return kernel
+    return Kernel(get_op(ctx.op).compile(ctx.attrs), f"reference:{ctx.op}")
