@@ -75,10 +75,20 @@ def resize_inputs(tensors: dict[str, torch.Tensor], model, sizes: dict[str, int]
     return out
 
 
+def _batch_size(model, tensors: dict[str, torch.Tensor]) -> int:
+    """The size of the dim named `batch` if the model has one, else 1 (throughput per call)."""
+    for io in model.signature.inputs:
+        for axis, d in enumerate(io.spec.shape):
+            if d == "batch":
+                return int(tensors[io.name].shape[axis])
+    return 1
+
+
 def _parse_dims(items: list[str]) -> dict[str, int]:
     sizes = {}
     for item in items:
         name, _, value = item.partition("=")
+        value = value.strip()
         if not value.isdigit():
             raise UserInputError(f"--dim {item!r} is not NAME=SIZE", "e.g. --dim batch=16")
         sizes[name.strip()] = int(value)
@@ -103,7 +113,7 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
     if not tensors:
         raise UserInputError(f"{artifact} stores no example inputs", "pass --inputs inputs.safetensors")
     tensors = resize_inputs(tensors, model, _parse_dims(dims))
-    batch = next(iter(tensors.values())).shape[0] if tensors and next(iter(tensors.values())).dim() else 1
+    batch = _batch_size(model, tensors)
 
     candidates: dict[str, Callable[[], Any]] = {f"artifact ({model.manifest.dtype})": lambda: model.run_dict(tensors)}
     if against:

@@ -12,16 +12,11 @@ from typing import Callable
 
 import torch
 
+from ..frontend.dynamic import DynamicDim
+from ..frontend.dynamic import dynamic_shapes_for as _dynamic_shapes
 from . import bert, minilm, resnet, tiny_bert, tiny_cnn, tiny_llama
 
 __all__ = ["DynamicDim", "ExampleModel", "EXAMPLES", "get_example", "dynamic_shapes_for"]
-
-
-@dataclass(frozen=True)
-class DynamicDim:
-    name: str  # e.g. "batch", "seq"; inputs sharing a name share the same size
-    min: int
-    max: int
 
 
 @dataclass(frozen=True)
@@ -133,16 +128,4 @@ def dynamic_shapes_for(example: ExampleModel, inputs: dict[str, torch.Tensor]) -
     axes map to None. Note that torch.export specialises an axis whose example size is 1,
     so export with batch >= 2 inputs.
     """
-    dims: dict[str, object] = {}
-    shapes: dict[str, dict[int, object] | None] = {}
-    for input_name in inputs:
-        axes = example.dynamic_dims.get(input_name)
-        if not axes:
-            shapes[input_name] = None
-            continue
-        shapes[input_name] = {}
-        for axis, dim in axes.items():
-            if dim.name not in dims:
-                dims[dim.name] = torch.export.Dim(dim.name, min=dim.min, max=dim.max)
-            shapes[input_name][axis] = dims[dim.name]
-    return shapes
+    return _dynamic_shapes(example.dynamic_dims, inputs) or {name: None for name in inputs}

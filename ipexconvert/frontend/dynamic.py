@@ -1,10 +1,10 @@
 """Declared dynamic dims: which input axes may vary at run time, by name and range."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping, Protocol
 
 import torch
-from pydantic import BaseModel, ConfigDict
 
 
 class DimLike(Protocol):
@@ -13,8 +13,10 @@ class DimLike(Protocol):
     max: int
 
 
-class DynamicDim(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True)
+class DynamicDim:
+    """A named input axis that may vary at run time; inputs sharing a name share its size."""
+
     name: str
     min: int = 1
     max: int = 4096

@@ -76,7 +76,13 @@ def decompose(ep: ExportedProgram) -> ExportedProgram:
     for op in list(table.keys()):
         if str(op) in keep:
             table.pop(op)
-    return ep.run_decompositions(table)
+    try:
+        return ep.run_decompositions(table)
+    except Exception as e:  # torch raises assorted internal errors here
+        raise UnsupportedOpError(
+            f"torch could not lower the exported program to core ATen ({type(e).__name__}: {str(e).strip()[:200]})",
+            "re-export the model in this process (pass the module or a checkpoint instead of a saved .pt2), "
+            "or simplify its dynamic shapes") from e
 
 
 def _source_line(node: torch.fx.Node) -> str | None:

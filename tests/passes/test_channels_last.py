@@ -10,37 +10,10 @@ from ipexconvert.frontend.dynamic import DynamicDim
 from ipexconvert.frontend.export import program_from_module
 from ipexconvert.ir import Program
 from ipexconvert.passes.base import PASSES, PassOptions
-from ipexconvert.runtime.executor import Executor
+from pass_helpers import copy_program as _copy, run_program as _run, run_traced as _run_traced, rel_err as _rel_err, TOL
 
-TOL = 1e-5  # fp32: max|a-b| / max|b|
 BATCH = {0: DynamicDim(name="batch", max=16)}
 CL = torch.channels_last
-
-
-def _copy(program: Program) -> Program:
-    return Program(program.graph.model_copy(deep=True), dict(program.weights))
-
-
-def _run(program: Program, inputs: dict[str, torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
-    return Executor(program).run([inputs[n] for n in program.graph.inputs], dims)
-
-
-def _run_traced(program: Program, inputs: dict[str, torch.Tensor], dims: dict[str, int]):
-    """Outputs plus every value any node produced during the run, by value name."""
-    executor = Executor(program)
-    seen: dict[str, torch.Tensor] = {}
-    outputs_of = {n.name: n.outputs for n in program.graph.nodes}
-    for step in executor.steps:
-        def record(ins, d, kernel=step.kernel, names=outputs_of[step.node]):
-            result = kernel(ins, d)
-            seen.update(zip(names, result if isinstance(result, (tuple, list)) else [result]))
-            return result
-        step.kernel = record
-    return executor.run([inputs[n] for n in program.graph.inputs], dims), seen
-
-
-def _rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
-    return ((a - b).abs().max() / b.abs().max()).item()
 
 
 def _to_cl(program: Program) -> dict[str, int]:

@@ -10,34 +10,13 @@ from ipexconvert.frontend.dynamic import DynamicDim
 from ipexconvert.frontend.export import program_from_module
 from ipexconvert.ir import Node, Program
 from ipexconvert.passes.base import PASSES, PassOptions
-from ipexconvert.runtime.executor import Executor
+from pass_helpers import copy_program as _copy, run_program as _run, rel_err as _rel_err, assert_same_outputs as _assert_same_outputs
 
-TOL = 1e-5  # fp32: max|a-b| / max|b|
 BATCH = {0: DynamicDim(name="batch", max=16)}
-
-
-def _copy(program: Program) -> Program:
-    return Program(program.graph.model_copy(deep=True), dict(program.weights))
-
-
-def _run(program: Program, inputs: dict[str, torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
-    return Executor(program).run([inputs[n] for n in program.graph.inputs], dims)
-
-
-def _rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
-    return ((a - b).abs().max() / b.abs().max()).item()
 
 
 def _fuse(program: Program) -> dict[str, int]:
     return PASSES["fuse_post_ops"].run(program, PassOptions())
-
-
-def _assert_same_outputs(before: Program, after: Program, inputs: dict[str, torch.Tensor], dims: dict[str, int]):
-    expected, got = _run(before, inputs, dims), _run(after, inputs, dims)
-    assert len(expected) == len(got)
-    for e, g in zip(expected, got):
-        assert g.shape == e.shape
-        assert _rel_err(g, e) < TOL
 
 
 def _kinds(node: Node) -> list[str]:

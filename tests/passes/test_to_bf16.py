@@ -10,28 +10,10 @@ from ipexconvert.frontend.dynamic import DynamicDim
 from ipexconvert.frontend.export import program_from_module
 from ipexconvert.ir import Program
 from ipexconvert.passes.base import PASSES, PassOptions
-from ipexconvert.runtime.executor import Executor
+from pass_helpers import copy_program as _copy, run_traced as _run_traced, TOL
 
 REL_TOL, MIN_COSINE = 3e-2, 0.999  # bf16 against the fp32 eager model
 BATCH = {0: DynamicDim(name="batch", max=16)}
-
-
-def _copy(program: Program) -> Program:
-    return Program(program.graph.model_copy(deep=True), dict(program.weights))
-
-
-def _run_traced(program: Program, inputs: dict[str, torch.Tensor], dims: dict[str, int]):
-    """Outputs plus every value any node produced during the run, by value name."""
-    executor = Executor(program)
-    seen: dict[str, torch.Tensor] = {}
-    outputs_of = {n.name: n.outputs for n in program.graph.nodes}
-    for step in executor.steps:
-        def record(ins, d, kernel=step.kernel, names=outputs_of[step.node]):
-            result = kernel(ins, d)
-            seen.update(zip(names, result if isinstance(result, (tuple, list)) else [result]))
-            return result
-        step.kernel = record
-    return executor.run([inputs[n] for n in program.graph.inputs], dims), seen
 
 
 def _assert_close_to_eager(got: torch.Tensor, expected: torch.Tensor) -> None:

@@ -1,0 +1,42 @@
+"""Shared helpers for the pass tests: copy a program, run it, compare outputs."""
+from __future__ import annotations
+
+import torch
+
+from ipexconvert.ir import Program
+from ipexconvert.runtime.executor import Executor
+
+TOL = 1e-5  # fp32: max|a-b| / max|b|
+
+
+def copy_program(program: Program) -> Program:
+    return Program(program.graph.model_copy(deep=True), dict(program.weights))
+
+
+def run_program(program: Program, inputs: dict[str, torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
+    return Executor(program).run([inputs[n] for n in program.graph.inputs], dims)
+
+
+def run_traced(program: Program, inputs: dict[str, torch.Tensor], dims: dict[str, int]):
+    """Outputs plus every value any node produced during the run, by value name."""
+    executor = Executor(program)
+    seen: dict[str, torch.Tensor] = {}
+    outputs_of = {n.name: n.outputs for n in program.graph.nodes}
+    for step in executor.steps:
+        def record(ins, d, kernel=step.kernel, names=outputs_of[step.node]):
+            result = kernel(ins, d)
+            seen.update(zip(names, result if isinstance(result, (tuple, list)) else [result]))
+            return result
+        step.kernel = record
+    return executor.run([inputs[n] for n in program.graph.inputs], dims), seen
+
+
+def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
+    return ((a.float() - b.float()).abs().max() / b.float().abs().max().clamp_min(1e-12)).item()
+
+
+def assert_same_outputs(before: Program, after: Program, inputs: dict[str, torch.Tensor], dims: dict[str, int]) -> None:
+    """Same count, shapes and dtypes of outputs, and values within TOL."""
+    for e, g in zip(run_program(before, inputs, dims), run_program(after, inputs, dims), strict=True):
+        assert g.shape == e.shape and g.dtype == e.dtype
+        assert rel_err(g, e) < TOL
