@@ -21,6 +21,7 @@ _FP32 = [
     "dead_code",
     "constant_fold",
     "fold_batchnorm",
+    "fuse_rms_norm",
     "fuse_attention",
     "fuse_add_layer_norm",
     "fuse_post_ops",
