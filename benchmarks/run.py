@@ -1,0 +1,604 @@
+"""Side-by-side latency runner: eager PyTorch, torch.compile + freezing and ipexconvert artifacts.
+
+Everything is timed in ONE process, on the same inputs, in interleaved rounds: each round runs
+every system once, and the order rotates by one position per round, so slow drift on a shared
+machine (other jobs, frequency changes, thermal limits) hits all systems alike. We report medians
+(plus p90) and each system's ratio to torch.compile + freezing of the same dtype measured in the
+same run, which is the number the performance targets are stated in.
+
+Systems (see SYSTEMS below):
+  eager-fp32        model(**inputs) under torch.no_grad()
+  eager-bf16        the same under torch.autocast("cpu", dtype=torch.bfloat16)
+  compile-fp32      torch.compile(model) with torch._inductor.config.freezing = True, under no_grad
+  compile-bf16      the same under bf16 autocast: autocast + freezing is how PyTorch's own
+                    Inductor CPU benchmarks run bf16 (benchmarks/dynamo --amp --freezing); the
+                    weights stay float32 in the module and freezing folds their bf16 casts
+  ipexconvert-fp32  ipexconvert.optimize(example:NAME, dtype="fp32") -> load_artifact -> call
+  ipexconvert-bf16  the same with dtype="bf16"
+
+Setup (building, compiling, converting, loading), the first call and the warm-up calls are
+excluded from the samples but reported. A system that fails (in setup, warm-up or timing) is
+recorded with its error and the run goes on with the others.
+
+Usage (from the repository root):
+  python benchmarks/run.py                       # all default cases, 30 rounds, 2 threads
+  python benchmarks/run.py --cases resnet50-b1 bert-base-b1 --rounds 50
+  python benchmarks/run.py --quick --rounds 2 --warmup 1 --name smoke
+  python benchmarks/run.py --list
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime as dt
+import gc
+import hashlib
+import json
+import math
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BENCH_DIR = REPO_ROOT / "benchmarks"
+if str(REPO_ROOT) not in sys.path:  # so `python benchmarks/run.py` works without PYTHONPATH
+    sys.path.insert(0, str(REPO_ROOT))
+
+import torch  # noqa: E402
+
+import ipexconvert  # noqa: E402
+from ipexconvert.examples import get_example  # noqa: E402
+
+
+# --------------------------------------------------------------------------------------------
+# What is measured
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    model: str  # an ipexconvert.examples name
+    batch: int
+    description: str
+
+
+DEFAULT_CASES = [
+    Case("resnet50-b1", "resnet50", 1, "ResNet-50, batch 1, 3x224x224"),
+    Case("resnet50-b16", "resnet50", 16, "ResNet-50, batch 16, 3x224x224"),
+    Case("bert-base-b1", "bert-base", 1, "BERT-base encoder, batch 1, seq 128"),
+    Case("bert-base-b8", "bert-base", 8, "BERT-base encoder, batch 8, seq 128"),
+    Case("minilm-b32", "minilm", 32, "all-MiniLM-L6-v2 sentence embeddings, batch 32, seq 128"),
+]
+QUICK_CASES = [
+    Case("tiny-cnn-b1", "tiny-cnn", 1, "tiny ResNet, batch 1, 3x64x64 (smoke test)"),
+    Case("tiny-bert-b1", "tiny-bert", 1, "2-layer 64-wide BERT, batch 1, seq 16 (smoke test)"),
+]
+ALL_CASES = {case.name: case for case in DEFAULT_CASES + QUICK_CASES}
+
+SYSTEMS = ["eager-fp32", "eager-bf16", "compile-fp32", "compile-bf16", "ipexconvert-fp32", "ipexconvert-bf16"]
+SYSTEM_DTYPE = {name: name.rsplit("-", 1)[1] for name in SYSTEMS}
+BASELINE = {"fp32": "compile-fp32", "bf16": "compile-bf16"}  # ratios are against these, same dtype
+SYSTEM_METHOD = {
+    "eager-fp32": "eager, torch.no_grad()",
+    "eager-bf16": 'eager, torch.no_grad() + torch.autocast("cpu", dtype=torch.bfloat16)',
+    "compile-fp32": "torch.compile(model), inductor freezing=True, torch.no_grad()",
+    "compile-bf16": "torch.compile(model), inductor freezing=True, torch.no_grad() + bf16 autocast "
+                    "(autocast + freezing, as PyTorch's Inductor CPU bf16 benchmarks do)",
+    "ipexconvert-fp32": 'ipexconvert.optimize("example:NAME", dtype="fp32") -> load_artifact() -> model(**inputs)',
+    "ipexconvert-bf16": 'ipexconvert.optimize("example:NAME", dtype="bf16") -> load_artifact() -> model(**inputs)',
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    case: str
+    dtype: str
+    max_ratio: float  # ipexconvert median / torch.compile+freezing median, same dtype, same run
+
+    @property
+    def label(self) -> str:
+        return f"{self.case} {self.dtype}: ipexconvert / torch.compile+freezing <= {self.max_ratio:.2f}"
+
+
+TARGETS = [
+    Target("resnet50-b1", "bf16", 0.55),
+    Target("resnet50-b16", "bf16", 0.80),
+    Target("resnet50-b1", "fp32", 0.70),
+    Target("bert-base-b1", "bf16", 0.85),
+    Target("bert-base-b1", "fp32", 0.90),
+]
+
+ISA_FLAGS = ["avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16",
+             "amx_tile", "amx_bf16", "amx_int8"]
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Systems: each is prepared into a zero-argument callable that runs one inference
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class SystemRun:
+    name: str
+    dtype: str
+    method: str
+    fn: Optional[Callable[[], Any]] = None
+    setup_s: Optional[float] = None  # build / torch.compile wrap / convert + load
+    convert_s: Optional[float] = None  # ipexconvert.optimize, None when the artifact came from the cache
+    load_s: Optional[float] = None  # ipexconvert.load_artifact
+    artifact: Optional[str] = None
+    first_call_s: Optional[float] = None  # includes the torch.compile compilation
+    warmup_s: Optional[float] = None
+    cosine_vs_eager_fp32: Optional[float] = None
+    samples_s: list[float] = field(default_factory=list)
+    error: Optional[str] = None
+    error_stage: Optional[str] = None
+
+    def fail(self, stage: str, exc: BaseException) -> None:
+        self.error, self.error_stage, self.fn = f"{type(exc).__name__}: {exc}", stage, None
+        log(f"    {self.name}: FAILED in {stage}: {self.error.splitlines()[0][:300]}")
+        if os.environ.get("BENCH_DEBUG"):
+            traceback.print_exc()
+
+
+def source_fingerprint() -> str:
+    """Hash of the ipexconvert sources and torch version: a cached artifact is reused only if both match."""
+    digest = hashlib.sha256(torch.__version__.encode())
+    package = Path(ipexconvert.__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def artifact_for(model: str, dtype: str, cache_dir: Path, rebuild: bool) -> tuple[Path, Optional[float]]:
+    """Path of the converted artifact and the conversion time (None when it was cached)."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    path = cache_dir / f"{model}.{dtype}.{source_fingerprint()}.ipxc"
+    if path.is_file() and not rebuild:
+        return path, None
+    for stale in cache_dir.glob(f"{model}.{dtype}.*.ipxc"):  # older code or torch: never reused
+        stale.unlink()
+    start = time.perf_counter()
+    ipexconvert.optimize(f"example:{model}", dtype=dtype, output=path,
+                         progress=lambda msg: log(f"      ipexconvert {dtype}: {msg}"))
+    return path, time.perf_counter() - start
+
+
+def first_tensor(output: Any) -> torch.Tensor:
+    if isinstance(output, torch.Tensor):
+        return output
+    if isinstance(output, dict):
+        output = list(output.values())
+    if isinstance(output, (list, tuple)) and output:
+        return first_tensor(output[0])
+    raise TypeError(f"cannot find a tensor in a {type(output).__name__} output")
+
+
+def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    a, b = a.detach().float().flatten(), b.detach().float().flatten()
+    return float(torch.nn.functional.cosine_similarity(a, b, dim=0))
+
+
+def prepare(system: SystemRun, case: Case, eager_model: torch.nn.Module, inputs: dict[str, torch.Tensor],
+            args: argparse.Namespace) -> None:
+    """Fill system.fn (and its setup timings); raises on failure."""
+    start = time.perf_counter()
+    name = system.name
+    if name == "eager-fp32":
+        def run():
+            with torch.no_grad():
+                return eager_model(**inputs)
+    elif name == "eager-bf16":
+        def run():
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+                return eager_model(**inputs)
+    elif name in ("compile-fp32", "compile-bf16"):
+        import torch._inductor.config as inductor_config
+
+        inductor_config.freezing = True
+        compiled = torch.compile(copy.deepcopy(eager_model))  # own copy: freezing must not touch the others
+        if name == "compile-fp32":
+            def run():
+                with torch.no_grad():
+                    return compiled(**inputs)
+        else:
+            def run():
+                with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+                    return compiled(**inputs)
+    elif name in ("ipexconvert-fp32", "ipexconvert-bf16"):
+        path, system.convert_s = artifact_for(case.model, system.dtype, args.cache_dir, args.rebuild)
+        system.artifact = str(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path)
+        load_start = time.perf_counter()
+        loaded = ipexconvert.load_artifact(path)
+        system.load_s = time.perf_counter() - load_start
+        # Match the artifact's declared input dtypes (bf16 artifacts still take float32 today).
+        specs = {io.name: io.spec.dtype for io in loaded.signature.inputs}
+        artifact_inputs = {k: v.to(getattr(torch, specs[k])) if v.is_floating_point() else v
+                           for k, v in inputs.items()}
+
+        def run():
+            return loaded(**artifact_inputs)
+    else:
+        raise ValueError(f"unknown system {name}")
+    system.fn = run
+    system.setup_s = time.perf_counter() - start
+
+
+def warm_up(system: SystemRun, reference: Optional[torch.Tensor], warmup: int) -> None:
+    start = time.perf_counter()
+    output = system.fn()
+    system.first_call_s = time.perf_counter() - start
+    if reference is not None:
+        system.cosine_vs_eager_fp32 = cosine(first_tensor(output), reference)
+    start = time.perf_counter()
+    for _ in range(warmup):
+        system.fn()
+    system.warmup_s = time.perf_counter() - start
+
+
+def time_interleaved(systems: list[SystemRun], rounds: int) -> None:
+    """Each round runs every live system once; the order rotates by one position every round."""
+    gc.collect()
+    for r in range(rounds):
+        live = [s for s in systems if s.fn is not None]
+        if not live:
+            return
+        shift = r % len(live)
+        for system in live[shift:] + live[:shift]:
+            try:
+                start = time.perf_counter()
+                system.fn()
+                system.samples_s.append(time.perf_counter() - start)
+            except Exception as exc:  # noqa: BLE001 - keep timing the others
+                system.fail("timing", exc)
+        if (r + 1) % 10 == 0 or r + 1 == rounds:
+            log(f"    round {r + 1}/{rounds}")
+
+
+def run_case(case: Case, system_names: list[str], args: argparse.Namespace) -> dict:
+    log(f"\n== {case.name}: {case.description}")
+    torch._dynamo.reset()  # a fresh compile cache per case: no recompiles, no dynamic-shape fallbacks
+    example = get_example(case.model)
+    systems = [SystemRun(name, SYSTEM_DTYPE[name], SYSTEM_METHOD[name]) for name in system_names]
+    case_result: dict[str, Any] = {"case": case.name, "model": case.model, "batch": case.batch,
+                                   "description": case.description}
+    try:
+        start = time.perf_counter()
+        eager_model = example.build().eval()
+        inputs = example.example_inputs(case.batch)
+        case_result["build_s"] = time.perf_counter() - start
+        case_result["inputs"] = {k: f"{str(v.dtype).removeprefix('torch.')}{list(v.shape)}" for k, v in inputs.items()}
+        with torch.no_grad():
+            reference = first_tensor(eager_model(**inputs)).float()
+    except Exception as exc:  # noqa: BLE001 - the model itself cannot be built: every system fails
+        for system in systems:
+            system.fail("build", exc)
+        case_result["systems"] = {s.name: summarize(s, case.batch) for s in systems}
+        return case_result
+
+    for system in systems:
+        log(f"  preparing {system.name}")
+        try:
+            prepare(system, case, eager_model, inputs, args)
+        except Exception as exc:  # noqa: BLE001
+            system.fail("setup", exc)
+            continue
+        try:
+            warm_up(system, reference, args.warmup)
+            log(f"    setup {system.setup_s:.1f}s, first call {system.first_call_s:.2f}s, "
+                f"cosine vs eager fp32 {system.cosine_vs_eager_fp32:.6f}")
+        except Exception as exc:  # noqa: BLE001
+            system.fail("first call / warm-up", exc)
+
+    log(f"  timing {args.rounds} interleaved rounds")
+    time_interleaved(systems, args.rounds)
+
+    results = {s.name: summarize(s, case.batch) for s in systems}
+    for name, result in results.items():
+        baseline = results.get(BASELINE[SYSTEM_DTYPE[name]])
+        if result.get("median_ms") is not None and baseline and baseline.get("median_ms"):
+            result["ratio_vs_compile_same_dtype"] = result["median_ms"] / baseline["median_ms"]
+        else:
+            result["ratio_vs_compile_same_dtype"] = None
+    case_result["systems"] = results
+    del systems, eager_model
+    torch._dynamo.reset()
+    gc.collect()
+    return case_result
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def summarize(system: SystemRun, batch: int) -> dict:
+    samples_ms = [s * 1e3 for s in system.samples_s]
+    result: dict[str, Any] = {"dtype": system.dtype, "method": system.method, "samples_ms": samples_ms,
+                              "median_ms": None, "p90_ms": None, "min_ms": None, "items_per_s": None}
+    if samples_ms:
+        median = statistics.median(samples_ms)
+        result.update(median_ms=median, p90_ms=percentile(samples_ms, 90), min_ms=min(samples_ms),
+                      items_per_s=batch / (median / 1e3))
+    result.update(setup_s=system.setup_s, first_call_s=system.first_call_s, warmup_s=system.warmup_s,
+                  cosine_vs_eager_fp32=system.cosine_vs_eager_fp32)
+    if system.name.startswith("ipexconvert"):
+        result.update(artifact=system.artifact, convert_s=system.convert_s, load_s=system.load_s,
+                      artifact_cached=system.convert_s is None and system.artifact is not None)
+    # A system that failed mid-timing keeps its samples but its numbers are flagged by the error.
+    result.update(error=system.error, error_stage=system.error_stage)
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Machine description, targets, reports
+# --------------------------------------------------------------------------------------------
+
+def machine_info(threads: int) -> dict:
+    from ipexconvert.runtime import cpu
+
+    try:
+        selected = cpu.selected_isa()
+    except Exception as exc:  # noqa: BLE001 - e.g. a bad IPEXCONVERT_MAX_ISA
+        selected = f"error: {exc}"
+    flags = cpu.cpu_flags()
+    return {
+        "cpu_model": cpu.cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "isa_flags": {flag: flag in flags for flag in ISA_FLAGS},
+        "ipexconvert_selected_isa": selected,
+        "torch_version": torch.__version__,
+        "ipexconvert_version": ipexconvert.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "threads": threads,
+        "torch_num_threads": torch.get_num_threads(),
+        "env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "KMP_AFFINITY", "IPEXCONVERT_MAX_ISA",
+                                           "LD_PRELOAD", "PYTHONPATH") if k in os.environ},
+    }
+
+
+def git_info() -> dict:
+    def git(*cmd: str) -> Optional[str]:
+        try:
+            return subprocess.run(["git", *cmd], cwd=REPO_ROOT, capture_output=True, text=True,
+                                  timeout=10, check=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    status = git("status", "--porcelain")
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
+
+
+def evaluate_targets(cases: list[dict]) -> list[dict]:
+    by_name = {c["case"]: c for c in cases}
+    rows = []
+    for target in TARGETS:
+        row = {"case": target.case, "dtype": target.dtype, "max_ratio": target.max_ratio, "label": target.label,
+               "ratio": None, "status": "not measured"}
+        result = by_name.get(target.case, {}).get("systems", {}).get(f"ipexconvert-{target.dtype}")
+        if result is not None and result.get("ratio_vs_compile_same_dtype") is not None:
+            row["ratio"] = result["ratio_vs_compile_same_dtype"]
+            row["status"] = "met" if row["ratio"] <= target.max_ratio else "not met"
+        rows.append(row)
+    return rows
+
+
+def fmt(value: Optional[float], spec: str = ".2f", missing: str = "–") -> str:
+    return missing if value is None else format(value, spec)
+
+
+def markdown_report(report: dict, chart_note: str) -> str:
+    machine, settings = report["machine"], report["settings"]
+    flags = ", ".join(f for f, on in machine["isa_flags"].items() if on) or "none"
+    lines = [
+        f"# Benchmark `{report['name']}`",
+        "",
+        "Produced by:",
+        "",
+        "```bash",
+        report["command"],
+        "```",
+        "",
+        f"- date: {report['date']}",
+        f"- git: {report['git']['commit']}{' (dirty tree)' if report['git']['dirty'] else ''}",
+        f"- CPU: {machine['cpu_model']} ({machine['logical_cpus']} logical CPUs); ISA flags: {flags}",
+        f"- ipexconvert selected ISA: {machine['ipexconvert_selected_isa']}; ipexconvert {machine['ipexconvert_version']}, "
+        f"torch {machine['torch_version']}, Python {machine['python']}",
+        f"- threads: {settings['threads']} (torch.get_num_threads() = {machine['torch_num_threads']}); "
+        f"{settings['rounds']} interleaved rounds after {settings['warmup']} warm-up calls per system",
+        f"- torch.compile: {settings['compile']}; bf16: {settings['compile_bf16']}",
+        f"- ipexconvert: {settings['ipexconvert']}",
+        "",
+        "Ratio = median / median of torch.compile+freezing of the same dtype, measured in this run "
+        "(lower is better). Setup, first call (compilation) and warm-up are excluded from the samples.",
+        "",
+        "## Targets",
+        "",
+        "| target | ratio | status |",
+        "| --- | ---: | --- |",
+    ]
+    for row in report["targets"]:
+        lines.append(f"| {row['label']} | {fmt(row['ratio'], '.3f')} | {row['status']} |")
+
+    lines += ["", "## Results", ""]
+    for case in report["cases"]:
+        lines += [f"### {case['case']}: {case['description']}", ""]
+        if case.get("inputs"):
+            lines += ["inputs: " + ", ".join(f"`{k}: {v}`" for k, v in case["inputs"].items()), ""]
+        lines += ["| system | median ms | p90 ms | ratio vs compile (same dtype) | items/s | setup s | first call s "
+                  "| cosine vs eager fp32 | note |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+        for name, r in case["systems"].items():
+            note = ""
+            if r.get("error"):
+                note = f"**failed in {r['error_stage']}**: {r['error'].splitlines()[0][:200]}".replace("|", "\\|")
+            elif name.startswith("ipexconvert"):
+                note = "artifact cached" if r.get("artifact_cached") else f"converted in {fmt(r.get('convert_s'), '.1f')} s"
+                note += f", loaded in {fmt(r.get('load_s'), '.2f')} s"
+            lines.append(f"| {name} | {fmt(r['median_ms'])} | {fmt(r['p90_ms'])} | "
+                         f"{fmt(r.get('ratio_vs_compile_same_dtype'), '.3f')} | {fmt(r['items_per_s'], '.1f')} | "
+                         f"{fmt(r['setup_s'], '.1f')} | {fmt(r['first_call_s'], '.2f')} | "
+                         f"{fmt(r['cosine_vs_eager_fp32'], '.6f')} | {note} |")
+        lines.append("")
+    lines += ["## Chart", "", chart_note, ""]
+    return "\n".join(lines)
+
+
+def bar_chart(report: dict, path: Path) -> str:
+    """Write a PNG of the medians per case; returns the markdown note about it."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "No chart: matplotlib is not installed in this environment (the runner does not install it)."
+    try:
+        cases = [c for c in report["cases"] if any(r["median_ms"] for r in c["systems"].values())]
+        if not cases:
+            return "No chart: no system produced samples."
+        colors = {"eager": "#9e9e9e", "compile": "#ee7733", "ipexconvert": "#0077bb"}
+        fig, axes = plt.subplots(1, len(cases), figsize=(4.2 * len(cases), 4.2), squeeze=False)
+        for ax, case in zip(axes[0], cases):
+            names = [n for n, r in case["systems"].items() if r["median_ms"]]
+            medians = [case["systems"][n]["median_ms"] for n in names]
+            bars = ax.bar(range(len(names)), medians, color=[colors[n.split("-")[0]] for n in names])
+            for bar, name in zip(bars, names):
+                if name.endswith("bf16"):
+                    bar.set_hatch("//")
+            ax.set_xticks(range(len(names)))
+            ax.set_xticklabels(names, rotation=45, ha="right", fontsize=8)
+            ax.set_title(case["case"], fontsize=10)
+            ax.set_ylabel("median latency (ms)")
+        fig.suptitle(f"{report['name']}: {report['machine']['cpu_model']}, {report['settings']['threads']} threads",
+                     fontsize=10)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+    except Exception as exc:  # noqa: BLE001 - a chart is never worth losing the results over
+        return f"No chart: drawing it failed ({type(exc).__name__}: {exc})."
+    return f"![median latency per case]({path.name})"
+
+
+def console_summary(report: dict) -> str:
+    lines = []
+    for case in report["cases"]:
+        lines.append(f"{case['case']} ({case['description']})")
+        for name, r in case["systems"].items():
+            if r.get("error") and r["median_ms"] is None:
+                lines.append(f"  {name:18s} FAILED ({r['error_stage']}): {r['error'].splitlines()[0][:120]}")
+            else:
+                lines.append(f"  {name:18s} median {fmt(r['median_ms']):>9s} ms  p90 {fmt(r['p90_ms']):>9s} ms  "
+                             f"ratio {fmt(r.get('ratio_vs_compile_same_dtype'), '.3f'):>6s}")
+    lines.append("targets:")
+    for row in report["targets"]:
+        lines.append(f"  {row['label']}: {fmt(row['ratio'], '.3f')} -> {row['status']}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Time eager PyTorch, torch.compile+freezing and ipexconvert artifacts (fp32 and bf16) "
+                    "side by side, in interleaved rounds, in one process.")
+    parser.add_argument("--cases", nargs="+", metavar="CASE",
+                        help=f"cases to run (default: {' '.join(c.name for c in DEFAULT_CASES)}); "
+                             f"also: {' '.join(c.name for c in QUICK_CASES)}")
+    parser.add_argument("--quick", action="store_true", help="run only the tiny models (tiny-cnn, tiny-bert)")
+    parser.add_argument("--systems", nargs="+", metavar="SYSTEM", choices=SYSTEMS,
+                        help=f"systems to time (default: all of {' '.join(SYSTEMS)})")
+    parser.add_argument("--rounds", type=int, default=30, help="interleaved timed rounds (default 30)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed calls per system after the first (default 5)")
+    parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
+    parser.add_argument("--name", help="results file stem (default: date-time)")
+    parser.add_argument("--out-dir", type=Path, default=BENCH_DIR / "results", help="where results go")
+    parser.add_argument("--cache-dir", type=Path, default=BENCH_DIR / ".cache", help="where artifacts are cached")
+    parser.add_argument("--rebuild", action="store_true", help="re-convert artifacts even if cached")
+    parser.add_argument("--list", action="store_true", help="list cases and systems, then exit")
+    args = parser.parse_args(argv)
+    if args.quick and args.cases:
+        parser.error("--quick and --cases are exclusive")
+    unknown = [c for c in args.cases or [] if c not in ALL_CASES]
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(ALL_CASES)}")
+    if args.rounds < 1 or args.warmup < 0 or args.threads < 1:
+        parser.error("--rounds and --threads must be >= 1, --warmup >= 0")
+    return args
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_args(argv)
+    if args.list:
+        for case in DEFAULT_CASES + QUICK_CASES:
+            print(f"{case.name:14s} {case.description}")
+        for name in SYSTEMS:
+            print(f"{name:18s} {SYSTEM_METHOD[name]}")
+        return 0
+
+    cases = QUICK_CASES if args.quick else [ALL_CASES[c] for c in args.cases] if args.cases else DEFAULT_CASES
+    systems = [s for s in SYSTEMS if s in (args.systems or SYSTEMS)]  # canonical order
+    name = args.name or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    torch.set_num_threads(args.threads)
+    started = dt.datetime.now(dt.timezone.utc)
+
+    case_results = [run_case(case, systems, args) for case in cases]
+
+    report = {
+        "name": name,
+        "command": shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
+        "cwd": os.getcwd(),
+        "date": started.isoformat(timespec="seconds"),
+        "duration_s": (dt.datetime.now(dt.timezone.utc) - started).total_seconds(),
+        "git": git_info(),
+        "machine": machine_info(args.threads),
+        "settings": {
+            "rounds": args.rounds, "warmup": args.warmup, "threads": args.threads,
+            "cases": [c.name for c in cases], "systems": systems,
+            "order": "interleaved: every round runs each system once, the order rotating by one per round",
+            "statistic": "median and nearest-rank p90 of per-call wall time (time.perf_counter)",
+            "compile": "torch.compile(model) (default mode, inductor), torch._inductor.config.freezing=True, "
+                       "under torch.no_grad(); torch._dynamo.reset() between cases",
+            "compile_bf16": "bf16 autocast + freezing (torch.autocast('cpu', dtype=torch.bfloat16)), "
+                            "as PyTorch's Inductor CPU bf16 benchmarks run it; model weights are not cast",
+            "ipexconvert": "default conversion of example:NAME (dynamic batch/seq dims), one artifact per model "
+                           "and dtype, cached in benchmarks/.cache/ keyed by a hash of the ipexconvert sources",
+        },
+        "cases": case_results,
+    }
+    report["targets"] = evaluate_targets(case_results)
+
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    json_path = args.out_dir / f"{name}.json"
+    md_path = args.out_dir / f"{name}.md"
+    png_path = args.out_dir / f"{name}.png"
+    json_path.write_text(json.dumps(report, indent=2) + "\n")
+    chart_note = bar_chart(report, png_path)
+    md_path.write_text(markdown_report(report, chart_note))
+
+    print(console_summary(report))
+    written = [json_path, md_path] + ([png_path] if png_path.is_file() and chart_note.startswith("![") else [])
+    print("wrote " + ", ".join(str(p) for p in written))
+    if not chart_note.startswith("!["):
+        print(chart_note)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
