@@ -18,6 +18,14 @@ def _version(package: str) -> str:
         return "not installed"
 
 
+def _onednn_summary() -> dict:
+    from .runtime.cpu_kernels import probe_report
+
+    report = probe_report()
+    return {name: ("ok" if info.get("found") and all(info.get("passed", {}).values()) else f"unusable: {info.get('error') or 'failed check'}")
+            for name, info in report.get("ops", {}).items()}
+
+
 def environment_report() -> dict:
     interesting = sorted(f for f in cpu.cpu_flags() if f.startswith(("avx", "amx", "fma", "f16c")))
     return {
@@ -30,7 +38,8 @@ def environment_report() -> dict:
         "supported_isa": cpu.supported_levels(),
         "max_isa_env": os.environ.get("IPEXCONVERT_MAX_ISA") or "unset",
         "selected_isa": cpu.selected_isa(),
-        "kernels": "reference (PyTorch ops); native ISA-dispatched kernels are not built yet",
+        "kernels": "oneDNN (through torch) for conv2d and bf16 linear where the probe passes; reference PyTorch ops otherwise",
+        "onednn_probe": _onednn_summary(),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "threads": torch.get_num_threads(),
     }

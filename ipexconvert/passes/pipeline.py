@@ -28,9 +28,10 @@ _FP32 = [
     "channels_last",
     "dead_code",
 ]
+# prepack runs last so it sees the final dtypes and layouts.
 PIPELINES: dict[str, list[str]] = {
-    "fp32": _FP32,
-    "bf16": [*_FP32, "to_bf16"],
+    "fp32": [*_FP32, "prepack"],
+    "bf16": [*_FP32, "to_bf16", "prepack"],
 }
 
 
@@ -44,6 +45,9 @@ def pipeline_for(dtype: str, only: Optional[Iterable[str]] = None, skip: Iterabl
         raise UserInputError(f"unknown pass(es): {', '.join(unknown)}", f"known passes: {', '.join(sorted(PASSES))}")
     if dtype == "bf16" and "to_bf16" not in names and only is not None:
         names.append("to_bf16")  # bf16 output is what --dtype bf16 promises
+        if "prepack" in names:  # keep prepack last
+            names.remove("prepack")
+            names.append("prepack")
     return [n for n in names if n not in skip]
 
 

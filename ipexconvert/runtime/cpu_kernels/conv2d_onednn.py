@@ -1,0 +1,104 @@
+"""conv2d through oneDNN: weight packed once at load, bias and post-ops fused into the call.
+
+torch.ops.mkldnn._convolution_pointwise runs the convolution with one fused unary
+post-op; its .binary overload fuses an add/mul of another tensor and, for add, a
+following relu (ResNet's "residual add, then relu"), for groups=1 only. Post-ops
+beyond what oneDNN takes run in torch after the call.
+
+Note the argument order: padding, stride, dilation (F.conv2d has stride first).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ...ir.dims import same
+from ...ir.postops import PostOp
+from ...ir.spec import TensorSpec
+from ..kernels import Kernel, NodeContext, register_kernel
+from . import probe
+from ._common import consumed, constant_weight_and_bias, enabled, isa_allows, node_dtype, plan_post_ops, with_tail
+
+_BINARY_KINDS = frozenset({"add", "mul"})
+# The .binary op refuses other unary post-ops after the binary ("Unary Fusion behavior undefined").
+_UNARY_AFTER_ADD = frozenset({"relu"})
+
+
+def _operand_fits(operand: TensorSpec, out: TensorSpec, dtype: str) -> bool:
+    """Operand shapes oneDNN's conv binary post-op takes: the full output, per-channel [1|N, C, 1, 1], or a scalar.
+
+    (The broadcast forms Inductor fuses; a lower-rank operand is viewed as rank 4 first.)
+    """
+    if operand.dtype != dtype or operand.rank > 4:
+        return False
+    shape = [1] * (4 - operand.rank) + list(operand.shape)
+    if all(same(a, b) for a, b in zip(shape, out.shape)) or shape == [1, 1, 1, 1]:
+        return True
+    return (shape[2] == 1 and shape[3] == 1 and same(shape[1], out.shape[1])
+            and (shape[0] == 1 or same(shape[0], out.shape[0])))
+
+
+def _representative_size(x: TensorSpec) -> Optional[list[int]]:
+    """Input size for choosing the packed weight layout; the layout depends on channels, not batch.
+
+    A dynamic batch is packed for batch 1 (the layout stays valid for any batch; oneDNN
+    converts if it would prefer another). Dynamic spatial sizes: let oneDNN pick.
+    """
+    shape = list(x.shape)
+    if not all(isinstance(d, int) for d in shape[1:]):
+        return None
+    return [shape[0] if isinstance(shape[0], int) else 1, *shape[1:]]
+
+
+@register_kernel("cpu", "conv2d")
+def conv2d_onednn(ctx: NodeContext) -> Optional[Kernel]:
+    if ctx.device != "cpu" or not enabled():
+        return None
+    dtype = node_dtype(ctx)
+    params = constant_weight_and_bias(ctx)
+    if dtype is None or params is None or not isa_allows(ctx.isa, dtype):
+        return None
+    weight, bias = params
+    x_spec, out_spec = ctx.input_specs[0], ctx.output_specs[0]
+    if x_spec.rank != 4 or weight.dim() != 4:
+        return None
+    conv = probe.op_for("mkldnn._convolution_pointwise", dtype)
+    reorder = probe.op_for("mkldnn._reorder_convolution_weight", dtype)
+    if conv is None or reorder is None:
+        return None
+    binary_op = probe.op_for("mkldnn._convolution_pointwise.binary", dtype)
+
+    a = ctx.attrs
+
+    def binary_ok(p: PostOp) -> bool:
+        # With groups > 1 the .binary op runs an unfused fallback (conv, then add_relu_, which fails in bf16).
+        return (binary_op is not None and a.groups == 1 and p.kind in _BINARY_KINDS
+                and _operand_fits(ctx.input_specs[p.operand], out_spec, dtype))
+
+    plan = plan_post_ops(a.post_ops, binary_ok, _UNARY_AFTER_ADD)
+    padding, stride, dilation, groups = list(a.padding), list(a.stride), list(a.dilation), a.groups
+    packed = reorder(weight, padding, stride, dilation, groups, _representative_size(x_spec))
+    # With a packed weight oneDNN returns channels-last even for a contiguous input: give the spec's layout.
+    layout = torch.channels_last if out_spec.memory_format == "channels_last" else torch.contiguous_format
+
+    if plan.binary is None:
+        attr, algorithm = plan.unary or ("none", "")
+
+        def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+            y = conv(inputs[0], packed, bias, padding, stride, dilation, groups, attr, [], algorithm)
+            return y.contiguous(memory_format=layout)
+    else:
+        slot, kind = plan.binary.operand, plan.binary.kind
+        unary_attr, unary_algorithm = plan.binary_unary or (None, None)
+        lead = (1,) * (4 - ctx.input_specs[slot].rank)  # leading 1s that make the operand rank 4
+
+        def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+            other = inputs[slot]
+            if lead:
+                other = other.reshape(*lead, *other.shape)
+            y = binary_op(inputs[0], other, packed, bias, padding, stride, dilation, groups,
+                          kind, 1.0, unary_attr, [], unary_algorithm)
+            return y.contiguous(memory_format=layout)
+
+    return Kernel(with_tail(run, plan.tail), "onednn:conv2d", consumed(ctx))

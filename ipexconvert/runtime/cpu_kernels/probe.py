@@ -1,0 +1,243 @@
+"""Start-up check of the private torch ops the oneDNN kernels call.
+
+torch.ops.mkldnn._convolution_pointwise and friends are internal to torch (Inductor
+uses them): they can be missing from a build, change their schema between releases,
+or misbehave on an unusual CPU. So before the first kernel uses one, each op is
+looked up, its argument names compared with what our kernels pass, and a tiny
+problem computed and compared with F.conv2d / F.linear, in float32 and, when the CPU
+has native bf16 (avx512_bf16), in bfloat16. Arguments are deliberately asymmetric
+(stride 2x1, padding 1x0, groups 2) so a swapped argument order shows up as a wrong
+result rather than passing by luck.
+
+The check runs once per process, on first use (not at import, so `import ipexconvert`
+stays fast), and costs a few milliseconds. Ops that fail make their factories decline
+(the reference runs), and one warning line names them. probe_report() returns the
+results for `ipexconvert doctor`.
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import torch
+import torch.nn.functional as F
+
+from ..cpu import cpu_flags
+
+# The argument names our kernels rely on, in order, per op ("namespace.name[.overload]").
+EXPECTED_ARGS: dict[str, list[str]] = {
+    "mkldnn._reorder_convolution_weight": ["self", "padding", "stride", "dilation", "groups", "input_size"],
+    "mkldnn._convolution_pointwise": ["X", "W", "B", "padding", "stride", "dilation", "groups",
+                                      "attr", "scalars", "algorithm"],
+    "mkldnn._convolution_pointwise.binary": ["X", "other", "W", "B", "padding", "stride", "dilation", "groups",
+                                             "binary_attr", "alpha", "unary_attr", "unary_scalars",
+                                             "unary_algorithm"],
+    "mkldnn._reorder_linear_weight": ["self", "batch_size"],
+    "mkldnn._linear_pointwise": ["X", "W", "B", "attr", "scalars", "algorithm"],
+    "mkldnn._linear_pointwise.binary": ["X", "other", "W", "B", "attr"],
+}
+
+# Relative error allowed in the numeric check (max |got - want| / max |want|).
+TOLERANCE = {"float32": 1e-4, "bfloat16": 2e-2}
+
+
+def resolve_op(qualified: str) -> torch._ops.OpOverload:
+    """torch.ops.<namespace>.<name>.<overload>; raises AttributeError when the op is missing."""
+    parts = qualified.split(".")
+    namespace, name = parts[0], parts[1]
+    overload = parts[2] if len(parts) > 2 else "default"
+    return getattr(getattr(getattr(torch.ops, namespace), name), overload)
+
+
+@dataclass
+class OpStatus:
+    op: Optional[torch._ops.OpOverload] = None  # None: missing or wrong schema
+    passed: dict[str, bool] = field(default_factory=dict)  # dtype -> numeric check passed
+    error: Optional[str] = None  # the first thing that went wrong
+
+    def usable(self, dtype: str) -> bool:
+        return self.op is not None and self.passed.get(dtype, False)
+
+    def fail(self, message: str) -> None:
+        if self.error is None:
+            self.error = message
+
+
+_lock = threading.Lock()
+_status: Optional[dict[str, OpStatus]] = None
+_dtypes_checked: list[str] = []
+
+
+def checked_dtypes() -> list[str]:
+    """float32 always; bfloat16 only where the CPU computes it natively."""
+    try:
+        native_bf16 = "avx512_bf16" in cpu_flags() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    except (AttributeError, RuntimeError):  # private too: a torch without it gets float32 only
+        native_bf16 = False
+    return ["float32", "bfloat16"] if native_bf16 else ["float32"]
+
+
+def op_for(name: str, dtype: str) -> Optional[torch._ops.OpOverload]:
+    """The op overload if it passed its check for `dtype`, else None (the caller declines)."""
+    status = _probe()[name]
+    return status.op if status.usable(dtype) else None
+
+
+def probe_report() -> dict:
+    """Results for `ipexconvert doctor`: per op, whether it is usable per dtype, and why not."""
+    status = _probe()
+    return {
+        "onednn_available": torch.backends.mkldnn.is_available(),
+        "dtypes_checked": list(_dtypes_checked),
+        "ops": {name: {"found": s.op is not None, "passed": dict(s.passed), "error": s.error}
+                for name, s in status.items()},
+    }
+
+
+def reset() -> None:
+    """Forget the results, so the next use probes again (tests)."""
+    global _status
+    with _lock:
+        _status = None
+
+
+def _probe() -> dict[str, OpStatus]:
+    global _status
+    with _lock:
+        if _status is None:
+            _status = _run_all()
+            _warn_failures(_status)
+        return _status
+
+
+def _run_all() -> dict[str, OpStatus]:
+    status = {name: _lookup(name) for name in EXPECTED_ARGS}
+    _dtypes_checked[:] = checked_dtypes()
+    with torch.no_grad():
+        for dtype in _dtypes_checked:
+            _check_conv(status, dtype)
+            _check_linear(status, dtype)
+    return status
+
+
+def _lookup(name: str) -> OpStatus:
+    status = OpStatus()
+    if not torch.backends.mkldnn.is_available():
+        status.fail("this torch build has no oneDNN")
+        return status
+    try:
+        op = resolve_op(name)
+    except (AttributeError, RuntimeError):
+        status.fail("not found in this torch build")
+        return status
+    names = [a.name for a in op._schema.arguments]
+    if names != EXPECTED_ARGS[name]:
+        status.fail(f"unexpected schema ({', '.join(names)})")
+        return status
+    status.op = op
+    return status
+
+
+def _attempt(status: OpStatus, dtype: str, check: Callable[[], tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """Run one op's check: `check` returns (got, want); record pass/fail for `dtype`."""
+    if status.op is None:
+        return
+    try:
+        got, want = check()
+        err = ((got.float() - want).abs().max() / want.abs().max().clamp_min(1e-6)).item()
+        ok = got.shape == want.shape and err < TOLERANCE[dtype]
+        if not ok:
+            status.fail(f"{dtype} result off (relative error {err:.2g}, shape {tuple(got.shape)})")
+    except Exception as e:  # a private op may raise anything; it is then unusable, not fatal
+        ok = False
+        status.fail(f"{dtype} call failed: {' '.join(str(e).split())[:160]}")
+    status.passed[dtype] = status.passed.get(dtype, True) and ok  # an op checked twice must pass both
+
+
+def _rounded(shape, dtype: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A random tensor in `dtype` and its exact float32 value (the reference computes on that)."""
+    g = torch.Generator().manual_seed(seed)
+    t = torch.randn(shape, generator=g).to(getattr(torch, dtype))
+    return t, t.float()
+
+
+def _check_conv(status: dict[str, OpStatus], dtype: str) -> None:
+    stride, padding, dilation = [2, 1], [1, 0], [1, 1]
+    x, xf = _rounded((2, 8, 9, 7), dtype, 1)
+    x = x.contiguous(memory_format=torch.channels_last)
+    reorder = status["mkldnn._reorder_convolution_weight"]
+
+    def weights(groups: int, seed: int):
+        """(weight, packed weight or the plain one if packing fails, float32 weight, bias, float32 bias)."""
+        w, wf = _rounded((12, 8 // groups, 3, 3), dtype, seed)
+        w = w.contiguous(memory_format=torch.channels_last)
+        b, bf = _rounded((12,), dtype, seed + 1)
+        packed = [w]
+
+        def pack():
+            packed[0] = reorder.op(w, padding, stride, dilation, groups, list(x.shape))
+            return packed[0].to_dense(), wf
+
+        _attempt(reorder, dtype, pack)
+        return packed[0], wf, b, bf
+
+    # groups=2 for the plain op, so a swapped groups/dilation argument cannot pass by luck.
+    packed, wf, b, bf = weights(2, 2)
+    ref = F.conv2d(xf, wf, bf, stride, padding, dilation, 2)
+    conv = status["mkldnn._convolution_pointwise"]
+    _attempt(conv, dtype, lambda: (conv.op(x, packed, b, padding, stride, dilation, 2, "relu", [], ""), ref.relu()))
+
+    # groups=1 for .binary: with groups > 1 it takes an unfused fallback (which fails in bf16),
+    # so the kernel only uses it for groups=1.
+    packed, wf, b, bf = weights(1, 4)
+    ref = F.conv2d(xf, wf, bf, stride, padding, dilation, 1)
+    other, otherf = _rounded(tuple(ref.shape), dtype, 6)
+    scale, scalef = _rounded((1, 12, 1, 1), dtype, 7)
+    binary = status["mkldnn._convolution_pointwise.binary"]
+
+    def add_relu_and_mul():
+        added = binary.op(x, other, packed, b, padding, stride, dilation, 1, "add", 1.0, "relu", [], "")
+        scaled = binary.op(x, scale, packed, b, padding, stride, dilation, 1, "mul", None, None, [], None)
+        # Both results checked at once: stack them.
+        return torch.stack([added.float(), scaled.float()]), torch.stack([(ref + otherf).relu(), ref * scalef])
+
+    _attempt(binary, dtype, add_relu_and_mul)
+
+
+def _check_linear(status: dict[str, OpStatus], dtype: str) -> None:
+    x, xf = _rounded((2, 3, 24), dtype, 6)
+    w, wf = _rounded((20, 24), dtype, 7)
+    b, bf = _rounded((20,), dtype, 8)
+    ref = F.linear(xf, wf, bf)
+    other, otherf = _rounded(tuple(ref.shape), dtype, 9)
+
+    reorder = status["mkldnn._reorder_linear_weight"]
+    packed: list[torch.Tensor] = [w]
+
+    def pack():
+        packed[0] = reorder.op(w, None)
+        return packed[0].to_dense(), wf
+
+    _attempt(reorder, dtype, pack)
+    linear = status["mkldnn._linear_pointwise"]
+    _attempt(linear, dtype, lambda: (
+        linear.op(x, packed[0], b, "gelu", [], "tanh"), F.gelu(ref, approximate="tanh")))
+    binary = status["mkldnn._linear_pointwise.binary"]
+
+    def add_and_mul():
+        added = binary.op(x, other, packed[0], b, "add")
+        multiplied = binary.op(x, other, packed[0], b, "mul")
+        return torch.stack([added.float(), multiplied.float()]), torch.stack([ref + otherf, ref * otherf])
+
+    _attempt(binary, dtype, add_and_mul)
+
+
+def _warn_failures(status: dict[str, OpStatus]) -> None:
+    """One line naming every op that cannot be used, and why."""
+    bad = [f"{name} ({s.error})" for name, s in status.items()
+           if s.op is None or not all(s.passed.get(d, False) for d in _dtypes_checked)]
+    if bad:
+        warnings.warn("ipexconvert: oneDNN kernels fall back to the reference for: " + "; ".join(bad),
+                      RuntimeWarning, stacklevel=2)
