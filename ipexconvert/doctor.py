@@ -7,7 +7,7 @@ import platform
 
 import torch
 
-from . import __version__
+from . import __version__, native
 from .runtime import cpu
 
 
@@ -16,6 +16,16 @@ def _version(package: str) -> str:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         return "not installed"
+
+
+def _native_report() -> dict:
+    """The native kernel library: the levels it detects, and the build each kernel runs now."""
+    if not native.available():
+        return {"native_levels": None,
+                "kernels": f"reference (PyTorch ops) only: the native extension is not built ({native.unavailable_reason()})"}
+    return {"native_levels": native.supported_levels(),
+            "native_kernels": {name: native.kernel_level(name) for name in native.KERNELS},
+            "kernels": "native (ipexconvert._native) where registered, else reference (PyTorch ops)"}
 
 
 def environment_report() -> dict:
@@ -30,7 +40,8 @@ def environment_report() -> dict:
         "supported_isa": cpu.supported_levels(),
         "max_isa_env": os.environ.get("IPEXCONVERT_MAX_ISA") or "unset",
         "selected_isa": cpu.selected_isa(),
-        "kernels": "reference (PyTorch ops); native ISA-dispatched kernels are not built yet",
+        "isa_detection": "native (CPUID + XCR0)" if cpu.detection() == "native" else "python (/proc/cpuinfo)",
+        **_native_report(),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "threads": torch.get_num_threads(),
     }
