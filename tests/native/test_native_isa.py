@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from ipexconvert import native
 from ipexconvert.errors import UserInputError
@@ -18,10 +19,10 @@ def test_extension_is_built():
     assert native.available(), native.unavailable_reason()
 
 
-pytestmark_native = pytest.mark.skipif(not native.available(), reason="ipexconvert._native is not built")
+needs_native = pytest.mark.skipif(not native.available(), reason="ipexconvert._native is not built")
 
 
-@pytestmark_native
+@needs_native
 def test_levels_are_a_prefix_of_the_level_list():
     assert native.levels() == cpu.ISA_LEVELS
     supported = native.supported_levels()
@@ -29,7 +30,7 @@ def test_levels_are_a_prefix_of_the_level_list():
     assert supported == cpu.ISA_LEVELS[:len(supported)]
 
 
-@pytestmark_native
+@needs_native
 def test_native_detection_agrees_with_the_kernel_flags():
     """CPUID+XCR0 and Linux's /proc/cpuinfo flags (which also reflect XCR0) give the same levels."""
     if not os.path.exists("/proc/cpuinfo"):
@@ -37,7 +38,7 @@ def test_native_detection_agrees_with_the_kernel_flags():
     assert native.supported_levels() == cpu.python_supported_levels()
 
 
-@pytestmark_native
+@needs_native
 def test_features_explain_the_levels():
     f = native.cpu_features()
     supported = native.supported_levels()
@@ -50,7 +51,7 @@ def test_features_explain_the_levels():
         assert f["amx_tile"] and f["os_tiles"] and f["amx_permission"]
 
 
-@pytestmark_native
+@needs_native
 def test_cap_selects_the_minimum(monkeypatch):
     monkeypatch.delenv("IPEXCONVERT_MAX_ISA", raising=False)
     supported = native.supported_levels()
@@ -62,7 +63,7 @@ def test_cap_selects_the_minimum(monkeypatch):
     assert native.selected_level(" AVX2 ") == min("avx2", best, key=cpu.ISA_LEVELS.index)  # case, spaces
 
 
-@pytestmark_native
+@needs_native
 def test_explicit_cap_wins_over_the_environment(monkeypatch):
     monkeypatch.setenv("IPEXCONVERT_MAX_ISA", "generic")
     assert native.selected_level() == "generic"
@@ -70,7 +71,7 @@ def test_explicit_cap_wins_over_the_environment(monkeypatch):
     assert native.selected_level(native.supported_levels()[-1]) == native.supported_levels()[-1]
 
 
-@pytestmark_native
+@needs_native
 @pytest.mark.parametrize("where", ["argument", "environment"])
 def test_bogus_cap_is_a_clear_error(monkeypatch, where):
     if where == "argument":
@@ -85,10 +86,10 @@ def test_bogus_cap_is_a_clear_error(monkeypatch, where):
     for level in cpu.ISA_LEVELS:
         assert level in err.value.fix
     with pytest.raises(UserInputError):
-        native.silu(__import__("torch").ones(3), max_isa="avx9000")
+        native.silu(torch.ones(3), max_isa="avx9000")
 
 
-@pytestmark_native
+@needs_native
 def test_kernel_level_falls_back_to_a_lower_build():
     for name in native.KERNELS:
         built = native.kernel_levels(name)
@@ -101,7 +102,7 @@ def test_kernel_level_falls_back_to_a_lower_build():
         native.kernel_level("nope")
 
 
-@pytestmark_native
+@needs_native
 @pytest.mark.parametrize("cap", ["generic", "avx2"])
 def test_environment_cap_in_a_fresh_process(cap):
     """IPEXCONVERT_MAX_ISA is read by the native library itself, in a new process."""
