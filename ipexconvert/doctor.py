@@ -7,7 +7,7 @@ import platform
 
 import torch
 
-from . import __version__
+from . import __version__, native
 from .runtime import cpu
 
 
@@ -26,6 +26,17 @@ def _onednn_summary() -> dict:
             for name, info in report.get("ops", {}).items()}
 
 
+def _native_report() -> dict:
+    """The native kernel library: the levels it detects, and the build each kernel runs now."""
+    if not native.available():
+        return {"native_levels": None,
+                "kernels": f"reference (PyTorch ops) only: the native extension is not built ({native.unavailable_reason()})"}
+    return {"native_levels": native.supported_levels(),
+            "native_kernels": {name: native.kernel_level(name) for name in native.KERNELS},
+            "kernels": "native (ipexconvert._native) for norms/softmax/activations, oneDNN (through torch) for conv2d "
+                   "and bf16 linear where the probe passes, else reference (PyTorch ops)"}
+
+
 def environment_report() -> dict:
     interesting = sorted(f for f in cpu.cpu_flags() if f.startswith(("avx", "amx", "fma", "f16c")))
     return {
@@ -38,7 +49,8 @@ def environment_report() -> dict:
         "supported_isa": cpu.supported_levels(),
         "max_isa_env": os.environ.get("IPEXCONVERT_MAX_ISA") or "unset",
         "selected_isa": cpu.selected_isa(),
-        "kernels": "oneDNN (through torch) for conv2d and bf16 linear where the probe passes; reference PyTorch ops otherwise",
+        "isa_detection": "native (CPUID + XCR0)" if cpu.detection() == "native" else "python (/proc/cpuinfo)",
+        **_native_report(),
         "onednn_probe": _onednn_summary(),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "threads": torch.get_num_threads(),

@@ -1,9 +1,10 @@
 """CPU feature detection and the ISA level the runtime selects.
 
 Levels, lowest to highest: generic, avx2, avx512, avx512_vnni, avx512_bf16, amx.
-A level is supported when the CPU reports its instructions (Linux /proc/cpuinfo flags,
-which already reflect OS support through XCR0) and, for AMX, when the kernel grants
-tile-data permission (arch_prctl). IPEXCONVERT_MAX_ISA caps the selection.
+When the native extension is built, detection is its CPUID + XCR0 check (plus the Linux AMX
+tile-data permission request), the same code that picks the kernels. Otherwise a Python
+fallback reads the /proc/cpuinfo flags (which reflect OS support through XCR0) and asks for
+the AMX permission with arch_prctl itself. IPEXCONVERT_MAX_ISA caps the selection.
 """
 from __future__ import annotations
 
@@ -55,9 +56,16 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-@lru_cache(maxsize=1)
 def amx_permission() -> bool:
-    """Ask Linux for AMX tile-data permission (needed once per process before AMX use)."""
+    """Whether Linux granted this process AMX tile-data use (asked once, before AMX use)."""
+    native = _native()
+    if native is not None:
+        return bool(native.cpu_features()["amx_permission"])
+    return _python_amx_permission()
+
+
+@lru_cache(maxsize=1)
+def _python_amx_permission() -> bool:
     if platform.system() != "Linux" or platform.machine() != "x86_64":
         return False
     try:
@@ -67,13 +75,33 @@ def amx_permission() -> bool:
         return False
 
 
+def _native():
+    """ipexconvert.native when the extension is built, else None."""
+    from .. import native
+
+    return native if native.available() else None
+
+
+def detection() -> str:
+    """Which detector answers: "native" (CPUID/XCR0 in the extension) or "python" (/proc/cpuinfo)."""
+    return "native" if _native() is not None else "python"
+
+
 def supported_levels() -> list[str]:
+    """Levels this CPU and OS can run, lowest first (a prefix of ISA_LEVELS)."""
+    native = _native()
+    if native is not None:
+        return native.supported_levels()
+    return python_supported_levels()
+
+
+def python_supported_levels() -> list[str]:
     flags = cpu_flags()
     levels = ["generic"]
     for level in ISA_LEVELS[1:]:
         if not _REQUIRED_FLAGS[level] <= flags:
             break
-        if level == "amx" and not amx_permission():
+        if level == "amx" and not _python_amx_permission():
             break
         levels.append(level)
     return levels
@@ -90,8 +118,11 @@ def max_isa_cap() -> str | None:
 
 
 def selected_isa() -> str:
-    """min(best supported, IPEXCONVERT_MAX_ISA)."""
-    best = supported_levels()[-1]
+    """min(best supported, IPEXCONVERT_MAX_ISA); a bad cap raises UserInputError."""
+    native = _native()
+    if native is not None:
+        return native.selected_level()
+    best = python_supported_levels()[-1]
     cap = max_isa_cap()
     if cap is None:
         return best

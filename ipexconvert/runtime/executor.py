@@ -15,6 +15,7 @@ from ..errors import ArtifactError
 from ..ir import Program
 from ..ir.opdef import get_op
 from .cpu import selected_isa
+from . import native_kernels  # noqa: F401  (registers the native CPU kernels)
 from .kernels import NodeContext, resolve_kernel
 
 _MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}

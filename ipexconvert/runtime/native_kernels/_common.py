@@ -1,0 +1,62 @@
+"""What the native kernel factories share: when a node qualifies, norm parameters, names."""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import torch
+
+from ... import native
+from ..kernels import NodeContext
+
+DTYPES = ("float32", "bfloat16")  # what the native kernels compute on
+
+
+def qualifies(ctx: NodeContext, activations: Sequence[int]) -> bool:
+    """The extension is built, the node runs on the CPU, and the activation inputs and all
+    outputs are contiguous float32/bfloat16 values of one dtype."""
+    if ctx.device != "cpu" or not native.available():
+        return False
+    specs = [ctx.input_specs[i] for i in activations] + list(ctx.output_specs)
+    if any(s is None or s.dtype not in DTYPES or s.memory_format != "contiguous" or s.rank == 0 for s in specs):
+        return False
+    if any(ctx.constants[i] is not None for i in activations):
+        return False  # constant activations are rare (folding removes them); leave them to torch
+    return len({s.dtype for s in specs}) == 1
+
+
+class NormParam:
+    """A norm weight or bias as the kernel wants it: contiguous float32 of `cols` elements.
+
+    A constant is converted once here and held by the kernel (the executor stops passing it);
+    a run-time value is converted per call; an absent one stays None."""
+
+    def __init__(self, ctx: NodeContext, index: int):
+        self.index = index
+        self.spec = ctx.input_specs[index] if index < len(ctx.input_specs) else None
+        self.absent = self.spec is None
+        const = None if self.absent else ctx.constants[index]
+        self.constant = None if const is None else const.detach().to(torch.float32).contiguous()
+
+    def fits(self, cols: int) -> bool:
+        if self.absent:
+            return True
+        if self.constant is not None:
+            return self.constant.numel() == cols
+        return all(isinstance(d, int) for d in self.spec.shape) and math.prod(self.spec.shape) == cols
+
+    @property
+    def consumed(self) -> set[int]:
+        return {self.index} if self.constant is not None else set()
+
+    def get(self, inputs: list) -> Optional[torch.Tensor]:
+        if self.absent:
+            return None
+        if self.constant is not None:
+            return self.constant
+        return inputs[self.index].to(torch.float32).contiguous()
+
+
+def kernel_name(op: str, kernel: str, isa: str) -> str:
+    """e.g. native:layer_norm@avx512_bf16 (the build that runs at this ISA level)."""
+    return f"native:{op}@{native.kernel_level(kernel, isa)}"

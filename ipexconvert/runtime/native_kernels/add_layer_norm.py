@@ -1,0 +1,36 @@
+"""Native add_layer_norm: layer_norm(x + residual) in one pass, optionally returning the sum."""
+from __future__ import annotations
+
+import torch
+
+from ...ir.opdef import get_op
+from .. import kernels
+from ..kernels import Kernel, NodeContext
+from . import _common
+
+
+@kernels.register_kernel("cpu", "add_layer_norm")
+def native_add_layer_norm(ctx: NodeContext):
+    attrs = ctx.attrs
+    if not _common.qualifies(ctx, activations=(0, 1)) or len(attrs.normalized_shape) != 1:
+        return None
+    if ctx.input_specs[0].shape != ctx.input_specs[1].shape:
+        return None  # a broadcast residual: the reference handles it
+    cols = attrs.normalized_shape[0]
+    weight, bias = _common.NormParam(ctx, 2), _common.NormParam(ctx, 3)
+    if not (weight.fits(cols) and bias.fits(cols)):
+        return None
+    lib, isa, eps, return_sum = _common.native.raw, ctx.isa, float(attrs.eps), attrs.return_sum
+    reference = get_op("add_layer_norm").compile(attrs)
+
+    def run(inputs, dims):
+        x, r, w, b = inputs[0], inputs[1], weight.get(inputs), bias.get(inputs)
+        if not (x.is_contiguous() and r.is_contiguous()) or x.shape != r.shape:
+            return reference([x, r, w, b], dims)
+        out = torch.empty_like(x)
+        total = torch.empty_like(x) if return_sum else None
+        lib.layer_norm(x, r, w, b, eps, out, total, isa, torch.get_num_threads())
+        return (out, total) if return_sum else out
+
+    return Kernel(run, _common.kernel_name("add_layer_norm", "layer_norm", isa),
+                  frozenset(weight.consumed | bias.consumed))

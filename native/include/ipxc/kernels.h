@@ -1,0 +1,95 @@
+// Kernel signatures, the kernel list and the registration macro.
+//
+// Every kernel takes one argument struct of raw pointers and sizes, so the library never
+// needs torch's headers: the binding fills the struct from DLPack tensors.
+#pragma once
+
+#include <cstdint>
+
+namespace ipxc {
+
+enum class DType : int { f32 = 0, bf16 = 1 };  // bf16 is stored as uint16 bits
+
+// layer_norm and rms_norm over the last `cols` elements of each row:
+//   v = x (+ residual); y = norm(v) * gamma (+ beta).
+struct NormArgs {
+    const void* x = nullptr;
+    const void* residual = nullptr;  // optional, same dtype and shape as x
+    void* y = nullptr;
+    void* sum = nullptr;             // optional: receives x + residual (rounded to dtype)
+    const float* gamma = nullptr;    // optional, cols floats
+    const float* beta = nullptr;     // optional, cols floats (layer_norm only)
+    int64_t rows = 0, cols = 0;
+    float eps = 1e-5f;
+    DType dtype = DType::f32;
+    int threads = 1;
+};
+
+// softmax over the last dim of x * scale + mask.
+constexpr int kMaxMaskDims = 8;
+struct SoftmaxArgs {
+    const void* x = nullptr;
+    void* y = nullptr;
+    int64_t rows = 0, cols = 0;
+    float scale = 1.0f;
+    DType dtype = DType::f32;
+    // Optional additive mask with a contiguous last dim of `cols` elements. Row r of x has
+    // leading index (i0, ..., i_{k-1}) over lead_shape; its mask row starts at
+    // sum(i_d * mask_strides[d]) elements (stride 0 broadcasts that dim).
+    const void* mask = nullptr;
+    DType mask_dtype = DType::f32;
+    int lead_ndim = 0;
+    int64_t lead_shape[kMaxMaskDims] = {};
+    int64_t mask_strides[kMaxMaskDims] = {};
+    int threads = 1;
+};
+
+// Element-wise kernels over n contiguous elements.
+struct UnaryArgs {
+    const void* x = nullptr;
+    void* y = nullptr;
+    int64_t n = 0;
+    DType dtype = DType::f32;
+    int threads = 1;
+};
+struct GeluArgs {
+    const void* x = nullptr;
+    void* y = nullptr;
+    int64_t n = 0;
+    bool tanh = false;  // tanh approximation instead of erf
+    DType dtype = DType::f32;
+    int threads = 1;
+};
+struct BinaryArgs {  // y = f(a, b)
+    const void* a = nullptr;
+    const void* b = nullptr;
+    void* y = nullptr;
+    int64_t n = 0;
+    DType dtype = DType::f32;
+    int threads = 1;
+};
+
+// The kernel list: X(name, argument struct). Adding a kernel = one line here, one source file
+// under native/kernels/ and one ipxc_kernel() line in CMakeLists.txt.
+#define IPXC_KERNELS(X)            \
+    X(layer_norm, NormArgs)        \
+    X(rms_norm, NormArgs)          \
+    X(softmax, SoftmaxArgs)        \
+    X(gelu, GeluArgs)              \
+    X(silu, UnaryArgs)             \
+    X(silu_mul, BinaryArgs)
+
+#define IPXC_DECLARE_FN(name, Args) using name##_fn = void (*)(const Args&);
+IPXC_KERNELS(IPXC_DECLARE_FN)
+#undef IPXC_DECLARE_FN
+
+}  // namespace ipxc
+
+// Registers `fn` as kernel `name` for the level this file is being compiled for. Use it at
+// namespace scope inside ipxc::IPXC_NS. It defines ipxc::<level>::<name>_entry, a constant
+// function pointer (constant-initialised: no code runs at load time, which matters because
+// this object file may contain instructions the CPU lacks). The dispatcher, compiled for the
+// generic level, refers to every <level>::<name>_entry weakly; missing ones are null.
+#define IPXC_REGISTER_KERNEL(name, fn)          \
+    extern const ::ipxc::name##_fn name##_entry; \
+    const ::ipxc::name##_fn name##_entry = &fn

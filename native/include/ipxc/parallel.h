@@ -1,0 +1,23 @@
+// A small fork-join thread pool, compiled for the generic level.
+//
+// Why our own pool and not OpenMP: torch ships its own OpenMP runtime; linking a second one
+// (gcc's libgomp) would give the process two spinning thread teams fighting for the cores.
+// These workers sleep on a condition variable between jobs, so they cost nothing while torch
+// runs, and the caller passes torch's thread setting so the two never use more threads than that.
+#pragma once
+
+#include <cstdint>
+
+namespace ipxc {
+
+using RangeFn = void (*)(void* ctx, int64_t begin, int64_t end);
+
+// Calls fn(ctx, begin, end) over disjoint ranges covering [0, n), using up to `threads`
+// threads (the caller's included). Ranges hold at least `grain` items, so small jobs run on
+// the calling thread alone. Nested calls (from inside fn) run serially.
+void parallel_for(int64_t n, int64_t grain, int threads, RangeFn fn, void* ctx);
+
+// A per-thread fp32 scratch buffer of at least n floats, valid until this thread's next call.
+float* scratch_floats(int64_t n);
+
+}  // namespace ipxc

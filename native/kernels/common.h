@@ -1,0 +1,129 @@
+// Helpers shared by the kernel sources. Included only by files compiled once per ISA level.
+//
+// Everything here lives in namespace ipxc::IPXC_NS (IPXC_NS is the level, set by CMake), so
+// every level gets its own copy under its own symbol names. Had these been plain inline
+// functions shared by all levels, the linker would keep one copy -- possibly the AVX-512 one --
+// and the generic path would run it. For the same reason kernel sources use no std:: templates
+// that emit out-of-line code (containers, algorithms); tools/check_level_objects.py checks it.
+#pragma once
+
+#ifndef IPXC_NS
+#error "kernel sources are compiled once per ISA level with -DIPXC_NS=<level>"
+#endif
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__AVX512BF16__) && defined(__AVX512VL__) && defined(__AVX512BW__)
+#include <immintrin.h>
+#define IPXC_HAVE_AVX512BF16 1
+#endif
+
+#include "ipxc/isa.h"
+#include "ipxc/kernels.h"
+#include "ipxc/parallel.h"
+
+namespace ipxc {
+namespace IPXC_NS {
+
+static_assert(static_cast<int>(::ipxc::Level::IPXC_NS) >= 0, "IPXC_NS must name an ipxc::Level");
+
+// ---- bf16 <-> fp32 ---------------------------------------------------------------------------
+
+inline float bf16_to_f32(uint16_t v) {
+    const uint32_t u = static_cast<uint32_t>(v) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+// Round to nearest even; NaN stays a (quiet) NaN. Branch-free so loops over it vectorise.
+inline uint16_t f32_to_bf16(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t quiet_nan = (u >> 16) | 0x40u;
+    return static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
+}
+
+// The value x has once stored as bf16.
+inline float round_to_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+
+inline void bf16_row_to_f32(const uint16_t* __restrict src, float* __restrict dst, int64_t n) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+}
+
+inline void f32_row_to_bf16(const float* __restrict src, uint16_t* __restrict dst, int64_t n) {
+#if IPXC_HAVE_AVX512BF16
+    // One vcvtneps2bf16 per 16 values instead of ~6 integer ops each. It rounds to nearest
+    // even like the scalar path, but flushes denormals to zero (values below ~1e-38).
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i)));
+    if (i < n) {
+        const __mmask16 tail = static_cast<__mmask16>((1u << (n - i)) - 1u);
+        const __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(tail, src + i));
+        _mm256_mask_storeu_epi16(dst + i, tail, (__m256i)v);
+    }
+#else
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
+#endif
+}
+
+// Element type of a tensor: float, or uint16_t holding bf16 bits.
+template <class T> inline float load(T v);
+template <> inline float load<float>(float v) { return v; }
+template <> inline float load<uint16_t>(uint16_t v) { return bf16_to_f32(v); }
+
+// ---- math --------------------------------------------------------------------------------------
+
+inline float bits_to_float(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+// e^x to ~2 ulp, branch-free (vectorises): x = n*ln2 + r, |r| <= ln2/2, e^r by a degree-6
+// polynomial, 2^n built in the exponent bits. Below -87.3 the result is 0; above 88 it
+// saturates at e^88 ~ 1.7e38 (callers only divide by it).
+inline float exp_approx(float x) {
+    const float clamped = x > 88.0f ? 88.0f : (x < -87.3f ? -87.3f : x);
+    const float shifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+    const float t = clamped * 1.44269504089f + shifter;
+    const float n = t - shifter;
+    const float r = (clamped - n * 0.693145751953125f) - n * 1.428606765330187e-06f;  // ln2 split hi/lo
+    float p = 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    uint32_t tb;
+    std::memcpy(&tb, &t, sizeof tb);
+    const uint32_t exponent = (tb - 0x4B400000u + 127u) << 23;  // low bits of t hold n
+    const float result = p * bits_to_float(exponent);
+    return x < -87.3f ? 0.0f : result;  // also keeps NaN (comparisons with NaN are false)
+}
+
+// ---- rows and threads --------------------------------------------------------------------------
+
+// Rows per parallel task such that each task has at least ~16K elements of work.
+inline int64_t row_grain(int64_t cols) {
+    const int64_t g = 16384 / (cols > 0 ? cols : 1);
+    return g > 0 ? g : 1;
+}
+constexpr int64_t kElementGrain = 16384;
+
+// parallel_for over a lambda f(begin, end).
+template <class F>
+inline void parallel(int64_t n, int64_t grain, int threads, const F& f) {
+    ::ipxc::parallel_for(n, grain, threads,
+                         [](void* ctx, int64_t begin, int64_t end) { (*static_cast<const F*>(ctx))(begin, end); },
+                         const_cast<F*>(&f));
+}
+
+}  // namespace IPXC_NS
+}  // namespace ipxc

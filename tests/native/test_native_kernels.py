@@ -1,0 +1,104 @@
+"""Every native kernel at every ISA level this machine can run, against the op's reference.
+
+Levels are capped per call (max_isa=...), so one process covers all of them; a subprocess test
+in test_native_isa.py covers the IPEXCONVERT_MAX_ISA route.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ipexconvert import native
+from native_cases import CASES, COLS, THRESHOLDS, normalised_error
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="ipexconvert._native is not built")
+LEVELS = native.supported_levels() if native.available() else []
+DTYPES = [torch.float32, torch.bfloat16]
+
+
+def _check(case, rows, cols, dtype, level, threads):
+    got, want = case.run(rows, cols, dtype, level, threads)
+    for i, (g, w) in enumerate(zip(got, want)):
+        where = f"{case.name} output {i} [{rows}x{cols}] {dtype} at {level}, {threads} thread(s)"
+        assert g.dtype == w.dtype and g.shape == w.shape, where
+        assert torch.isfinite(g).all(), where
+        err = normalised_error(g, w)
+        assert err <= THRESHOLDS[dtype], f"{where}: normalised error {err:.3g}"
+        if dtype == torch.bfloat16 and g.numel() >= 1000:
+            # Both sides round fp32 results to nearest-even; values agree bit for bit except
+            # where the small fp32 difference straddles a rounding boundary (truncating instead
+            # of rounding would make about half of them differ). Tiny values are left out:
+            # there the approximations' absolute error is a large relative one (gelu's tail).
+            big = w.float().abs() >= 1e-2 * w.float().abs().max()
+            same = (g.view(torch.int16)[big] == w.view(torch.int16)[big]).float().mean().item()
+            assert same >= 0.97, f"{where}: only {same:.1%} bit-identical to the reference"
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp32", "bf16"])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_kernel_matches_reference(case, dtype, level):
+    torch.manual_seed(hash((case.name, str(dtype), level)) % 2**31)
+    for cols in COLS:
+        _check(case, 6, cols, dtype, level, threads=1)
+    # Enough rows for the thread pool to split the work, plus an odd row count.
+    _check(case, 67, 768, dtype, level, threads=2)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_kernel_runs_its_build_for_the_level(case, level):
+    """The kernel's build for the highest level <= the cap (e.g. avx512_vnni runs avx512)."""
+    built = native.kernel_levels(case.kernel)
+    assert built[0] == "generic"
+    below = [lv for lv in built if native.levels().index(lv) <= native.levels().index(level)]
+    assert native.kernel_level(case.kernel, level) == below[-1]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_bf16_sum_rounds_to_nearest_even(level):
+    """x + residual stored as bf16 equals torch's bf16 add bit for bit (round to nearest even)."""
+    torch.manual_seed(1)
+    x = torch.randn(64, 1000).to(torch.bfloat16)
+    r = (torch.randn(64, 1000) * 1e-2).to(torch.bfloat16)  # small addends: many rounding ties
+    _, total = native.layer_norm(x, None, None, 1e-5, residual=r, return_sum=True, max_isa=level, threads=1)
+    assert torch.equal(total.view(torch.int16), (x + r).view(torch.int16))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp32", "bf16"])
+def test_activations_saturate_cleanly(level, dtype):
+    """Large |x| (exp over/underflow inside gelu/silu) gives finite values close to the reference."""
+    x = torch.linspace(-120, 120, 4001).to(dtype)
+    for got, want in [(native.gelu(x, max_isa=level), torch.nn.functional.gelu(x)),
+                      (native.gelu(x, "tanh", max_isa=level), torch.nn.functional.gelu(x, approximate="tanh")),
+                      (native.silu(x, max_isa=level), torch.nn.functional.silu(x))]:
+        assert torch.isfinite(got).all()
+        assert normalised_error(got, want) <= THRESHOLDS[dtype]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_softmax_fully_masked_row_is_nan_like_torch(level):
+    x = torch.randn(2, 5)
+    mask = torch.tensor([[0.0] * 5, [float("-inf")] * 5])
+    got = native.softmax(x, mask=mask, max_isa=level)
+    want = torch.softmax(x + mask, -1)
+    assert torch.allclose(got[0], want[0], atol=1e-6) and torch.isnan(got[1]).all() and torch.isnan(want[1]).all()
+
+
+def test_mask_in_bf16_and_broadcast_over_queries():
+    """A [batch, 1, q, k] bf16 mask (per-query) against fp32 scores."""
+    torch.manual_seed(2)
+    x = torch.randn(2, 4, 9, 33)
+    mask = torch.where(torch.rand(2, 1, 9, 33) < 0.3, float("-inf"), 0.0)
+    mask[..., 0] = 0.0
+    got = native.softmax(x, scale=0.5, mask=mask.to(torch.bfloat16))
+    assert normalised_error(got, torch.softmax(x * 0.5 + mask, -1)) <= 1e-5
+
+
+def test_threads_default_follows_torch(monkeypatch):
+    """threads=None uses torch.get_num_threads(); results do not depend on the thread count."""
+    x = torch.randn(300, 768)
+    one = native.layer_norm(x, threads=1)
+    assert torch.equal(native.layer_norm(x), one)
+    assert torch.equal(native.layer_norm(x, threads=2), one)
