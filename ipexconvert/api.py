@@ -38,9 +38,13 @@ class OptimizeResult:
         return self.manifest.accuracy
 
 
-def load_artifact(path: Union[str, Path], device: str = "cpu", verify: bool = True) -> LoadedModel:
-    """Load an .ipxc artifact; the result is callable with torch tensors or numpy arrays."""
-    return LoadedModel(path, device=device, verify=verify)
+def load_artifact(path: Union[str, Path], device: str = "cpu", verify: bool = True,
+                  threads: Optional[int] = None) -> LoadedModel:
+    """Load an .ipxc artifact; the result is callable with torch tensors or numpy arrays.
+
+    `threads` sets the (process-wide) intra-op thread count; None keeps torch's default (all cores).
+    """
+    return LoadedModel(path, device=device, verify=verify, threads=threads)
 
 
 def _default_output(source: ResolvedSource, dtype: str) -> Path:

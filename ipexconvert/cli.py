@@ -191,6 +191,7 @@ def run(
     artifact: Path = typer.Argument(..., help="an .ipxc file"),
     inputs: Optional[Path] = typer.Option(None, "--inputs", help="safetensors file with one tensor per input (default: the stored example inputs)"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="where to write outputs (safetensors)"),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, help="intra-op threads (default: all cores)"),
 ):
     """Run an artifact on inputs from a safetensors file and write the outputs."""
     from safetensors.torch import save_file
@@ -201,7 +202,7 @@ def run(
 
     if output is not None and output.is_dir():
         raise UserInputError(f"-o {output} is a folder, not a file path", f"pass a file path, e.g. -o {output / 'outputs.safetensors'}")
-    model = load_artifact(artifact)
+    model = load_artifact(artifact, threads=threads)
     tensors = load_inputs_file(inputs, model.signature.input_names) if inputs else read_example_inputs(artifact)
     results = model.run_dict(tensors)
     for name, t in results.items():

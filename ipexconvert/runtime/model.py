@@ -97,9 +97,14 @@ def _as_tensor(name: str, value: Any) -> torch.Tensor:
 class LoadedModel:
     """A loaded artifact: call it like the original module (positional or keyword tensors)."""
 
-    def __init__(self, path: str | Path, device: str = "cpu", verify: bool = True):
+    def __init__(self, path: str | Path, device: str = "cpu", verify: bool = True, threads: int | None = None):
         if device not in SUPPORTED_DEVICES:
             raise UserInputError(f"device {device!r} is not supported yet", f"use one of: {', '.join(SUPPORTED_DEVICES)}")
+        if threads is not None:
+            if threads < 1:
+                raise UserInputError(f"threads={threads} is not a thread count", "pass a positive number, or None for all cores")
+            # Process-wide: torch's intra-op pool (and the native kernels, which follow it) use this.
+            torch.set_num_threads(threads)
         start = time.perf_counter()
         self.path = Path(path)
         self.manifest, program = read_artifact(path, verify=verify)
