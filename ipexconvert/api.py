@@ -14,7 +14,7 @@ from . import __version__
 from .accuracy import flatten_outputs, measure
 from .artifact import write_artifact
 from .errors import AccuracyError, UserInputError
-from .frontend.dynamic import DynamicDims
+from .frontend.dynamic import DynamicDim, DynamicDims
 from .frontend.export import decompose, export_module, program_from_exported
 from .frontend.inputs import InputArg, make_example_inputs
 from .frontend.sources import ResolvedSource, SourceRequest, from_module, resolve_source
@@ -108,7 +108,7 @@ def optimize(
     else:
         ep = source.exported
     program = program_from_exported(decompose(ep), source.dynamic, source.output_names)
-    _check_example_names(program, source)
+    _ensure_example_inputs(program, source)
 
     records = run_pipeline(program, names, PassOptions(dtype=dtype), on_pass=lambda n: say(f"pass {n}"))
     manifest = _manifest(program, source, dtype, records)
@@ -120,18 +120,17 @@ def optimize(
     return OptimizeResult(path=out_path, manifest=final, source=source, example_inputs=source.example_inputs)
 
 
-def _check_example_names(program: Program, source: ResolvedSource) -> None:
-    if not source.example_inputs:  # .pt2 without stored example inputs: make them from the signature
-        from .frontend.inputs import make_example_inputs as _make
-        from .frontend.dynamic import DynamicDim
-
-        args = []
-        for name in program.graph.inputs:
-            spec = program.graph.values[name]
-            shape = [d if isinstance(d, int) else DynamicDim(name=d, min=program.graph.dims[d].min,
-                                                             max=program.graph.dims[d].max) for d in spec.shape]
-            args.append(InputArg(name=name, shape=shape, dtype=spec.dtype))
-        source.example_inputs, _ = _make(args)
+def _ensure_example_inputs(program: Program, source: ResolvedSource) -> None:
+    """A .pt2 saved without example inputs: make random ones from the graph's signature."""
+    if source.example_inputs:
+        return
+    args = []
+    for name in program.graph.inputs:
+        spec = program.graph.values[name]
+        shape = [d if isinstance(d, int) else DynamicDim(name=d, min=program.graph.dims[d].min, max=program.graph.dims[d].max)
+                 for d in spec.shape]
+        args.append(InputArg(name=name, shape=shape, dtype=spec.dtype))
+    source.example_inputs, _ = make_example_inputs(args)
 
 
 def _manifest(program: Program, source: ResolvedSource, dtype: str, records) -> Manifest:
