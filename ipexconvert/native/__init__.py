@@ -6,7 +6,8 @@ the CPU; norm weights/biases are converted to float32. Each kernel function take
   max_isa: cap the ISA level for this call (default: IPEXCONVERT_MAX_ISA, else the best the
            CPU supports); the kernel runs its build for the highest level <= that;
   threads: threads to use (default: torch.get_num_threads(), so torch's setting is respected).
-When the extension is missing, `available()` is False and the kernels raise RuntimeError.
+The INT8 kernels (quantize_*, dequantize_*, requantize) and embedding take other dtypes; see
+their docstrings. When the extension is missing, `available()` is False and the kernels raise RuntimeError.
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ except ImportError as e:  # not built (e.g. a source checkout without `pip insta
     raw = None
     _IMPORT_ERROR = str(e)
 
-KERNELS = ("layer_norm", "rms_norm", "softmax", "gelu", "silu", "silu_mul")
+KERNELS = ("layer_norm", "rms_norm", "softmax", "gelu", "silu", "silu_mul", "quantize", "dequantize", "requantize",
+           "embedding")
 
 
 def available() -> bool:
@@ -178,4 +180,167 @@ def silu_mul(a: torch.Tensor, b: torch.Tensor, *, max_isa: Optional[str] = None,
         raise ValueError(f"a {list(a.shape)} and b {list(b.shape)} must have the same shape")
     out = torch.empty_like(a)
     _run(lib.silu_mul, a, b, out, max_isa, _threads(threads))
+    return out
+
+
+# ---- INT8 -----------------------------------------------------------------------------------
+# Quantized values are plain int8/uint8 tensors (not torch quantized tensors); scale and zero
+# point travel separately. Rounding is half to even, results saturate. Per-channel parameters
+# run along axis 0 (the tensor seen as [shape[0], rest], as torch.quantize_per_channel(axis=0)
+# and the [out, in] weights of a linear); requantize's run along the last axis (the output
+# channels of an int8 GEMM's [M, N] accumulator).
+
+_QDTYPES = {torch.int8: torch.int8, torch.uint8: torch.uint8, torch.qint8: torch.int8, torch.quint8: torch.uint8}
+_QRANGE = {torch.int8: (-128, 127), torch.uint8: (0, 255)}
+_FDTYPES = (torch.float32, torch.bfloat16)
+
+
+def _qdtype(dtype) -> torch.dtype:
+    if dtype not in _QDTYPES:
+        raise ValueError(f"dtype must be torch.int8 or torch.uint8 (or qint8/quint8), got {dtype}")
+    return _QDTYPES[dtype]
+
+
+def _fdtype(dtype, what: str) -> torch.dtype:
+    if dtype not in _FDTYPES:
+        raise ValueError(f"{what} must be torch.float32 or torch.bfloat16, got {dtype}")
+    return dtype
+
+
+def _float_input(x, name: str) -> torch.Tensor:
+    x = _tensor(x, name)
+    if x.dtype not in _FDTYPES:
+        raise ValueError(f"{name} has dtype {x.dtype}; quantize takes float32 or bfloat16")
+    return x
+
+
+def _quantized_input(q, name: str) -> torch.Tensor:
+    q = _tensor(q, name)
+    if q.dtype not in (torch.int8, torch.uint8):
+        raise ValueError(f"{name} has dtype {q.dtype}; it must be int8 or uint8 "
+                         "(for a torch quantized tensor pass q.int_repr())")
+    return q
+
+
+def _scales(scale, n: Optional[int], name: str) -> torch.Tensor:
+    """float32 scales (one, or n for per-channel); each must be positive and finite."""
+    s = torch.as_tensor(scale, dtype=torch.float64).reshape(-1)
+    if n is not None and s.numel() != n:
+        raise ValueError(f"{name} has {s.numel()} elements; per-channel needs one per channel along axis 0 ({n})")
+    if n is None and s.numel() != 1:
+        raise ValueError(f"{name} must be a single number for per-tensor quantization")
+    s = s.to(torch.float32)
+    if not bool(torch.all(torch.isfinite(s) & (s > 0))):
+        raise ValueError(f"{name} must be positive and finite (as float32), got {s.tolist()[:8]}")
+    return s.contiguous()
+
+
+def _zero_points(zero_point, n: Optional[int], name: str, qdtype: torch.dtype) -> torch.Tensor:
+    z = torch.as_tensor(zero_point).reshape(-1)
+    if z.is_floating_point() and not bool(torch.all(z == z.round())):
+        raise ValueError(f"{name} must be integers, got {z.tolist()[:8]}")
+    want = 1 if n is None else n
+    if z.numel() != want:
+        raise ValueError(f"{name} has {z.numel()} elements; expected {want}")
+    lo, hi = _QRANGE[qdtype]
+    if bool(torch.any((z < lo) | (z > hi))):
+        raise ValueError(f"{name} {z.tolist()[:8]} is outside the {qdtype} range [{lo}, {hi}]")
+    return z.to(torch.int32).contiguous()
+
+
+def _axis0(x: torch.Tensor, axis: int) -> int:
+    if x.dim() == 0:
+        raise ValueError("per-channel (de)quantization needs a tensor with at least one dim")
+    if axis not in (0, -x.dim()):
+        raise ValueError(f"native per-channel (de)quantization runs along axis 0 only (got axis={axis}); "
+                         "move the channel axis first with .movedim(axis, 0).contiguous()")
+    return x.shape[0]
+
+
+def quantize_per_tensor(x: torch.Tensor, scale: float, zero_point: int, dtype=torch.int8, *,
+                        max_isa: Optional[str] = None, threads: Optional[int] = None) -> torch.Tensor:
+    """clamp(round_half_even(x * (1/scale)) + zero_point) as int8/uint8; bit-identical to
+    torch.quantize_per_tensor(x.float(), scale, zero_point, qdtype).int_repr()."""
+    lib = _lib()
+    x, qd = _float_input(x, "x"), _qdtype(dtype)
+    out = torch.empty(x.shape, dtype=qd)
+    _run(lib.quantize, x, _scales(scale, None, "scale"), _zero_points(zero_point, None, "zero_point", qd), False, out,
+         max_isa, _threads(threads))
+    return out
+
+
+def quantize_per_channel(x: torch.Tensor, scales, zero_points, dtype=torch.int8, axis: int = 0, *,
+                         max_isa: Optional[str] = None, threads: Optional[int] = None) -> torch.Tensor:
+    """Per-channel quantization along axis 0 (scales/zero_points: one per x.shape[0]); matches
+    torch.quantize_per_channel(x.float(), scales, zero_points, 0, qdtype).int_repr()."""
+    lib = _lib()
+    x, qd = _float_input(x, "x"), _qdtype(dtype)
+    n = _axis0(x, axis)
+    out = torch.empty(x.shape, dtype=qd)
+    _run(lib.quantize, x, _scales(scales, n, "scales"), _zero_points(zero_points, n, "zero_points", qd), True, out,
+         max_isa, _threads(threads))
+    return out
+
+
+def dequantize_per_tensor(q: torch.Tensor, scale: float, zero_point: int, dtype=torch.float32, *,
+                          max_isa: Optional[str] = None, threads: Optional[int] = None) -> torch.Tensor:
+    """(q - zero_point) * scale as float32 or bfloat16; q is int8 or uint8."""
+    lib = _lib()
+    q = _quantized_input(q, "q")
+    out = torch.empty(q.shape, dtype=_fdtype(dtype, "dtype"))
+    _run(lib.dequantize, q, _scales(scale, None, "scale"), _zero_points(zero_point, None, "zero_point", q.dtype), False,
+         out, max_isa, _threads(threads))
+    return out
+
+
+def dequantize_per_channel(q: torch.Tensor, scales, zero_points, dtype=torch.float32, axis: int = 0, *,
+                           max_isa: Optional[str] = None, threads: Optional[int] = None) -> torch.Tensor:
+    """Per-channel (q - zero_points[c]) * scales[c] along axis 0."""
+    lib = _lib()
+    q = _quantized_input(q, "q")
+    n = _axis0(q, axis)
+    out = torch.empty(q.shape, dtype=_fdtype(dtype, "dtype"))
+    _run(lib.dequantize, q, _scales(scales, n, "scales"), _zero_points(zero_points, n, "zero_points", q.dtype), True,
+         out, max_isa, _threads(threads))
+    return out
+
+
+def requantize(acc: torch.Tensor, multiplier, zero_point: int = 0, dtype=torch.int8, bias: Optional[torch.Tensor] = None,
+               *, max_isa: Optional[str] = None, threads: Optional[int] = None) -> torch.Tensor:
+    """int8 GEMM epilogue: clamp(round_half_even(float(acc + bias) * multiplier) + zero_point).
+
+    acc: int32 [..., N]; multiplier: one float or N (per output channel, the last axis), usually
+    input_scale * weight_scale / output_scale; bias: optional int32 [N], added in int32 (wraps);
+    zero_point: the output's."""
+    lib = _lib()
+    acc = _tensor(acc, "acc")
+    if acc.dtype != torch.int32:
+        raise ValueError(f"acc has dtype {acc.dtype}; requantize takes an int32 accumulator")
+    if acc.dim() == 0:
+        raise ValueError("acc must have at least one dim (the last is the output channels)")
+    qd = _qdtype(dtype)
+    m = torch.as_tensor(multiplier, dtype=torch.float64).reshape(-1).to(torch.float32).contiguous()
+    if not bool(torch.all(torch.isfinite(m))):
+        raise ValueError("multiplier must be finite")
+    z = int(_zero_points(zero_point, None, "zero_point", qd)[0])
+    if bias is not None:
+        bias = _tensor(bias, "bias")
+        if bias.dtype != torch.int32:
+            raise ValueError(f"bias has dtype {bias.dtype}; it must be int32 (quantize it with scale "
+                             "input_scale * weight_scale and zero point 0)")
+    out = torch.empty(acc.shape, dtype=qd)
+    _run(lib.requantize, acc, m, bias, z, out, max_isa, _threads(threads))
+    return out
+
+
+def embedding(weight: torch.Tensor, indices: torch.Tensor, *, max_isa: Optional[str] = None,
+              threads: Optional[int] = None) -> torch.Tensor:
+    """weight[indices] for a float32/bfloat16 [V, D] table and int64/int32 indices of any shape
+    (output [*indices.shape, D]); an index outside [0, V) raises IndexError, nothing is read."""
+    lib = _lib()
+    weight, indices = _tensor(weight, "weight"), _tensor(indices, "indices")
+    if weight.dim() != 2:
+        raise ValueError(f"weight {list(weight.shape)} must be 2-D [num_embeddings, embedding_dim]")
+    out = torch.empty((*indices.shape, weight.shape[1]), dtype=weight.dtype)
+    _run(lib.embedding, weight, indices, out, max_isa, _threads(threads))
     return out

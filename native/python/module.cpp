@@ -197,6 +197,149 @@ void silu_mul(nb::handle a_obj, nb::handle b_obj, nb::handle out_obj, const OptS
     run(lookup_silu_mul(select(max_isa)), "silu_mul", a);
 }
 
+// ---- INT8 ----------------------------------------------------------------------------------------
+
+bool is(const TensorArg& t, nb::dlpack::dtype d) { return t.dtype() == d; }
+
+// int8 -> false, uint8 -> true.
+bool quantized_unsigned(const TensorArg& t) {
+    check_cpu_contiguous(t);
+    if (is(t, nb::dtype<int8_t>())) return false;
+    if (is(t, nb::dtype<uint8_t>())) return true;
+    fail(std::string(t.name()) + " has dtype " + t.dtype_str() + "; quantized values are int8 or uint8");
+}
+
+// Scales (float32) and zero points (int32) for [rows, cols]: one each, or one per row.
+void check_qparams(const TensorArg& scales, const TensorArg& zps, bool per_channel, int64_t rows, bool is_unsigned) {
+    check_cpu_contiguous(scales);
+    check_cpu_contiguous(zps);
+    if (!scales.is_f32()) fail("scales has dtype " + scales.dtype_str() + "; it must be float32");
+    if (!is(zps, nb::dtype<int32_t>())) fail("zero_points has dtype " + zps.dtype_str() + "; it must be int32");
+    const int64_t n = per_channel ? rows : 1;
+    if (scales.size() != n || zps.size() != n)
+        fail("scales " + scales.shape_str() + " and zero_points " + zps.shape_str() + " must have " + std::to_string(n) +
+             (per_channel ? " elements (one per channel: the size of axis 0)" : " element"));
+    const int32_t lo = is_unsigned ? 0 : -128, hi = is_unsigned ? 255 : 127;
+    const int32_t* z = static_cast<const int32_t*>(zps.data());
+    for (int64_t i = 0; i < n; ++i)
+        if (z[i] < lo || z[i] > hi)
+            fail("zero point " + std::to_string(z[i]) + " is outside the quantized range [" + std::to_string(lo) + ", " +
+                 std::to_string(hi) + "]");
+}
+
+// Per tensor: one row of all elements; per channel: axis 0 by the rest.
+void channel_rows_cols(const TensorArg& x, bool per_channel, int64_t* rows, int64_t* cols) {
+    if (!per_channel) {
+        *rows = 1;
+        *cols = x.size();
+        return;
+    }
+    if (x.ndim() == 0) fail(std::string(x.name()) + " needs at least one dim for per-channel quantization");
+    *rows = x.shape(0);
+    *cols = *rows == 0 ? 0 : x.size() / *rows;
+}
+
+void quantize(nb::handle x_obj, nb::handle scales_obj, nb::handle zps_obj, bool per_channel, nb::handle out_obj,
+              const OptStr& max_isa, int threads) {
+    const TensorArg x(x_obj, "x"), scales(scales_obj, "scales"), zps(zps_obj, "zero_points"), out(out_obj, "out");
+    QuantizeArgs a;
+    a.dtype = activation_dtype(x);
+    a.out_unsigned = quantized_unsigned(out);
+    if (out.size() != x.size()) fail("out " + out.shape_str() + " does not have as many elements as x " + x.shape_str());
+    channel_rows_cols(x, per_channel, &a.rows, &a.cols);
+    check_qparams(scales, zps, per_channel, a.rows, a.out_unsigned);
+    a.x = x.data();
+    a.y = out.data();
+    a.scales = static_cast<const float*>(scales.data());
+    a.zero_points = static_cast<const int32_t*>(zps.data());
+    a.per_channel = per_channel;
+    a.threads = threads;
+    run(lookup_quantize(select(max_isa)), "quantize", a);
+}
+
+void dequantize(nb::handle q_obj, nb::handle scales_obj, nb::handle zps_obj, bool per_channel, nb::handle out_obj,
+                const OptStr& max_isa, int threads) {
+    const TensorArg q(q_obj, "q"), scales(scales_obj, "scales"), zps(zps_obj, "zero_points"), out(out_obj, "out");
+    DequantizeArgs a;
+    a.in_unsigned = quantized_unsigned(q);
+    a.dtype = activation_dtype(out);
+    if (out.size() != q.size()) fail("out " + out.shape_str() + " does not have as many elements as q " + q.shape_str());
+    channel_rows_cols(q, per_channel, &a.rows, &a.cols);
+    check_qparams(scales, zps, per_channel, a.rows, a.in_unsigned);
+    a.q = q.data();
+    a.y = out.data();
+    a.scales = static_cast<const float*>(scales.data());
+    a.zero_points = static_cast<const int32_t*>(zps.data());
+    a.per_channel = per_channel;
+    a.threads = threads;
+    run(lookup_dequantize(select(max_isa)), "dequantize", a);
+}
+
+void requantize(nb::handle acc_obj, nb::handle mult_obj, nb::handle bias_obj, int zero_point, nb::handle out_obj,
+                const OptStr& max_isa, int threads) {
+    const TensorArg acc(acc_obj, "acc"), mult(mult_obj, "multipliers"), out(out_obj, "out");
+    const auto bias = optional_tensor(bias_obj, "bias");
+    RequantizeArgs a;
+    check_cpu_contiguous(acc);
+    if (!is(acc, nb::dtype<int32_t>())) fail("acc has dtype " + acc.dtype_str() + "; it must be int32");
+    rows_cols(acc, &a.rows, &a.cols);
+    a.out_unsigned = quantized_unsigned(out);
+    if (out.size() != acc.size()) fail("out " + out.shape_str() + " does not have as many elements as acc " + acc.shape_str());
+    check_cpu_contiguous(mult);
+    if (!mult.is_f32()) fail("multipliers has dtype " + mult.dtype_str() + "; it must be float32");
+    if (mult.size() != a.cols && mult.size() != 1)
+        fail("multipliers " + mult.shape_str() + " must have 1 or " + std::to_string(a.cols) +
+             " elements (one per output channel: the last dim of acc)");
+    a.per_channel = mult.size() != 1 || a.cols == 1;
+    if (bias) {
+        check_cpu_contiguous(*bias);
+        if (!is(*bias, nb::dtype<int32_t>())) fail("bias has dtype " + bias->dtype_str() + "; it must be int32");
+        if (bias->size() != a.cols)
+            fail("bias " + bias->shape_str() + " must have " + std::to_string(a.cols) + " elements (the last dim of acc)");
+        a.bias = static_cast<const int32_t*>(bias->data());
+    }
+    const int lo = a.out_unsigned ? 0 : -128, hi = a.out_unsigned ? 255 : 127;
+    if (zero_point < lo || zero_point > hi)
+        fail("zero_point " + std::to_string(zero_point) + " is outside the quantized range [" + std::to_string(lo) + ", " +
+             std::to_string(hi) + "]");
+    a.acc = static_cast<const int32_t*>(acc.data());
+    a.multipliers = static_cast<const float*>(mult.data());
+    a.zero_point = zero_point;
+    a.y = out.data();
+    a.threads = threads;
+    run(lookup_requantize(select(max_isa)), "requantize", a);
+}
+
+void embedding(nb::handle weight_obj, nb::handle indices_obj, nb::handle out_obj, const OptStr& max_isa, int threads) {
+    const TensorArg weight(weight_obj, "weight"), indices(indices_obj, "indices"), out(out_obj, "out");
+    EmbeddingArgs a;
+    a.dtype = activation_dtype(weight);
+    if (weight.ndim() != 2) fail("weight " + weight.shape_str() + " must be 2-D [num_embeddings, embedding_dim]");
+    check_cpu_contiguous(indices);
+    if (is(indices, nb::dtype<int64_t>())) a.indices_i32 = false;
+    else if (is(indices, nb::dtype<int32_t>())) a.indices_i32 = true;
+    else fail("indices has dtype " + indices.dtype_str() + "; it must be int64 or int32");
+    a.vocab = weight.shape(0);
+    a.dim = weight.shape(1);
+    a.n = indices.size();
+    check_cpu_contiguous(out);
+    if (!(out.dtype() == weight.dtype())) fail("out has dtype " + out.dtype_str() + " but weight has " + weight.dtype_str());
+    if (out.size() != a.n * a.dim)
+        fail("out " + out.shape_str() + " must have indices.numel() * " + std::to_string(a.dim) + " elements");
+    int64_t bad = -1;
+    a.weight = weight.data();
+    a.indices = indices.data();
+    a.y = out.data();
+    a.bad_position = &bad;
+    a.threads = threads;
+    run(lookup_embedding(select(max_isa)), "embedding", a);
+    if (bad >= 0) {
+        const int64_t v = a.indices_i32 ? static_cast<const int32_t*>(a.indices)[bad] : static_cast<const int64_t*>(a.indices)[bad];
+        throw std::out_of_range("embedding index " + std::to_string(v) + " (at flat position " + std::to_string(bad) +
+                                ") is out of range for a table of " + std::to_string(a.vocab) + " rows");
+    }
+}
+
 // The level kernel `name` runs at under max_isa (None: IPEXCONVERT_MAX_ISA, else the best).
 std::string kernel_level(const std::string& name, const OptStr& max_isa) {
     const std::vector<Level> built = kernel_levels(name.c_str());
@@ -266,4 +409,11 @@ NB_MODULE(_native, m) {
     m.def("gelu", &gelu, "x"_a, "tanh"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("silu", &silu, "x"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("silu_mul", &silu_mul, "a"_a, "b"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
+    m.def("quantize", &quantize, "x"_a, "scales"_a, "zero_points"_a, "per_channel"_a, "out"_a, "max_isa"_a.none(),
+          "threads"_a);
+    m.def("dequantize", &dequantize, "q"_a, "scales"_a, "zero_points"_a, "per_channel"_a, "out"_a, "max_isa"_a.none(),
+          "threads"_a);
+    m.def("requantize", &requantize, "acc"_a, "multipliers"_a, "bias"_a.none(), "zero_point"_a, "out"_a,
+          "max_isa"_a.none(), "threads"_a);
+    m.def("embedding", &embedding, "weight"_a, "indices"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
 }

@@ -69,6 +69,61 @@ struct BinaryArgs {  // y = f(a, b)
     int threads = 1;
 };
 
+// ---- INT8 ----------------------------------------------------------------------------------------
+// Quantized values are int8 or uint8 (`out_unsigned` / `in_unsigned`); rounding is half to
+// even (as torch's nearbyint), results saturate to the type's range.
+//
+// quantize/dequantize see the tensor as [rows, cols]. Per tensor: one scale and zero point
+// (rows may be anything). Per channel: channel = row, i.e. axis 0 of the tensor with the other
+// dims flattened into cols (torch.quantize_per_channel(..., axis=0)).
+struct QuantizeArgs {  // y = clamp(nearbyint(x * (1 / scale)) + zero_point)
+    const void* x = nullptr;         // f32 or bf16
+    void* y = nullptr;               // int8 or uint8
+    int64_t rows = 0, cols = 0;
+    const float* scales = nullptr;   // 1 or rows
+    const int32_t* zero_points = nullptr;
+    bool per_channel = false;
+    bool out_unsigned = false;
+    DType dtype = DType::f32;
+    int threads = 1;
+};
+struct DequantizeArgs {  // y = (q - zero_point) * scale
+    const void* q = nullptr;         // int8 or uint8
+    void* y = nullptr;               // f32 or bf16
+    int64_t rows = 0, cols = 0;
+    const float* scales = nullptr;
+    const int32_t* zero_points = nullptr;
+    bool per_channel = false;
+    bool in_unsigned = false;
+    DType dtype = DType::f32;
+    int threads = 1;
+};
+// The int8 GEMM epilogue on an int32 accumulator [rows, cols]; channel = column (the last
+// axis: GEMM output channels). y = clamp(nearbyint((acc + bias[c]) * multiplier[c]) + zero_point)
+struct RequantizeArgs {
+    const int32_t* acc = nullptr;
+    void* y = nullptr;                    // int8 or uint8
+    int64_t rows = 0, cols = 0;
+    const float* multipliers = nullptr;   // cols, or 1 when !per_channel
+    const int32_t* bias = nullptr;        // optional, cols
+    bool per_channel = true;
+    int32_t zero_point = 0;
+    bool out_unsigned = false;
+    int threads = 1;
+};
+// y[i, :] = weight[indices[i], :]. The kernel checks every index first; if one is outside
+// [0, vocab) it copies nothing and sets *bad_position to its position (else -1).
+struct EmbeddingArgs {
+    const void* weight = nullptr;    // [vocab, dim], f32 or bf16
+    const void* indices = nullptr;   // n, int64 or int32
+    bool indices_i32 = false;
+    void* y = nullptr;               // [n, dim]
+    int64_t n = 0, vocab = 0, dim = 0;
+    DType dtype = DType::f32;
+    int64_t* bad_position = nullptr;
+    int threads = 1;
+};
+
 // The kernel list: X(name, argument struct). Adding a kernel = one line here, one source file
 // under native/kernels/ and one ipxc_kernel() line in CMakeLists.txt.
 #define IPXC_KERNELS(X)            \
@@ -77,7 +132,11 @@ struct BinaryArgs {  // y = f(a, b)
     X(softmax, SoftmaxArgs)        \
     X(gelu, GeluArgs)              \
     X(silu, UnaryArgs)             \
-    X(silu_mul, BinaryArgs)
+    X(silu_mul, BinaryArgs)        \
+    X(quantize, QuantizeArgs)      \
+    X(dequantize, DequantizeArgs)  \
+    X(requantize, RequantizeArgs)  \
+    X(embedding, EmbeddingArgs)
 
 #define IPXC_DECLARE_FN(name, Args) using name##_fn = void (*)(const Args&);
 IPXC_KERNELS(IPXC_DECLARE_FN)
