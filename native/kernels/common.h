@@ -108,6 +108,30 @@ inline float exp_approx(float x) {
     return x < -87.3f ? 0.0f : result;  // also keeps NaN (comparisons with NaN are false)
 }
 
+// ---- element-wise loops ------------------------------------------------------------------------
+
+// y[i] = f(i) for i in [begin, end), f returning fp32. fp32 outputs are stored directly; bf16
+// outputs are computed a block at a time in fp32 and stored rounded. f is a lambda that reads
+// its own inputs by index, so one loop serves unary and binary kernels and still vectorises.
+template <class T, class F>
+inline void elementwise_range(void* y_out, int64_t begin, int64_t end, const F& f) {
+    if constexpr (sizeof(T) == 4) {
+        float* __restrict y = static_cast<float*>(y_out);
+#pragma omp simd
+        for (int64_t i = begin; i < end; ++i) y[i] = f(i);
+    } else {
+        constexpr int64_t kBlock = 1024;
+        float buf[kBlock];
+        uint16_t* y = static_cast<uint16_t*>(y_out);
+        for (int64_t i0 = begin; i0 < end; i0 += kBlock) {
+            const int64_t len = end - i0 < kBlock ? end - i0 : kBlock;
+#pragma omp simd
+            for (int64_t i = 0; i < len; ++i) buf[i] = f(i0 + i);
+            f32_row_to_bf16(buf, y + i0, len);
+        }
+    }
+}
+
 // ---- rows and threads --------------------------------------------------------------------------
 
 // Rows per parallel task such that each task has at least ~16K elements of work.

@@ -38,25 +38,10 @@ static inline float gelu_tanh(float x) {
 template <bool Tanh, class T>
 static void gelu_range(const GeluArgs& a, int64_t begin, int64_t end) {
     const T* __restrict x = static_cast<const T*>(a.x);
-    if constexpr (sizeof(T) == 4) {
-        float* __restrict y = static_cast<float*>(a.y);
-#pragma omp simd
-        for (int64_t i = begin; i < end; ++i) y[i] = Tanh ? gelu_tanh(x[i]) : gelu_erf(x[i]);
-    } else {
-        // bf16: compute a block in fp32, then store it rounded.
-        constexpr int64_t kBlock = 1024;
-        float buf[kBlock];
-        uint16_t* y = static_cast<uint16_t*>(a.y);
-        for (int64_t i0 = begin; i0 < end; i0 += kBlock) {
-            const int64_t len = end - i0 < kBlock ? end - i0 : kBlock;
-#pragma omp simd
-            for (int64_t i = 0; i < len; ++i) {
-                const float v = load(x[i0 + i]);
-                buf[i] = Tanh ? gelu_tanh(v) : gelu_erf(v);
-            }
-            f32_row_to_bf16(buf, y + i0, len);
-        }
-    }
+    elementwise_range<T>(a.y, begin, end, [x](int64_t i) {
+        const float v = load(x[i]);
+        return Tanh ? gelu_tanh(v) : gelu_erf(v);
+    });
 }
 
 static void gelu(const GeluArgs& a) {
