@@ -7,7 +7,8 @@ from typing import Optional, Sequence
 import torch
 
 from ... import native
-from ..kernels import NodeContext
+from ...ir.opdef import get_op
+from ..kernels import Kernel, NodeContext
 
 DTYPES = ("float32", "bfloat16")  # what the native kernels compute on
 
@@ -60,3 +61,21 @@ class NormParam:
 def kernel_name(op: str, kernel: str, isa: str) -> str:
     """e.g. native:layer_norm@avx512_bf16 (the build that runs at this ISA level)."""
     return f"native:{op}@{native.kernel_level(kernel, isa)}"
+
+
+def unary_kernel(ctx: NodeContext, kernel: str, call) -> Kernel:
+    """A kernel for one contiguous activation in, one out: `call(x, out, threads)` fills `out`.
+
+    Strided inputs (rare after the passes) go to the op's reference instead of being copied.
+    """
+    reference = get_op(ctx.op).compile(ctx.attrs)
+
+    def run(inputs, dims):
+        x = inputs[0]
+        if not x.is_contiguous():
+            return reference(inputs, dims)
+        out = torch.empty_like(x)
+        call(x, out, torch.get_num_threads())
+        return out
+
+    return Kernel(run, kernel_name(ctx.op, kernel, ctx.isa))

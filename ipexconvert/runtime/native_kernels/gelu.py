@@ -1,11 +1,8 @@
 """Native gelu (erf or tanh approximation) for float32/bfloat16."""
 from __future__ import annotations
 
-import torch
-
-from ...ir.opdef import get_op
 from .. import kernels
-from ..kernels import Kernel, NodeContext
+from ..kernels import NodeContext
 from . import _common
 
 
@@ -14,14 +11,4 @@ def native_gelu(ctx: NodeContext):
     if not _common.qualifies(ctx, activations=(0,)):
         return None
     lib, isa, tanh = _common.native.raw, ctx.isa, ctx.attrs.approximate == "tanh"
-    reference = get_op("gelu").compile(ctx.attrs)
-
-    def run(inputs, dims):
-        x = inputs[0]
-        if not x.is_contiguous():
-            return reference(inputs, dims)
-        out = torch.empty_like(x)
-        lib.gelu(x, tanh, out, isa, torch.get_num_threads())
-        return out
-
-    return Kernel(run, _common.kernel_name("gelu", "gelu", isa))
+    return _common.unary_kernel(ctx, "gelu", lambda x, out, threads: lib.gelu(x, tanh, out, isa, threads))
