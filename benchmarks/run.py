@@ -16,15 +16,37 @@ Systems (see SYSTEMS below):
   ipexconvert-fp32  ipexconvert.optimize(example:NAME, dtype="fp32") -> load_artifact -> call
   ipexconvert-bf16  the same with dtype="bf16"
 
-Setup (building, compiling, converting, loading), the first call and the warm-up calls are
-excluded from the samples but reported. A system that fails (in setup, warm-up or timing) is
-recorded with its error and the run goes on with the others.
+Optional systems (off by default, so the runner needs nothing beyond the project's .venv):
+  ipexconvert-int8  (--int8) ipexconvert.optimize("example:NAME", dtype="int8", calibration=[...]);
+                    while ipexconvert has no int8 conversion (TypeError / NotImplementedError /
+                    UserInputError from optimize) it is reported as "unavailable", not as a failure
+  openvino-fp32     (--peers openvino) openvino.convert_model(eager model, example_input=inputs),
+                    reshaped to the case's static shapes, compiled for "CPU" with
+                    INFERENCE_PRECISION_HINT f32, INFERENCE_NUM_THREADS = --threads, LATENCY, 1 stream
+  openvino-bf16     the same with INFERENCE_PRECISION_HINT bf16
+  openvino-int8     nncf.quantize() post-training INT8 of the converted model (model_type TRANSFORMER
+                    for the transformer models), compiled with hint --openvino-int8-precision (bf16)
+  See benchmarks/peers/openvino_peer.py. INT8 systems have no torch.compile INT8 baseline: their
+  ratio is against compile-bf16 (ratio_vs_compile_bf16), which is how the INT8 targets are stated.
+  Both INT8 systems calibrate on the same --calibration-batches batches (default 4), built like
+  the case's inputs with other seeds (minilm: other real sentences from examples.sentences).
+
+Setup (building, compiling, converting, quantizing, loading), the first call and the warm-up
+calls are excluded from the samples but reported. A system that fails (in setup, warm-up or
+timing) is recorded with its error and the run goes on with the others.
 
 Usage (from the repository root):
   python benchmarks/run.py                       # all default cases, 30 rounds, 2 threads
   python benchmarks/run.py --cases resnet50-b1 bert-base-b1 --rounds 50
   python benchmarks/run.py --quick --rounds 2 --warmup 1 --name smoke
   python benchmarks/run.py --list
+  python benchmarks/run.py --int8 --cases resnet50-b1    # + ipexconvert-int8 (or "unavailable")
+
+OpenVINO peers (a separate venv keeps OpenVINO out of the project's .venv):
+  python3.11 -m venv /tmp/ovvenv
+  /tmp/ovvenv/bin/pip install torch==2.13.0 openvino nncf
+  /tmp/ovvenv/bin/pip install -e ".[examples]"   # ipexconvert + example models (or PYTHONPATH=.)
+  /tmp/ovvenv/bin/python benchmarks/run.py --peers openvino --int8 --cases resnet50-b1 --rounds 15
 """
 from __future__ import annotations
 
@@ -51,10 +73,13 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO_ROOT / "benchmarks"
 if str(REPO_ROOT) not in sys.path:  # so `python benchmarks/run.py` works without PYTHONPATH
     sys.path.insert(0, str(REPO_ROOT))
+if str(BENCH_DIR) not in sys.path:  # benchmarks/peers/ (optional peer systems), imported lazily
+    sys.path.insert(0, str(BENCH_DIR))
 
 import torch  # noqa: E402
 
 import ipexconvert  # noqa: E402
+from ipexconvert.errors import UserInputError  # noqa: E402
 from ipexconvert.examples import get_example  # noqa: E402
 
 
@@ -83,9 +108,14 @@ QUICK_CASES = [
 ]
 ALL_CASES = {case.name: case for case in DEFAULT_CASES + QUICK_CASES}
 
-SYSTEMS = ["eager-fp32", "eager-bf16", "compile-fp32", "compile-bf16", "ipexconvert-fp32", "ipexconvert-bf16"]
+BASE_SYSTEMS = ["eager-fp32", "eager-bf16", "compile-fp32", "compile-bf16", "ipexconvert-fp32", "ipexconvert-bf16"]
+INT8_SYSTEMS = ["ipexconvert-int8"]  # --int8
+PEER_SYSTEMS = {"openvino": ["openvino-fp32", "openvino-bf16", "openvino-int8"]}  # --peers NAME
+SYSTEMS = BASE_SYSTEMS + INT8_SYSTEMS + [s for peer in PEER_SYSTEMS.values() for s in peer]  # canonical order
 SYSTEM_DTYPE = {name: name.rsplit("-", 1)[1] for name in SYSTEMS}
 BASELINE = {"fp32": "compile-fp32", "bf16": "compile-bf16"}  # ratios are against these, same dtype
+INT8_BASELINE = "compile-bf16"  # no torch.compile INT8: INT8 systems (and targets) compare with bf16
+CALIBRATION_SEED = 1000  # calibration batch i uses seed CALIBRATION_SEED + i (the cases' inputs use 0..2)
 SYSTEM_METHOD = {
     "eager-fp32": "eager, torch.no_grad()",
     "eager-bf16": 'eager, torch.no_grad() + torch.autocast("cpu", dtype=torch.bfloat16)',
@@ -94,17 +124,31 @@ SYSTEM_METHOD = {
                     "(autocast + freezing, as PyTorch's Inductor CPU bf16 benchmarks do)",
     "ipexconvert-fp32": 'ipexconvert.optimize("example:NAME", dtype="fp32") -> load_artifact() -> model(**inputs)',
     "ipexconvert-bf16": 'ipexconvert.optimize("example:NAME", dtype="bf16") -> load_artifact() -> model(**inputs)',
+    "ipexconvert-int8": 'ipexconvert.optimize("example:NAME", dtype="int8", calibration=[batches]) -> '
+                        'load_artifact() -> model(**inputs)',
+    "openvino-fp32": "openvino.convert_model(model, example_input=inputs), static shapes, compile_model(CPU, "
+                     "INFERENCE_PRECISION_HINT=f32, INFERENCE_NUM_THREADS=threads, LATENCY, 1 stream)",
+    "openvino-bf16": "openvino.convert_model(model, example_input=inputs), static shapes, compile_model(CPU, "
+                     "INFERENCE_PRECISION_HINT=bf16, INFERENCE_NUM_THREADS=threads, LATENCY, 1 stream)",
+    "openvino-int8": "openvino.convert_model -> nncf.quantize(calibration batches; TRANSFORMER model_type for "
+                     "transformers) -> compile_model(CPU, precision hint for unquantized ops, threads, LATENCY, "
+                     "1 stream)",
 }
+SYSTEM_FLAG = {**{name: "--int8" for name in INT8_SYSTEMS},
+               **{name: f"--peers {peer}" for peer, names in PEER_SYSTEMS.items() for name in names}}
+TRANSFORMER_TASKS = {"hidden-states", "embedding", "causal-lm"}  # ExampleModel.task values quantized as transformers
 
 
 @dataclass(frozen=True)
 class Target:
     case: str
     dtype: str
-    max_ratio: float  # ipexconvert median / torch.compile+freezing median, same dtype, same run
+    max_ratio: float  # ipexconvert median / torch.compile+freezing median, same dtype (int8: bf16), same run
 
     @property
     def label(self) -> str:
+        if self.dtype == "int8":
+            return f"{self.case} int8: ipexconvert int8 / torch.compile+freezing bf16 <= {self.max_ratio:.2f}"
         return f"{self.case} {self.dtype}: ipexconvert / torch.compile+freezing <= {self.max_ratio:.2f}"
 
 
@@ -142,14 +186,24 @@ class SystemRun:
     warmup_s: Optional[float] = None
     cosine_vs_eager_fp32: Optional[float] = None
     samples_s: list[float] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)  # peer-specific: versions, effective settings, timings
     error: Optional[str] = None
     error_stage: Optional[str] = None
+    unavailable: bool = False  # the system does not exist (yet) here: not a failure
 
     def fail(self, stage: str, exc: BaseException) -> None:
         self.error, self.error_stage, self.fn = f"{type(exc).__name__}: {exc}", stage, None
         log(f"    {self.name}: FAILED in {stage}: {self.error.splitlines()[0][:300]}")
         if os.environ.get("BENCH_DEBUG"):
             traceback.print_exc()
+
+    def mark_unavailable(self, reason: str) -> None:
+        self.error, self.error_stage, self.fn, self.unavailable = reason, "unavailable", None, True
+        log(f"    {self.name}: unavailable: {reason.splitlines()[0][:300]}")
+
+
+class SystemUnavailable(Exception):
+    """Raised by prepare() for a system that cannot exist in this build (e.g. no int8 in ipexconvert yet)."""
 
 
 def source_fingerprint() -> str:
@@ -162,18 +216,64 @@ def source_fingerprint() -> str:
     return digest.hexdigest()[:12]
 
 
-def artifact_for(model: str, dtype: str, cache_dir: Path, rebuild: bool) -> tuple[Path, Optional[float]]:
-    """Path of the converted artifact and the conversion time (None when it was cached)."""
+def calibration_fingerprint(batches: list[dict[str, torch.Tensor]]) -> str:
+    """Hash of the calibration tensors: an int8 artifact is reused only for the same calibration data."""
+    digest = hashlib.sha256()
+    for batch in batches:
+        for name, tensor in batch.items():
+            digest.update(f"{name}:{tensor.dtype}:{list(tensor.shape)}".encode())
+            digest.update(tensor.detach().contiguous().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:10]
+
+
+def artifact_for(model: str, dtype: str, cache_dir: Path, rebuild: bool,
+                 calibration: Optional[list[dict[str, torch.Tensor]]] = None) -> tuple[Path, Optional[float]]:
+    """Path of the converted artifact and the conversion time (None when it was cached).
+
+    With calibration (int8), optimize() gets `calibration=` and the cache key includes its hash.
+    """
     cache_dir.mkdir(parents=True, exist_ok=True)
-    path = cache_dir / f"{model}.{dtype}.{source_fingerprint()}.ipxc"
+    tag = dtype if calibration is None else f"{dtype}-cal{calibration_fingerprint(calibration)}"
+    path = cache_dir / f"{model}.{tag}.{source_fingerprint()}.ipxc"
     if path.is_file() and not rebuild:
         return path, None
-    for stale in cache_dir.glob(f"{model}.{dtype}.*.ipxc"):  # older code or torch: never reused
+    for stale in cache_dir.glob(f"{model}.{tag}.*.ipxc"):  # older code or torch: never reused
         stale.unlink()
+    extra = {} if calibration is None else {"calibration": calibration}
     start = time.perf_counter()
     ipexconvert.optimize(f"example:{model}", dtype=dtype, output=path,
-                         progress=lambda msg: log(f"      ipexconvert {dtype}: {msg}"))
+                         progress=lambda msg: log(f"      ipexconvert {dtype}: {msg}"), **extra)
     return path, time.perf_counter() - start
+
+
+def calibration_batches(case: Case, count: int) -> list[dict[str, torch.Tensor]]:
+    """`count` input batches built like the case's inputs, but with other seeds (other data).
+
+    Image models: other random images; BERT models: other random token ids (same padding
+    pattern); minilm: other real sentences from ipexconvert.examples.sentences.SENTENCES.
+    Shared by every INT8 system of the case (ipexconvert-int8 and openvino-int8).
+    """
+    from ipexconvert.examples import bert, resnet, tiny_bert, tiny_cnn
+
+    seeds = [CALIBRATION_SEED + i for i in range(count)]
+    if case.model in ("resnet50", "tiny-cnn"):
+        size = resnet.IMAGE_SIZE if case.model == "resnet50" else tiny_cnn.IMAGE_SIZE
+        return [resnet.image_inputs(case.batch, size, seed=seed) for seed in seeds]
+    if case.model == "bert-base":
+        return [bert.padded_token_inputs(case.batch, bert.SEQ_LEN, vocab_size=30522, seed=seed) for seed in seeds]
+    if case.model == "tiny-bert":
+        return [bert.padded_token_inputs(case.batch, tiny_bert.SEQ_LEN, vocab_size=tiny_bert.VOCAB_SIZE, seed=seed)
+                for seed in seeds]
+    if case.model == "minilm":
+        from ipexconvert.examples import minilm
+
+        batches = []
+        for seed in seeds:
+            order = torch.randperm(len(minilm.SENTENCES), generator=torch.Generator().manual_seed(seed)).tolist()
+            sentences = [minilm.SENTENCES[order[i % len(order)]] for i in range(case.batch)]
+            batches.append(minilm.tokenize(sentences, minilm.SEQ_LEN))
+        return batches
+    raise ValueError(f"no calibration data recipe for example model {case.model!r}")
 
 
 def first_tensor(output: Any) -> torch.Tensor:
@@ -192,8 +292,8 @@ def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def prepare(system: SystemRun, case: Case, eager_model: torch.nn.Module, inputs: dict[str, torch.Tensor],
-            args: argparse.Namespace) -> None:
-    """Fill system.fn (and its setup timings); raises on failure."""
+            args: argparse.Namespace, calibration: Optional[list[dict[str, torch.Tensor]]] = None) -> None:
+    """Fill system.fn (and its setup timings); raises on failure (SystemUnavailable: cannot exist here)."""
     start = time.perf_counter()
     name = system.name
     if name == "eager-fp32":
@@ -217,8 +317,18 @@ def prepare(system: SystemRun, case: Case, eager_model: torch.nn.Module, inputs:
             def run():
                 with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
                     return compiled(**inputs)
-    elif name in ("ipexconvert-fp32", "ipexconvert-bf16"):
-        path, system.convert_s = artifact_for(case.model, system.dtype, args.cache_dir, args.rebuild)
+    elif name in ("ipexconvert-fp32", "ipexconvert-bf16", "ipexconvert-int8"):
+        if system.dtype == "int8":
+            if calibration is None:
+                raise RuntimeError("no calibration batches for int8")
+            try:
+                path, system.convert_s = artifact_for(case.model, "int8", args.cache_dir, args.rebuild, calibration)
+            except (TypeError, NotImplementedError, UserInputError) as exc:
+                # The int8 API (dtype="int8", calibration=[...]) is not in this ipexconvert yet.
+                raise SystemUnavailable(f'ipexconvert.optimize(dtype="int8", calibration=...) is not supported '
+                                        f"by this ipexconvert ({type(exc).__name__}: {exc})") from exc
+        else:
+            path, system.convert_s = artifact_for(case.model, system.dtype, args.cache_dir, args.rebuild)
         system.artifact = str(path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path)
         load_start = time.perf_counter()
         loaded = ipexconvert.load_artifact(path)
@@ -230,6 +340,26 @@ def prepare(system: SystemRun, case: Case, eager_model: torch.nn.Module, inputs:
 
         def run():
             return loaded(**artifact_inputs)
+    elif name.startswith("openvino-"):
+        from peers import openvino_peer
+
+        system.details["versions"] = openvino_peer.check_available(need_nncf=system.dtype == "int8")
+        if system.dtype == "int8":
+            if calibration is None:
+                raise RuntimeError("no calibration batches for int8")
+            transformer = get_example(case.model).task in TRANSFORMER_TASKS
+            ov_model = openvino_peer.build_int8(eager_model, inputs, args.threads, calibration,
+                                                transformer=transformer, precision=args.openvino_int8_precision)
+            system.details.update(calibration_batches=len(calibration),
+                                  nncf_model_type="TRANSFORMER" if transformer else "default")
+        else:
+            ov_model = openvino_peer.BUILDERS[system.dtype](eager_model, inputs, args.threads)
+        system.details.update(precision_hint=ov_model.precision, effective=ov_model.properties,
+                              **ov_model.timings_s)
+        system.method += f" [effective: {ov_model.describe()}]"
+
+        def run():
+            return ov_model(**inputs)
     else:
         raise ValueError(f"unknown system {name}")
     system.fn = run
@@ -288,10 +418,28 @@ def run_case(case: Case, system_names: list[str], args: argparse.Namespace) -> d
         case_result["systems"] = {s.name: summarize(s, case.batch) for s in systems}
         return case_result
 
+    calibration = None
+    int8_systems = [s for s in systems if s.dtype == "int8"]
+    if int8_systems:
+        try:
+            start = time.perf_counter()
+            calibration = calibration_batches(case, args.calibration_batches)
+            case_result["calibration"] = {
+                "batches": len(calibration), "seeds": [CALIBRATION_SEED + i for i in range(len(calibration))],
+                "build_s": time.perf_counter() - start, "fingerprint": calibration_fingerprint(calibration)}
+        except Exception as exc:  # noqa: BLE001 - only the int8 systems need it
+            for system in int8_systems:
+                system.fail("calibration data", exc)
+
     for system in systems:
+        if system.error:  # already failed (calibration data)
+            continue
         log(f"  preparing {system.name}")
         try:
-            prepare(system, case, eager_model, inputs, args)
+            prepare(system, case, eager_model, inputs, args, calibration)
+        except SystemUnavailable as exc:
+            system.mark_unavailable(str(exc))
+            continue
         except Exception as exc:  # noqa: BLE001
             system.fail("setup", exc)
             continue
@@ -306,14 +454,20 @@ def run_case(case: Case, system_names: list[str], args: argparse.Namespace) -> d
     time_interleaved(systems, args.rounds)
 
     results = {s.name: summarize(s, case.batch) for s in systems}
-    for name, result in results.items():
-        baseline = results.get(BASELINE[SYSTEM_DTYPE[name]])
+
+    def ratio(result: dict, baseline_name: Optional[str]) -> Optional[float]:
+        baseline = results.get(baseline_name) if baseline_name else None
         if result.get("median_ms") is not None and baseline and baseline.get("median_ms"):
-            result["ratio_vs_compile_same_dtype"] = result["median_ms"] / baseline["median_ms"]
-        else:
-            result["ratio_vs_compile_same_dtype"] = None
+            return result["median_ms"] / baseline["median_ms"]
+        return None
+
+    for name, result in results.items():
+        dtype = SYSTEM_DTYPE[name]
+        result["ratio_vs_compile_same_dtype"] = ratio(result, BASELINE.get(dtype))  # None for int8
+        if dtype in ("bf16", "int8"):  # the INT8 targets are stated against torch.compile+freezing bf16
+            result["ratio_vs_compile_bf16"] = ratio(result, INT8_BASELINE)
     case_result["systems"] = results
-    del systems, eager_model
+    del systems, eager_model, calibration
     torch._dynamo.reset()
     gc.collect()
     return case_result
@@ -338,8 +492,10 @@ def summarize(system: SystemRun, batch: int) -> dict:
     if system.name.startswith("ipexconvert"):
         result.update(artifact=system.artifact, convert_s=system.convert_s, load_s=system.load_s,
                       artifact_cached=system.convert_s is None and system.artifact is not None)
+    if system.details:
+        result["details"] = system.details
     # A system that failed mid-timing keeps its samples but its numbers are flagged by the error.
-    result.update(error=system.error, error_stage=system.error_stage)
+    result.update(error=system.error, error_stage=system.error_stage, unavailable=system.unavailable)
     return result
 
 
@@ -390,9 +546,12 @@ def evaluate_targets(cases: list[dict]) -> list[dict]:
         row = {"case": target.case, "dtype": target.dtype, "max_ratio": target.max_ratio, "label": target.label,
                "ratio": None, "status": "not measured"}
         result = by_name.get(target.case, {}).get("systems", {}).get(f"ipexconvert-{target.dtype}")
-        if result is not None and result.get("ratio_vs_compile_same_dtype") is not None:
-            row["ratio"] = result["ratio_vs_compile_same_dtype"]
+        key = "ratio_vs_compile_bf16" if target.dtype == "int8" else "ratio_vs_compile_same_dtype"
+        if result is not None and result.get(key) is not None:
+            row["ratio"] = result[key]
             row["status"] = "met" if row["ratio"] <= target.max_ratio else "not met"
+        elif result is not None and result.get("unavailable"):
+            row["status"] = "unavailable"
         rows.append(row)
     return rows
 
@@ -422,9 +581,22 @@ def markdown_report(report: dict, chart_note: str) -> str:
         f"{settings['rounds']} interleaved rounds after {settings['warmup']} warm-up calls per system",
         f"- torch.compile: {settings['compile']}; bf16: {settings['compile_bf16']}",
         f"- ipexconvert: {settings['ipexconvert']}",
+    ]
+    if settings.get("openvino"):
+        versions = ", ".join(f"{k} {v}" for k, v in machine.get("peer_versions", {}).items())
+        lines.append(f"- OpenVINO peers ({versions}): {settings['openvino']}")
+    if settings.get("calibration"):
+        lines.append(f"- INT8 calibration: {settings['calibration']}")
+    lines += [
         "",
         "Ratio = median / median of torch.compile+freezing of the same dtype, measured in this run "
         "(lower is better). Setup, first call (compilation) and warm-up are excluded from the samples.",
+    ]
+    if any(SYSTEM_DTYPE.get(n) == "int8" for c in report["cases"] for n in c["systems"]):
+        lines.append("INT8 systems have no torch.compile INT8 counterpart: they are compared with torch.compile+"
+                     "freezing **bf16** (column \"ratio vs compile bf16\", which also shows the bf16 rows), "
+                     "the baseline the INT8 targets are stated against.")
+    lines += [
         "",
         "## Targets",
         "",
@@ -439,23 +611,44 @@ def markdown_report(report: dict, chart_note: str) -> str:
         lines += [f"### {case['case']}: {case['description']}", ""]
         if case.get("inputs"):
             lines += ["inputs: " + ", ".join(f"`{k}: {v}`" for k, v in case["inputs"].items()), ""]
-        lines += ["| system | median ms | p90 ms | ratio vs compile (same dtype) | items/s | setup s | first call s "
-                  "| cosine vs eager fp32 | note |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+        has_int8 = any(SYSTEM_DTYPE.get(n) == "int8" for n in case["systems"])
+        bf16_header, bf16_align = (" ratio vs compile bf16 |", " ---: |") if has_int8 else ("", "")
+        lines += ["| system | median ms | p90 ms | ratio vs compile (same dtype) |" + bf16_header +
+                  " items/s | setup s | first call s | cosine vs eager fp32 | note |",
+                  "| --- | ---: | ---: | ---: |" + bf16_align + " ---: | ---: | ---: | ---: | --- |"]
         for name, r in case["systems"].items():
             note = ""
-            if r.get("error"):
+            if r.get("unavailable"):
+                note = f"*unavailable*: {r['error'].splitlines()[0][:200]}".replace("|", "\\|")
+            elif r.get("error"):
                 note = f"**failed in {r['error_stage']}**: {r['error'].splitlines()[0][:200]}".replace("|", "\\|")
             elif name.startswith("ipexconvert"):
                 note = "artifact cached" if r.get("artifact_cached") else f"converted in {fmt(r.get('convert_s'), '.1f')} s"
                 note += f", loaded in {fmt(r.get('load_s'), '.2f')} s"
+            elif name.startswith("openvino"):
+                note = openvino_note(r.get("details") or {})
+            bf16_cell = f" {fmt(r.get('ratio_vs_compile_bf16'), '.3f')} |" if has_int8 else ""
             lines.append(f"| {name} | {fmt(r['median_ms'])} | {fmt(r['p90_ms'])} | "
-                         f"{fmt(r.get('ratio_vs_compile_same_dtype'), '.3f')} | {fmt(r['items_per_s'], '.1f')} | "
+                         f"{fmt(r.get('ratio_vs_compile_same_dtype'), '.3f')} |{bf16_cell} {fmt(r['items_per_s'], '.1f')} | "
                          f"{fmt(r['setup_s'], '.1f')} | {fmt(r['first_call_s'], '.2f')} | "
                          f"{fmt(r['cosine_vs_eager_fp32'], '.6f')} | {note} |")
         lines.append("")
     lines += ["## Chart", "", chart_note, ""]
     return "\n".join(lines)
+
+
+def openvino_note(details: dict) -> str:
+    """Markdown note of an OpenVINO row: the effective settings and where its setup time went."""
+    effective = details.get("effective", {})
+    parts = [f"precision {effective.get('INFERENCE_PRECISION_HINT', details.get('precision_hint', '?'))}",
+             f"{effective.get('INFERENCE_NUM_THREADS', '?')} threads"]
+    if details.get("calibration_batches"):
+        parts.append(f"NNCF INT8 ({details['calibration_batches']} calibration batches, "
+                     f"model_type {details.get('nncf_model_type')})")
+    steps = [(k.removesuffix("_s"), details[k]) for k in ("convert_s", "quantize_s", "compile_s") if k in details]
+    if steps:
+        parts.append(", ".join(f"{step} {fmt(value, '.1f')} s" for step, value in steps))
+    return "; ".join(parts)
 
 
 def bar_chart(report: dict, path: Path) -> str:
@@ -471,7 +664,7 @@ def bar_chart(report: dict, path: Path) -> str:
         cases = [c for c in report["cases"] if any(r["median_ms"] for r in c["systems"].values())]
         if not cases:
             return "No chart: no system produced samples."
-        colors = {"eager": "#9e9e9e", "compile": "#ee7733", "ipexconvert": "#0077bb"}
+        colors = {"eager": "#9e9e9e", "compile": "#ee7733", "ipexconvert": "#0077bb", "openvino": "#009988"}
         fig, axes = plt.subplots(1, len(cases), figsize=(4.2 * len(cases), 4.2), squeeze=False)
         for ax, case in zip(axes[0], cases):
             names = [n for n, r in case["systems"].items() if r["median_ms"]]
@@ -480,6 +673,8 @@ def bar_chart(report: dict, path: Path) -> str:
             for bar, name in zip(bars, names):
                 if name.endswith("bf16"):
                     bar.set_hatch("//")
+                elif name.endswith("int8"):
+                    bar.set_hatch("xx")
             ax.set_xticks(range(len(names)))
             ax.set_xticklabels(names, rotation=45, ha="right", fontsize=8)
             ax.set_title(case["case"], fontsize=10)
@@ -499,11 +694,16 @@ def console_summary(report: dict) -> str:
     for case in report["cases"]:
         lines.append(f"{case['case']} ({case['description']})")
         for name, r in case["systems"].items():
-            if r.get("error") and r["median_ms"] is None:
+            if r.get("unavailable"):
+                lines.append(f"  {name:18s} unavailable: {r['error'].splitlines()[0][:120]}")
+            elif r.get("error") and r["median_ms"] is None:
                 lines.append(f"  {name:18s} FAILED ({r['error_stage']}): {r['error'].splitlines()[0][:120]}")
             else:
-                lines.append(f"  {name:18s} median {fmt(r['median_ms']):>9s} ms  p90 {fmt(r['p90_ms']):>9s} ms  "
-                             f"ratio {fmt(r.get('ratio_vs_compile_same_dtype'), '.3f'):>6s}")
+                line = (f"  {name:18s} median {fmt(r['median_ms']):>9s} ms  p90 {fmt(r['p90_ms']):>9s} ms  "
+                        f"ratio {fmt(r.get('ratio_vs_compile_same_dtype'), '.3f'):>6s}")
+                if SYSTEM_DTYPE.get(name) == "int8":
+                    line += f"  ratio vs compile-bf16 {fmt(r.get('ratio_vs_compile_bf16'), '.3f')}"
+                lines.append(line)
     lines.append("targets:")
     for row in report["targets"]:
         lines.append(f"  {row['label']}: {fmt(row['ratio'], '.3f')} -> {row['status']}")
@@ -516,14 +716,27 @@ def console_summary(report: dict) -> str:
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="Time eager PyTorch, torch.compile+freezing and ipexconvert artifacts (fp32 and bf16) "
-                    "side by side, in interleaved rounds, in one process.")
+        description="Time eager PyTorch, torch.compile+freezing and ipexconvert artifacts (fp32 and bf16; int8 "
+                    "with --int8) and optional peers (--peers openvino) side by side, in interleaved rounds, in "
+                    "one process.")
     parser.add_argument("--cases", nargs="+", metavar="CASE",
                         help=f"cases to run (default: {' '.join(c.name for c in DEFAULT_CASES)}); "
                              f"also: {' '.join(c.name for c in QUICK_CASES)}")
     parser.add_argument("--quick", action="store_true", help="run only the tiny models (tiny-cnn, tiny-bert)")
     parser.add_argument("--systems", nargs="+", metavar="SYSTEM", choices=SYSTEMS,
-                        help=f"systems to time (default: all of {' '.join(SYSTEMS)})")
+                        help=f"systems to time (default: {' '.join(BASE_SYSTEMS)}, plus those of --int8 and "
+                             f"--peers); naming an optional one here turns it on")
+    parser.add_argument("--peers", nargs="+", metavar="PEER", choices=sorted(PEER_SYSTEMS), default=[],
+                        help="also time other inference stacks: openvino (openvino-fp32/bf16/int8; needs the "
+                             "openvino and nncf packages, see benchmarks/peers/openvino_peer.py)")
+    parser.add_argument("--int8", action="store_true",
+                        help='also time ipexconvert-int8 (optimize(dtype="int8", calibration=...)); reported as '
+                             "unavailable while ipexconvert has no int8 conversion")
+    parser.add_argument("--calibration-batches", type=int, default=4,
+                        help="calibration batches for the INT8 systems, built like the case's inputs with other "
+                             "seeds (default 4)")
+    parser.add_argument("--openvino-int8-precision", choices=["bf16", "f32"], default="bf16",
+                        help="OpenVINO INFERENCE_PRECISION_HINT for the ops NNCF leaves unquantized (default bf16)")
     parser.add_argument("--rounds", type=int, default=30, help="interleaved timed rounds (default 30)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed calls per system after the first (default 5)")
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
@@ -540,7 +753,30 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
         parser.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(ALL_CASES)}")
     if args.rounds < 1 or args.warmup < 0 or args.threads < 1:
         parser.error("--rounds and --threads must be >= 1, --warmup >= 0")
+    if args.calibration_batches < 1:
+        parser.error("--calibration-batches must be >= 1")
     return args
+
+
+def selected_systems(args: argparse.Namespace) -> list[str]:
+    """--systems if given (optional systems named there are on), else the base systems + --int8 + --peers."""
+    if args.systems:
+        return [s for s in SYSTEMS if s in args.systems]  # canonical order
+    enabled = set(BASE_SYSTEMS) | (set(INT8_SYSTEMS) if args.int8 else set())
+    for peer in args.peers:
+        enabled |= set(PEER_SYSTEMS[peer])
+    return [s for s in SYSTEMS if s in enabled]
+
+
+def check_peers(systems: list[str]) -> dict[str, str]:
+    """Versions of the peer stacks the selected systems need; raises PeerUnavailable (install hint) if missing."""
+    versions: dict[str, str] = {}
+    openvino_systems = [s for s in systems if s in PEER_SYSTEMS["openvino"]]
+    if openvino_systems:
+        from peers import openvino_peer
+
+        versions.update(openvino_peer.check_available(need_nncf="openvino-int8" in openvino_systems))
+    return versions
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -549,17 +785,26 @@ def main(argv: Optional[list[str]] = None) -> int:
         for case in DEFAULT_CASES + QUICK_CASES:
             print(f"{case.name:14s} {case.description}")
         for name in SYSTEMS:
-            print(f"{name:18s} {SYSTEM_METHOD[name]}")
+            flag = f" [{SYSTEM_FLAG[name]}]" if name in SYSTEM_FLAG else ""
+            print(f"{name:18s} {SYSTEM_METHOD[name]}{flag}")
         return 0
 
     cases = QUICK_CASES if args.quick else [ALL_CASES[c] for c in args.cases] if args.cases else DEFAULT_CASES
-    systems = [s for s in SYSTEMS if s in (args.systems or SYSTEMS)]  # canonical order
+    systems = selected_systems(args)
+    try:
+        peer_versions = check_peers(systems)
+    except Exception as exc:  # noqa: BLE001 - PeerUnavailable: say how to install, before any slow work
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     name = args.name or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     torch.set_num_threads(args.threads)
     started = dt.datetime.now(dt.timezone.utc)
 
     case_results = [run_case(case, systems, args) for case in cases]
 
+    machine = machine_info(args.threads)
+    if peer_versions:
+        machine["peer_versions"] = peer_versions
     report = {
         "name": name,
         "command": shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
@@ -567,7 +812,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         "date": started.isoformat(timespec="seconds"),
         "duration_s": (dt.datetime.now(dt.timezone.utc) - started).total_seconds(),
         "git": git_info(),
-        "machine": machine_info(args.threads),
+        "machine": machine,
         "settings": {
             "rounds": args.rounds, "warmup": args.warmup, "threads": args.threads,
             "cases": [c.name for c in cases], "systems": systems,
@@ -579,9 +824,24 @@ def main(argv: Optional[list[str]] = None) -> int:
                             "as PyTorch's Inductor CPU bf16 benchmarks run it; model weights are not cast",
             "ipexconvert": "default conversion of example:NAME (dynamic batch/seq dims), one artifact per model "
                            "and dtype, cached in benchmarks/.cache/ keyed by a hash of the ipexconvert sources",
+            "peers": args.peers,
+            "int8": "ipexconvert-int8" in systems,
         },
         "cases": case_results,
     }
+    if any(s.startswith("openvino-") for s in systems):
+        report["settings"]["openvino"] = (
+            f"openvino.convert_model(eager model, example_input=inputs), reshaped to the case's static shapes; "
+            f"Core().compile_model(CPU) with INFERENCE_NUM_THREADS={args.threads}, PERFORMANCE_HINT=LATENCY, "
+            f"NUM_STREAMS=1, INFERENCE_PRECISION_HINT f32 / bf16; int8: nncf.quantize (TRANSFORMER model_type for "
+            f"transformers) with precision hint {args.openvino_int8_precision} for the unquantized ops")
+        report["settings"]["openvino_int8_precision"] = args.openvino_int8_precision
+    if any(SYSTEM_DTYPE[s] == "int8" for s in systems):
+        report["settings"]["calibration"] = (
+            f"{args.calibration_batches} batches per case, the case's batch size, built like its inputs with seeds "
+            f"{CALIBRATION_SEED}..{CALIBRATION_SEED + args.calibration_batches - 1} (minilm: other real sentences); "
+            f"the same batches for every INT8 system; INT8 ratios are against {INT8_BASELINE}")
+        report["settings"]["calibration_batches"] = args.calibration_batches
     report["targets"] = evaluate_targets(case_results)
 
     args.out_dir.mkdir(parents=True, exist_ok=True)

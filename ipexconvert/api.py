@@ -21,6 +21,7 @@ from .frontend.sources import ResolvedSource, SourceRequest, from_module, resolv
 from .ir import Program
 from .manifest import AccuracyRecord, IOSpec, Manifest
 from .passes import PassOptions, pipeline_for, run_pipeline
+from .quant.options import QuantOptions
 from .runtime.model import LoadedModel
 
 Progress = Callable[[str], None]
@@ -86,11 +87,23 @@ def optimize(
     model_kwargs: Optional[dict] = None,
     trust_pickle: bool = False,
     progress: Optional[Progress] = None,
+    calibration=None,
+    calib_text: Union[str, Path, None] = None,
+    calib_synthetic: int = 0,
+    quant: Optional[QuantOptions] = None,
+    qconfig_out: Union[str, Path, None] = None,
+    progress_bar=None,
 ) -> OptimizeResult:
     """Convert a model into an .ipxc artifact, check it against eager PyTorch, and return where it is.
 
     `model` is an nn.Module, a path (.pt2, Hugging Face folder, checkpoint) or `example:NAME`.
     Raises AccuracyError (and writes nothing) when the artifact misses the dtype's error budget.
+
+    dtype="int8" needs calibration data: `calibration` (a list of input dicts, a CalibrationSet,
+    or a path to safetensors file(s)), `calib_text` (a text file, for models with a tokenizer),
+    or `calib_synthetic=N` random batches (a loud warning; recorded in the manifest).
+    `quant` holds the int8 settings (observer, SmoothQuant, accuracy guard, qconfig import);
+    `qconfig_out` writes the final quantization plan as editable JSON.
     """
     say = progress or (lambda _msg: None)
     names = pipeline_for(dtype, passes, skip_passes)  # validate before any slow work
@@ -110,13 +123,25 @@ def optimize(
     program = program_from_exported(decompose(ep), source.dynamic, source.output_names)
     _ensure_example_inputs(program, source)
 
-    records = run_pipeline(program, names, PassOptions(dtype=dtype), on_pass=lambda n: say(f"pass {n}"))
+    if dtype == "int8":
+        from .quant.convert import quantize_program
+
+        program, records, quantization = quantize_program(
+            program, names, source, quant or QuantOptions(), calibration=calibration, calib_text=calib_text,
+            calib_synthetic=calib_synthetic, say=say, progress_bar=progress_bar)
+    else:
+        records = run_pipeline(program, names, PassOptions(dtype=dtype), on_pass=lambda n: say(f"pass {n}"))
+        quantization = None
     manifest = _manifest(program, source, dtype, records)
+    if quantization is not None:
+        manifest.quantization = quantization.model_dump(mode="json")
 
     out_path = Path(output) if output is not None else _default_output(source, dtype)
     say("writing artifact and checking accuracy against eager")
     accuracy = _measure_accuracy(program, manifest, source, dtype, out_path, max_rel_error, min_cosine)
     final = write_artifact(out_path, program, manifest.model_copy(update={"accuracy": accuracy}), source.example_inputs)
+    if quantization is not None and qconfig_out is not None:
+        Path(qconfig_out).write_text(quantization.model_dump_json(indent=2) + "\n")
     return OptimizeResult(path=out_path, manifest=final, source=source, example_inputs=source.example_inputs)
 
 

@@ -28,6 +28,7 @@ class ExampleModel:
     dynamic_dims: dict[str, dict[int, DynamicDim]]  # input name -> axis -> DynamicDim
     output_names: tuple[str, ...]  # forward() returns one Tensor or a tuple in this order
     task: str  # "classification", "embedding", "hidden-states", "causal-lm"
+    tokenizer_folder: Optional[Callable[[], Path]] = None  # folder of the model's Hugging Face tokenizer
 
 
 def _batch(max_batch: int) -> DynamicDim:
@@ -94,6 +95,7 @@ _EXAMPLE_LIST = [
         description="all-MiniLM-L6-v2 sentence embeddings (real weights, mean pooling, L2-normalised), seq 128",
         build=minilm.build_minilm,
         example_inputs=minilm.minilm_inputs,
+        tokenizer_folder=minilm.model_folder,
         dynamic_dims=_token_dims(64, 512),
         output_names=("sentence_embedding",),
         task="embedding",

@@ -29,10 +29,15 @@ _FP32 = [
     "dead_code",
 ]
 # prepack runs last so it sees the final dtypes and layouts.
+# int8: calibration and planning (ipexconvert.quant) run between the float passes and "quantize";
+# to_bf16 is dropped where the CPU has no native bf16 (ops without int8 kernels then run float32).
 PIPELINES: dict[str, list[str]] = {
     "fp32": [*_FP32, "prepack"],
     "bf16": [*_FP32, "to_bf16", "prepack"],
+    "int8": [*_FP32, "to_bf16", "quantize", "fold_requantize", "dead_code", "prepack"],
 }
+# Passes that must see the calibrated plan: the int8 pipeline is split before the first of these.
+QUANTIZATION_STAGE = ("to_bf16", "quantize")
 
 
 def pipeline_for(dtype: str, only: Optional[Iterable[str]] = None, skip: Iterable[str] = ()) -> list[str]:
@@ -48,7 +53,10 @@ def pipeline_for(dtype: str, only: Optional[Iterable[str]] = None, skip: Iterabl
         if "prepack" in names:  # keep prepack last
             names.remove("prepack")
             names.append("prepack")
-    return [n for n in names if n not in skip]
+    names = [n for n in names if n not in skip]
+    if dtype == "int8" and "quantize" not in names:
+        raise UserInputError("--dtype int8 needs the quantize pass", "do not skip it, or use --dtype bf16")
+    return names
 
 
 def run_pipeline(program: Program, names: list[str], options: PassOptions,

@@ -12,6 +12,7 @@ from ..artifact import read_artifact
 from ..errors import ArtifactError, UserInputError
 from ..ir import dtypes
 from ..ir.dims import resolve
+from ..ir.spec import DimRange
 from ..manifest import IOSpec, Manifest
 from .executor import Executor
 
@@ -50,40 +51,47 @@ class Signature:
 
     def check(self, tensors: Sequence[torch.Tensor]) -> dict[str, int]:
         """Validate dtypes and shapes; returns the bound dynamic dims."""
-        bound: dict[str, int] = {}
-        for io, t in zip(self.inputs, tensors):
-            want = io.spec
-            if dtypes.to_name(t.dtype) != want.dtype:
-                raise UserInputError(f"input {io.name} has dtype {dtypes.to_name(t.dtype)}, the model expects {want.dtype}",
-                                     f"convert it first, e.g. tensor.to(torch.{want.dtype})")
-            if t.dim() != len(want.shape):
-                raise UserInputError(f"input {io.name} has {t.dim()} dims {tuple(t.shape)}, the model expects "
-                                     f"{len(want.shape)}: {want.describe()}", "reshape the input to the model's signature")
-            for axis, (size, dim) in enumerate(zip(t.shape, want.shape)):
-                if isinstance(dim, int):
-                    if size != dim:
-                        raise UserInputError(f"input {io.name} dim {axis} is {size}, the model expects {dim} "
-                                             f"({want.describe()})", "this dim is fixed; re-convert with a named dim to make it dynamic")
-                elif dim in self.dims:
-                    rng = self.dims[dim]
-                    if not rng.min <= size <= rng.max:
-                        raise UserInputError(f"input {io.name} dim {axis} ({dim}) is {size}, outside the range {rng.min}..{rng.max} "
-                                             "the model was converted for", f"keep {dim} within {rng.min}..{rng.max}, or re-convert "
-                                             f"with a wider range")
-                    if bound.setdefault(dim, size) != size:
-                        raise UserInputError(f"dim {dim} is {bound[dim]} in one input and {size} in input {io.name}",
-                                             "inputs that share a named dim must agree on its size")
-        for io, t in zip(self.inputs, tensors):  # derived dims such as seq+1, once all names are bound
-            for axis, (size, dim) in enumerate(zip(t.shape, io.spec.shape)):
-                if isinstance(dim, str) and dim not in self.dims:
-                    try:
-                        expected = resolve(dim, bound)
-                    except ValueError:  # names a dim no input binds on its own: nothing to check against
-                        continue
-                    if expected != size:
-                        raise UserInputError(f"input {io.name} dim {axis} is {size}, expected {dim} = {expected}",
-                                             "make the input shapes consistent")
-        return bound
+        return check_inputs(self.inputs, self.dims, tensors)
+
+
+def check_inputs(inputs: Sequence[IOSpec], dims: dict[str, DimRange], tensors: Sequence[torch.Tensor]) -> dict[str, int]:
+    """Validate dtypes and shapes of tensors (in the order of inputs) against their specs; returns the bound dynamic dims.
+
+    Shared by Signature.check and calibration-data loading (ipexconvert.quant.data)."""
+    bound: dict[str, int] = {}
+    for io, t in zip(inputs, tensors):
+        want = io.spec
+        if dtypes.to_name(t.dtype) != want.dtype:
+            raise UserInputError(f"input {io.name} has dtype {dtypes.to_name(t.dtype)}, the model expects {want.dtype}",
+                                 f"convert it first, e.g. tensor.to(torch.{want.dtype})")
+        if t.dim() != len(want.shape):
+            raise UserInputError(f"input {io.name} has {t.dim()} dims {tuple(t.shape)}, the model expects "
+                                 f"{len(want.shape)}: {want.describe()}", "reshape the input to the model's signature")
+        for axis, (size, dim) in enumerate(zip(t.shape, want.shape)):
+            if isinstance(dim, int):
+                if size != dim:
+                    raise UserInputError(f"input {io.name} dim {axis} is {size}, the model expects {dim} "
+                                         f"({want.describe()})", "this dim is fixed; re-convert with a named dim to make it dynamic")
+            elif dim in dims:
+                rng = dims[dim]
+                if not rng.min <= size <= rng.max:
+                    raise UserInputError(f"input {io.name} dim {axis} ({dim}) is {size}, outside the range {rng.min}..{rng.max} "
+                                         "the model was converted for", f"keep {dim} within {rng.min}..{rng.max}, or re-convert "
+                                         f"with a wider range")
+                if bound.setdefault(dim, size) != size:
+                    raise UserInputError(f"dim {dim} is {bound[dim]} in one input and {size} in input {io.name}",
+                                         "inputs that share a named dim must agree on its size")
+    for io, t in zip(inputs, tensors):  # derived dims such as seq+1, once all names are bound
+        for axis, (size, dim) in enumerate(zip(t.shape, io.spec.shape)):
+            if isinstance(dim, str) and dim not in dims:
+                try:
+                    expected = resolve(dim, bound)
+                except ValueError:  # names a dim no input binds on its own: nothing to check against
+                    continue
+                if expected != size:
+                    raise UserInputError(f"input {io.name} dim {axis} is {size}, expected {dim} = {expected}",
+                                         "make the input shapes consistent")
+    return bound
 
 
 def _as_tensor(name: str, value: Any) -> torch.Tensor:

@@ -36,6 +36,7 @@ class ResolvedSource:
     output_names: Optional[list[str]] = None
     int_high: int = 100  # upper bound for random integer inputs (vocab size for token ids)
     eager_fn: Optional[Callable[..., Any]] = None  # called with keyword inputs; defaults to module
+    tokenizer_folder: Optional[Path] = None  # where a Hugging Face tokenizer for the model lives (--calib-text)
 
     @property
     def eager(self) -> Callable[..., Any]:

@@ -32,4 +32,5 @@ def load(request: SourceRequest) -> ResolvedSource:
         example_inputs=example.example_inputs(batch),
         dynamic=example.dynamic_dims,
         output_names=list(example.output_names),
+        tokenizer_folder=example.tokenizer_folder() if example.tokenizer_folder else None,
     )

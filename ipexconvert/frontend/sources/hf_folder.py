@@ -101,4 +101,4 @@ def load(request: SourceRequest) -> ResolvedSource:
         record=SourceRecord(kind="hf-folder", location=str(folder), sha256=sha256_of(folder)),
         module=wrapper.eval(), example_inputs=example,
         dynamic={"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}},
-        output_names=outputs, int_high=vocab)
+        output_names=outputs, int_high=vocab, tokenizer_folder=folder)

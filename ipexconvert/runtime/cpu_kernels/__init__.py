@@ -12,7 +12,7 @@ factories decline, with one warning naming the op.
 IPEXCONVERT_ONEDNN=0 turns these kernels off (the references run), for debugging
 and for timing against the references.
 """
-from . import conv2d_onednn, linear_onednn  # noqa: F401  (registers the factories)
+from . import conv2d_onednn, linear_onednn, qconv2d_onednn, qlinear_onednn  # noqa: F401  (registers the factories)
 from .probe import probe_report  # noqa: F401
 
 __all__ = ["probe_report"]

@@ -41,6 +41,27 @@ def isa_allows(isa: str, dtype: str) -> bool:
     return dtype != "bfloat16" or level >= ISA_LEVELS.index("avx512_bf16")
 
 
+def int8_allowed(isa: str) -> bool:
+    """oneDNN int8 needs VNNI here: without it u8*s8 products go through a 16-bit saturating
+    multiply-add (vpmaddubsw) that can overflow, so below avx512_vnni the reference runs."""
+    return ISA_LEVELS.index(isa) >= ISA_LEVELS.index("avx512_vnni")
+
+
+def int8_weight_params(ctx: NodeContext) -> Optional[tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]]:
+    """(int8 weight, float32 scales, float32 bias or None) of a qlinear/qconv2d node, when all are constants."""
+    weight, scales = ctx.constants[1], ctx.constants[2]
+    has_bias = ctx.input_specs[3] is not None
+    bias = ctx.constants[3] if has_bias else None
+    if weight is None or scales is None or (has_bias and bias is None) or weight.dtype != torch.int8:
+        return None
+    return weight, scales.float().contiguous(), None if bias is None else bias.float().contiguous()
+
+
+def int8_output(attrs) -> Optional[torch.dtype]:
+    """output_dtype argument of the oneDNN int8 ops: None means uint8 (requantized)."""
+    return {"uint8": None, "float32": torch.float32, "bfloat16": torch.bfloat16}.get(attrs.output_dtype, "unsupported")
+
+
 def node_dtype(ctx: NodeContext) -> Optional[str]:
     """The compute dtype if activation, weight and output agree on float32 or bfloat16, else None."""
     x, w = ctx.input_specs[0], ctx.input_specs[1]

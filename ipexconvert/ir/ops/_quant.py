@@ -1,0 +1,55 @@
+"""Quantization math shared by the int8 ops (not an op): the reference every int8 kernel must match.
+
+Quantized values are plain int8/uint8 tensors; scales and zero points travel as attrs
+(activations, per tensor) or constant inputs (weights, per output channel).
+Codes are round_half_even(fmaf(x, 1/scale, zero_point)), the native quantize kernels'
+arithmetic, so reference and kernel agree bit for bit.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..postops import PostOp, apply_post_ops
+
+QRANGE = {"uint8": (0, 255), "int8": (-128, 127)}
+QTORCH = {"uint8": torch.uint8, "int8": torch.int8}
+
+
+class OutputQuant(BaseModel):
+    """What an int8 GEMM/conv returns: a float dtype, or a requantized uint8/int8 tensor."""
+
+    model_config = ConfigDict(extra="forbid")
+    output_dtype: str = Field(default="float32", description="float32, bfloat16, uint8 or int8")
+    output_scale: float = 1.0
+    output_zero_point: int = 0
+
+
+def quantize(x: torch.Tensor, scale: float, zero_point: int, dtype: str,
+             multiplier: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """clamp(round(x * (1/scale)) + zp); `multiplier` (per last-axis channel) replaces 1/scale."""
+    lo, hi = QRANGE[dtype]
+    inv = multiplier.float() if multiplier is not None else 1.0 / torch.tensor(scale, dtype=torch.float32)
+    # fmaf(x, inv, zp) as the kernels compute it: exact in float64, then one rounding to float32.
+    v = (x.float().double() * inv.double() + zero_point).float()
+    return torch.clamp(torch.round(v), lo, hi).to(QTORCH[dtype])
+
+
+def dequantize(q: torch.Tensor, scale, zero_point) -> torch.Tensor:
+    return (q.float() - zero_point) * scale
+
+
+def dequantize_weight(q: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """Per-output-channel (axis 0) symmetric weights back to float32."""
+    return q.float() * scales.float().view(-1, *([1] * (q.dim() - 1)))
+
+
+def finish(y: torch.Tensor, post_ops: list[PostOp], inputs, out: OutputQuant) -> torch.Tensor:
+    """Post-ops in float32, then the output dtype (requantized if integer)."""
+    operands = [None if t is None else (t.float() if t.is_floating_point() else t) for t in inputs]
+    y = apply_post_ops(y, post_ops, operands)
+    if out.output_dtype in QRANGE:
+        return quantize(y, out.output_scale, out.output_zero_point, out.output_dtype)
+    return y.to(getattr(torch, out.output_dtype))

@@ -1,0 +1,43 @@
+"""qconv2d: int8 2-D convolution; the conv counterpart of qlinear (see qlinear.py).
+
+inputs: xq [N,C,H,W] uint8/int8, weight int8 [O,C/g,kh,kw] (per output channel),
+weight_scale float32 [O], bias float32 [O] or None, then post-op operands.
+"""
+from __future__ import annotations
+
+import torch.nn.functional as F
+from pydantic import Field
+
+from ..opdef import OpDef, register_op
+from ..postops import PostOp
+from ._quant import OutputQuant, dequantize, dequantize_weight, finish
+from .conv2d import Conv2dOp
+
+
+class QConv2dAttrs(OutputQuant):
+    x_scale: float
+    x_zero_point: int = 0
+    stride: list[int] = [1, 1]
+    padding: list[int] = [0, 0]
+    dilation: list[int] = [1, 1]
+    groups: int = 1
+    post_ops: list[PostOp] = Field(default_factory=list)
+
+
+@register_op
+class QConv2dOp(OpDef):
+    name = "qconv2d"
+    Attrs = QConv2dAttrs
+
+    @classmethod
+    def infer(cls, inputs, attrs):
+        (spec,) = Conv2dOp.infer(inputs, attrs)
+        return [spec.with_(dtype=attrs.output_dtype)]
+
+    @classmethod
+    def reference(cls, inputs, attrs, dims):
+        x = dequantize(inputs[0], attrs.x_scale, attrs.x_zero_point)
+        w = dequantize_weight(inputs[1], inputs[2])
+        bias = None if inputs[3] is None else inputs[3].float()
+        y = F.conv2d(x, w, bias, attrs.stride, attrs.padding, attrs.dilation, attrs.groups)
+        return finish(y, attrs.post_ops, inputs, attrs)

@@ -1,0 +1,54 @@
+"""fold_requantize: an int8 layer whose output only feeds quantize nodes returns uint8 itself.
+
+qconv2d -> (bf16 value) -> quantize -> qconv2d becomes qconv2d -> (uint8) -> qconv2d: the
+producer requantizes in its epilogue with the consumer's input scale, so chains of int8
+ops stay int8 and the float tensor between them is never written. Only producers whose
+post-ops the oneDNN kernels fuse completely qualify (at most one unary, no binary), and
+only plain per-tensor quantize consumers with one set of parameters (a SmoothQuant
+multiplier is per channel and cannot be folded into a per-tensor output scale).
+
+Counts: requantize_folded.
+"""
+from __future__ import annotations
+
+from ..ir import Program
+from .base import PassOptions, register_pass
+from .rewrite import remove_nodes, replace_uses
+
+_PRODUCERS = {"qlinear", "qconv2d"}
+_FLOAT_OUTPUTS = {"float32", "bfloat16"}
+
+
+def _fusable_post_ops(post_ops: list[dict]) -> bool:
+    """At most one unary post-op: the oneDNN int8 kernels fuse every unary kind the IR has."""
+    return len(post_ops) == 0 or (len(post_ops) == 1 and post_ops[0].get("operand") is None)
+
+
+@register_pass("fold_requantize", "int8 layers feeding only quantize nodes output uint8 directly")
+def fold_requantize(program: Program, options: PassOptions) -> dict[str, int]:
+    graph = program.graph
+    users = graph.users()
+    doomed: set[str] = set()
+    for node in graph.nodes:
+        if node.op not in _PRODUCERS or node.attrs.get("output_dtype") not in _FLOAT_OUTPUTS:
+            continue
+        if not _fusable_post_ops(node.attrs.get("post_ops", [])):
+            continue
+        y = node.outputs[0]
+        readers = users.get(y, [])
+        if not readers or y in graph.outputs or any(r.op != "quantize" or len(r.inputs) > 1 for r in readers):
+            continue
+        params = {(r.attrs["scale"], r.attrs.get("zero_point", 0), r.attrs.get("dtype", "uint8")) for r in readers}
+        if len(params) != 1:
+            continue
+        (scale, zero_point, dtype), = params
+        if dtype != "uint8":
+            continue
+        node.attrs = {**node.attrs, "output_dtype": dtype, "output_scale": scale, "output_zero_point": zero_point}
+        graph.values[y] = graph.values[y].with_(dtype=dtype)
+        for r in readers:
+            replace_uses(graph, r.outputs[0], y)
+            doomed.add(r.name)
+    if doomed:
+        remove_nodes(program, doomed)
+    return {"requantize_folded": len(doomed)}

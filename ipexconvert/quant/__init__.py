@@ -1,0 +1,1 @@
+"""INT8 quantization: calibration, observers, SmoothQuant, accuracy guard."""

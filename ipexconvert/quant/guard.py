@@ -1,0 +1,100 @@
+"""Accuracy guard: compare the int8 model with float32 on held-out batches; fall back until within budget.
+
+The error is measured per output with one metric (a registry, like the observers):
+- cosine: 1 - mean per-sample cosine similarity (embeddings, hidden states; the default);
+- relative: ||int8 - fp32|| / ||fp32|| over the whole output;
+- top1: share of samples whose arg-max class changed (classifier logits; the default for
+  image models with [batch, classes] outputs).
+When the worst output is over budget, the most sensitive layers (the planner's per-layer
+error on held-out data) go back to float in rounds of 1, 2, 4, ... layers, until the model
+is within budget or nothing is left to fall back.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+import torch
+
+from ..ir import Program
+from .plan import QuantPlan
+
+Batch = dict[str, torch.Tensor]
+RunFn = Callable[[Batch], list[torch.Tensor]]
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    default_budget: float
+    error: Callable[[torch.Tensor, torch.Tensor], float]  # (int8 output, fp32 output) -> error, 0 is perfect
+    meaning: str
+
+
+def _cosine_error(got: torch.Tensor, want: torch.Tensor) -> float:
+    g, w = got.float().reshape(got.shape[0], -1), want.float().reshape(want.shape[0], -1)
+    return float(1 - torch.nn.functional.cosine_similarity(g, w, dim=1, eps=1e-12).mean())
+
+
+def _relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
+    return float((got.float() - want.float()).norm() / want.float().norm().clamp_min(1e-12))
+
+
+def _top1_error(got: torch.Tensor, want: torch.Tensor) -> float:
+    return float((got.float().argmax(-1) != want.float().argmax(-1)).float().mean())
+
+
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric("cosine", 0.01, _cosine_error, "1 - mean cosine similarity to float32"),
+    Metric("relative", 0.1, _relative_error, "norm of the difference / norm of the float32 output"),
+    Metric("top1", 0.02, _top1_error, "share of samples whose top-1 class changed"),
+)}
+
+
+def choose_metric(name: str, program: Program) -> Metric:
+    """`auto`: top1 for an image model with [batch, classes] outputs, cosine otherwise."""
+    if name != "auto":
+        return METRICS[name]
+    graph = program.graph
+    image = any(graph.values[i].rank == 4 and graph.values[i].dtype.startswith("float") for i in graph.inputs)
+    logits = all(graph.values[o].rank == 2 for o in graph.outputs)
+    return METRICS["top1" if image and logits else "cosine"]
+
+
+def worst_error(run: RunFn, batches: Sequence[Batch], reference: Sequence[list[torch.Tensor]], metric: Metric) -> float:
+    """The metric over all held-out batches (outputs concatenated per output), worst output."""
+    got = [run(b) for b in batches]
+    worst = 0.0
+    for i in range(len(reference[0])):
+        g = torch.cat([outs[i].float().reshape(outs[i].shape[0], -1) for outs in got])
+        w = torch.cat([outs[i].float().reshape(outs[i].shape[0], -1) for outs in reference])
+        worst = max(worst, metric.error(g, w) if metric.name != "top1" or g.shape[1] > 1 else _relative_error(g, w))
+    return worst
+
+
+def guard(build: Callable[[set[str]], RunFn], plan: QuantPlan, batches: Sequence[Batch],
+          reference: Sequence[list[torch.Tensor]], metric: Metric, budget: Optional[float],
+          say: Callable[[str], None] = lambda _m: None) -> set[str]:
+    """The layers to keep in float (possibly none); records every round in plan.guard."""
+    budget = metric.default_budget if budget is None else budget
+    ranked = sorted((n for n, layer in plan.layers.items() if layer.quantized),
+                    key=lambda n: plan.layers[n].sensitivity or 0.0, reverse=True)
+    fallback: set[str] = set()
+    rounds = []
+    step = 1
+    while True:
+        error = worst_error(build(fallback), batches, reference, metric)
+        rounds.append({"fallback_layers": len(fallback), "error": round(error, 6)})
+        say(f"accuracy guard: {metric.name} error {error:.4g} (budget {budget:g}) with {len(fallback)} layer(s) in float")
+        if error <= budget or len(fallback) == len(ranked):
+            break
+        fallback.update(ranked[len(fallback):len(fallback) + step])
+        step *= 2
+    for rank, name in enumerate(ranked[:len(fallback)], start=1):
+        layer = plan.layers[name]
+        layer.quantized = False
+        layer.fallback_reason = (f"accuracy guard: sensitivity {layer.sensitivity:.3g} (rank {rank} of {len(ranked)}); "
+                                 f"{metric.name} error with it in int8 exceeded {budget:g}")
+    plan.guard = {"metric": metric.name, "meaning": metric.meaning, "budget": budget, "held_out_batches": len(batches),
+                  "passed": rounds[-1]["error"] <= budget, "final_error": rounds[-1]["error"], "rounds": rounds}
+    return fallback

@@ -1,0 +1,38 @@
+"""QuantOptions: the int8 settings a user chooses (CLI flags / optimize() keyword), validated once."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ALPHA_GRID = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # SmoothQuant's useful range; the paper's default is 0.5
+
+
+class QuantOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    observer: Optional[str] = Field(default=None, description="minmax, percentile or histogram; None: per model family")
+    activation_dtype: Literal["uint8", "int8"] = "uint8"
+    smoothquant: Union[Literal["auto", "off"], float] = Field(
+        default="auto", description="auto (alpha searched per layer), off, or a fixed alpha in [0, 1]; transformer linears only")
+    float_dtype: Optional[Literal["float32", "bfloat16"]] = Field(
+        default=None, description="what ops without an int8 kernel run in; None: bfloat16 where the CPU has it")
+    guard_metric: Literal["auto", "cosine", "relative", "top1"] = "auto"
+    max_error: Optional[float] = Field(default=None, gt=0, description="guard budget; None: the metric's default")
+    guard: bool = True
+    held_out_fraction: float = Field(default=0.2, ge=0, lt=1)
+    qconfig_in: Optional[Path] = None
+    sample_rows: int = Field(default=512, gt=0, description="activation rows kept per layer for the alpha search")
+
+    @field_validator("smoothquant", mode="before")
+    @classmethod
+    def _alpha(cls, v):
+        if isinstance(v, str) and v not in ("auto", "off"):
+            try:
+                v = float(v)
+            except ValueError:
+                raise ValueError("smoothquant must be auto, off or a number in [0, 1]") from None
+        if isinstance(v, (int, float)) and not 0.0 <= float(v) <= 1.0:
+            raise ValueError("a fixed SmoothQuant alpha must be in [0, 1]")
+        return v

@@ -1,0 +1,225 @@
+"""Calibration -> QuantPlan: which layers go int8, with which input ranges, weights and smoothing.
+
+Runs on the float32 program after the float passes (BN folded, post-ops fused), before
+to_bf16, so calibration sees float32 activations and the plan's node names are the ones
+the quantize pass will find. Three passes over the calibration batches (reference ops):
+1. SmoothQuant statistics (per-channel max |x|, sampled rows) for transformer linears;
+2. observers on every quantized layer's (smoothed) input -> scale and zero point;
+3. per-layer sensitivity on the held-out batches (the accuracy guard's ranking).
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import UserInputError
+from ..ir import Node, Program
+from . import smoothquant as sq
+from .calibrate import run_with_taps
+from .observers import make_observer, qparams_from_range
+from .options import ALPHA_GRID, QuantOptions
+from .plan import ActivationQuant, LayerPlan, LayerTensors, Quantization, QuantPlan, Smoothing
+from .weights import quantize_weight
+
+Progress = Callable[[str, int], Callable[[], None]]  # (stage description, total batches) -> tick
+
+_TRANSFORMER_OPS = {"layer_norm", "rms_norm", "add_layer_norm", "sdpa"}
+# Defaults per model family, chosen by measurement (docs/quantization.md): transformers after
+# SmoothQuant are fine with plain min/max; CNN activations clip well with the MSE search.
+DEFAULT_OBSERVER = {"transformer": "minmax", "cnn": "histogram"}
+
+
+def family(program: Program) -> str:
+    return "transformer" if any(n.op in _TRANSFORMER_OPS for n in program.graph.nodes) else "cnn"
+
+
+def quantizable(program: Program) -> list[Node]:
+    """linear / conv2d with constant weights (and bias) reading a float activation."""
+    values, found = program.graph.values, []
+    for node in program.graph.nodes:
+        if node.op not in ("linear", "conv2d") or len(node.inputs) < 2:
+            continue
+        x, w = node.inputs[0], node.inputs[1]
+        b = node.inputs[2] if len(node.inputs) > 2 else None
+        if (x is None or program.is_constant(x) or not program.is_constant(w) or (b is not None and not program.is_constant(b))
+                or values[x].dtype not in ("float32", "bfloat16")):
+            continue
+        found.append(node)
+    return found
+
+
+def _no_progress(stage: str, total: int) -> Callable[[], None]:
+    return lambda: None
+
+
+def plan_quantization(program: Program, calibration: list[dict], held_out: list[dict], options: QuantOptions,
+                      *, description: str = "", synthetic: bool = False, float_dtype: str = "float32",
+                      imported: Optional[QuantPlan] = None, progress: Progress = _no_progress) -> Quantization:
+    """Plan (and apply SmoothQuant's exact weight rewrites to) `program`; the quantize pass does the rest."""
+    targets = quantizable(program)
+    if not targets:
+        raise UserInputError("the model has no linear or conv2d layer with constant weights to quantize",
+                             "use --dtype bf16 (or fp32) for this model")
+    fam = family(program)
+    observer_name = options.observer or DEFAULT_OBSERVER[fam]
+    plan = QuantPlan(activation_dtype=options.activation_dtype, observer=observer_name,
+                     smoothquant=str(options.smoothquant) if fam == "transformer" else "off (not a transformer)",
+                     float_dtype=float_dtype, calibration=description, calibration_synthetic=synthetic,
+                     calibration_batches=len(calibration), held_out_batches=len(held_out))
+    weights = {n.name: program.weights[n.inputs[1]].float() for n in targets}
+    smooth: dict[str, torch.Tensor] = {}  # layer -> factors applied through the quantize multiplier
+    if imported is not None:
+        _apply_imported_smoothing(program, targets, imported, weights, smooth, plan)
+    elif fam == "transformer" and options.smoothquant != "off":
+        _smooth(program, [n for n in targets if n.op == "linear"], calibration, options, weights, smooth, plan, progress)
+
+    inputs = _observe_inputs(program, targets, calibration, observer_name, smooth, progress) if imported is None else {}
+    quantization = Quantization(plan)
+    for node in targets:
+        if imported is not None and node.name in imported.layers:
+            act = imported.layers[node.name].input
+        else:
+            obs = inputs[node.name]
+            lo, hi = obs.range()
+            scale, zp = qparams_from_range(lo, hi, options.activation_dtype)
+            summary = obs.summary()
+            act = ActivationQuant(dtype=options.activation_dtype, scale=scale, zero_point=zp, lo=lo, hi=hi,
+                                  observer=observer_name, observed_min=summary.get("min"), observed_max=summary.get("max"))
+        layer = plan.layers.get(node.name) or LayerPlan(node=node.name, op=node.op)
+        if act is None:
+            layer.quantized, layer.fallback_reason = False, "not quantized in the imported qconfig"
+            plan.layers[node.name] = layer
+            continue
+        w = weights[node.name]
+        s = smooth.get(node.name)
+        wq, wscale = quantize_weight(w if s is None else w * s)
+        bias = node.inputs[2] if len(node.inputs) > 2 else None
+        multiplier = None if s is None else (1.0 / (s * act.scale)).float()
+        quantization.tensors[node.name] = LayerTensors(wq, wscale, None if bias is None else program.weights[bias].float(),
+                                                       multiplier)
+        layer.input = act
+        layer.weight_scale_min, layer.weight_scale_max = float(wscale.min()), float(wscale.max())
+        if imported is not None and node.name in imported.layers and not imported.layers[node.name].quantized:
+            layer.quantized, layer.fallback_reason = False, imported.layers[node.name].fallback_reason or "qconfig"
+        plan.layers[node.name] = layer
+    _sensitivity(program, targets, held_out or calibration[:1], quantization, smooth, progress)
+    return quantization
+
+
+def _smooth(program, linears, calibration, options, weights, smooth, plan, progress) -> None:
+    groups = sq.find_groups(program, linears)
+    rows = max(1, options.sample_rows // max(1, len(calibration)))
+    taps = {}
+    for g in groups:
+        taps.setdefault(g.value, []).append(lambda x, g=g: g.observe(x, rows))
+    run_with_taps(program, calibration, taps, progress("SmoothQuant statistics", len(calibration)))
+    for g in groups:
+        ws = [weights[n.name] for n in g.linears]
+        alpha, errors = sq.choose_alpha(g, ws, options.smoothquant, ALPHA_GRID, options.activation_dtype)
+        if errors and errors[alpha] >= sq.group_error(torch.cat(g.samples), ws, None, options.activation_dtype):
+            continue  # smoothing does not help this group: leave it alone
+        s = sq.factors(g.absmax, ws, alpha)
+        g.samples.clear()
+        if g.norm is not None:
+            sq.fold_into_norm(program, g.norm, s)
+            for n in g.linears:  # the float weights change too, so a fallback layer stays exact
+                new = weights[n.name] * s
+                n.inputs[1] = program.add_constant(f"{n.inputs[1]}_smoothed", new.to(program.weights[n.inputs[1]].dtype))
+                weights[n.name] = new
+        else:
+            for n in g.linears:
+                smooth[n.name] = s
+        for n in g.linears:
+            plan.layers[n.name] = LayerPlan(node=n.name, op="linear", smoothing=sq_record(g, alpha, s))
+    program.prune()
+
+
+def sq_record(g: sq.SmoothGroup, alpha: float, s: torch.Tensor) -> Smoothing:
+    return Smoothing(alpha=alpha, folded_into=g.norm.name if g.norm is not None else "quantize",
+                     group=[n.name for n in g.linears], factors=[round(float(v), 6) for v in s])
+
+
+def _apply_imported_smoothing(program, targets, imported: QuantPlan, weights, smooth, plan) -> None:
+    """Re-apply the smoothing a qconfig file records (factors are data, not re-derived)."""
+    by_name = {n.name: n for n in targets}
+    producers = program.graph.producers()
+    done: set[str] = set()
+    for name, layer in imported.layers.items():
+        if layer.smoothing is None or name not in by_name or name in done:
+            continue
+        s = torch.tensor(layer.smoothing.factors, dtype=torch.float32)
+        members = [by_name[m] for m in layer.smoothing.group if m in by_name]
+        if layer.smoothing.folded_into != "quantize":
+            norm = producers.get(members[0].inputs[0])
+            if norm is None or norm.name != layer.smoothing.folded_into:
+                raise UserInputError(f"the qconfig folds smoothing of {name} into {layer.smoothing.folded_into}, "
+                                     "which this model does not have", "export a qconfig from this model first")
+            sq.fold_into_norm(program, norm, s)
+            for n in members:
+                new = weights[n.name] * s
+                n.inputs[1] = program.add_constant(f"{n.inputs[1]}_smoothed", new)
+                weights[n.name] = new
+        else:
+            for n in members:
+                smooth[n.name] = s
+        for n in members:
+            plan.layers[n.name] = LayerPlan(node=n.name, op="linear", smoothing=layer.smoothing)
+            done.add(n.name)
+    program.prune()
+
+
+def _observe_inputs(program, targets, calibration, observer_name, smooth, progress) -> dict:
+    """One observer per distinct (input value, smoothing), shared by the layers reading it."""
+    observers: dict[tuple, object] = {}
+    per_layer = {}
+    taps: dict[str, list] = {}
+    for node in targets:
+        s = smooth.get(node.name)
+        key = (node.inputs[0], None if s is None else id(s))
+        if key not in observers:
+            obs = make_observer(observer_name)
+            observers[key] = obs
+            taps.setdefault(node.inputs[0], []).append(
+                (lambda x, o=obs: o.update(x)) if s is None else (lambda x, o=obs, s=s: o.update(x.float() / s)))
+        per_layer[node.name] = observers[key]
+    run_with_taps(program, calibration, taps, progress("calibrating activation ranges", len(calibration)))
+    return per_layer
+
+
+def _layer_output(node: Node, x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor]) -> torch.Tensor:
+    if node.op == "linear":
+        return F.linear(x, w, b)
+    a = node.attrs
+    return F.conv2d(x, w, b, a.get("stride", [1, 1]), a.get("padding", [0, 0]), a.get("dilation", [1, 1]),
+                    a.get("groups", 1))
+
+
+def _sensitivity(program, targets, batches, quantization: Quantization, smooth, progress) -> None:
+    """Relative error of each layer's output (before post-ops) with its input and weight quantized."""
+    from ..ir.ops._quant import dequantize, dequantize_weight, quantize
+
+    errors: dict[str, list[float]] = {}
+    taps: dict[str, list] = {}
+    for node in targets:
+        t = quantization.tensors.get(node.name)
+        layer = quantization.plan.layers[node.name]
+        if t is None:
+            continue
+        w_float = program.weights[node.inputs[1]].float()
+        bias = t.bias
+        s = smooth.get(node.name)
+        act = layer.input
+
+        def tap(x, node=node, t=t, w_float=w_float, bias=bias, act=act):
+            x = x.float()
+            want = _layer_output(node, x, w_float, bias)
+            xq = quantize(x, act.scale, act.zero_point, act.dtype, t.multiplier)
+            got = _layer_output(node, dequantize(xq, act.scale, act.zero_point), dequantize_weight(t.weight, t.weight_scale), bias)
+            errors.setdefault(node.name, []).append(float((got - want).norm() / want.norm().clamp_min(1e-12)))
+
+        taps.setdefault(node.inputs[0], []).append(tap)
+    run_with_taps(program, batches, taps, progress("measuring per-layer sensitivity", len(batches)))
+    for name, errs in errors.items():
+        quantization.plan.layers[name].sensitivity = round(max(errs), 6)

@@ -1,0 +1,65 @@
+"""qconv2d through oneDNN int8: weight packed once at load; bias, one unary and a residual add fused.
+
+torch.ops.onednn.qconv2d_pointwise mirrors qlinear (see qlinear_onednn.py). Its .binary
+overload fuses "sum" (residual add, optionally followed by relu) of a float accumulator of
+the output's shape and dtype. It writes into that accumulator, so the kernel hands it a copy:
+the residual may still be read by later nodes.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ...ir.dims import same
+from ...ir.postops import PostOp
+from ..kernels import Kernel, NodeContext, register_kernel
+from . import probe
+from ._common import enabled, int8_allowed, int8_output, int8_weight_params, plan_post_ops, with_tail
+
+
+@register_kernel("cpu", "qconv2d")
+def qconv2d_onednn(ctx: NodeContext) -> Optional[Kernel]:
+    if ctx.device != "cpu" or not enabled() or not int8_allowed(ctx.isa) or ctx.input_specs[0].dtype != "uint8":
+        return None
+    params, out_dtype = int8_weight_params(ctx), int8_output(ctx.attrs)
+    prepack = probe.op_for("onednn.qconv_prepack", "int8")
+    qconv = probe.op_for("onednn.qconv2d_pointwise", "int8")
+    binary_op = probe.op_for("onednn.qconv2d_pointwise.binary", "int8")
+    if params is None or out_dtype == "unsupported" or prepack is None or qconv is None:
+        return None
+    weight, scales, bias = params
+    a, out = ctx.attrs, ctx.output_specs[0]
+
+    def binary_ok(p: PostOp) -> bool:
+        operand = ctx.input_specs[p.operand]
+        return (binary_op is not None and p.kind == "add" and out_dtype is not None
+                and operand.dtype == out.dtype and operand.rank == 4
+                and all(same(x, y) for x, y in zip(operand.shape, out.shape)))
+
+    plan = plan_post_ops(a.post_ops, binary_ok, frozenset({"relu"}))
+    if plan.tail and out_dtype is None:
+        return None
+    packed = prepack(weight.contiguous(), scales, a.x_scale, a.x_zero_point, a.stride, a.padding, a.dilation,
+                     a.groups, None)
+    zero_points = torch.zeros(weight.shape[0], dtype=torch.int64)
+    conv_args = (a.stride, a.padding, a.dilation, a.groups)
+
+    if plan.binary is None:
+        attr, algorithm = plan.unary or ("none", "")
+
+        def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+            return qconv(inputs[0], a.x_scale, a.x_zero_point, packed, scales, zero_points, bias, *conv_args,
+                         a.output_scale, a.output_zero_point, out_dtype, attr, [], algorithm)
+    else:
+        slot = plan.binary.operand
+        unary = plan.binary_unary[0] if plan.binary_unary else None
+
+        def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+            accum = inputs[slot].contiguous(memory_format=torch.channels_last).clone(
+                memory_format=torch.channels_last)
+            return binary_op(inputs[0], a.x_scale, a.x_zero_point, packed, scales, zero_points, accum, bias,
+                             *conv_args, a.output_scale, a.output_zero_point, out_dtype, 1.0, 0, "sum", 1.0,
+                             unary, [], None)
+
+    return Kernel(with_tail(run, plan.tail), "onednn:qconv2d", frozenset({1, 2, 3}))

@@ -1,0 +1,60 @@
+"""Native quantize (float32/bfloat16 -> uint8/int8), per tensor or with per-channel multipliers.
+
+Channels-last 4-D activations are quantized through their NHWC view (element-wise, so any
+dense layout works and the output keeps the input's layout, which the int8 conv wants).
+"""
+from __future__ import annotations
+
+import torch
+
+from ... import native
+from ...ir.opdef import get_op
+from ...ir.ops._quant import QTORCH
+from .. import kernels
+from ..kernels import Kernel, NodeContext
+from . import _common
+
+
+def _dense_view(x: torch.Tensor):
+    """(contiguous view, function undoing the view) for contiguous or channels-last x, else None."""
+    if x.is_contiguous():
+        return x, lambda q: q
+    if x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last):
+        return x.permute(0, 2, 3, 1), lambda q: q.permute(0, 3, 1, 2)
+    return None
+
+
+@kernels.register_kernel("cpu", "quantize")
+def native_quantize(ctx: NodeContext):
+    x = ctx.input_specs[0]
+    if ctx.device != "cpu" or not native.available() or x.dtype not in _common.DTYPES or ctx.constants[0] is not None:
+        return None
+    a = ctx.attrs
+    qdtype = QTORCH[a.dtype]
+    has_multiplier = len(ctx.input_specs) > 1 and ctx.input_specs[1] is not None
+    if has_multiplier and (ctx.constants[1] is None or not hasattr(native, "quantize_last_axis")
+                           or x.memory_format != "contiguous"):
+        return None
+    reference = get_op(ctx.op).compile(a)
+    multiplier = ctx.constants[1].float().contiguous() if has_multiplier else None
+    # Per-tensor: call the extension directly with the parameters converted once (the
+    # wrapper's checks would run on every call).
+    lib, isa = native.raw, ctx.isa
+    scale = torch.tensor([a.scale], dtype=torch.float32)
+    zero_point = torch.tensor([a.zero_point], dtype=torch.int32)
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        view = _dense_view(inputs[0])
+        if view is None:
+            return reference(inputs, dims)
+        dense, undo = view
+        if multiplier is None:
+            q = torch.empty(dense.shape, dtype=qdtype)
+            lib.quantize(dense, scale, zero_point, False, q, isa, torch.get_num_threads())
+        else:
+            q = native.quantize_last_axis(dense, multiplier, a.zero_point, qdtype, max_isa=isa,
+                                          threads=torch.get_num_threads())
+        return undo(q)
+
+    name = _common.kernel_name("quantize", "quantize", ctx.isa)
+    return Kernel(run, name, frozenset({1}) if has_multiplier else frozenset())
