@@ -25,7 +25,7 @@ except ImportError as e:  # not built (e.g. a source checkout without `pip insta
     _IMPORT_ERROR = str(e)
 
 KERNELS = ("layer_norm", "rms_norm", "softmax", "gelu", "silu", "silu_mul", "quantize", "dequantize", "requantize",
-           "embedding")
+           "quantize_last_axis", "embedding")
 
 
 def available() -> bool:
@@ -330,6 +330,38 @@ def requantize(acc: torch.Tensor, multiplier, zero_point: int = 0, dtype=torch.i
                              "input_scale * weight_scale and zero point 0)")
     out = torch.empty(acc.shape, dtype=qd)
     _run(lib.requantize, acc, m, bias, z, out, max_isa, _threads(threads))
+    return out
+
+
+def quantize_last_axis(x: torch.Tensor, inv_scales, zero_point: int, dtype=torch.uint8, *,
+                       max_isa: Optional[str] = None, threads: Optional[int] = None) -> torch.Tensor:
+    """Activation quantization with one multiplier per channel of the LAST axis (SmoothQuant
+    smoothing folded into the quantize step): for x float32/bfloat16 [..., C],
+
+        q[..., c] = clamp(round_half_even(x[..., c] * inv_scales[c]) + zero_point)
+
+    as int8/uint8 of x's shape; bit-identical to
+    torch.clamp(torch.round(x.float() * inv_scales) + zero_point, qmin, qmax).to(dtype)
+    (a float32 multiply, then rounding: pass inv_scales = smooth[c] / scale, not scales to divide by).
+    inv_scales: C positive finite numbers (float64 is rounded to float32); zero_point: one integer
+    inside dtype's range. A non-contiguous x (e.g. channels_last) is made contiguous first."""
+    lib = _lib()
+    x, qd = _float_input(x, "x"), _qdtype(dtype)
+    if x.dim() == 0:
+        raise ValueError("x must have at least one dim (the last is the channels)")
+    c = x.shape[-1]
+    inv = torch.as_tensor(_tensor(inv_scales, "inv_scales") if isinstance(inv_scales, torch.Tensor) else inv_scales,
+                          dtype=torch.float64)
+    if inv.dim() > 1 or inv.numel() != c:
+        raise ValueError(f"inv_scales {list(inv.shape)} must have {c} elements "
+                         f"(one per channel: the last dim of x {list(x.shape)})")
+    inv = inv.reshape(-1).to(torch.float32)
+    if not bool(torch.all(torch.isfinite(inv) & (inv > 0))):
+        raise ValueError(f"inv_scales must be positive and finite (as float32), got {inv.tolist()[:8]}")
+    z = int(_zero_points(zero_point, None, "zero_point", qd)[0])
+    x = x.contiguous()  # channels_last or other strides: the kernel reads [rows, C] row-major
+    out = torch.empty(x.shape, dtype=qd)
+    _run(lib.quantize_last_axis, x, inv.contiguous(), z, out, max_isa, _threads(threads))
     return out
 
 

@@ -52,16 +52,16 @@ void check_like(const TensorArg& t, const TensorArg& ref) {
              ref.shape_str());
 }
 
-// An optional float32 vector of n elements (norm weight/bias).
-const float* f32_vector(const std::optional<TensorArg>& t, int64_t n) {
-    if (!t) return nullptr;
-    check_cpu_contiguous(*t);
-    if (!t->is_f32()) fail(std::string(t->name()) + " has dtype " + t->dtype_str() + "; it must be float32");
-    if (t->size() != n)
-        fail(std::string(t->name()) + " " + t->shape_str() + " must have " + std::to_string(n) +
+// A float32 vector of n elements, one per element of x's last dim (norm weight/bias, ...).
+const float* f32_vector(const TensorArg& t, int64_t n) {
+    check_cpu_contiguous(t);
+    if (!t.is_f32()) fail(std::string(t.name()) + " has dtype " + t.dtype_str() + "; it must be float32");
+    if (t.size() != n)
+        fail(std::string(t.name()) + " " + t.shape_str() + " must have " + std::to_string(n) +
              " elements (the last dim of x)");
-    return static_cast<const float*>(t->data());
+    return static_cast<const float*>(t.data());
 }
+const float* f32_vector(const std::optional<TensorArg>& t, int64_t n) { return t ? f32_vector(*t, n) : nullptr; }
 
 // rows x cols with cols = the last dim.
 void rows_cols(const TensorArg& x, int64_t* rows, int64_t* cols) {
@@ -310,6 +310,27 @@ void requantize(nb::handle acc_obj, nb::handle mult_obj, nb::handle bias_obj, in
     run(lookup_requantize(select(max_isa)), "requantize", a);
 }
 
+// Per-channel multipliers along the last axis (SmoothQuant activations): x [..., C], inv_scales [C].
+void quantize_last_axis(nb::handle x_obj, nb::handle inv_obj, int zero_point, nb::handle out_obj, const OptStr& max_isa,
+                        int threads) {
+    const TensorArg x(x_obj, "x"), inv(inv_obj, "inv_scales"), out(out_obj, "out");
+    QuantizeLastAxisArgs a;
+    a.dtype = activation_dtype(x);
+    rows_cols(x, &a.rows, &a.cols);
+    a.out_unsigned = quantized_unsigned(out);
+    if (out.size() != x.size()) fail("out " + out.shape_str() + " does not have as many elements as x " + x.shape_str());
+    a.inv_scales = f32_vector(inv, a.cols);
+    const int lo = a.out_unsigned ? 0 : -128, hi = a.out_unsigned ? 255 : 127;
+    if (zero_point < lo || zero_point > hi)
+        fail("zero_point " + std::to_string(zero_point) + " is outside the quantized range [" + std::to_string(lo) + ", " +
+             std::to_string(hi) + "]");
+    a.x = x.data();
+    a.y = out.data();
+    a.zero_point = zero_point;
+    a.threads = threads;
+    run(lookup_quantize_last_axis(select(max_isa)), "quantize_last_axis", a);
+}
+
 void embedding(nb::handle weight_obj, nb::handle indices_obj, nb::handle out_obj, const OptStr& max_isa, int threads) {
     const TensorArg weight(weight_obj, "weight"), indices(indices_obj, "indices"), out(out_obj, "out");
     EmbeddingArgs a;
@@ -415,5 +436,7 @@ NB_MODULE(_native, m) {
           "threads"_a);
     m.def("requantize", &requantize, "acc"_a, "multipliers"_a, "bias"_a.none(), "zero_point"_a, "out"_a,
           "max_isa"_a.none(), "threads"_a);
+    m.def("quantize_last_axis", &quantize_last_axis, "x"_a, "inv_scales"_a, "zero_point"_a, "out"_a, "max_isa"_a.none(),
+          "threads"_a);
     m.def("embedding", &embedding, "weight"_a, "indices"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
 }

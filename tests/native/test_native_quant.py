@@ -1,7 +1,8 @@
-"""INT8 kernels (quantize, dequantize, requantize) and embedding at every ISA level this machine
-can run, against torch's own ops: quantize bit-exact with torch.quantize_per_tensor /
-quantize_per_channel(...).int_repr(), dequantize and requantize to float32 tolerance (they come
-out exact in practice), embedding equal to F.embedding.
+"""INT8 kernels (quantize, dequantize, requantize, quantize_last_axis) and embedding at every ISA
+level this machine can run, against torch's own ops: quantize bit-exact with
+torch.quantize_per_tensor / quantize_per_channel(...).int_repr(), dequantize and requantize to
+float32 tolerance (they come out exact in practice), quantize_last_axis bit-exact with the fp32
+torch expression, embedding equal to F.embedding.
 """
 from __future__ import annotations
 
@@ -133,6 +134,109 @@ def test_requantize(qdtype, level):
         assert torch.equal(got, _requantize_reference(acc, torch.tensor(0.003), zp, qdtype))
 
 
+def _quantize_last_axis_reference(x, inv, zp, qdtype):
+    lo, hi = (-128, 127) if qdtype == torch.int8 else (0, 255)
+    return torch.clamp(torch.round(x.float() * inv) + zp, lo, hi).to(qdtype)
+
+
+def _last_axis_inputs(lead, cols, dtype):
+    """x [*lead, cols] across and beyond the quantized range, with exact halves: even channels
+    get power-of-two multipliers and values (k + 0.5) / inv, so x * inv is exactly k + 0.5
+    (representable in bf16 too for |k| < 128). Odd channels get arbitrary multipliers."""
+    inv = torch.rand(cols) * 3 + 0.05
+    inv[::2] = torch.tensor([0.25, 0.5, 2.0, 4.0]).repeat(cols)[: (cols + 1) // 2]
+    x = torch.randn(*lead, cols) * 60 / inv
+    k = torch.randint(-140, 140, (*lead, (cols + 1) // 2)).float() + 0.5
+    x[..., ::2] = k / inv[::2]
+    return x.to(dtype), inv
+
+
+LAST_AXIS_COLS = (1, 3, 17, 64, 385, 768)
+# Leading shapes (rows = their product, 1 .. 130); the 130-row ones run on 2 threads (split mid-way).
+LAST_AXIS_LEADS = [((1,), 1), ((2,), 1), ((7,), 1), ((3, 5), 1), ((130,), 2), ((2, 65), 2)]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("qdtype", list(QDTYPES), ids=["int8", "uint8"])
+@pytest.mark.parametrize("dtype", FDTYPES, ids=["fp32", "bf16"])
+def test_quantize_last_axis_bit_exact(dtype, qdtype, level):
+    """Per-channel multipliers along the last axis (SmoothQuant activations): bit-identical to
+    clamp(round(x.float() * inv) + zp) at every level, odd zero points (a half then rounds
+    differently than round(x * inv + zp) would), and values past both ends of the range."""
+    torch.manual_seed(5)
+    for cols in LAST_AXIS_COLS:
+        for lead, threads in LAST_AXIS_LEADS:
+            x, inv = _last_axis_inputs(lead, cols, dtype)
+            for zp in ((3, -128, 127) if qdtype == torch.int8 else (127, 0, 255)):
+                got = native.quantize_last_axis(x, inv, zp, qdtype, max_isa=level, threads=threads)
+                want = _quantize_last_axis_reference(x, inv, zp, qdtype)
+                assert got.dtype == qdtype and got.shape == x.shape
+                assert torch.equal(got, want), (f"{list(x.shape)} zp={zp} at {level}, {threads} thread(s): "
+                                                f"{(got != want).sum()} differ")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_quantize_last_axis_strided_inputs(level):
+    """Non-contiguous x (channels_last 4-D, a transpose) is quantized as its logical values."""
+    torch.manual_seed(6)
+    for dtype in FDTYPES:
+        x4 = (torch.randn(2, 5, 3, 17) * 50).to(dtype).to(memory_format=torch.channels_last)
+        xt = (torch.randn(33, 9) * 50).to(dtype).t()
+        for x in (x4, xt):
+            assert not x.is_contiguous()
+            inv = torch.rand(x.shape[-1]) + 0.1
+            got = native.quantize_last_axis(x, inv, 0, torch.int8, max_isa=level, threads=1)
+            assert torch.equal(got, _quantize_last_axis_reference(x, inv, 0, torch.int8))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_quantize_last_axis_multiplies_does_not_divide(level):
+    """The kernel multiplies by inv_scales (a float32 product, as the reference): for these x,
+    x * (1/s) lands on or past a half where x / s does not (7.5 vs 7.4999995 -> 8 vs 7;
+    8.500001 vs 8.5 -> 9 vs 8). Each value fills a 40-element row (vector body and tail)."""
+    s = torch.tensor(0.0371)
+    inv = torch.full((40,), 1.0) / s
+    x = torch.tensor([0.27824997901916504, 0.3153499960899353]).view(2, 1).expand(2, 40)
+    got = native.quantize_last_axis(x, inv, 0, torch.int8, max_isa=level, threads=1)
+    assert torch.equal(got, _quantize_last_axis_reference(x, inv, 0, torch.int8))
+    assert (got[0] == 8).all() and (got[1] == 9).all()
+    assert torch.equal(torch.round(x / s)[:, 0], torch.tensor([7.0, 8.0]))  # what dividing would give
+
+
+def test_quantize_last_axis_errors():
+    x = torch.randn(4, 8)
+    with pytest.raises(ValueError, match="float32 or bfloat16"):
+        native.quantize_last_axis(x.double(), torch.ones(8), 0)
+    with pytest.raises(ValueError, match="torch.int8 or torch.uint8"):
+        native.quantize_last_axis(x, torch.ones(8), 0, torch.int32)
+    with pytest.raises(ValueError, match=r"inv_scales \[4\] must have 8 elements \(one per channel: the last dim"):
+        native.quantize_last_axis(x, torch.ones(4), 0)
+    with pytest.raises(ValueError, match="must have 8 elements"):
+        native.quantize_last_axis(x, torch.ones(2, 4), 0)
+    with pytest.raises(ValueError, match="positive and finite"):
+        native.quantize_last_axis(x, torch.tensor([1.0] * 7 + [float("inf")]), 0)
+    with pytest.raises(ValueError, match="positive and finite"):
+        native.quantize_last_axis(x, torch.zeros(8), 0)
+    with pytest.raises(ValueError, match="outside the torch.uint8 range"):
+        native.quantize_last_axis(x, torch.ones(8), -1)
+    with pytest.raises(ValueError, match="outside the torch.int8 range"):
+        native.quantize_last_axis(x, torch.ones(8), 128, torch.int8)
+    with pytest.raises(ValueError, match="must be integers"):
+        native.quantize_last_axis(x, torch.ones(8), 1.5)
+    with pytest.raises(ValueError, match="at least one dim"):
+        native.quantize_last_axis(torch.tensor(1.0), torch.ones(1), 0)
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        native.quantize_last_axis([1.0, 2.0], torch.ones(2), 0)
+    # The binding's own checks (what the wrapper's validation stands in front of).
+    out = torch.empty(4, 8, dtype=torch.uint8)
+    with pytest.raises(ValueError, match="inv_scales has dtype float64; it must be float32"):
+        native.raw.quantize_last_axis(x, torch.ones(8, dtype=torch.float64), 0, out, None, 1)
+    with pytest.raises(ValueError, match="zero_point 300 is outside the quantized range"):
+        native.raw.quantize_last_axis(x, torch.ones(8), 300, out, None, 1)
+    with pytest.raises(ValueError, match="not contiguous"):
+        native.raw.quantize_last_axis(x.t(), torch.ones(4), 0, out.t(), None, 1)
+
+
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("idtype", [torch.int64, torch.int32], ids=["i64", "i32"])
 @pytest.mark.parametrize("dtype", FDTYPES, ids=["fp32", "bf16"])
@@ -157,7 +261,7 @@ def test_embedding_out_of_range_index_is_an_error(level):
         native.embedding(w, torch.tensor([10], dtype=torch.int32), max_isa=level)
 
 
-@pytest.mark.parametrize("kernel", ["quantize", "dequantize", "requantize", "embedding"])
+@pytest.mark.parametrize("kernel", ["quantize", "dequantize", "requantize", "quantize_last_axis", "embedding"])
 def test_int8_kernels_have_per_level_builds(kernel):
     built = native.kernel_levels(kernel)
     assert built[0] == "generic" and "avx2" in built and "avx512" in built
@@ -209,3 +313,5 @@ def test_empty_tensors():
     assert native.quantize_per_channel(torch.zeros(0, 5), torch.ones(0), torch.zeros(0)).shape == (0, 5)
     assert native.dequantize_per_tensor(torch.zeros(3, 0, dtype=torch.uint8), 0.1, 0).shape == (3, 0)
     assert native.requantize(torch.zeros(0, 4, dtype=torch.int32), 0.1).shape == (0, 4)
+    assert native.quantize_last_axis(torch.zeros(0, 5), torch.ones(5), 0).shape == (0, 5)
+    assert native.quantize_last_axis(torch.zeros(3, 0, dtype=torch.bfloat16), torch.ones(0), 0).shape == (3, 0)

@@ -111,6 +111,19 @@ struct RequantizeArgs {
     bool out_unsigned = false;
     int threads = 1;
 };
+// Activation quantize with one multiplier per channel of the LAST axis (SmoothQuant smoothing
+// folded in), x seen as [rows, cols], channel = column:
+//   y = clamp(nearbyint(x * inv_scales[c]) + zero_point)   (product rounded to float first)
+struct QuantizeLastAxisArgs {
+    const void* x = nullptr;              // f32 or bf16
+    void* y = nullptr;                    // int8 or uint8
+    int64_t rows = 0, cols = 0;
+    const float* inv_scales = nullptr;    // cols
+    int32_t zero_point = 0;
+    bool out_unsigned = false;
+    DType dtype = DType::f32;
+    int threads = 1;
+};
 // y[i, :] = weight[indices[i], :]. The kernel checks every index first; if one is outside
 // [0, vocab) it copies nothing and sets *bad_position to its position (else -1).
 struct EmbeddingArgs {
@@ -126,16 +139,17 @@ struct EmbeddingArgs {
 
 // The kernel list: X(name, argument struct). Adding a kernel = one line here, one source file
 // under native/kernels/ and one ipxc_kernel() line in CMakeLists.txt.
-#define IPXC_KERNELS(X)            \
-    X(layer_norm, NormArgs)        \
-    X(rms_norm, NormArgs)          \
-    X(softmax, SoftmaxArgs)        \
-    X(gelu, GeluArgs)              \
-    X(silu, UnaryArgs)             \
-    X(silu_mul, BinaryArgs)        \
-    X(quantize, QuantizeArgs)      \
-    X(dequantize, DequantizeArgs)  \
-    X(requantize, RequantizeArgs)  \
+#define IPXC_KERNELS(X)                         \
+    X(layer_norm, NormArgs)                     \
+    X(rms_norm, NormArgs)                       \
+    X(softmax, SoftmaxArgs)                     \
+    X(gelu, GeluArgs)                           \
+    X(silu, UnaryArgs)                          \
+    X(silu_mul, BinaryArgs)                     \
+    X(quantize, QuantizeArgs)                   \
+    X(dequantize, DequantizeArgs)               \
+    X(requantize, RequantizeArgs)               \
+    X(quantize_last_axis, QuantizeLastAxisArgs) \
     X(embedding, EmbeddingArgs)
 
 #define IPXC_DECLARE_FN(name, Args) using name##_fn = void (*)(const Args&);
