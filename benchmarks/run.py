@@ -823,7 +823,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             "compile_bf16": "bf16 autocast + freezing (torch.autocast('cpu', dtype=torch.bfloat16)), "
                             "as PyTorch's Inductor CPU bf16 benchmarks run it; model weights are not cast",
             "ipexconvert": "default conversion of example:NAME (dynamic batch/seq dims), one artifact per model "
-                           "and dtype, cached in benchmarks/.cache/ keyed by a hash of the ipexconvert sources",
+                           "and dtype (int8: and calibration data), cached in benchmarks/.cache/ keyed by a hash of "
+                           "the ipexconvert sources",
             "peers": args.peers,
             "int8": "ipexconvert-int8" in systems,
         },

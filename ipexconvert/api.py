@@ -93,6 +93,7 @@ def optimize(
     quant: Optional[QuantOptions] = None,
     qconfig_out: Union[str, Path, None] = None,
     progress_bar=None,
+    tune=None,
 ) -> OptimizeResult:
     """Convert a model into an .ipxc artifact, check it against eager PyTorch, and return where it is.
 
@@ -103,7 +104,8 @@ def optimize(
     or a path to safetensors file(s)), `calib_text` (a text file, for models with a tokenizer),
     or `calib_synthetic=N` random batches (a loud warning; recorded in the manifest).
     `quant` holds the int8 settings (observer, SmoothQuant, accuracy guard, qconfig import);
-    `qconfig_out` writes the final quantization plan as editable JSON.
+    `qconfig_out` writes the final quantization plan as editable JSON. `tune` (a
+    quant.convert.TuneSettings) searches settings until a user metric is within tolerance of fp32.
     """
     say = progress or (lambda _msg: None)
     names = pipeline_for(dtype, passes, skip_passes)  # validate before any slow work
@@ -128,7 +130,8 @@ def optimize(
 
         program, records, quantization = quantize_program(
             program, names, source, quant or QuantOptions(), calibration=calibration, calib_text=calib_text,
-            calib_synthetic=calib_synthetic, say=say, progress_bar=progress_bar)
+            calib_synthetic=calib_synthetic, say=say, progress_bar=progress_bar, tune=tune,
+            load=lambda candidate, kind: _load_in_memory(candidate, _manifest(candidate, source, kind, [])))
     else:
         records = run_pipeline(program, names, PassOptions(dtype=dtype), on_pass=lambda n: say(f"pass {n}"))
         quantization = None
@@ -143,6 +146,17 @@ def optimize(
     if quantization is not None and qconfig_out is not None:
         Path(qconfig_out).write_text(quantization.model_dump_json(indent=2) + "\n")
     return OptimizeResult(path=out_path, manifest=final, source=source, example_inputs=source.example_inputs)
+
+
+def _load_in_memory(program: Program, manifest: Manifest) -> LoadedModel:
+    """A candidate program as a loaded model, through a temporary artifact (what a user would load)."""
+    fd, tmp = tempfile.mkstemp(prefix=".ipexconvert-candidate.", suffix=".ipxc")
+    os.close(fd)
+    try:
+        write_artifact(tmp, program, manifest)
+        return load_artifact(tmp)
+    finally:
+        os.unlink(tmp)
 
 
 def _ensure_example_inputs(program: Program, source: ResolvedSource) -> None:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import copy
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
 import torch
 
 from ..accuracy import flatten_outputs
-from ..errors import UserInputError
+from ..errors import AccuracyError, UserInputError
 from ..ir import Program
 from ..manifest import PassRecord
 from ..passes import PassOptions, run_pipeline
@@ -82,48 +83,148 @@ def source_tokenizer(source):
                              "pass token batches with --calib instead") from None
 
 
+@dataclass
+class TuneSettings:
+    """--tune: search quantization settings until eval_fn(artifact) is within tolerable_loss of fp32."""
+
+    eval_fn: Callable  # (loaded model) -> score
+    tolerable_loss: float = 0.01  # relative: (fp32 - int8) / |fp32| for a higher-is-better score
+    higher_is_better: bool = True
+    max_trials: int = 8
+
+
+LoadFn = Callable[[Program, str], object]  # (program, dtype) -> a loaded model like load_artifact() returns
+
+
 def quantize_program(program: Program, names: list[str], source, options: QuantOptions, *, calibration=None,
                      calib_text=None, calib_synthetic: int = 0, say: Callable[[str], None] = lambda _m: None,
-                     progress_bar=None) -> tuple[Program, list[PassRecord], QuantPlan]:
+                     progress_bar=None, tune: Optional[TuneSettings] = None,
+                     load: Optional[LoadFn] = None) -> tuple[Program, list[PassRecord], QuantPlan]:
     cut = min((names.index(n) for n in QUANTIZATION_STAGE if n in names), default=len(names))
     records = run_pipeline(program, names[:cut], PassOptions(dtype="int8"), on_pass=lambda n: say(f"pass {n}"))
     cal = calibration_set(program, source, calibration, calib_text, calib_synthetic)
     calib, held_out = cal.split(options.held_out_fraction)
     float_dtype = options.float_dtype or default_float_dtype()
     rest = [n for n in names[cut:] if n != "to_bf16" or float_dtype == "bfloat16"]
-    imported = _read_qconfig(options.qconfig_in) if options.qconfig_in else None
-
     say(f"calibrating on {cal.description}")
-    progress = progress_bar or (lambda stage, total: (say(stage), lambda: None)[1])
-    quantization = plan_quantization(program, calib, held_out, options, description=cal.description,
-                                     synthetic=cal.synthetic, float_dtype=float_dtype, imported=imported,
-                                     progress=progress)
-    planned = copy.deepcopy(program)
+    with torch.no_grad():
+        reference = [flatten_outputs(source.eager(**b)) for b in held_out]
+    search = _Candidates(program, rest, cal, calib, held_out, reference, float_dtype, say,
+                         progress_bar or (lambda stage, total: (say(stage), lambda: None)[1]))
+    if tune is None:
+        final, rest_records, plan = search.build(options)
+    else:
+        if load is None:
+            raise ValueError("tuning needs a load function")
+        final, rest_records, plan = _tune(search, options, tune, load, say)
+    return final, records + rest_records, plan
 
-    def build(fallback: set[str]) -> tuple[Program, list[PassRecord]]:
-        plan = quantization.plan.model_copy(deep=True)
-        for name in fallback:
-            plan.layers[name].quantized = False
-        candidate = copy.deepcopy(planned)
-        recs = run_pipeline(candidate, rest, PassOptions(dtype="int8", params={"quantization": Quantization(plan, quantization.tensors)}))
-        return candidate, recs
 
-    fallback: set[str] = set()
-    if options.guard:
-        from ..runtime.executor import Executor
+class _Candidates:
+    """Builds int8 programs from one float program and calibration set, for given options."""
 
-        names_in = program.graph.inputs
-        with torch.no_grad():
-            reference = [flatten_outputs(source.eager(**b)) for b in held_out]
+    def __init__(self, float_program, rest, cal, calib, held_out, reference, float_dtype, say, progress):
+        self.float_program, self.rest, self.cal = float_program, rest, cal
+        self.calib, self.held_out, self.reference = calib, held_out, reference
+        self.float_dtype, self.say, self.progress = float_dtype, say, progress
 
-        def runner(fb: set[str]):
-            executor = Executor(build(fb)[0])
-            return lambda b: executor.run([b[n] for n in names_in], bind_dims(program, b))
+    def build(self, options: QuantOptions, extra_fallback: int = 0) -> tuple[Program, list[PassRecord], QuantPlan]:
+        """Plan, guard (if on), then fall back `extra_fallback` more of the most sensitive layers."""
+        planned = copy.deepcopy(self.float_program)  # planning applies SmoothQuant to the weights
+        imported = _read_qconfig(options.qconfig_in) if options.qconfig_in else None
+        quantization = plan_quantization(planned, self.calib, self.held_out, options, description=self.cal.description,
+                                         synthetic=self.cal.synthetic, float_dtype=self.float_dtype,
+                                         imported=imported, progress=self.progress)
 
-        metric = choose_metric(options.guard_metric, program)
-        fallback = guard(runner, quantization.plan, held_out, reference, metric, options.max_error, say)
-    final, rest_records = build(fallback)
-    return final, records + rest_records, quantization.plan
+        def build(fallback: set[str]) -> tuple[Program, list[PassRecord]]:
+            plan = quantization.plan.model_copy(deep=True)
+            for name in fallback:
+                plan.layers[name].quantized = False
+            candidate = copy.deepcopy(planned)
+            params = {"quantization": Quantization(plan, quantization.tensors)}
+            return candidate, run_pipeline(candidate, self.rest, PassOptions(dtype="int8", params=params))
+
+        fallback: set[str] = set()
+        if options.guard:
+            from ..runtime.executor import Executor
+
+            names_in = planned.graph.inputs
+
+            def runner(fb: set[str]):
+                executor = Executor(build(fb)[0])
+                return lambda b: executor.run([b[n] for n in names_in], bind_dims(planned, b))
+
+            metric = choose_metric(options.guard_metric, planned)
+            fallback = guard(runner, quantization.plan, self.held_out, self.reference, metric, options.max_error, self.say)
+        if extra_fallback:
+            ranked = sorted((n for n, layer in quantization.plan.layers.items() if layer.quantized),
+                            key=lambda n: quantization.plan.layers[n].sensitivity or 0.0, reverse=True)
+            for name in ranked[:extra_fallback]:
+                layer = quantization.plan.layers[name]
+                layer.quantized, layer.fallback_reason = False, (
+                    f"tuning: the user metric needed the {extra_fallback} most sensitive layers in float "
+                    f"(sensitivity {layer.sensitivity:.3g})")
+                fallback.add(name)
+        final, recs = build(fallback)
+        return final, recs, quantization.plan
+
+
+def _tune_options(options: QuantOptions, family: str) -> list[QuantOptions]:
+    """Settings to try, most promising first: the given ones, then other observers and alphas."""
+    tried = [options]
+    observers = ["minmax", "percentile", "histogram"]
+    alphas = ["auto", 0.5, 0.75, "off"] if family == "transformer" else ["off"]
+    for alpha in alphas:
+        for obs in observers:
+            candidate = options.model_copy(update={"observer": obs, "smoothquant": alpha})
+            if candidate not in tried:
+                tried.append(candidate)
+    return tried
+
+
+def _tune(search: _Candidates, options: QuantOptions, tune: TuneSettings, load: LoadFn, say):
+    from .planner import family
+
+    def loss(score: float) -> float:
+        delta = (baseline - score) if tune.higher_is_better else (score - baseline)
+        return delta / max(abs(baseline), 1e-12)
+
+    float_copy = copy.deepcopy(search.float_program)
+    run_pipeline(float_copy, [n for n in search.rest if n == "prepack"], PassOptions(dtype="fp32"))
+    baseline = float(tune.eval_fn(load(float_copy, "fp32")))
+    say(f"tuning: fp32 score {baseline:.6g}; tolerable loss {tune.tolerable_loss:g}")
+    trials: list[dict] = []
+    best = None
+    for opts in _tune_options(options, family(search.float_program))[:tune.max_trials]:
+        program, recs, plan = search.build(opts)
+        score = float(tune.eval_fn(load(program, "int8")))
+        trials.append({"observer": plan.observer, "smoothquant": plan.smoothquant, "fallback_layers":
+                       len(plan.fallback_layers()), "score": score, "loss": round(loss(score), 6)})
+        say(f"tuning: observer {plan.observer}, smoothquant {plan.smoothquant}: score {score:.6g} (loss {loss(score):.4g})")
+        if best is None or loss(score) < best[0]:
+            best = (loss(score), opts, (program, recs, plan))
+        if loss(score) <= tune.tolerable_loss:
+            break
+    extra = 1
+    while best[0] > tune.tolerable_loss:
+        program, recs, plan = search.build(best[1], extra_fallback=extra)
+        score = float(tune.eval_fn(load(program, "int8")))
+        trials.append({"observer": plan.observer, "smoothquant": plan.smoothquant,
+                       "fallback_layers": len(plan.fallback_layers()), "score": score, "loss": round(loss(score), 6)})
+        say(f"tuning: {len(plan.fallback_layers())} layer(s) in float: score {score:.6g} (loss {loss(score):.4g})")
+        if loss(score) < best[0] or loss(score) <= tune.tolerable_loss:
+            best = (loss(score), best[1], (program, recs, plan))
+        if not plan.quantized_layers():
+            break
+        extra *= 2
+    program, recs, plan = best[2]
+    plan.tuning = {"baseline_score": baseline, "tolerable_loss": tune.tolerable_loss, "met": best[0] <= tune.tolerable_loss,
+                   "trials": trials}
+    if best[0] > tune.tolerable_loss:
+        raise AccuracyError(f"tuning found no int8 configuration within {tune.tolerable_loss:g} of the fp32 score "
+                            f"{baseline:.6g} (best loss {best[0]:.4g}, {len(trials)} trials); nothing was written",
+                            "raise --tolerable-loss, or use --dtype bf16")
+    return program, recs, plan
 
 
 def _read_qconfig(path) -> QuantPlan:

@@ -68,6 +68,7 @@ class QuantPlan(_Model):
     calibration_batches: int = 0
     held_out_batches: int = 0
     guard: Optional[dict] = Field(default=None, description="the accuracy guard's metric, budget, result and rounds")
+    tuning: Optional[dict] = Field(default=None, description="--tune: the fp32 score and every trial")
     layers: dict[str, LayerPlan] = Field(default_factory=dict)
 
     def quantized_layers(self) -> list[str]:

@@ -77,9 +77,10 @@ def plan_quantization(program: Program, calibration: list[dict], held_out: list[
 
     inputs = _observe_inputs(program, targets, calibration, observer_name, smooth, progress) if imported is None else {}
     quantization = Quantization(plan)
+    multipliers: dict[tuple, torch.Tensor] = {}  # one tensor per (factors, scale): its layers share a quantize node
     for node in targets:
-        if imported is not None and node.name in imported.layers:
-            act = imported.layers[node.name].input
+        if imported is not None:  # a layer the qconfig does not list stays float (no observer ran for it)
+            act = imported.layers[node.name].input if node.name in imported.layers else None
         else:
             obs = inputs[node.name]
             lo, hi = obs.range()
@@ -96,7 +97,12 @@ def plan_quantization(program: Program, calibration: list[dict], held_out: list[
         s = smooth.get(node.name)
         wq, wscale = quantize_weight(w if s is None else w * s)
         bias = node.inputs[2] if len(node.inputs) > 2 else None
-        multiplier = None if s is None else (1.0 / (s * act.scale)).float()
+        multiplier = None
+        if s is not None:
+            key = (id(s), act.scale)
+            if key not in multipliers:
+                multipliers[key] = (1.0 / (s * act.scale)).float()
+            multiplier = multipliers[key]
         quantization.tensors[node.name] = LayerTensors(wq, wscale, None if bias is None else program.weights[bias].float(),
                                                        multiplier)
         layer.input = act

@@ -3,12 +3,12 @@ plus --model-factory, or a whole pickled nn.Module (refused without --trust-pick
 """
 from __future__ import annotations
 
-import importlib
 import pickle
 from pathlib import Path
 
 import torch
 
+from ...importing import import_callable
 from ...errors import UnsafeCheckpointError, UserInputError
 from ...manifest import SourceRecord
 from .base import ResolvedSource, SourceRequest, sha256_of
@@ -23,15 +23,7 @@ def matches(request: SourceRequest) -> bool:
 
 
 def _build_from_factory(spec: str, kwargs: dict) -> torch.nn.Module:
-    module_name, _, fn_name = spec.partition(":")
-    if not module_name or not fn_name:
-        raise UserInputError(f"--model-factory {spec!r} is not of the form package.module:function",
-                             "e.g. --model-factory mypkg.models:build_resnet")
-    try:
-        fn = getattr(importlib.import_module(module_name), fn_name)
-    except (ImportError, AttributeError) as e:
-        raise UserInputError(f"cannot import --model-factory {spec}: {e}",
-                             "make sure the package is importable (pip install it, or set PYTHONPATH)") from None
+    fn = import_callable(spec, "--model-factory")
     try:
         model = fn(**kwargs)
     except TypeError as e:

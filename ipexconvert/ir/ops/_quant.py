@@ -2,8 +2,8 @@
 
 Quantized values are plain int8/uint8 tensors; scales and zero points travel as attrs
 (activations, per tensor) or constant inputs (weights, per output channel).
-Codes are round_half_even(fmaf(x, 1/scale, zero_point)), the native quantize kernels'
-arithmetic, so reference and kernel agree bit for bit.
+Codes follow the native quantize kernels' arithmetic exactly (see quantize() below), so
+reference and kernel agree bit for bit.
 """
 from __future__ import annotations
 
@@ -31,8 +31,11 @@ def quantize(x: torch.Tensor, scale: float, zero_point: int, dtype: str,
              multiplier: Optional[torch.Tensor] = None) -> torch.Tensor:
     """clamp(round(x * (1/scale)) + zp); `multiplier` (per last-axis channel) replaces 1/scale."""
     lo, hi = QRANGE[dtype]
-    inv = multiplier.float() if multiplier is not None else 1.0 / torch.tensor(scale, dtype=torch.float32)
-    # fmaf(x, inv, zp) as the kernels compute it: exact in float64, then one rounding to float32.
+    if multiplier is not None:
+        # native quantize_last_axis: float32 product rounded, then the zero point added.
+        return torch.clamp(torch.round(x.float() * multiplier.float()) + zero_point, lo, hi).to(QTORCH[dtype])
+    # native quantize_per_tensor: fmaf(x, 1/scale, zp), i.e. exact in float64, one rounding to float32.
+    inv = 1.0 / torch.tensor(scale, dtype=torch.float32)
     v = (x.float().double() * inv.double() + zero_point).float()
     return torch.clamp(torch.round(v), lo, hi).to(QTORCH[dtype])
 

@@ -44,13 +44,16 @@ def qconv2d_onednn(ctx: NodeContext) -> Optional[Kernel]:
                      a.groups, None)
     zero_points = torch.zeros(weight.shape[0], dtype=torch.int64)
     conv_args = (a.stride, a.padding, a.dilation, a.groups)
+    # oneDNN returns channels-last even for a contiguous input: give the spec's layout.
+    layout = torch.channels_last if out.memory_format == "channels_last" else torch.contiguous_format
 
     if plan.binary is None:
         attr, algorithm = plan.unary or ("none", "")
 
         def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-            return qconv(inputs[0], a.x_scale, a.x_zero_point, packed, scales, zero_points, bias, *conv_args,
-                         a.output_scale, a.output_zero_point, out_dtype, attr, [], algorithm)
+            y = qconv(inputs[0], a.x_scale, a.x_zero_point, packed, scales, zero_points, bias, *conv_args,
+                      a.output_scale, a.output_zero_point, out_dtype, attr, [], algorithm)
+            return y.contiguous(memory_format=layout)
     else:
         slot = plan.binary.operand
         unary = plan.binary_unary[0] if plan.binary_unary else None
@@ -58,8 +61,9 @@ def qconv2d_onednn(ctx: NodeContext) -> Optional[Kernel]:
         def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
             accum = inputs[slot].contiguous(memory_format=torch.channels_last).clone(
                 memory_format=torch.channels_last)
-            return binary_op(inputs[0], a.x_scale, a.x_zero_point, packed, scales, zero_points, accum, bias,
-                             *conv_args, a.output_scale, a.output_zero_point, out_dtype, 1.0, 0, "sum", 1.0,
-                             unary, [], None)
+            y = binary_op(inputs[0], a.x_scale, a.x_zero_point, packed, scales, zero_points, accum, bias,
+                          *conv_args, a.output_scale, a.output_zero_point, out_dtype, 1.0, 0, "sum", 1.0,
+                          unary, [], None)
+            return y.contiguous(memory_format=layout)
 
     return Kernel(with_tail(run, plan.tail), "onednn:qconv2d", frozenset({1, 2, 3}))

@@ -32,28 +32,27 @@ def native_quantize(ctx: NodeContext):
     a = ctx.attrs
     qdtype = QTORCH[a.dtype]
     has_multiplier = len(ctx.input_specs) > 1 and ctx.input_specs[1] is not None
-    if has_multiplier and (ctx.constants[1] is None or not hasattr(native, "quantize_last_axis")
-                           or x.memory_format != "contiguous"):
+    if has_multiplier and (ctx.constants[1] is None or x.memory_format != "contiguous"):
         return None
     reference = get_op(ctx.op).compile(a)
     multiplier = ctx.constants[1].float().contiguous() if has_multiplier else None
-    # Per-tensor: call the extension directly with the parameters converted once (the
-    # wrapper's checks would run on every call).
+    # Call the extension directly with the parameters converted once (the wrapper's checks
+    # would run on every call).
     lib, isa = native.raw, ctx.isa
     scale = torch.tensor([a.scale], dtype=torch.float32)
     zero_point = torch.tensor([a.zero_point], dtype=torch.int32)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        view = _dense_view(inputs[0])
-        if view is None:
-            return reference(inputs, dims)
+        # The multiplier runs along the last axis: the NHWC view of a channels-last x would move it.
+        view = _dense_view(inputs[0]) if multiplier is None or inputs[0].is_contiguous() else None
+        if view is None:  # the multiplier is consumed (passed as None): give the reference ours
+            return reference(inputs if multiplier is None else [inputs[0], multiplier], dims)
         dense, undo = view
+        q = torch.empty(dense.shape, dtype=qdtype)
         if multiplier is None:
-            q = torch.empty(dense.shape, dtype=qdtype)
             lib.quantize(dense, scale, zero_point, False, q, isa, torch.get_num_threads())
         else:
-            q = native.quantize_last_axis(dense, multiplier, a.zero_point, qdtype, max_isa=isa,
-                                          threads=torch.get_num_threads())
+            lib.quantize_last_axis(dense, multiplier, a.zero_point, q, isa, torch.get_num_threads())
         return undo(q)
 
     name = _common.kernel_name("quantize", "quantize", ctx.isa)
