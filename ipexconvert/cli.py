@@ -11,13 +11,17 @@ import math
 import os
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, List, Optional
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Column, Table
+from rich.text import Text
 
 from .errors import IpexConvertError, UserInputError
 
@@ -34,6 +38,7 @@ def handle_errors(fn: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         warnings.filterwarnings("ignore", category=FutureWarning)
         warnings.filterwarnings("ignore", category=UserWarning, module="torch")
+        _quiet_third_party_progress()
         try:
             return fn(*args, **kwargs)
         except IpexConvertError as e:
@@ -56,6 +61,13 @@ def handle_errors(fn: Callable) -> Callable:
     return wrapper
 
 
+def _quiet_third_party_progress() -> None:
+    """Our live display owns stderr: transformers' tqdm bars ("Loading weights") would tear it and bury errors."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers is first imported
+    if "transformers" in sys.modules:  # already imported (in-process use): switch its bars off directly
+        sys.modules["transformers"].utils.logging.disable_progress_bar()
+
+
 def _human_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
@@ -75,12 +87,167 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+# --------------------------------------------------------------------------- int8 flags
+@dataclass(frozen=True)
+class Int8Flag:
+    """An int8-only optimize flag: its spelling, the QuantOptions field it sets (None: an optimize()
+    keyword), what it accepts (for error messages), and how a CLI value becomes the field's value."""
+
+    flag: str
+    field: Optional[str]
+    accepts: str
+    convert: Callable[[Any], Any] = lambda v: v
+
+
+INT8_PANEL = "int8 (--dtype int8 only)"
+# optimize() parameter -> flag. A flag counts as given when its value is not None/False.
+INT8_FLAGS: dict[str, Int8Flag] = {
+    "calib": Int8Flag("--calib", None, "a .safetensors file or a folder of them"),
+    "calib_text": Int8Flag("--calib-text", None, "a UTF-8 text file, one sentence a line"),
+    "calib_synthetic": Int8Flag("--calib-synthetic", None, "a number of random batches, at least 1"),
+    "observer": Int8Flag("--observer", "observer", "minmax, percentile or histogram"),
+    "smoothquant": Int8Flag("--smoothquant", "smoothquant", "auto, off, or a fixed alpha in [0, 1]"),
+    "max_error": Int8Flag("--max-error", "max_error", "a positive number: the guard metric's budget"),
+    "guard_metric": Int8Flag("--guard-metric", "guard_metric", "auto, cosine, relative or top1"),
+    "no_guard": Int8Flag("--no-guard", "guard", "no value", convert=lambda v: not v),
+    "qconfig_out": Int8Flag("--qconfig-out", None, "a path for the JSON quantization plan"),
+    "qconfig_in": Int8Flag("--qconfig-in", "qconfig_in", "a qconfig JSON file written by --qconfig-out"),
+    "float_dtype": Int8Flag("--float-dtype", "float_dtype", "auto, float32 or bfloat16",
+                            convert=lambda v: None if v == "auto" else v),  # QuantOptions: None means auto
+}
+
+
+def _quant_options(dtype: str, values: dict[str, Any]):
+    """QuantOptions from the int8 flags (None for other dtypes); every mistake is a usage error, found
+    before any slow work."""
+    from pydantic import ValidationError
+
+    from .quant.observers import OBSERVERS
+    from .quant.options import QuantOptions
+
+    given = {name: v for name, v in values.items() if v is not None and v is not False}
+    if dtype != "int8":
+        if given:
+            flags = ", ".join(INT8_FLAGS[n].flag for n in given)
+            raise UserInputError(f"{flags} only apply to --dtype int8 (this conversion is --dtype {dtype})",
+                                 f"add --dtype int8, or leave out {flags}")
+        return None
+    if given.get("calib_synthetic") is not None and given["calib_synthetic"] < 1:
+        raise UserInputError(f"--calib-synthetic {given['calib_synthetic']}: no batches to calibrate on",
+                             "ask for at least 1 random batch (e.g. --calib-synthetic 16), or pass real data with --calib")
+    if "observer" in given and given["observer"] not in OBSERVERS:  # QuantOptions takes any name; fail before exporting
+        raise UserInputError(f"--observer {given['observer']}: no such observer", f"use one of: {', '.join(sorted(OBSERVERS))}")
+    if "qconfig_out" in given and Path(given["qconfig_out"]).is_dir():
+        raise UserInputError(f"--qconfig-out {given['qconfig_out']} is a folder", "pass a file path, e.g. qconfig.json")
+    fields = {f.field: f.convert(given[n]) for n, f in INT8_FLAGS.items() if f.field and n in given}
+    try:
+        options = QuantOptions(**fields)
+    except ValidationError as e:
+        first = e.errors()[0]
+        name = next(n for n, f in INT8_FLAGS.items() if f.field == first["loc"][0])
+        flag = INT8_FLAGS[name]
+        reason = first["msg"].removeprefix("Value error, ")
+        raise UserInputError(f"{flag.flag} {given[name]}: {reason}", f"{flag.flag} takes {flag.accepts}") from None
+    if options.qconfig_in is not None:  # a broken file should not cost an export and a calibration run first
+        from .quant.convert import _read_qconfig
+
+        _read_qconfig(options.qconfig_in)
+    return options
+
+
+# --------------------------------------------------------------------------- progress
+class _StagesOnly(ProgressColumn):
+    """Shows `column` for calibration stages (a known batch count) and nothing on the step spinner line."""
+
+    def __init__(self, column: ProgressColumn):
+        super().__init__(table_column=column.get_table_column())
+        self.column = column
+
+    def render(self, task):
+        return self.column.render(task) if task.total is not None else Text("")
+
+
+class _Description(ProgressColumn):
+    """The step or stage text; on a narrow terminal it is cut short so that the rest stays on one line."""
+
+    def render(self, task):
+        return Text(task.description, no_wrap=True, overflow="ellipsis")
+
+
+class _BatchCount(ProgressColumn):
+    def render(self, task):
+        return Text(f"{int(task.completed)}/{int(task.total)} batches", no_wrap=True)
+
+
+class _Clock(ProgressColumn):
+    """Time so far on the step line, time left on a calibration stage's line."""
+
+    def __init__(self):
+        super().__init__(table_column=Column(no_wrap=True))
+        self.elapsed, self.remaining = TimeElapsedColumn(), TimeRemainingColumn()
+
+    def render(self, task):
+        return (self.elapsed if task.total is None else self.remaining).render(task)
+
+
+class ConversionProgress:
+    """One live display on stderr while converting: a spinner line with the current step, and a bar
+    for each calibration stage. (rich allows one live display at a time, so a status spinner and
+    separate progress bars cannot be combined.)"""
+
+    def __init__(self, console: Console):
+        self.display = Progress(SpinnerColumn(), _Description(), _StagesOnly(BarColumn(bar_width=20)),
+                                _StagesOnly(_BatchCount(table_column=Column(no_wrap=True))), _Clock(),
+                                console=console, transient=True)
+        self.step = None
+
+    def __enter__(self) -> "ConversionProgress":
+        self.display.start()
+        self.step = self.display.add_task("converting", total=None)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.display.stop()
+
+    def say(self, message: str) -> None:
+        self.display.update(self.step, description=message)
+
+    def stage(self, name: str, total_batches: int) -> Callable[[], None]:
+        """optimize(progress_bar=...): a new bar per calibration stage; the returned tick advances it by a batch."""
+        task = self.display.add_task(f"  {name}", total=total_batches)
+        return lambda: self.display.advance(task)
+
+
+def _loud_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """warnings.showwarning for a conversion: a warning from ipexconvert (e.g. synthetic calibration) must stand out."""
+    err.print(f"[bold yellow]WARNING:[/] [yellow]{escape(str(message))}[/]", highlight=False)
+
+
+# --------------------------------------------------------------------------- int8 summary
+def _print_quant_summary(q: dict) -> None:
+    """What the int8 conversion decided: layers, SmoothQuant, accuracy guard, calibration."""
+    from .inspection import quant_overview
+
+    o = quant_overview(q)
+    out.print(f"[bold]int8[/]: {o['quantized']} layer(s) quantized, {o['float']} kept in float "
+              f"(observer {q['observer']}, activations {q['activation_dtype']}, weights {q['weight_dtype']} "
+              f"{q['weight_scheme']}, other ops {q['float_dtype']})", highlight=False)
+    for name, reason in o["fallbacks"].items():
+        out.print(f"  float: {escape(name)}: {escape(reason or 'no reason recorded')}", highlight=False)
+    out.print(f"[bold]SmoothQuant[/]: {o['smoothquant']}", highlight=False)
+    out.print(f"[bold]accuracy guard[/]: {o['guard']}", highlight=False)
+    out.print(f"[bold]calibration[/]: {escape(o['calibration'])}", highlight=False)
+    if q.get("calibration_synthetic"):
+        out.print("[bold yellow]WARNING: calibrated on RANDOM synthetic inputs; accuracy on real data is unknown "
+                  "(pass --calib or --calib-text with real samples)[/]", highlight=False)
+
+
 # --------------------------------------------------------------------------- optimize
 @app.command()
 @handle_errors
 def optimize(
     source: str = typer.Argument(..., help="model.pt2, a Hugging Face folder, a checkpoint (.safetensors/.pt), or example:NAME"),
-    dtype: str = typer.Option("fp32", "--dtype", help="fp32 or bf16"),
+    dtype: str = typer.Option("fp32", "--dtype", help="fp32, bf16 or int8 (int8 needs --calib, --calib-text or --calib-synthetic)"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="artifact path (default: NAME.DTYPE.ipxc)"),
     input: List[str] = typer.Option([], "--input", help="NAME:SHAPE:DTYPE, e.g. x:batch,3,224,224:float32 (repeatable)"),
     example_inputs: Optional[Path] = typer.Option(None, "--example-inputs", help="safetensors file with one tensor per input"),
@@ -93,6 +260,29 @@ def optimize(
     min_cosine: Optional[float] = typer.Option(None, "--min-cosine", help="accuracy budget: min cosine similarity to eager"),
     timing: bool = typer.Option(True, "--timing/--no-timing", help="time eager vs artifact on the example inputs"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    # --dtype int8 only (INT8_FLAGS lists them)
+    calib: Optional[Path] = typer.Option(None, "--calib", rich_help_panel=INT8_PANEL,
+                                         help="calibration batches: a .safetensors file or a folder of them"),
+    calib_text: Optional[Path] = typer.Option(None, "--calib-text", rich_help_panel=INT8_PANEL,
+                                              help="text file, one sentence a line (models with a tokenizer)"),
+    calib_synthetic: Optional[int] = typer.Option(None, "--calib-synthetic", metavar="N", rich_help_panel=INT8_PANEL,
+                                                  help="calibrate on N random batches (not recommended)"),
+    observer: Optional[str] = typer.Option(None, "--observer", rich_help_panel=INT8_PANEL,
+                                           help="minmax, percentile or histogram (default per model family)"),
+    smoothquant: Optional[str] = typer.Option(None, "--smoothquant", metavar="auto|off|ALPHA", rich_help_panel=INT8_PANEL,
+                                              help="SmoothQuant for transformer linears (default auto)"),
+    max_error: Optional[float] = typer.Option(None, "--max-error", rich_help_panel=INT8_PANEL,
+                                              help="accuracy guard budget (default per metric)"),
+    guard_metric: Optional[str] = typer.Option(None, "--guard-metric", rich_help_panel=INT8_PANEL,
+                                               help="auto, cosine, relative or top1"),
+    no_guard: bool = typer.Option(False, "--no-guard", rich_help_panel=INT8_PANEL,
+                                  help="keep every layer int8, without the accuracy guard"),
+    qconfig_out: Optional[Path] = typer.Option(None, "--qconfig-out", rich_help_panel=INT8_PANEL,
+                                               help="write the quantization plan as editable JSON"),
+    qconfig_in: Optional[Path] = typer.Option(None, "--qconfig-in", rich_help_panel=INT8_PANEL,
+                                              help="use a plan written by --qconfig-out"),
+    float_dtype: Optional[str] = typer.Option(None, "--float-dtype", rich_help_panel=INT8_PANEL,
+                                              help="auto, float32 or bfloat16 for ops without int8 kernels"),
 ):
     """Convert a model into an .ipxc artifact and check it against eager PyTorch."""
     from .api import load_artifact
@@ -102,18 +292,24 @@ def optimize(
 
     if output is not None and output.is_dir():
         raise UserInputError(f"-o {output} is a folder, not an artifact path", f"pass a file path, e.g. -o {output / 'model.ipxc'}")
+    quant = _quant_options(dtype, {
+        "calib": calib, "calib_text": calib_text, "calib_synthetic": calib_synthetic, "observer": observer,
+        "smoothquant": smoothquant, "max_error": max_error, "guard_metric": guard_metric, "no_guard": no_guard,
+        "qconfig_out": qconfig_out, "qconfig_in": qconfig_in, "float_dtype": float_dtype})
     input_args = [parse_input_arg(text) for text in input]
     tensors = load_inputs_file(example_inputs) if example_inputs else None
     kwargs = parse_model_kwargs(model_kwargs)
-    with err.status("converting", spinner="dots") as status:
+    with ConversionProgress(err) as progress, warnings.catch_warnings():
+        warnings.showwarning = _loud_warning
         result = run_optimize(
             source, tensors, dtype=dtype, output=output, inputs=input_args or None,
             passes=[p.strip() for p in passes.split(",") if p.strip()] if passes else None, skip_passes=skip_pass,
             max_rel_error=max_rel_error, min_cosine=min_cosine, model_factory=model_factory, model_kwargs=kwargs,
-            trust_pickle=trust_pickle, progress=lambda msg: status.update(msg))
+            trust_pickle=trust_pickle, progress=progress.say, calibration=calib, calib_text=calib_text,
+            calib_synthetic=calib_synthetic or 0, quant=quant, qconfig_out=qconfig_out, progress_bar=progress.stage)
         timings = None
         if timing:
-            status.update("timing eager vs artifact")
+            progress.say("timing eager vs artifact")
             from .bench import time_pair
 
             model = load_artifact(result.path)
@@ -136,10 +332,15 @@ def optimize(
     for acc in manifest.accuracy.outputs:
         out.print(f"[bold]accuracy[/] {acc.name}: max rel error {acc.max_rel_error:.2e}, cosine {acc.cosine:.6f} "
                   f"(budget {manifest.accuracy.budget_rel_error:g} / {manifest.accuracy.budget_min_cosine:g})", highlight=False)
+    if manifest.quantization is not None:
+        _print_quant_summary(manifest.quantization)
     if timings:
         out.print(f"[bold]latency[/] (median of {timings['rounds']}): eager {timings['eager_ms']:.2f} ms, "
                   f"artifact {timings['artifact_ms']:.2f} ms (x{timings['eager_ms'] / timings['artifact_ms']:.2f})", highlight=False)
     out.print(f"[bold green]wrote[/] {escape(str(result.path))} ({_human_bytes(size)}, {manifest.dtype})", highlight=False)
+    if qconfig_out is not None:
+        out.print(f"[bold green]wrote[/] {escape(str(qconfig_out))} (quantization plan; edit it and pass it back with --qconfig-in)",
+                  highlight=False)
 
 
 # --------------------------------------------------------------------------- inspect
@@ -182,6 +383,32 @@ def inspect(
         for acc in m["accuracy"]["outputs"]:
             out.print(f"accuracy at conversion, {acc['name']}: max rel error {acc['max_rel_error']:.2e}, cosine {acc['cosine']:.6f}",
                       highlight=False)
+    if m.get("quantization"):
+        _print_quant_table(artifact, m["quantization"])
+
+
+def _print_quant_table(artifact: Path, q: dict) -> None:
+    """inspect for an int8 artifact: the plan's settings, then one row per linear/conv layer."""
+    from .inspection import QUANT_COLUMNS, quant_layers
+
+    _print_quant_summary(q)
+    # Ten columns: no vertical rules, and cells wrap (at spaces) rather than truncate, since a cut-off
+    # scale or layer name would mislead.
+    table = Table(title="quantization by layer (SmoothQuant: alpha -> where 1/s is folded)", box=box.SIMPLE_HEAD,
+                  show_edge=False, collapse_padding=True, pad_edge=False)
+    for header in QUANT_COLUMNS:
+        table.add_column(header, justify="right" if header in ("in scale", "zero pt", "sensitivity") else "left",
+                         overflow="fold")
+    notes = []
+    for layer in quant_layers(artifact, q):
+        cells = [QUANT_COLUMNS[h](layer) for h in QUANT_COLUMNS]
+        if not layer["quantized"]:  # reasons are long: a numbered note under the table keeps the rows readable
+            notes.append(f"({len(notes) + 1}) {layer['node']}: {layer.get('fallback_reason') or 'no reason recorded'}")
+            cells[list(QUANT_COLUMNS).index("precision")] += f" ({len(notes)})"
+        table.add_row(*map(escape, cells))
+    out.print(table)
+    for note in notes:
+        out.print(f"  {escape(note)}", highlight=False)
 
 
 # --------------------------------------------------------------------------- run
