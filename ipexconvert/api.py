@@ -109,6 +109,12 @@ def optimize(
     """
     say = progress or (lambda _msg: None)
     names = pipeline_for(dtype, passes, skip_passes)  # validate before any slow work
+    if dtype == "int8":
+        from .quant.convert import check_calibration_args
+
+        check_calibration_args(calibration, calib_text, calib_synthetic)
+        if qconfig_out is not None and not Path(qconfig_out).parent.is_dir():
+            raise UserInputError(f"the folder for --qconfig-out {qconfig_out} does not exist", "create it first")
     say("loading model")
     if isinstance(model, torch.nn.Module):
         source = from_module(model)
@@ -128,20 +134,25 @@ def optimize(
     if dtype == "int8":
         from .quant.convert import quantize_program
 
-        program, records, quantization = quantize_program(
+        program, records, quantization, held_out = quantize_program(
             program, names, source, quant or QuantOptions(), calibration=calibration, calib_text=calib_text,
             calib_synthetic=calib_synthetic, say=say, progress_bar=progress_bar, tune=tune,
             load=lambda candidate, kind: _load_in_memory(candidate, _manifest(candidate, source, kind, [])))
     else:
         records = run_pipeline(program, names, PassOptions(dtype=dtype), on_pass=lambda n: say(f"pass {n}"))
-        quantization = None
+        quantization, held_out = None, None
     manifest = _manifest(program, source, dtype, records)
     if quantization is not None:
         manifest.quantization = quantization.model_dump(mode="json")
 
     out_path = Path(output) if output is not None else _default_output(source, dtype)
     say("writing artifact and checking accuracy against eager")
-    accuracy = _measure_accuracy(program, manifest, source, dtype, out_path, max_rel_error, min_cosine)
+    # int8 is checked on a held-out calibration batch: real data, where the example inputs may be
+    # random (e.g. token ids of a Hugging Face folder) and outside what the model was calibrated for.
+    check_inputs = held_out[0] if held_out else source.example_inputs
+    where = "a held-out calibration batch" if held_out else "the example inputs"
+    accuracy = _measure_accuracy(program, manifest, source, dtype, out_path, max_rel_error, min_cosine,
+                                 check_inputs, where)
     final = write_artifact(out_path, program, manifest.model_copy(update={"accuracy": accuracy}), source.example_inputs)
     if quantization is not None and qconfig_out is not None:
         Path(qconfig_out).write_text(quantization.model_dump_json(indent=2) + "\n")
@@ -190,20 +201,21 @@ def _manifest(program: Program, source: ResolvedSource, dtype: str, records) -> 
 
 
 def _measure_accuracy(program: Program, manifest: Manifest, source: ResolvedSource, dtype: str, out_path: Path,
-                      max_rel_error: Optional[float], min_cosine: Optional[float]) -> AccuracyRecord:
-    """Write to a temp file, load it like a user would, and compare with eager on the example inputs."""
+                      max_rel_error: Optional[float], min_cosine: Optional[float],
+                      inputs: Mapping[str, torch.Tensor], where: str) -> AccuracyRecord:
+    """Write to a temp file, load it like a user would, and compare with eager on `inputs`."""
     out_path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".check.ipxc", dir=out_path.parent)
     os.close(fd)
     try:
         write_artifact(tmp, program, manifest)
         loaded = load_artifact(tmp)
-        got = loaded.run_list([source.example_inputs[n] for n in loaded.signature.input_names])
+        got = loaded.run_list([inputs[n] for n in loaded.signature.input_names])
     finally:
         os.unlink(tmp)
     with torch.no_grad():
-        want = flatten_outputs(source.eager(**source.example_inputs))
-    record = measure(loaded.signature.output_names, got, want, dtype, "eager PyTorch fp32 on the example inputs",
+        want = flatten_outputs(source.eager(**inputs))
+    record = measure(loaded.signature.output_names, got, want, dtype, f"eager PyTorch fp32 on {where}",
                      max_rel_error, min_cosine)
     if not record.passed:
         worst = max(record.outputs, key=lambda o: o.max_rel_error)

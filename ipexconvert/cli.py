@@ -149,9 +149,9 @@ def _quant_options(dtype: str, values: dict[str, Any]):
         reason = first["msg"].removeprefix("Value error, ")
         raise UserInputError(f"{flag.flag} {given[name]}: {reason}", f"{flag.flag} takes {flag.accepts}") from None
     if options.qconfig_in is not None:  # a broken file should not cost an export and a calibration run first
-        from .quant.convert import _read_qconfig
+        from .quant.convert import read_qconfig
 
-        _read_qconfig(options.qconfig_in)
+        read_qconfig(options.qconfig_in)
     return options
 
 

@@ -41,8 +41,8 @@ def _input_specs(program: Program) -> dict:
     return {n: program.graph.values[n] for n in program.graph.inputs}
 
 
-def calibration_set(program: Program, source, calibration, calib_text, calib_synthetic: int) -> data.CalibrationSet:
-    """The calibration batches from whichever source the user gave (exactly one)."""
+def check_calibration_args(calibration, calib_text, calib_synthetic: int) -> None:
+    """Exactly one calibration source: checked before any slow work (loading, export)."""
     given = [x for x in (calibration, calib_text) if x is not None] + ([calib_synthetic] if calib_synthetic else [])
     if not given:
         raise UserInputError("--dtype int8 needs calibration data to choose activation ranges",
@@ -51,6 +51,13 @@ def calibration_set(program: Program, source, calibration, calib_text, calib_syn
                              "inputs (not recommended)")
     if len(given) > 1:
         raise UserInputError("more than one calibration source given", "pass only one of --calib, --calib-text, --calib-synthetic")
+    if calib_synthetic < 0:
+        raise UserInputError(f"--calib-synthetic {calib_synthetic}", "pass a positive number of random batches")
+
+
+def calibration_set(program: Program, source, calibration, calib_text, calib_synthetic: int) -> data.CalibrationSet:
+    """The calibration batches from whichever source the user gave (exactly one)."""
+    check_calibration_args(calibration, calib_text, calib_synthetic)
     specs, dims = _input_specs(program), program.graph.dims
     if isinstance(calibration, data.CalibrationSet):
         return calibration
@@ -99,7 +106,8 @@ LoadFn = Callable[[Program, str], object]  # (program, dtype) -> a loaded model 
 def quantize_program(program: Program, names: list[str], source, options: QuantOptions, *, calibration=None,
                      calib_text=None, calib_synthetic: int = 0, say: Callable[[str], None] = lambda _m: None,
                      progress_bar=None, tune: Optional[TuneSettings] = None,
-                     load: Optional[LoadFn] = None) -> tuple[Program, list[PassRecord], QuantPlan]:
+                     load: Optional[LoadFn] = None) -> tuple[Program, list[PassRecord], QuantPlan, list[dict]]:
+    """The int8 program, all pass records, the final plan, and the held-out batches (for the final check)."""
     cut = min((names.index(n) for n in QUANTIZATION_STAGE if n in names), default=len(names))
     records = run_pipeline(program, names[:cut], PassOptions(dtype="int8"), on_pass=lambda n: say(f"pass {n}"))
     cal = calibration_set(program, source, calibration, calib_text, calib_synthetic)
@@ -117,7 +125,7 @@ def quantize_program(program: Program, names: list[str], source, options: QuantO
         if load is None:
             raise ValueError("tuning needs a load function")
         final, rest_records, plan = _tune(search, options, tune, load, say)
-    return final, records + rest_records, plan
+    return final, records + rest_records, plan, held_out
 
 
 class _Candidates:
@@ -131,7 +139,7 @@ class _Candidates:
     def build(self, options: QuantOptions, extra_fallback: int = 0) -> tuple[Program, list[PassRecord], QuantPlan]:
         """Plan, guard (if on), then fall back `extra_fallback` more of the most sensitive layers."""
         planned = copy.deepcopy(self.float_program)  # planning applies SmoothQuant to the weights
-        imported = _read_qconfig(options.qconfig_in) if options.qconfig_in else None
+        imported = read_qconfig(options.qconfig_in) if options.qconfig_in else None
         quantization = plan_quantization(planned, self.calib, self.held_out, options, description=self.cal.description,
                                          synthetic=self.cal.synthetic, float_dtype=self.float_dtype,
                                          imported=imported, progress=self.progress)
@@ -227,7 +235,8 @@ def _tune(search: _Candidates, options: QuantOptions, tune: TuneSettings, load: 
     return program, recs, plan
 
 
-def _read_qconfig(path) -> QuantPlan:
+def read_qconfig(path) -> QuantPlan:
+    """A qconfig JSON file (written by --qconfig-out, possibly edited by hand), validated."""
     path = Path(path)
     if not path.is_file():
         raise UserInputError(f"qconfig file {path} does not exist", "write one with --qconfig-out first")

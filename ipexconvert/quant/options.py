@@ -25,6 +25,15 @@ class QuantOptions(BaseModel):
     qconfig_in: Optional[Path] = None
     sample_rows: int = Field(default=512, gt=0, description="activation rows kept per layer for the alpha search")
 
+    @field_validator("observer")
+    @classmethod
+    def _known_observer(cls, v):
+        from .observers import OBSERVERS
+
+        if v is not None and v not in OBSERVERS:
+            raise ValueError(f"unknown observer {v!r}; use one of: {', '.join(sorted(OBSERVERS))}")
+        return v
+
     @field_validator("smoothquant", mode="before")
     @classmethod
     def _alpha(cls, v):

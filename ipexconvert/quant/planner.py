@@ -63,6 +63,8 @@ def plan_quantization(program: Program, calibration: list[dict], held_out: list[
         raise UserInputError("the model has no linear or conv2d layer with constant weights to quantize",
                              "use --dtype bf16 (or fp32) for this model")
     fam = family(program)
+    if imported is not None:
+        _check_imported(imported, targets)
     observer_name = options.observer or DEFAULT_OBSERVER[fam]
     plan = QuantPlan(activation_dtype=options.activation_dtype, observer=observer_name,
                      smoothquant=str(options.smoothquant) if fam == "transformer" else "off (not a transformer)",
@@ -112,6 +114,16 @@ def plan_quantization(program: Program, calibration: list[dict], held_out: list[
         plan.layers[node.name] = layer
     _sensitivity(program, targets, held_out or calibration[:1], quantization, smooth, progress)
     return quantization
+
+
+def _check_imported(imported: QuantPlan, targets: list[Node]) -> None:
+    """A qconfig written for another model must not be applied by matching a few common node names."""
+    ops = {n.name: n.op for n in targets}
+    unknown = [name for name, layer in imported.layers.items() if ops.get(name) != layer.op]
+    if unknown:
+        raise UserInputError(f"the qconfig names {len(unknown)} layer(s) this model does not have (or with another op): "
+                             f"{', '.join(unknown[:8])}{' ...' if len(unknown) > 8 else ''}",
+                             "export a qconfig from this model with --qconfig-out, then edit that one")
 
 
 def _smooth(program, linears, calibration, options, weights, smooth, plan, progress) -> None:
