@@ -114,7 +114,29 @@ INT8_FLAGS: dict[str, Int8Flag] = {
     "qconfig_in": Int8Flag("--qconfig-in", "qconfig_in", "a qconfig JSON file written by --qconfig-out"),
     "float_dtype": Int8Flag("--float-dtype", "float_dtype", "auto, float32 or bfloat16",
                             convert=lambda v: None if v == "auto" else v),  # QuantOptions: None means auto
+    "tune": Int8Flag("--tune", None, "no value (needs --eval-fn)"),
+    "eval_fn": Int8Flag("--eval-fn", None, "package.module:function(model) -> score, higher is better"),
+    "tolerable_loss": Int8Flag("--tolerable-loss", None, "a relative loss of the fp32 score, e.g. 0.01"),
 }
+
+
+def _tune_settings(values: dict[str, Any]):
+    """TuneSettings for --tune (None without it); --eval-fn is imported now, before any slow work."""
+    from .importing import import_callable
+    from .quant.convert import TuneSettings
+
+    if not values.get("tune"):
+        if values.get("eval_fn") or values.get("tolerable_loss") is not None:
+            raise UserInputError("--eval-fn and --tolerable-loss only apply with --tune", "add --tune")
+        return None
+    if not values.get("eval_fn"):
+        raise UserInputError("--tune needs --eval-fn package.module:function",
+                             "write a function that takes the loaded model and returns a score (higher is better)")
+    loss = values.get("tolerable_loss")
+    if loss is not None and not 0 <= loss < 1:
+        raise UserInputError(f"--tolerable-loss {loss}", "pass a relative loss in [0, 1), e.g. 0.01 for 1%")
+    return TuneSettings(eval_fn=import_callable(values["eval_fn"], "--eval-fn"),
+                        tolerable_loss=0.01 if loss is None else loss)
 
 
 def _quant_options(dtype: str, values: dict[str, Any]):
@@ -236,6 +258,11 @@ def _print_quant_summary(q: dict) -> None:
         out.print(f"  float: {escape(name)}: {escape(reason or 'no reason recorded')}", highlight=False)
     out.print(f"[bold]SmoothQuant[/]: {o['smoothquant']}", highlight=False)
     out.print(f"[bold]accuracy guard[/]: {o['guard']}", highlight=False)
+    if q.get("tuning"):
+        t = q["tuning"]
+        last = t["trials"][-1] if t["trials"] else {}
+        out.print(f"[bold]tuning[/]: fp32 score {t['baseline_score']:.6g}, {len(t['trials'])} trial(s), final score "
+                  f"{last.get('score', float('nan')):.6g} (tolerable loss {t['tolerable_loss']:g})", highlight=False)
     out.print(f"[bold]calibration[/]: {escape(o['calibration'])}", highlight=False)
     if q.get("calibration_synthetic"):
         out.print("[bold yellow]WARNING: calibrated on RANDOM synthetic inputs; accuracy on real data is unknown "
@@ -283,6 +310,12 @@ def optimize(
                                               help="use a plan written by --qconfig-out"),
     float_dtype: Optional[str] = typer.Option(None, "--float-dtype", rich_help_panel=INT8_PANEL,
                                               help="auto, float32 or bfloat16 for ops without int8 kernels"),
+    tune: bool = typer.Option(False, "--tune", rich_help_panel=INT8_PANEL,
+                              help="search observers, SmoothQuant and fallback until --eval-fn is within --tolerable-loss of fp32"),
+    eval_fn: Optional[str] = typer.Option(None, "--eval-fn", rich_help_panel=INT8_PANEL,
+                                          help="package.module:function(model) -> score (higher is better), for --tune"),
+    tolerable_loss: Optional[float] = typer.Option(None, "--tolerable-loss", rich_help_panel=INT8_PANEL,
+                                                   help="relative score loss allowed by --tune (default 0.01)"),
 ):
     """Convert a model into an .ipxc artifact and check it against eager PyTorch."""
     from .api import load_artifact
@@ -295,7 +328,9 @@ def optimize(
     quant = _quant_options(dtype, {
         "calib": calib, "calib_text": calib_text, "calib_synthetic": calib_synthetic, "observer": observer,
         "smoothquant": smoothquant, "max_error": max_error, "guard_metric": guard_metric, "no_guard": no_guard,
-        "qconfig_out": qconfig_out, "qconfig_in": qconfig_in, "float_dtype": float_dtype})
+        "qconfig_out": qconfig_out, "qconfig_in": qconfig_in, "float_dtype": float_dtype, "tune": tune,
+        "eval_fn": eval_fn, "tolerable_loss": tolerable_loss})
+    tune_settings = _tune_settings({"tune": tune, "eval_fn": eval_fn, "tolerable_loss": tolerable_loss}) if quant else None
     input_args = [parse_input_arg(text) for text in input]
     tensors = load_inputs_file(example_inputs) if example_inputs else None
     kwargs = parse_model_kwargs(model_kwargs)
@@ -306,7 +341,8 @@ def optimize(
             passes=[p.strip() for p in passes.split(",") if p.strip()] if passes else None, skip_passes=skip_pass,
             max_rel_error=max_rel_error, min_cosine=min_cosine, model_factory=model_factory, model_kwargs=kwargs,
             trust_pickle=trust_pickle, progress=progress.say, calibration=calib, calib_text=calib_text,
-            calib_synthetic=calib_synthetic or 0, quant=quant, qconfig_out=qconfig_out, progress_bar=progress.stage)
+            calib_synthetic=calib_synthetic or 0, quant=quant, qconfig_out=qconfig_out, progress_bar=progress.stage,
+            tune=tune_settings)
         timings = None
         if timing:
             progress.say("timing eager vs artifact")

@@ -23,6 +23,7 @@ INT8_FLAG_EXAMPLES = [  # one valid use of every int8-only flag (for the "wrong 
     ["--calib", "calib.safetensors"], ["--calib-text", "sentences.txt"], ["--calib-synthetic", "4"],
     ["--observer", "minmax"], ["--smoothquant", "off"], ["--max-error", "0.05"], ["--guard-metric", "cosine"],
     ["--no-guard"], ["--qconfig-out", "q.json"], ["--qconfig-in", "q.json"], ["--float-dtype", "float32"],
+    ["--tune"], ["--eval-fn", "pkg.mod:score"], ["--tolerable-loss", "0.01"],
 ]
 
 
@@ -417,3 +418,54 @@ def test_inspect_float_artifact_has_no_quantization_section(cli, cnn):
     expect_exit(result, 0)
     assert "quantization" not in result.stdout and "int8" not in result.stdout
     assert json.loads(cli("inspect", cnn["path"], "--json").stdout)["manifest"]["quantization"] is None
+
+
+# ---- --tune ------------------------------------------------------------------------------------
+TUNE_MODULE = "ipxc_tune_eval_for_tests"
+SCORE_ON_FIXED_INPUT = (
+    "import torch\n"
+    "CALLS = []\n"
+    "def score(model):\n"
+    "    x = torch.linspace(-1, 1, 2 * 3 * 64 * 64).reshape(2, 3, 64, 64)\n"
+    "    CALLS.append(model.manifest.dtype)\n"
+    "    return float(model(x).float().abs().sum())\n")
+ONLY_FP32_SCORES = "def score(model):\n    return 1.0 if model.manifest.dtype == 'fp32' else 0.0\n"
+
+
+def _tune(cli, out, module, *extra):
+    return cli("optimize", "example:tiny-cnn", "--dtype", "int8", "--calib-synthetic", "3", "--tune",
+               "--eval-fn", f"{module}:score", "-o", out, "--no-timing", *extra)
+
+
+def test_tune_with_eval_fn_records_trials(cli, tmp_path, outdir, monkeypatch):
+    """--tune: the eval function sees the fp32 model first, then int8 candidates; trials land in the manifest."""
+    (tmp_path / f"{TUNE_MODULE}.py").write_text(SCORE_ON_FIXED_INPUT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = outdir / "t.ipxc"
+    result = _tune(cli, out, TUNE_MODULE, "--tolerable-loss", "0.5")
+    expect_exit(result, 0)
+    import importlib
+
+    calls = importlib.import_module(TUNE_MODULE).CALLS
+    assert calls[0] == "fp32" and "int8" in calls[1:], calls
+    tuning = _plan(out).tuning
+    assert tuning["met"] and tuning["trials"] and tuning["baseline_score"] > 0
+    assert "tuning" in norm(result.output)
+
+
+def test_tune_unreachable_tolerance_writes_nothing(cli, tmp_path, outdir, monkeypatch):
+    """A score int8 never reaches: accuracy error (exit 1) after every setting and fallback, no artifact."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = outdir / "t.ipxc"
+    _expect_refused(_tune(cli, out, f"{TUNE_MODULE}_never"), outdir, "cannot import --eval-fn")
+    (tmp_path / f"{TUNE_MODULE}_never.py").write_text(ONLY_FP32_SCORES)
+    result = _tune(cli, out, f"{TUNE_MODULE}_never")
+    expect_exit(result, 1)
+    assert "tuning found no int8 configuration" in norm(result.output)
+    assert list(outdir.iterdir()) == []
+
+
+def test_tune_flags_need_each_other(cli, outdir):
+    base = ("optimize", "example:tiny-cnn", "--dtype", "int8", "--calib-synthetic", "2", "-o", outdir / "t.ipxc")
+    _expect_refused(cli(*base, "--tune"), outdir, "--tune needs --eval-fn")
+    _expect_refused(cli(*base, "--eval-fn", "a:b"), outdir, "only apply with --tune")
