@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh clone: create .venv, install torch and ipexconvert, then convert a
-# built-in model (all-MiniLM-L6-v2, real weights) to a bf16 artifact, check it and time it.
+# built-in model (all-MiniLM-L6-v2, real weights) to a bf16 artifact, check it and time it,
+# then to an INT8 artifact calibrated on built-in sentences.
 #   ./setup.sh            set up and run the demo
 #   ./setup.sh --no-demo  set up only
 set -euo pipefail
@@ -28,3 +29,8 @@ echo "==> ipexconvert check (artifact vs eager PyTorch on the stored example inp
 .venv/bin/ipexconvert check build/minilm.bf16.ipxc --reference example:minilm
 echo "==> ipexconvert bench"
 .venv/bin/ipexconvert bench build/minilm.bf16.ipxc --against example:minilm --rounds 10
+echo "==> ipexconvert optimize example:minilm --dtype int8 (calibrated on built-in sentences, SmoothQuant, accuracy guard)"
+.venv/bin/python -c "from ipexconvert.examples.sentences import CALIBRATION_SENTENCES as s; open('build/calib.txt', 'w').write('\n'.join(s) + '\n')"
+.venv/bin/ipexconvert optimize example:minilm --dtype int8 --calib-text build/calib.txt -o build/minilm.int8.ipxc --no-timing
+echo "==> ipexconvert bench (int8)"
+.venv/bin/ipexconvert bench build/minilm.int8.ipxc --rounds 10

@@ -3,9 +3,10 @@
 qconv2d -> (bf16 value) -> quantize -> qconv2d becomes qconv2d -> (uint8) -> qconv2d: the
 producer requantizes in its epilogue with the consumer's input scale, so chains of int8
 ops stay int8 and the float tensor between them is never written. Only producers whose
-post-ops the oneDNN kernels fuse completely qualify (at most one unary, no binary), and
-only plain per-tensor quantize consumers with one set of parameters (a SmoothQuant
-multiplier is per channel and cannot be folded into a per-tensor output scale).
+post-ops the oneDNN kernels fuse completely qualify (at most one unary; or a residual add of a
+uint8 operand, set by int8_residual, optionally followed by relu), and only plain per-tensor
+quantize consumers with one set of parameters (a SmoothQuant multiplier is per channel and
+cannot be folded into a per-tensor output scale).
 
 Counts: requantize_folded.
 """
@@ -19,9 +20,14 @@ _PRODUCERS = {"qlinear", "qconv2d"}
 _FLOAT_OUTPUTS = {"float32", "bfloat16"}
 
 
-def _fusable_post_ops(post_ops: list[dict]) -> bool:
-    """At most one unary post-op: the oneDNN int8 kernels fuse every unary kind the IR has."""
-    return len(post_ops) == 0 or (len(post_ops) == 1 and post_ops[0].get("operand") is None)
+def _fusable_post_ops(attrs: dict) -> bool:
+    """At most one unary post-op (the oneDNN int8 kernels fuse every unary kind the IR has), or
+    [add] / [add, relu] of a uint8 operand: oneDNN sums a uint8 accumulator into a uint8 output,
+    but cannot requantize after a float one."""
+    post_ops = attrs.get("post_ops", [])
+    if len(post_ops) == 0 or (len(post_ops) == 1 and post_ops[0].get("operand") is None):
+        return True
+    return attrs.get("accum_scale") is not None and [p["kind"] for p in post_ops] in (["add"], ["add", "relu"])
 
 
 @register_pass("fold_requantize", "int8 layers feeding only quantize nodes output uint8 directly")
@@ -32,7 +38,7 @@ def fold_requantize(program: Program, options: PassOptions) -> dict[str, int]:
     for node in graph.nodes:
         if node.op not in _PRODUCERS or node.attrs.get("output_dtype") not in _FLOAT_OUTPUTS:
             continue
-        if not _fusable_post_ops(node.attrs.get("post_ops", [])):
+        if not _fusable_post_ops(node.attrs):
             continue
         y = node.outputs[0]
         readers = users.get(y, [])

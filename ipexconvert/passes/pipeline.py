@@ -31,10 +31,12 @@ _FP32 = [
 # prepack runs last so it sees the final dtypes and layouts.
 # int8: calibration and planning (ipexconvert.quant) run between the float passes and "quantize";
 # to_bf16 is dropped where the CPU has no native bf16 (ops without int8 kernels then run float32).
+# merge_linears (Q/K/V as one GEMM) runs after dtypes and quantization are final; fp32 linears
+# run MKL through F.linear, where merging is not measured, so fp32 leaves them alone.
 PIPELINES: dict[str, list[str]] = {
     "fp32": [*_FP32, "prepack"],
-    "bf16": [*_FP32, "to_bf16", "prepack"],
-    "int8": [*_FP32, "to_bf16", "quantize", "fold_requantize", "dead_code", "prepack"],
+    "bf16": [*_FP32, "to_bf16", "merge_linears", "prepack"],
+    "int8": [*_FP32, "to_bf16", "quantize", "int8_residual", "fold_requantize", "merge_linears", "dead_code", "prepack"],
 }
 # Passes that must see the calibrated plan: the int8 pipeline is split before the first of these.
 QUANTIZATION_STAGE = ("to_bf16", "quantize")

@@ -118,7 +118,7 @@ def quantize_program(program: Program, names: list[str], source, options: QuantO
     with torch.no_grad():
         reference = [flatten_outputs(source.eager(**b)) for b in held_out]
     search = _Candidates(program, rest, cal, calib, held_out, reference, float_dtype, say,
-                         progress_bar or (lambda stage, total: (say(stage), lambda: None)[1]))
+                         progress_bar or _stage_messages(say))
     if tune is None:
         final, rest_records, plan = search.build(options)
     else:
@@ -126,6 +126,16 @@ def quantize_program(program: Program, names: list[str], source, options: QuantO
             raise ValueError("tuning needs a load function")
         final, rest_records, plan = _tune(search, options, tune, load, say)
     return final, records + rest_records, plan, held_out
+
+
+def _stage_messages(say: Callable[[str], None]):
+    """Without a progress bar: announce each calibration stage once, count no batches."""
+
+    def stage(description: str, total: int) -> Callable[[], None]:
+        say(description)
+        return lambda: None
+
+    return stage
 
 
 class _Candidates:

@@ -20,7 +20,7 @@ class _Model(BaseModel):
 
 
 class ActivationQuant(_Model):
-    """Per-tensor quantization of a layer's input activation."""
+    """Per-tensor quantization of an activation (a layer's input, or its output: LayerPlan.output)."""
 
     dtype: Literal["uint8", "int8"] = "uint8"
     scale: float = Field(gt=0)
@@ -47,6 +47,9 @@ class LayerPlan(_Model):
     quantized: bool = True
     fallback_reason: Optional[str] = Field(default=None, description="why the layer stays float")
     input: Optional[ActivationQuant] = None
+    output: Optional[ActivationQuant] = Field(
+        default=None, description="calibrated output range, for a conv whose output is only read as a residual "
+                                  "operand (int8_residual keeps it in uint8)")
     weight_scale_min: Optional[float] = None
     weight_scale_max: Optional[float] = None
     smoothing: Optional[Smoothing] = None

@@ -4,7 +4,8 @@ Runs on the float32 program after the float passes (BN folded, post-ops fused), 
 to_bf16, so calibration sees float32 activations and the plan's node names are the ones
 the quantize pass will find. Three passes over the calibration batches (reference ops):
 1. SmoothQuant statistics (per-channel max |x|, sampled rows) for transformer linears;
-2. observers on every quantized layer's (smoothed) input -> scale and zero point;
+2. observers on every quantized layer's (smoothed) input -> scale and zero point, and on the
+   output of convs read only as a residual operand (int8_residual keeps those in uint8);
 3. per-layer sensitivity on the held-out batches (the accuracy guard's ranking).
 """
 from __future__ import annotations
@@ -77,20 +78,20 @@ def plan_quantization(program: Program, calibration: list[dict], held_out: list[
     elif fam == "transformer" and options.smoothquant != "off":
         _smooth(program, [n for n in targets if n.op == "linear"], calibration, options, weights, smooth, plan, progress)
 
-    inputs = _observe_inputs(program, targets, calibration, observer_name, smooth, progress) if imported is None else {}
+    inputs, outputs = ({}, {}) if imported is not None else _observe(
+        program, targets, calibration, observer_name, smooth, progress)
     quantization = Quantization(plan)
     multipliers: dict[tuple, torch.Tensor] = {}  # one tensor per (factors, scale): its layers share a quantize node
     for node in targets:
         if imported is not None:  # a layer the qconfig does not list stays float (no observer ran for it)
             act = imported.layers[node.name].input if node.name in imported.layers else None
+            out = imported.layers[node.name].output if node.name in imported.layers else None
         else:
-            obs = inputs[node.name]
-            lo, hi = obs.range()
-            scale, zp = qparams_from_range(lo, hi, options.activation_dtype)
-            summary = obs.summary()
-            act = ActivationQuant(dtype=options.activation_dtype, scale=scale, zero_point=zp, lo=lo, hi=hi,
-                                  observer=observer_name, observed_min=summary.get("min"), observed_max=summary.get("max"))
+            act = _activation(inputs[node.name], options.activation_dtype, observer_name)
+            out = outputs.get(node.name)
+            out = None if out is None else _activation(out, options.activation_dtype, observer_name)
         layer = plan.layers.get(node.name) or LayerPlan(node=node.name, op=node.op)
+        layer.output = out
         if act is None:
             layer.quantized, layer.fallback_reason = False, "not quantized in the imported qconfig"
             plan.layers[node.name] = layer
@@ -188,10 +189,38 @@ def _apply_imported_smoothing(program, targets, imported: QuantPlan, weights, sm
     program.prune()
 
 
-def _observe_inputs(program, targets, calibration, observer_name, smooth, progress) -> dict:
-    """One observer per distinct (input value, smoothing), shared by the layers reading it."""
+def _activation(obs, dtype: str, observer_name: str) -> ActivationQuant:
+    lo, hi = obs.range()
+    scale, zp = qparams_from_range(lo, hi, dtype)
+    summary = obs.summary()
+    return ActivationQuant(dtype=dtype, scale=scale, zero_point=zp, lo=lo, hi=hi, observer=observer_name,
+                           observed_min=summary.get("min"), observed_max=summary.get("max"))
+
+
+def residual_sources(program: Program, targets: list[Node]) -> list[Node]:
+    """conv2d layers whose output is read only as a conv2d's residual (add post-op) operand.
+
+    int8_residual may keep such a value in uint8 (ResNet's downsample branch), so its range
+    is calibrated too; the pass decides whether it really does.
+    """
+    graph, users = program.graph, program.graph.users()
+
+    def residual_read(reader: Node, value: str) -> bool:
+        return reader.op == "conv2d" and any(p.get("kind") == "add" and p.get("operand") is not None
+                                             and reader.inputs[p["operand"]] == value
+                                             for p in reader.attrs.get("post_ops", []))
+
+    return [n for n in targets if n.op == "conv2d" and n.outputs[0] not in graph.outputs and users.get(n.outputs[0])
+            and all(residual_read(r, n.outputs[0]) for r in users[n.outputs[0]])]
+
+
+def _observe(program, targets, calibration, observer_name, smooth, progress) -> tuple[dict, dict]:
+    """Observers per layer for its input and, for residual sources, its output; one calibration run.
+
+    Inputs: one observer per distinct (input value, smoothing), shared by the layers reading it.
+    """
     observers: dict[tuple, object] = {}
-    per_layer = {}
+    per_layer, per_output = {}, {}
     taps: dict[str, list] = {}
     for node in targets:
         s = smooth.get(node.name)
@@ -202,8 +231,11 @@ def _observe_inputs(program, targets, calibration, observer_name, smooth, progre
             taps.setdefault(node.inputs[0], []).append(
                 (lambda x, o=obs: o.update(x)) if s is None else (lambda x, o=obs, s=s: o.update(x.float() / s)))
         per_layer[node.name] = observers[key]
+    for node in residual_sources(program, targets):
+        obs = per_output[node.name] = make_observer(observer_name)
+        taps.setdefault(node.outputs[0], []).append(lambda x, o=obs: o.update(x))
     run_with_taps(program, calibration, taps, progress("calibrating activation ranges", len(calibration)))
-    return per_layer
+    return per_layer, per_output
 
 
 def _layer_output(node: Node, x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor]) -> torch.Tensor:

@@ -2,8 +2,12 @@
 
 inputs: xq [N,C,H,W] uint8/int8, weight int8 [O,C/g,kh,kw] (per output channel),
 weight_scale float32 [O], bias float32 [O] or None, then post-op operands.
+With accum_scale set, the add post-ops' operands are uint8 (a residual kept in uint8, see
+passes/int8_residual.py), dequantized with accum_scale / accum_zero_point before the add.
 """
 from __future__ import annotations
+
+from typing import Optional
 
 import torch.nn.functional as F
 from pydantic import Field
@@ -22,6 +26,16 @@ class QConv2dAttrs(OutputQuant):
     dilation: list[int] = [1, 1]
     groups: int = 1
     post_ops: list[PostOp] = Field(default_factory=list)
+    accum_scale: Optional[float] = Field(default=None, description="set: the add operand is uint8 with these params")
+    accum_zero_point: int = 0
+
+
+def dequantize_accum(inputs: list, attrs: QConv2dAttrs) -> list:
+    """inputs with the add post-ops' uint8 operands dequantized (when accum_scale is set)."""
+    if attrs.accum_scale is None:
+        return list(inputs)
+    adds = {p.operand for p in attrs.post_ops if p.kind == "add" and p.operand is not None}
+    return [dequantize(t, attrs.accum_scale, attrs.accum_zero_point) if i in adds else t for i, t in enumerate(inputs)]
 
 
 @register_op
@@ -40,4 +54,4 @@ class QConv2dOp(OpDef):
         w = dequantize_weight(inputs[1], inputs[2])
         bias = None if inputs[3] is None else inputs[3].float()
         y = F.conv2d(x, w, bias, attrs.stride, attrs.padding, attrs.dilation, attrs.groups)
-        return finish(y, attrs.post_ops, inputs, attrs)
+        return finish(y, attrs.post_ops, dequantize_accum(inputs, attrs), attrs)

@@ -253,7 +253,8 @@ def _check_int8(status: dict[str, OpStatus]) -> None:
     """The int8 ops against the qlinear/qconv2d reference implementations (same integer inputs).
 
     Checked with a float32 output, a bfloat16 output with relu, and a requantized uint8 output;
-    the conv also with the fused residual add (+relu) that mutates its accumulator.
+    the conv also with the fused residual add (+relu) that mutates its accumulator, with a
+    bfloat16 accumulator and with a uint8 one summed into a uint8 output.
     """
     from ...ir.ops._quant import dequantize, quantize
     from ...ir.ops.qconv2d import QConv2dOp
@@ -333,7 +334,14 @@ def _check_int8(status: dict[str, OpStatus]) -> None:
         expected = (want + accum.float()).relu()
         got = qbinary.op(xq, 0.02, 131, cpacked[0], ws, zps, accum.clone(), b, s, p, d, 2, 1.0, 0, torch.bfloat16,
                          1.0, 0, "sum", 1.0, "relu", [], "")
-        return got, expected
+        # uint8 accumulator (scale 0.03, zero point 120) into a uint8 output (0.05, 100)
+        accum_u8 = quantize(accum.float(), 0.03, 120, "uint8").contiguous(memory_format=torch.channels_last)
+        got_u8 = qbinary.op(xq, 0.02, 131, cpacked[0], ws, zps, accum_u8.clone(), b, s, p, d, 2, 0.05, 100, None,
+                            0.03, 120, "sum", 1.0, "relu", [], "")
+        want_u8 = conv_ref([xq, wq, ws, b, accum_u8], output_dtype="uint8", output_scale=0.05, output_zero_point=100,
+                           accum_scale=0.03, accum_zero_point=120,
+                           post_ops=[{"kind": "add", "operand": 4}, {"kind": "relu"}])
+        return stack([(got, expected), (dequantize(got_u8, 0.05, 100), dequantize(want_u8, 0.05, 100))])
 
     _attempt(qbinary, "int8", binary_call)
 

@@ -2,8 +2,11 @@
 
 torch.ops.onednn.qconv2d_pointwise mirrors qlinear (see qlinear_onednn.py). Its .binary
 overload fuses "sum" (residual add, optionally followed by relu) of a float accumulator of
-the output's shape and dtype. It writes into that accumulator, so the kernel hands it a copy:
-the residual may still be read by later nodes.
+the output's shape and dtype, or of a uint8 accumulator (accum_scale set, see
+passes/int8_residual.py) into a uint8 output. It writes into that accumulator, so the kernel
+hands it a copy: the residual may still be read by later nodes. oneDNN refuses a uint8
+accumulator with a float output (ResNet's last block, read by the float pooling): that runs
+the plain conv to float32 and the dequantized add (and relu) in torch.
 """
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ from typing import Optional
 import torch
 
 from ...ir.dims import same
-from ...ir.postops import PostOp
+from ...ir.ops.qconv2d import dequantize_accum
+from ...ir.postops import PostOp, apply_post_ops
 from ..kernels import Kernel, NodeContext, register_kernel
 from . import probe
 from ._common import enabled, int8_allowed, int8_output, int8_weight_params, plan_post_ops, with_tail
@@ -30,14 +34,18 @@ def qconv2d_onednn(ctx: NodeContext) -> Optional[Kernel]:
         return None
     weight, scales, bias = params
     a, out = ctx.attrs, ctx.output_specs[0]
+    u8_accum = a.accum_scale is not None
 
     def binary_ok(p: PostOp) -> bool:
         operand = ctx.input_specs[p.operand]
-        return (binary_op is not None and p.kind == "add" and out_dtype is not None
-                and operand.dtype == out.dtype and operand.rank == 4
+        # float accumulator: the output's dtype; uint8 accumulator: uint8 output only
+        dtype_ok = (operand.dtype == "uint8" and out_dtype is None) if u8_accum else (
+            operand.dtype == out.dtype and out_dtype is not None)
+        return (binary_op is not None and p.kind == "add" and dtype_ok and operand.rank == 4
                 and all(same(x, y) for x, y in zip(operand.shape, out.shape)))
 
-    plan = plan_post_ops(a.post_ops, binary_ok, frozenset({"relu"}))
+    # A uint8 operand with a float output: every post-op runs in torch, on the dequantized operand.
+    plan = plan_post_ops([] if u8_accum and out_dtype is not None else a.post_ops, binary_ok, frozenset({"relu"}))
     if plan.tail and out_dtype is None:
         return None
     packed = prepack(weight.contiguous(), scales, a.x_scale, a.x_zero_point, a.stride, a.padding, a.dilation,
@@ -47,7 +55,13 @@ def qconv2d_onednn(ctx: NodeContext) -> Optional[Kernel]:
     # oneDNN returns channels-last even for a contiguous input: give the spec's layout.
     layout = torch.channels_last if out.memory_format == "channels_last" else torch.contiguous_format
 
-    if plan.binary is None:
+    if u8_accum and out_dtype is not None:
+        def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+            y = qconv(inputs[0], a.x_scale, a.x_zero_point, packed, scales, zero_points, bias, *conv_args,
+                      1.0, 0, torch.float32, "none", [], "")
+            y = apply_post_ops(y, a.post_ops, dequantize_accum(inputs, a))
+            return y.to(out_dtype).contiguous(memory_format=layout)
+    elif plan.binary is None:
         attr, algorithm = plan.unary or ("none", "")
 
         def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
@@ -62,8 +76,8 @@ def qconv2d_onednn(ctx: NodeContext) -> Optional[Kernel]:
             accum = inputs[slot].contiguous(memory_format=torch.channels_last).clone(
                 memory_format=torch.channels_last)
             y = binary_op(inputs[0], a.x_scale, a.x_zero_point, packed, scales, zero_points, accum, bias,
-                          *conv_args, a.output_scale, a.output_zero_point, out_dtype, 1.0, 0, "sum", 1.0,
-                          unary, [], None)
+                          *conv_args, a.output_scale, a.output_zero_point, out_dtype, a.accum_scale or 1.0,
+                          a.accum_zero_point, "sum", 1.0, unary, [], None)
             return y.contiguous(memory_format=layout)
 
     return Kernel(with_tail(run, plan.tail), "onednn:qconv2d", frozenset({1, 2, 3}))

@@ -1,8 +1,9 @@
 """onednn:qconv2d against QConv2dOp.reference on the same integer inputs: channels-last uint8 input,
 groups 1 and 2, asymmetric stride/padding/dilation, float32 / bfloat16 / requantized uint8 outputs,
 relu fused, the residual add (+relu) fused through the .binary op without touching the residual
-tensor it was given, a contiguous input giving a contiguous output, one kernel at batch 1 and 3,
-and where the factory declines."""
+tensor it was given, a uint8 residual (accum_scale) summed into a uint8 output or added in torch
+for a float one, a contiguous input giving a contiguous output, one kernel at batch 1 and 3,
+and where the factory declines (also when the probe finds the uint8 accumulator mishandled)."""
 from __future__ import annotations
 
 import pytest
@@ -115,3 +116,72 @@ def test_declines(monkeypatch):
     ctx = context("qconv2d", attrs, tensors, {1, 2, 3})
     assert qconv2d_onednn(ctx) is None
     assert resolve_kernel(ctx).name == "reference:qconv2d"
+
+
+ACCUM = {"accum_scale": 0.04, "accum_zero_point": 110}
+
+
+def make_u8_accum(groups: int, output: str, post_ops: str):
+    """make() with the residual in uint8 (accum_scale / accum_zero_point): int8_residual's output."""
+    attrs, tensors = make(groups, output, post_ops)
+    residual = tensors[4].float() * 2
+    tensors[4] = quantize(residual, ACCUM["accum_scale"], ACCUM["accum_zero_point"], "uint8").contiguous(
+        memory_format=CL)
+    return {**attrs, **ACCUM}, tensors
+
+
+@pytest.mark.parametrize("post_ops", ["add", "add-relu"])
+@pytest.mark.parametrize("output", list(OUTPUTS))
+@pytest.mark.parametrize("groups", [1, 2])
+def test_uint8_accumulator(groups, output, post_ops):
+    """uint8 out: oneDNN's .binary sums the uint8 accumulator; float out (oneDNN refuses it): the
+    dequantized add in torch. Either way the residual the kernel was given is left untouched."""
+    attrs, tensors = make_u8_accum(groups, output, post_ops)
+    residual = tensors[4].clone()
+    kernel = qconv2d_onednn(context("qconv2d", attrs, tensors, {1, 2, 3}))
+    assert kernel is not None and kernel.name == "onednn:qconv2d"
+    got = run(kernel, tensors, {})
+    assert got.is_contiguous(memory_format=CL)
+    check(got, reference(attrs, tensors), attrs)
+    assert torch.equal(tensors[4], residual)
+
+
+def test_uint8_accumulator_dynamic_batch():
+    attrs, tensors = make_u8_accum(1, "uint8", "add-relu")
+    kernel = qconv2d_onednn(context("qconv2d", attrs, tensors, {1, 2, 3}, dynamic_batch=True))
+    for batch in (1, 3):
+        _, tensors = make(1, "uint8", "add-relu", batch=batch)
+        tensors[4] = quantize(tensors[4], ACCUM["accum_scale"], ACCUM["accum_zero_point"], "uint8").contiguous(
+            memory_format=CL)
+        check(run(kernel, tensors, {"batch": batch}), reference(attrs, tensors), attrs)
+
+
+class DropsAccumZeroPoint:
+    """Stands in for a .binary op that ignores a uint8 accumulator's zero point."""
+
+    def __init__(self, op):
+        self._op, self._schema = op, op._schema
+
+    def __call__(self, *args):
+        args = list(args)
+        if args[14] is None:  # uint8 output: the uint8-accumulator call
+            args[16] = 0
+        return self._op(*args)
+
+
+def test_uint8_accumulator_mishandled_fails_the_probe_and_the_reference_runs(monkeypatch):
+    real, binary = probe.resolve_op, "onednn.qconv2d_pointwise.binary"
+    monkeypatch.setattr(probe, "resolve_op", lambda name: DropsAccumZeroPoint(real(name)) if name == binary
+                        else real(name))
+    probe.reset()
+    try:
+        with pytest.warns(RuntimeWarning, match=binary):
+            assert probe.op_for(binary, "int8") is None
+        assert probe.op_for("onednn.qconv2d_pointwise", "int8") is not None  # only the .binary op is off
+        attrs, tensors = make_u8_accum(1, "uint8", "add-relu")
+        ctx = context("qconv2d", attrs, tensors, {1, 2, 3})
+        assert qconv2d_onednn(ctx) is None  # a uint8 output cannot take the add in torch
+        assert resolve_kernel(ctx).name == "reference:qconv2d"
+    finally:
+        monkeypatch.undo()
+        probe.reset()  # later tests probe the real ops again

@@ -1,0 +1,134 @@
+"""int8_residual through optimize(): a tiny ResNet (a downsample block, then an identity block)
+keeps its residual stream in uint8. Only the first block's input is quantized; the residual convs
+read a uint8 operand (accum params); the downsample writes uint8 with the range calibrated on its
+output; the last block still returns float for the pooling; the numbers stay those of eager fp32
+and of the same conversion without the pass."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import ipexconvert
+from ipexconvert.quant.options import QuantOptions
+from ipexconvert.runtime.cpu import selected_isa
+from ipexconvert.runtime.cpu_kernels._common import int8_allowed
+
+
+class Bottleneck(nn.Module):
+    """1x1 -> 3x3 -> 1x1 (BN after each), residual add, relu; the shortcut computed first or last
+    (first as in examples/resnet.py: the add fuses into conv3; last as in torchvision: into the downsample)."""
+
+    def __init__(self, cin: int, mid: int, cout: int, stride: int = 1, shortcut_last: bool = False):
+        super().__init__()
+        self.shortcut_last = shortcut_last
+        self.c1, self.b1 = nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid)
+        self.c2, self.b2 = nn.Conv2d(mid, mid, 3, stride, 1, bias=False), nn.BatchNorm2d(mid)
+        self.c3, self.b3 = nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        identity = x if self.down is None or self.shortcut_last else self.down(x)
+        h = F.relu(self.b1(self.c1(x)))
+        h = F.relu(self.b2(self.c2(h)))
+        h = self.b3(self.c3(h))
+        if self.down is not None and self.shortcut_last:
+            identity = self.down(x)
+        return F.relu(h + identity)
+
+
+class TinyResNet(nn.Module):
+    def __init__(self, shortcut_last: bool = False):
+        super().__init__()
+        torch.manual_seed(0)
+        self.stem, self.pool = nn.Conv2d(3, 16, 3, padding=1), nn.MaxPool2d(2)
+        self.blocks = nn.Sequential(Bottleneck(16, 8, 32, stride=2, shortcut_last=shortcut_last),
+                                    Bottleneck(32, 8, 32, shortcut_last=shortcut_last))
+        self.fc = nn.Linear(32, 10)
+        for m in self.modules():  # non-trivial BN statistics, so folding and ranges are exercised
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2), m.running_var.uniform_(0.5, 1.5), m.weight.data.uniform_(0.5, 1.5)
+
+    def forward(self, x):
+        return self.fc(self.blocks(self.pool(F.relu(self.stem(x)))).mean(dim=(2, 3)))
+
+
+def _batches(n: int, seed: int) -> list[dict[str, torch.Tensor]]:
+    g = torch.Generator().manual_seed(seed)
+    return [{"x": torch.randn(4, 3, 16, 16, generator=g)} for _ in range(n)]
+
+
+def _convert(module, tmp_path, name: str, skip=()):
+    # Guard off: the test checks the structure with every layer int8 (the guard could move one to float).
+    result = ipexconvert.optimize(module, _batches(1, 0)[0], dtype="int8", output=tmp_path / f"{name}.ipxc",
+                                  calibration=_batches(6, 1), quant=QuantOptions(guard=False), skip_passes=skip)
+    return result, ipexconvert.load_artifact(result.path)
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["shortcut-first", "shortcut-last"])
+def converted(request, tmp_path_factory):
+    module = TinyResNet(shortcut_last=request.param).eval()
+    tmp = tmp_path_factory.mktemp("int8_residual")
+    return module, _convert(module, tmp, "residual"), _convert(module, tmp, "skipped", skip=["int8_residual"])
+
+
+def _operand(node) -> str:
+    """The value a qconv2d's residual add reads."""
+    return node.inputs[node.attrs["post_ops"][0]["operand"]]
+
+
+def test_residual_stream_stays_uint8(converted):
+    _, (result, model), _ = converted
+    graph = model.graph
+    producers, values = graph.producers(), graph.values
+    changes = {r.name: r.changes for r in result.manifest.passes}
+    assert changes["int8_residual"] == {"residual_uint8": 2, "producer_uint8": 1}
+
+    # quantize nodes: the stem input, the first block's input (max-pool output) and the head's; none reads a conv
+    quantizes = [n for n in graph.nodes if n.op == "quantize"]
+    assert len(quantizes) == 3 and "max_pool2d" in [producers[n.inputs[0]].op for n in quantizes]
+    assert not any(producers[n.inputs[0]].op == "qconv2d" for n in quantizes)
+
+    first, last = adders = [n for n in graph.nodes if n.op == "qconv2d" and n.attrs["post_ops"]
+                            and n.attrs["post_ops"][0]["kind"] == "add"]
+    for node in adders:  # both residual adds read a uint8 operand
+        assert node.attrs["accum_scale"] > 0 and values[_operand(node)].dtype == "uint8"
+    # the first block's output is uint8 with the next block's input params; the last one's stays float
+    assert first.attrs["output_dtype"] == "uint8" and values[last.outputs[0]].dtype in ("float32", "bfloat16")
+    assert (last.attrs["accum_scale"], last.attrs["accum_zero_point"]) == (first.attrs["output_scale"],
+                                                                          first.attrs["output_zero_point"])
+    # the identity block's operand is its own quantized input: the tensor its first conv reads
+    readers = [n for n in graph.nodes if n.op == "qconv2d" and n.inputs[0] == first.outputs[0]]
+    assert _operand(last) == first.outputs[0] and len(readers) == 1
+
+    # the first block's operand (the shortcut conv or conv3) is written in uint8 with its calibrated output range
+    source = producers[_operand(first)]
+    layers = result.manifest.quantization["layers"]
+    assert [name for name, layer in layers.items() if layer["output"]] == [source.name]  # the planner observed only it
+    calibrated = layers[source.name]["output"]
+    assert source.op == "qconv2d" and source.attrs["output_dtype"] == "uint8" and not source.attrs["post_ops"]
+    for node, prefix in ((source, "output"), (first, "accum")):
+        assert (node.attrs[f"{prefix}_scale"], node.attrs[f"{prefix}_zero_point"]) == (calibrated["scale"],
+                                                                                        calibrated["zero_point"])
+    if int8_allowed(selected_isa()):  # both adds run in oneDNN (the last one's add in torch after it)
+        kernels = {s.node: s.kernel_name for s in model.executor.steps}
+        assert {kernels[n.name] for n in adders} == {"onednn:qconv2d"}
+
+
+def test_without_the_pass_the_residual_stays_float(converted):
+    _, _, (result, model) = converted
+    assert result.manifest.op_histogram["quantize"] == 4  # the second block's input is quantized again
+    assert not any(n.attrs.get("accum_scale") for n in model.graph.nodes if n.op == "qconv2d")
+
+
+def test_matches_eager_and_the_float_residual_conversion(converted):
+    module, (_, model), (_, skipped) = converted
+    for batch in _batches(3, 2):
+        with torch.no_grad():
+            want = module(**batch)
+        got, float_residual = model(**batch), skipped(**batch)
+        assert F.cosine_similarity(got, want, dim=1).min() > 0.99
+        assert F.cosine_similarity(got, float_residual, dim=1).min() > 0.999
