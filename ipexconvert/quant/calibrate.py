@@ -11,7 +11,6 @@ from typing import Callable, Iterable, Optional
 import torch
 
 from ..ir import Program
-from ..ir.dims import resolve
 from ..ir.opdef import get_op
 
 Tap = Callable[[torch.Tensor], None]

@@ -113,7 +113,7 @@ def plan_quantization(program: Program, calibration: list[dict], held_out: list[
         if imported is not None and node.name in imported.layers and not imported.layers[node.name].quantized:
             layer.quantized, layer.fallback_reason = False, imported.layers[node.name].fallback_reason or "qconfig"
         plan.layers[node.name] = layer
-    _sensitivity(program, targets, held_out or calibration[:1], quantization, smooth, progress)
+    _sensitivity(program, targets, held_out or calibration[:1], quantization, progress)
     return quantization
 
 
@@ -246,7 +246,7 @@ def _layer_output(node: Node, x: torch.Tensor, w: torch.Tensor, b: Optional[torc
                     a.get("groups", 1))
 
 
-def _sensitivity(program, targets, batches, quantization: Quantization, smooth, progress) -> None:
+def _sensitivity(program, targets, batches, quantization: Quantization, progress) -> None:
     """Relative error of each layer's output (before post-ops) with its input and weight quantized."""
     from ..ir.ops._quant import dequantize, dequantize_weight, quantize
 
@@ -259,7 +259,6 @@ def _sensitivity(program, targets, batches, quantization: Quantization, smooth, 
             continue
         w_float = program.weights[node.inputs[1]].float()
         bias = t.bias
-        s = smooth.get(node.name)
         act = layer.input
 
         def tap(x, node=node, t=t, w_float=w_float, bias=bias, act=act):

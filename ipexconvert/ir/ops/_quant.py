@@ -27,6 +27,21 @@ class OutputQuant(BaseModel):
     output_zero_point: int = 0
 
 
+class Int8LayerAttrs(OutputQuant):
+    """What qlinear and qconv2d share: the per-tensor input quantization and the post-ops."""
+
+    x_scale: float
+    x_zero_point: int = 0
+    post_ops: list[PostOp] = Field(default_factory=list)
+
+
+def float_operands(inputs, attrs: Int8LayerAttrs) -> tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+    """(x, weight, bias) of an int8 layer back in float32: what the reference computes on."""
+    x = dequantize(inputs[0], attrs.x_scale, attrs.x_zero_point)
+    bias = None if inputs[3] is None else inputs[3].float()
+    return x, dequantize_weight(inputs[1], inputs[2]), bias
+
+
 def quantize(x: torch.Tensor, scale: float, zero_point: int, dtype: str,
              multiplier: Optional[torch.Tensor] = None) -> torch.Tensor:
     """clamp(round(x * (1/scale)) + zp); `multiplier` (per last-axis channel) replaces 1/scale."""

@@ -13,19 +13,15 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from ..opdef import OpDef, register_op
-from ..postops import PostOp
-from ._quant import OutputQuant, dequantize, dequantize_weight, finish
+from ._quant import Int8LayerAttrs, dequantize, finish, float_operands
 from .conv2d import Conv2dOp
 
 
-class QConv2dAttrs(OutputQuant):
-    x_scale: float
-    x_zero_point: int = 0
+class QConv2dAttrs(Int8LayerAttrs):
     stride: list[int] = [1, 1]
     padding: list[int] = [0, 0]
     dilation: list[int] = [1, 1]
     groups: int = 1
-    post_ops: list[PostOp] = Field(default_factory=list)
     accum_scale: Optional[float] = Field(default=None, description="set: the add operand is uint8 with these params")
     accum_zero_point: int = 0
 
@@ -50,8 +46,6 @@ class QConv2dOp(OpDef):
 
     @classmethod
     def reference(cls, inputs, attrs, dims):
-        x = dequantize(inputs[0], attrs.x_scale, attrs.x_zero_point)
-        w = dequantize_weight(inputs[1], inputs[2])
-        bias = None if inputs[3] is None else inputs[3].float()
+        x, w, bias = float_operands(inputs, attrs)
         y = F.conv2d(x, w, bias, attrs.stride, attrs.padding, attrs.dilation, attrs.groups)
         return finish(y, attrs.post_ops, dequantize_accum(inputs, attrs), attrs)

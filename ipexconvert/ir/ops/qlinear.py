@@ -8,18 +8,14 @@ next op quantizes it anyway (fold_requantize), so int8 chains stay int8.
 from __future__ import annotations
 
 import torch.nn.functional as F
-from pydantic import Field
 
 from ..opdef import OpDef, register_op
-from ..postops import PostOp
 from ._common import like
-from ._quant import OutputQuant, dequantize, dequantize_weight, finish
+from ._quant import Int8LayerAttrs, finish, float_operands
 
 
-class QLinearAttrs(OutputQuant):
-    x_scale: float
-    x_zero_point: int = 0
-    post_ops: list[PostOp] = Field(default_factory=list)
+class QLinearAttrs(Int8LayerAttrs):
+    """x_scale, x_zero_point, post_ops and the output's dtype/scale/zero point (Int8LayerAttrs)."""
 
 
 @register_op
@@ -34,7 +30,4 @@ class QLinearOp(OpDef):
 
     @classmethod
     def reference(cls, inputs, attrs, dims):
-        x = dequantize(inputs[0], attrs.x_scale, attrs.x_zero_point)
-        w = dequantize_weight(inputs[1], inputs[2])
-        bias = None if inputs[3] is None else inputs[3].float()
-        return finish(F.linear(x, w, bias), attrs.post_ops, inputs, attrs)
+        return finish(F.linear(*float_operands(inputs, attrs)), attrs.post_ops, inputs, attrs)
