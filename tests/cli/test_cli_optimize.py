@@ -147,14 +147,13 @@ def test_pickled_module_accepted_with_trust(cli, factory, tmp_path):
         torch.testing.assert_close(load_artifact(out)(x), factory.build(hidden=12)(x), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.skipif("to_bf16" not in PASSES, reason="the to_bf16 pass is not written yet")
 def test_bf16(cli, small_pt2, tmp_path):
     out = tmp_path / "bf16.ipxc"
     result = cli("optimize", small_pt2, "--dtype", "bf16", "-o", out, "--json", "--no-timing")
     expect_exit(result, 0)
     data = json.loads(result.stdout)
     assert data["manifest"]["dtype"] == "bf16"
-    assert [p["name"] for p in data["manifest"]["passes"]][-2:] == ["to_bf16", "prepack"]
+    assert [p["name"] for p in data["manifest"]["passes"]] == PIPELINES["bf16"]
     assert data["manifest"]["accuracy"]["passed"] is True
     summary = json.loads(cli("inspect", out, "--json").stdout)
     assert "bfloat16" in summary["weight_bytes_by_dtype"]
