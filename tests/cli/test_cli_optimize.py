@@ -10,7 +10,7 @@ from safetensors.torch import save_file
 from ipexconvert.api import load_artifact
 from ipexconvert.artifact import read_example_inputs, read_manifest
 from ipexconvert.manifest import Manifest
-from ipexconvert.passes import PASSES, PIPELINES
+from ipexconvert.passes import PIPELINES
 
 from ipxc_cli_helpers import FACTORY_MODULE, describe, expect_exit, expect_usage_error, norm
 
