@@ -8,7 +8,8 @@ input axes may vary at run time, and what the outputs are called. Heavy imports
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Optional
 
 import torch
 
