@@ -1,6 +1,7 @@
 """Build one node's kernel the way the executor does, run it, and compare with the op's reference."""
 from __future__ import annotations
 
+import warnings
 from typing import Optional, Sequence
 
 import torch
@@ -8,6 +9,7 @@ import torch
 from ipexconvert.ir.opdef import get_op
 from ipexconvert.ir.spec import TensorSpec
 from ipexconvert.runtime.cpu import selected_isa
+from ipexconvert.runtime.cpu_kernels import probe, probe_report
 from ipexconvert.runtime.kernels import Kernel, NodeContext
 
 BF16_TOLERANCE, FP32_TOLERANCE = 2e-2, 1e-4
@@ -49,3 +51,22 @@ def reference(op: str, attrs: dict, tensors: Sequence[Optional[torch.Tensor]]) -
 
 def rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
     return ((got.float() - want).abs().max() / want.abs().max()).item()
+
+
+def probe_with(monkeypatch, replace: dict) -> list[str]:
+    """Probe with some ops replaced (None: missing, else a wrapper class around the real op); the
+    oneDNN warning messages it gave."""
+    real = probe.resolve_op
+
+    def resolve(name):
+        if name not in replace:
+            return real(name)
+        if replace[name] is None:
+            raise AttributeError(name)
+        return replace[name](real(name))
+
+    monkeypatch.setattr(probe, "resolve_op", resolve)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        probe_report()
+    return [str(w.message) for w in caught if "oneDNN" in str(w.message)]

@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 import torch
-from onednn_helpers import FP32_TOLERANCE, context, reference, rel_err, run
+from onednn_helpers import FP32_TOLERANCE, context, probe_with, reference, rel_err, run
 
 from ipexconvert.runtime.cpu_kernels import probe, probe_report
 from ipexconvert.runtime.kernels import resolve_kernel
@@ -30,24 +30,6 @@ def conv_node():
     return attrs, tensors
 
 
-def probe_with(monkeypatch, replace: dict) -> list[warnings.WarningMessage]:
-    """Probe with some ops replaced (None: missing); returns the warnings it gave."""
-    real = probe.resolve_op
-
-    def resolve(name):
-        if name not in replace:
-            return real(name)
-        if replace[name] is None:
-            raise AttributeError(name)
-        return replace[name](real(name))
-
-    monkeypatch.setattr(probe, "resolve_op", resolve)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        probe_report()
-    return [w for w in caught if "oneDNN" in str(w.message)]
-
-
 def test_all_ops_pass_here():
     report = probe_report()
     assert report["onednn_available"]
@@ -58,7 +40,7 @@ def test_all_ops_pass_here():
 
 def test_missing_op_falls_back_with_one_warning(monkeypatch):
     caught = probe_with(monkeypatch, {CONV: None})
-    assert len(caught) == 1 and CONV in str(caught[0].message)
+    assert len(caught) == 1 and CONV in caught[0]
     assert not probe_report()["ops"][CONV]["found"]
 
     attrs, tensors = conv_node()
@@ -84,7 +66,7 @@ class WrongResult:
 
 def test_wrong_numbers_fall_back(monkeypatch):
     caught = probe_with(monkeypatch, {LINEAR: WrongResult})
-    assert len(caught) == 1 and LINEAR in str(caught[0].message) and "off" in str(caught[0].message)
+    assert len(caught) == 1 and LINEAR in caught[0] and "off" in caught[0]
     assert probe.op_for(LINEAR, "float32") is None
     assert probe.op_for(CONV, "float32") is not None  # the others stay usable
 
@@ -95,6 +77,6 @@ def test_changed_schema_falls_back(monkeypatch):
             self._schema = torch._C.parse_schema("mkldnn::_convolution_pointwise(Tensor X, Tensor W) -> Tensor")
 
     caught = probe_with(monkeypatch, {CONV: Renamed})
-    assert len(caught) == 1 and "schema" in str(caught[0].message)
+    assert len(caught) == 1 and "schema" in caught[0]
     attrs, tensors = conv_node()
     assert resolve_kernel(context("conv2d", attrs, tensors, {1, 2})).name == "reference:conv2d"

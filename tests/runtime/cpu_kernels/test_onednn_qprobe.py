@@ -3,10 +3,9 @@ probe_report(); a missing or wrong one makes the int8 factories that need it dec
 reference runs) with one warning, and a broken .binary op only moves the residual add to torch."""
 from __future__ import annotations
 
-import warnings
 
 import pytest
-from onednn_helpers import context, run
+from onednn_helpers import context, probe_with, run
 from test_onednn_qconv2d import make as make_conv
 from test_onednn_qconv2d import reference as conv_reference
 from test_onednn_qlinear import check
@@ -38,24 +37,6 @@ class WrongResult:
 
     def __call__(self, *args):
         return self._op(*args).float() * 1.5
-
-
-def probe_with(monkeypatch, replace: dict) -> list[str]:
-    """Probe with some ops replaced (None: missing); the oneDNN warnings it gave."""
-    real = probe.resolve_op
-
-    def resolve(name):
-        if name not in replace:
-            return real(name)
-        if replace[name] is None:
-            raise AttributeError(name)
-        return replace[name](real(name))
-
-    monkeypatch.setattr(probe, "resolve_op", resolve)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        probe_report()
-    return [str(w.message) for w in caught if "oneDNN" in str(w.message)]
 
 
 def kernel_names(tensors_linear, tensors_conv) -> tuple[str, str]:
