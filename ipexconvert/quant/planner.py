@@ -141,18 +141,24 @@ def _smooth(program, linears, calibration, options, weights, smooth, plan, progr
             continue  # smoothing does not help this group: leave it alone
         s = sq.factors(g.absmax, ws, alpha)
         g.samples.clear()
-        if g.norm is not None:
-            sq.fold_into_norm(program, g.norm, s)
-            for n in g.linears:  # the float weights change too, so a fallback layer stays exact
-                new = weights[n.name] * s
-                n.inputs[1] = program.add_constant(f"{n.inputs[1]}_smoothed", new.to(program.weights[n.inputs[1]].dtype))
-                weights[n.name] = new
-        else:
-            for n in g.linears:
-                smooth[n.name] = s
+        _apply_smoothing(program, g.linears, g.norm, s, weights, smooth)
         for n in g.linears:
             plan.layers[n.name] = LayerPlan(node=n.name, op="linear", smoothing=sq_record(g, alpha, s))
     program.prune()
+
+
+def _apply_smoothing(program, linears, norm, s: torch.Tensor, weights, smooth) -> None:
+    """1/s into the norm (and s into the linears' float weights, so a fallback layer stays exact),
+    or, without a norm, s recorded for the quantize step's multiplier."""
+    if norm is None:
+        for n in linears:
+            smooth[n.name] = s
+        return
+    sq.fold_into_norm(program, norm, s)
+    for n in linears:
+        new = weights[n.name] * s
+        n.inputs[1] = program.add_constant(f"{n.inputs[1]}_smoothed", new.to(program.weights[n.inputs[1]].dtype))
+        weights[n.name] = new
 
 
 def sq_record(g: sq.SmoothGroup, alpha: float, s: torch.Tensor) -> Smoothing:
@@ -175,14 +181,9 @@ def _apply_imported_smoothing(program, targets, imported: QuantPlan, weights, sm
             if norm is None or norm.name != layer.smoothing.folded_into:
                 raise UserInputError(f"the qconfig folds smoothing of {name} into {layer.smoothing.folded_into}, "
                                      "which this model does not have", "export a qconfig from this model first")
-            sq.fold_into_norm(program, norm, s)
-            for n in members:
-                new = weights[n.name] * s
-                n.inputs[1] = program.add_constant(f"{n.inputs[1]}_smoothed", new)
-                weights[n.name] = new
         else:
-            for n in members:
-                smooth[n.name] = s
+            norm = None
+        _apply_smoothing(program, members, norm, s, weights, smooth)
         for n in members:
             plan.layers[n.name] = LayerPlan(node=n.name, op="linear", smoothing=layer.smoothing)
             done.add(n.name)
