@@ -1,9 +1,5 @@
-// A small fork-join thread pool, compiled for the generic level.
-//
-// Why our own pool and not OpenMP: torch ships its own OpenMP runtime; linking a second one
-// (gcc's libgomp) would give the process two spinning thread teams fighting for the cores.
-// These workers sleep on a condition variable between jobs, so they cost nothing while torch
-// runs, and the caller passes torch's thread setting so the two never use more threads than that.
+// parallel_for over torch's own OpenMP runtime (see src/parallel.cpp), compiled for the generic
+// level. The caller passes torch's thread setting, so torch.set_num_threads governs both.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,36 @@
+"""The native kernels run on torch's own OpenMP runtime.
+
+Forking after parallel work is not tested: with libgomp a forked child hangs in its first
+parallel region, in torch's own ops as much as in ours (docs/native.md, "Threads").
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from ipexconvert import native
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="native extension not built")
+
+
+def _loaded_gomp() -> set[str]:
+    return {line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines() if "libgomp" in line}
+
+
+def _softmax_matches(threads: int) -> bool:
+    x = torch.randn(512, 1024)  # several 16K-element chunks: really split over threads
+    return torch.allclose(native.softmax(x, threads=threads), torch.softmax(x, -1), atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc (Linux)")
+def test_one_openmp_runtime_in_the_process():
+    _softmax_matches(2)
+    loaded = _loaded_gomp()
+    assert len(loaded) <= 1, f"two OpenMP runtimes loaded: {loaded}"
+
+
+def test_kernels_run_split_over_threads():
+    assert _softmax_matches(2)
+    assert _softmax_matches(1)
