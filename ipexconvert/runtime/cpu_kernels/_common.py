@@ -8,6 +8,7 @@ from typing import Callable, Optional
 import torch
 
 from ...ir.postops import PostOp, apply_post_ops
+from ...ir.spec import TensorSpec
 from ..cpu import ISA_LEVELS
 from ..kernels import KernelFn, NodeContext
 
@@ -137,3 +138,16 @@ def with_tail(fn: KernelFn, tail: tuple[PostOp, ...]) -> KernelFn:
         return apply_post_ops(fn(inputs, dims), post_ops, inputs)
 
     return run
+
+
+def representative_conv_input(x: TensorSpec) -> Optional[list[int]]:
+    """Input size for choosing a packed conv weight's layout (float and int8); it depends on channels
+    and spatial size, not batch.
+
+    A dynamic batch is packed for batch 1 (the layout stays valid for any batch; oneDNN
+    converts if it would prefer another). Dynamic spatial sizes: let oneDNN pick.
+    """
+    shape = list(x.shape)
+    if not all(isinstance(d, int) for d in shape[1:]):
+        return None
+    return [shape[0] if isinstance(shape[0], int) else 1, *shape[1:]]

@@ -18,7 +18,8 @@ from ...ir.postops import PostOp
 from ...ir.spec import TensorSpec
 from ..kernels import Kernel, NodeContext, register_kernel
 from . import probe
-from ._common import consumed, constant_weight_and_bias, enabled, isa_allows, node_dtype, plan_post_ops, with_tail
+from ._common import (consumed, constant_weight_and_bias, enabled, isa_allows, node_dtype, plan_post_ops,
+                      representative_conv_input, with_tail)
 
 _BINARY_KINDS = frozenset({"add", "mul"})
 # The .binary op refuses other unary post-ops after the binary ("Unary Fusion behavior undefined").
@@ -37,18 +38,6 @@ def _operand_fits(operand: TensorSpec, out: TensorSpec, dtype: str) -> bool:
         return True
     return (shape[2] == 1 and shape[3] == 1 and same(shape[1], out.shape[1])
             and (shape[0] == 1 or same(shape[0], out.shape[0])))
-
-
-def _representative_size(x: TensorSpec) -> Optional[list[int]]:
-    """Input size for choosing the packed weight layout; the layout depends on channels, not batch.
-
-    A dynamic batch is packed for batch 1 (the layout stays valid for any batch; oneDNN
-    converts if it would prefer another). Dynamic spatial sizes: let oneDNN pick.
-    """
-    shape = list(x.shape)
-    if not all(isinstance(d, int) for d in shape[1:]):
-        return None
-    return [shape[0] if isinstance(shape[0], int) else 1, *shape[1:]]
 
 
 @register_kernel("cpu", "conv2d")
@@ -78,7 +67,7 @@ def conv2d_onednn(ctx: NodeContext) -> Optional[Kernel]:
 
     plan = plan_post_ops(a.post_ops, binary_ok, _UNARY_AFTER_ADD)
     padding, stride, dilation, groups = list(a.padding), list(a.stride), list(a.dilation), a.groups
-    packed = reorder(weight, padding, stride, dilation, groups, _representative_size(x_spec))
+    packed = reorder(weight, padding, stride, dilation, groups, representative_conv_input(x_spec))
     # With a packed weight oneDNN returns channels-last even for a contiguous input: give the spec's layout.
     layout = torch.channels_last if out_spec.memory_format == "channels_last" else torch.contiguous_format
 

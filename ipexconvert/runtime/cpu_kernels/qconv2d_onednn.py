@@ -19,7 +19,8 @@ from ...ir.ops.qconv2d import dequantize_accum
 from ...ir.postops import PostOp, apply_post_ops
 from ..kernels import Kernel, NodeContext, register_kernel
 from . import probe
-from ._common import enabled, int8_allowed, int8_output, int8_weight_params, plan_post_ops, with_tail
+from ._common import (enabled, int8_allowed, int8_output, int8_weight_params, plan_post_ops, representative_conv_input,
+                      with_tail)
 
 
 @register_kernel("cpu", "qconv2d")
@@ -48,8 +49,10 @@ def qconv2d_onednn(ctx: NodeContext) -> Optional[Kernel]:
     plan = plan_post_ops([] if u8_accum and out_dtype is not None else a.post_ops, binary_ok, frozenset({"relu"}))
     if plan.tail and out_dtype is None:
         return None
+    # Packed for the real input size (batch 1): packed without it, oneDNN reordered the weight of
+    # the 56x56 convs on every call (7 reorders a run at batch 1, 16 at batch 16).
     packed = prepack(weight.contiguous(), scales, a.x_scale, a.x_zero_point, a.stride, a.padding, a.dilation,
-                     a.groups, None)
+                     a.groups, representative_conv_input(ctx.input_specs[0]))
     zero_points = torch.zeros(weight.shape[0], dtype=torch.int64)
     conv_args = (a.stride, a.padding, a.dilation, a.groups)
     # oneDNN returns channels-last even for a contiguous input: give the spec's layout.
