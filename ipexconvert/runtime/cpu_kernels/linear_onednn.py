@@ -22,8 +22,8 @@ from . import probe
 from ._common import consumed, constant_weight_and_bias, enabled, isa_allows, node_dtype, plan_post_ops, with_tail
 
 _BINARY_KINDS = frozenset({"add", "mul"})
-# float32 linear stays with the reference: F.linear calls MKL sgemm, which measured as fast or
-# faster than oneDNN here (oneDNN has ~35 us more fixed cost per call; fusing a gelu wins <5%).
+# float32 linear goes to MKL's packed GEMM (linear_mkl.py): MKL sgemm measured as fast or faster
+# than oneDNN here (oneDNN has ~35 us more fixed cost per call; fusing a gelu wins <5%).
 # bf16 is where oneDNN wins (1.4-2x over F.linear). build_linear_kernel still takes float32.
 _DTYPES = frozenset({"bfloat16"})
 

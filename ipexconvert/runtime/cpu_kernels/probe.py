@@ -37,6 +37,9 @@ EXPECTED_ARGS: dict[str, list[str]] = {
     "mkldnn._reorder_linear_weight": ["self", "batch_size"],
     "mkldnn._linear_pointwise": ["X", "W", "B", "attr", "scalars", "algorithm"],
     "mkldnn._linear_pointwise.binary": ["X", "other", "W", "B", "attr"],
+    # MKL's packed float32 GEMM (checked in float32 only; see _check_mkl_linear)
+    "mkl._mkl_reorder_linear_weight": ["X", "batch_size"],
+    "mkl._mkl_linear": ["X", "MKL_W", "ORI_W", "B", "batch_size"],
     # int8 (checked under the key "int8"; see _check_int8)
     "onednn.qlinear_prepack": ["weight", "x_shape"],
     "onednn.qlinear_pointwise": ["qx", "x_scale", "x_zero_point", "qw", "w_scale", "w_zero_point", "bias",
@@ -133,13 +136,17 @@ def _run_all() -> dict[str, OpStatus]:
         for dtype in _dtypes_checked:
             _check_conv(status, dtype)
             _check_linear(status, dtype)
+        _check_mkl_linear(status)
         _check_int8(status)
     return status
 
 
 def _lookup(name: str) -> OpStatus:
     status = OpStatus()
-    if not torch.backends.mkldnn.is_available():
+    if name.startswith("mkl.") and not torch.backends.mkl.is_available():
+        status.fail("this torch build has no MKL")
+        return status
+    if not name.startswith("mkl.") and not torch.backends.mkldnn.is_available():
         status.fail("this torch build has no oneDNN")
         return status
     try:
@@ -247,6 +254,26 @@ def _check_linear(status: dict[str, OpStatus], dtype: str) -> None:
         return torch.stack([added.float(), multiplied.float()]), torch.stack([ref + otherf, ref * otherf])
 
     _attempt(binary, dtype, add_and_mul)
+
+
+def _check_mkl_linear(status: dict[str, OpStatus]) -> None:
+    """Packed for 6 rows: run at 6 rows (the packed GEMM) and at 4 (its unpacked fallback)."""
+    x, _ = _rounded((2, 3, 24), "float32", 10)
+    w, _ = _rounded((20, 24), "float32", 11)
+    b, _ = _rounded((20,), "float32", 12)
+    pack, linear = status["mkl._mkl_reorder_linear_weight"], status["mkl._mkl_linear"]
+    packed: list[torch.Tensor] = []
+
+    def packs():
+        packed.append(pack.op(w, 6))
+        return torch.ones(1), torch.ones(1)  # opaque: checked through the GEMM below
+
+    _attempt(pack, "float32", packs)
+    if not packed:
+        return
+    _attempt(linear, "float32", lambda: (
+        torch.cat([linear.op(x, packed[0], w, b, 6).flatten(), linear.op(x[:, :2], packed[0], w, b, 6).flatten()]),
+        torch.cat([F.linear(x, w, b).flatten(), F.linear(x[:, :2], w, b).flatten()])))
 
 
 def _check_int8(status: dict[str, OpStatus]) -> None:

@@ -57,8 +57,8 @@ def test_tiny_cnn(convert, dtype):
     model = load_artifact(convert("tiny-cnn", dtype))
     kernels = kernels_by_op(model)
     assert kernels["conv2d"] == {"onednn:conv2d"}
-    # float32 linear stays on the reference (MKL) by design; bf16 goes to oneDNN.
-    assert kernels["linear"] == {"onednn:linear" if dtype == "bf16" else "reference:linear"}
+    # float32 linear goes to MKL's packed GEMM; bf16 to oneDNN.
+    assert kernels["linear"] == {"onednn:linear" if dtype == "bf16" else "mkl:linear"}
     check_against_eager("tiny-cnn", model, dtype)
 
 

@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 import torch
-from onednn_helpers import FP32_TOLERANCE, context, probe_with, reference, rel_err, run
+from onednn_helpers import FP32_TOLERANCE, WrongResult, context, probe_with, reference, rel_err, run
 
 from ipexconvert.runtime.cpu_kernels import probe, probe_report
 from ipexconvert.runtime.kernels import resolve_kernel
@@ -52,16 +52,6 @@ def test_missing_op_falls_back_with_one_warning(monkeypatch):
         warnings.simplefilter("always")
         resolve_kernel(ctx)
     assert not again
-
-
-class WrongResult:
-    """Stands in for an op whose schema is right but whose numbers are off."""
-
-    def __init__(self, op):
-        self._op, self._schema = op, op._schema
-
-    def __call__(self, *args):
-        return self._op(*args) * 1.5
 
 
 def test_wrong_numbers_fall_back(monkeypatch):
