@@ -33,8 +33,18 @@ def _native_report() -> dict:
                 "kernels": f"reference (PyTorch ops) only: the native extension is not built ({native.unavailable_reason()})"}
     return {"native_levels": native.supported_levels(),
             "native_kernels": {name: native.kernel_level(name) for name in native.KERNELS},
-            "kernels": "native (ipexconvert._native) for norms/softmax/activations, oneDNN (through torch) for conv2d "
-                   "and bf16 linear where the probe passes, else reference (PyTorch ops)"}
+            "kernels": "native (ipexconvert._native) for norms/softmax/activations/quantize, direct oneDNN "
+                       "(ipexconvert._dnnl) for conv2d/qconv2d, oneDNN through torch for linear/qlinear and the "
+                       "convolutions the direct layers decline, MKL for fp32 linear, else reference (PyTorch ops)"}
+
+
+def _dnnl_report() -> dict:
+    """The direct oneDNN layers: loaded or not (and why), checked, and the ISA cap they run under."""
+    from . import dnnl
+
+    if dnnl.available():
+        dnnl.usable(cpu.selected_isa())  # runs the one-time check, so the report says how it went
+    return dnnl.report()
 
 
 def environment_report() -> dict:
@@ -42,7 +52,7 @@ def environment_report() -> dict:
     return {
         "ipexconvert": __version__,
         "python": platform.python_version(),
-        "versions": {p: _version(p) for p in ("torch", "safetensors", "pydantic", "typer", "transformers", "onnx")},
+        "versions": {p: _version(p) for p in ("torch", "onednn-cpu-gomp", "safetensors", "pydantic", "typer", "transformers", "onnx")},
         "cpu": cpu.cpu_model(),
         "cpu_flags": interesting,
         "amx_os_permission": cpu.amx_permission(),
@@ -51,6 +61,7 @@ def environment_report() -> dict:
         "selected_isa": cpu.selected_isa(),
         "isa_detection": "native (CPUID + XCR0)" if cpu.detection() == "native" else "python (/proc/cpuinfo)",
         **_native_report(),
+        "direct_onednn": _dnnl_report(),
         "onednn_probe": _onednn_summary(),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "threads": torch.get_num_threads(),

@@ -20,6 +20,13 @@ from ipexconvert.runtime.cpu_kernels._common import int8_allowed
 from ipexconvert.runtime.cpu_kernels.qconv2d_onednn import qconv2d_onednn
 from ipexconvert.runtime.kernels import resolve_kernel
 
+
+@pytest.fixture(autouse=True)
+def torch_operators_only(monkeypatch):
+    """These tests are about torch's oneDNN operators: keep the direct oneDNN layers (tried first) out."""
+    monkeypatch.setenv("IPEXCONVERT_DNNL", "0")
+
+
 pytestmark = pytest.mark.skipif(
     not int8_allowed(selected_isa()) or probe.op_for("onednn.qconv2d_pointwise", "int8") is None,
     reason="no oneDNN int8 here (needs avx512_vnni and a passing probe)")

@@ -16,6 +16,13 @@ from ipexconvert.runtime.cpu_kernels import probe, probe_report
 from ipexconvert.runtime.cpu_kernels._common import int8_allowed
 from ipexconvert.runtime.kernels import resolve_kernel
 
+
+@pytest.fixture(autouse=True)
+def torch_operators_only(monkeypatch):
+    """These tests are about torch's oneDNN operators: keep the direct oneDNN layers (tried first) out."""
+    monkeypatch.setenv("IPEXCONVERT_DNNL", "0")
+
+
 INT8_OPS = [name for name in probe.EXPECTED_ARGS if name.startswith("onednn.")]
 QLINEAR, QCONV_BINARY = "onednn.qlinear_pointwise", "onednn.qconv2d_pointwise.binary"
 needs_vnni = pytest.mark.skipif(not int8_allowed(selected_isa()), reason="oneDNN int8 kernels need avx512_vnni")

@@ -1,0 +1,76 @@
+// A 2-D convolution run directly on oneDNN primitives, created once per input size and kept.
+//
+// torch's oneDNN operators rebuild their oneDNN objects on every call (55-77 us per call measured
+// on a conv whose oneDNN execution takes a few us, docs/quantization.md); here the primitive, its
+// packed weights and its scratchpad live as long as the layer. Activations are NHWC
+// (channels-last) tensors owned by the caller, which also allocates the output.
+//
+// Covers what ResNet-style models need: int8 (uint8 activations with a zero point, int8 weights
+// with per-output-channel scales, float32 bias, uint8 / bfloat16 / float32 output) and float
+// (bfloat16 or float32 throughout, float32 bias); post-ops: an optional residual sum into the
+// output buffer, then an optional ReLU.
+#pragma once
+
+#include <dnnl.hpp>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace ipxc_dnnl {
+
+struct ConvConfig {
+    int64_t in_channels = 0, out_channels = 0, kernel_h = 0, kernel_w = 0;
+    int64_t stride[2] = {1, 1}, padding[2] = {0, 0}, dilation[2] = {1, 1};
+    dnnl::memory::data_type src = dnnl::memory::data_type::f32;  // u8, bf16 or f32
+    dnnl::memory::data_type dst = dnnl::memory::data_type::f32;  // u8, bf16 or f32
+    bool relu = false;
+    // Residual sum: out = conv + sum_scale * (out_before - sum_zero_point), before the relu.
+    bool sum = false;
+    dnnl::memory::data_type sum_type = dnnl::memory::data_type::undef;  // undef: the output's
+    float sum_scale = 1.f;
+    int32_t sum_zero_point = 0;
+    // int8 only (src u8): x_real = x_scale * (x - x_zero_point); y = y_real / y_scale + y_zero_point.
+    float x_scale = 1.f, y_scale = 1.f;
+    int32_t x_zero_point = 0, y_zero_point = 0;
+};
+
+class Conv {
+  public:
+    // weight: OIHW (contiguous), int8 (with w_scales, one per output channel) or the src type.
+    // bias: float32 [out_channels] or null. Both are copied: the caller may free them.
+    Conv(const ConvConfig& config, const void* weight, const float* w_scales, const float* bias);
+
+    // src: NHWC [n, in_channels, h, w]; dst: NHWC [n, out_channels, oh, ow], holding the residual
+    // when config.sum is set.
+    void run(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int64_t oh, int64_t ow);
+
+    // The oneDNN implementation the primitive for this input size uses (e.g. brg_conv_fwd:avx512_core_amx).
+    std::string implementation(int64_t n, int64_t h, int64_t w);
+
+  private:
+    struct Plan {
+        dnnl::convolution_forward primitive;
+        dnnl::memory weights;  // packed as this primitive wants
+        dnnl::memory::desc scratchpad, src, dst;
+        std::string implementation;
+    };
+    Plan& plan_for(int64_t n, int64_t h, int64_t w);
+    dnnl::memory packed_weights(const dnnl::memory::desc& want);
+
+    ConvConfig config_;
+    dnnl::engine engine_;
+    dnnl::memory plain_weights_, bias_, x_scale_, w_scales_, y_scale_, x_zero_point_, y_zero_point_;
+    std::vector<std::pair<dnnl::memory::desc, dnnl::memory>> packed_;  // per layout a primitive asked for
+    std::map<std::tuple<int64_t, int64_t, int64_t>, Plan> plans_;    // per input (n, h, w)
+    std::mutex mutex_;                                                // plans_ and packed_ grow lazily
+};
+
+// Caps oneDNN's instruction set ("avx2", "avx512_core", "avx512_core_vnni", "avx512_core_bf16",
+// "avx512_core_amx"); only effective before the first primitive is created. Returns success.
+bool set_max_isa(const std::string& isa);
+
+}  // namespace ipxc_dnnl

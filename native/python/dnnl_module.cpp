@@ -1,0 +1,111 @@
+// ipexconvert._dnnl: bindings of the direct oneDNN layers (native/dnnl/). A module of its own so
+// that the main kernel library loads even where oneDNN is missing. Tensors arrive through
+// DLPack (tensor_arg.h); the GIL is released while a primitive runs.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+#include "../dnnl/conv.h"
+#include "tensor_arg.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using ipxc::TensorArg;
+using dt = dnnl::memory::data_type;
+using Pair = std::tuple<int64_t, int64_t>;
+
+[[noreturn]] void fail(const std::string& message) { throw std::invalid_argument(message); }
+
+dt data_type(const std::string& name) {
+    if (name == "uint8") return dt::u8;
+    if (name == "bfloat16") return dt::bf16;
+    if (name == "float32") return dt::f32;
+    if (name.empty()) return dt::undef;
+    fail("unsupported data type " + name + " (uint8, bfloat16 or float32)");
+}
+
+void check_cpu_contiguous(const TensorArg& t) {
+    if (!t.on_cpu() || !t.is_contiguous()) fail(std::string(t.name()) + " must be a contiguous CPU tensor");
+}
+
+// [n, c, h, w] in channels-last memory order (NHWC), as the primitives read and write it.
+void check_nhwc(const TensorArg& t) {
+    if (!t.on_cpu() || t.ndim() != 4) fail(std::string(t.name()) + " must be a 4-D CPU tensor");
+    const int64_t c = t.shape(1), h = t.shape(2), w = t.shape(3);
+    const bool nhwc = t.stride(1) == 1 && (w == 1 || t.stride(3) == c) && (h == 1 || t.stride(2) == w * c) &&
+                      (t.shape(0) == 1 || t.stride(0) == h * w * c);
+    if (!nhwc) fail(std::string(t.name()) + " " + t.shape_str() + " must be channels-last (torch.channels_last)");
+}
+
+void init_conv(ipxc_dnnl::Conv* self, nb::handle weight, nb::handle w_scales, nb::handle bias, Pair stride, Pair padding,
+                           Pair dilation, const std::string& src, const std::string& dst, bool relu, bool sum,
+                           const std::string& sum_type, float sum_scale, int32_t sum_zero_point, float x_scale,
+                           int32_t x_zero_point, float y_scale, int32_t y_zero_point) {
+    TensorArg w(weight, "weight");
+    check_cpu_contiguous(w);
+    if (w.ndim() != 4) fail("weight must be OIHW");
+    ipxc_dnnl::ConvConfig c;
+    c.out_channels = w.shape(0), c.in_channels = w.shape(1), c.kernel_h = w.shape(2), c.kernel_w = w.shape(3);
+    c.stride[0] = std::get<0>(stride), c.stride[1] = std::get<1>(stride);
+    c.padding[0] = std::get<0>(padding), c.padding[1] = std::get<1>(padding);
+    c.dilation[0] = std::get<0>(dilation), c.dilation[1] = std::get<1>(dilation);
+    c.src = data_type(src), c.dst = data_type(dst);
+    c.relu = relu, c.sum = sum, c.sum_type = data_type(sum_type), c.sum_scale = sum_scale;
+    c.sum_zero_point = sum_zero_point;
+    c.x_scale = x_scale, c.x_zero_point = x_zero_point, c.y_scale = y_scale, c.y_zero_point = y_zero_point;
+    const size_t weight_bytes = c.src == dt::u8 ? 1 : (c.src == dt::bf16 ? 2 : 4);
+    if (static_cast<size_t>(w.dtype().bits / 8) != weight_bytes)
+        fail("weight has dtype " + w.dtype_str() + ", which does not go with " + src + " activations");
+    const float* scales = nullptr;
+    std::optional<TensorArg> s, b;
+    if (!w_scales.is_none()) {
+        s.emplace(w_scales, "w_scales");
+        check_cpu_contiguous(*s);
+        if (!s->is_f32() || s->size() != c.out_channels) fail("w_scales must be float32 [out_channels]");
+        scales = static_cast<const float*>(s->data());
+    }
+    if (!bias.is_none()) {
+        b.emplace(bias, "bias");
+        check_cpu_contiguous(*b);
+        if (!b->is_f32() || b->size() != c.out_channels) fail("bias must be float32 [out_channels]");
+    }
+    new (self) ipxc_dnnl::Conv(c, w.data(), scales, b ? static_cast<const float*>(b->data()) : nullptr);
+}
+
+void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out) {
+    TensorArg src(x, "x"), dst(out, "out");
+    check_nhwc(src);
+    check_nhwc(dst);
+    const int64_t n = src.shape(0), h = src.shape(2), w = src.shape(3), oh = dst.shape(2), ow = dst.shape(3);
+    if (dst.shape(0) != n) fail("out has another batch size than x");
+    nb::gil_scoped_release release;
+    conv.run(src.data(), n, h, w, dst.data(), oh, ow);
+}
+
+}  // namespace
+
+NB_MODULE(_dnnl, m) {
+    m.doc() = "ipexconvert's direct oneDNN layers (see native/dnnl/conv.h)";
+    nb::class_<ipxc_dnnl::Conv>(m, "Conv")
+        .def("__init__", &init_conv,
+             "weight"_a, "w_scales"_a.none(), "bias"_a.none(), "stride"_a, "padding"_a, "dilation"_a, "src"_a,
+             "dst"_a, "relu"_a = false, "sum"_a = false, "sum_type"_a = "", "sum_scale"_a = 1.f,
+             "sum_zero_point"_a = 0, "x_scale"_a = 1.f, "x_zero_point"_a = 0, "y_scale"_a = 1.f,
+             "y_zero_point"_a = 0)
+        .def("run", &run_conv, "x"_a, "out"_a,
+             "out = conv(x) (+ the residual already in out), x and out channels-last")
+        .def("implementation", &ipxc_dnnl::Conv::implementation, "n"_a, "h"_a, "w"_a);
+    m.def("set_max_isa", &ipxc_dnnl::set_max_isa, "isa"_a);
+    m.def("version", [] {
+        const dnnl_version_t* v = dnnl_version();
+        return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+    });
+}

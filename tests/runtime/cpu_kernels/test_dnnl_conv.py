@@ -1,0 +1,157 @@
+"""dnnl:conv2d and dnnl:qconv2d (direct oneDNN primitives, ipexconvert.dnnl) against the op references,
+with the same cases as the torch-oneDNN kernels (test_onednn_conv2d.py, test_onednn_qconv2d.py): float32
+and bfloat16, int8 with float32 / bfloat16 / requantized uint8 outputs, relu and residual sums (float,
+and uint8 into a uint8 output), dynamic batch with one kernel, the residual left untouched, the
+layouts, what the factories decline, and a failing self-check turning the layers off."""
+from __future__ import annotations
+
+import pytest
+import torch
+import test_onednn_conv2d as float_cases
+import test_onednn_qconv2d as int8_cases
+from onednn_helpers import BF16_TOLERANCE, FP32_TOLERANCE, context, reference, rel_err, run
+from test_onednn_qlinear import OUTPUTS, check
+
+from ipexconvert import dnnl
+from ipexconvert.runtime.cpu import selected_isa
+from ipexconvert.runtime.cpu_kernels._common import int8_allowed
+from ipexconvert.runtime.cpu_kernels.conv2d_dnnl import conv2d_dnnl
+from ipexconvert.runtime.cpu_kernels.qconv2d_dnnl import qconv2d_dnnl
+from ipexconvert.runtime.kernels import resolve_kernel
+
+pytestmark = pytest.mark.skipif(not dnnl.usable(selected_isa()),
+                                reason=f"direct oneDNN layers unavailable: {dnnl.report()['error']}")
+CL = torch.channels_last
+FLOAT_POST_OPS = ["none", "relu", "add", "add-relu"]
+INT8 = pytest.mark.skipif(not int8_allowed(selected_isa()), reason="int8 needs avx512_vnni")
+
+
+@pytest.mark.parametrize("channels_last", [True, False])
+@pytest.mark.parametrize("post_ops", FLOAT_POST_OPS)
+@pytest.mark.parametrize("shape", ["3x3", "1x1-no-bias"])
+@pytest.mark.parametrize("dtype", float_cases.DTYPES)
+def test_float_matches_reference(dtype, shape, post_ops, channels_last):
+    attrs, exact, tensors = float_cases.make(shape, float_cases.POST_OPS[post_ops], dtype, channels_last)
+    kernel = conv2d_dnnl(context("conv2d", attrs, tensors, {1, 2}))
+    assert kernel is not None and kernel.name == "dnnl:conv2d"
+    operand = tensors[3].clone() if len(tensors) > 3 else None
+    got = run(kernel, tensors, {})
+    assert got.dtype == tensors[0].dtype
+    assert got.is_contiguous(memory_format=CL if channels_last else torch.contiguous_format)
+    tolerance = FP32_TOLERANCE if dtype == "float32" else BF16_TOLERANCE
+    assert rel_err(got, reference("conv2d", attrs, exact)) < tolerance
+    if operand is not None:
+        assert torch.equal(tensors[3], operand)  # oneDNN sums into its output: the operand is copied first
+
+
+@pytest.mark.parametrize("dtype", float_cases.DTYPES)
+def test_float_dynamic_batch_one_kernel(dtype):
+    attrs, _, tensors = float_cases.make("3x3", float_cases.POST_OPS["add-relu"], dtype, True)
+    kernel = conv2d_dnnl(context("conv2d", attrs, tensors, {1, 2}, dynamic_batch=True))
+    for batch in (1, 3, 1):
+        _, exact, tensors = float_cases.make("3x3", float_cases.POST_OPS["add-relu"], dtype, True, batch=batch)
+        got = run(kernel, tensors, {"batch": batch})
+        assert got.shape[0] == batch
+        assert rel_err(got, reference("conv2d", attrs, exact)) < (FP32_TOLERANCE if dtype == "float32" else BF16_TOLERANCE)
+
+
+@pytest.mark.parametrize("post_ops", ["gelu", "mul-relu", "relu-add", "add-gelu"])
+def test_float_declines_other_post_ops(post_ops):
+    attrs, _, tensors = float_cases.make("3x3", float_cases.POST_OPS[post_ops], "float32", True)
+    ctx = context("conv2d", attrs, tensors, {1, 2})
+    assert conv2d_dnnl(ctx) is None
+    assert resolve_kernel(ctx).name == "onednn:conv2d"  # torch's operator takes it
+
+
+def test_float_declines_groups_and_broadcast_operands():
+    attrs, _, tensors = float_cases.make("depthwise", [], "float32", True)
+    assert conv2d_dnnl(context("conv2d", attrs, tensors, {1, 2})) is None
+    attrs, _, tensors = float_cases.make("3x3", float_cases.POST_OPS["add"], "float32", True, operand="per-channel")
+    assert conv2d_dnnl(context("conv2d", attrs, tensors, {1, 2})) is None
+
+
+@INT8
+@pytest.mark.parametrize("post_ops", list(int8_cases.POST_OPS))
+@pytest.mark.parametrize("output", list(OUTPUTS))
+def test_int8_matches_reference(output, post_ops):
+    attrs, tensors = int8_cases.make(1, output, post_ops)
+    kernel = qconv2d_dnnl(context("qconv2d", attrs, tensors, {1, 2, 3}))
+    if output == "uint8" and post_ops.startswith("add"):  # a float residual cannot go into a uint8 output
+        assert kernel is None
+        return
+    assert kernel is not None and kernel.name == "dnnl:qconv2d" and kernel.consumed_inputs == {1, 2, 3}
+    residual = tensors[4].clone() if len(tensors) > 4 else None
+    got = run(kernel, tensors, {})
+    assert got.is_contiguous(memory_format=CL)
+    check(got, int8_cases.reference(attrs, tensors), attrs)
+    if residual is not None:
+        assert torch.equal(tensors[4], residual)
+
+
+@INT8
+@pytest.mark.parametrize("post_ops", ["add", "add-relu"])
+def test_int8_uint8_residual_into_uint8(post_ops):
+    attrs, tensors = int8_cases.make_u8_accum(1, "uint8", post_ops)
+    residual = tensors[4].clone()
+    kernel = qconv2d_dnnl(context("qconv2d", attrs, tensors, {1, 2, 3}))
+    assert kernel is not None and kernel.name == "dnnl:qconv2d"
+    check(run(kernel, tensors, {}), int8_cases.reference(attrs, tensors), attrs)
+    assert torch.equal(tensors[4], residual)
+
+
+@INT8
+def test_int8_uint8_residual_with_float_output_goes_to_torch_operator():
+    attrs, tensors = int8_cases.make_u8_accum(1, "float32", "add-relu")
+    ctx = context("qconv2d", attrs, tensors, {1, 2, 3})
+    assert qconv2d_dnnl(ctx) is None
+    assert resolve_kernel(ctx).name == "onednn:qconv2d"
+
+
+@INT8
+@pytest.mark.parametrize("output,post_ops", [("float32", "relu"), ("bfloat16", "add-relu"), ("uint8", "relu")])
+def test_int8_dynamic_batch_and_contiguous_layouts(output, post_ops):
+    attrs, tensors = int8_cases.make(1, output, post_ops)
+    kernel = qconv2d_dnnl(context("qconv2d", attrs, tensors, {1, 2, 3}, dynamic_batch=True))
+    for batch in (1, 3):
+        _, tensors = int8_cases.make(1, output, post_ops, batch=batch)
+        got = run(kernel, tensors, {"batch": batch})
+        assert got.shape[0] == batch
+        check(got, int8_cases.reference(attrs, tensors), attrs)
+    attrs, tensors = int8_cases.make(1, output, post_ops)
+    tensors = [None if t is None else t.contiguous() for t in tensors]
+    got = run(qconv2d_dnnl(context("qconv2d", attrs, tensors, {1, 2, 3})), tensors, {})
+    assert got.is_contiguous()
+    check(got, int8_cases.reference(attrs, tensors), attrs)
+
+
+@INT8
+def test_int8_declines(monkeypatch):
+    attrs, tensors = int8_cases.make(2, "float32", "relu")
+    assert qconv2d_dnnl(context("qconv2d", attrs, tensors, {1, 2, 3})) is None  # groups
+    attrs, tensors = int8_cases.make(1, "float32", "relu")
+    assert qconv2d_dnnl(context("qconv2d", attrs, tensors, {1, 2, 3}, isa="avx512")) is None  # no VNNI
+    assert qconv2d_dnnl(context("qconv2d", attrs, tensors, {2, 3})) is None  # weight not a constant
+    monkeypatch.setenv("IPEXCONVERT_ONEDNN", "0")
+    assert resolve_kernel(context("qconv2d", attrs, tensors, {1, 2, 3})).name == "reference:qconv2d"
+
+
+def test_failed_self_check_turns_the_layers_off(monkeypatch):
+    class OffByMany:
+        def __init__(self, *args, **kwargs):
+            self.conv = real(*args, **kwargs)
+
+        def run(self, x, out):
+            self.conv.run(x, out)
+            out.add_(7 if out.dtype == torch.uint8 else 1.0)
+
+    real = dnnl.raw.Conv
+    monkeypatch.setattr(dnnl.raw, "Conv", OffByMany)
+    monkeypatch.setattr(dnnl, "_checked", None)
+    with pytest.warns(RuntimeWarning, match="direct oneDNN layers failed their check"):
+        assert not dnnl.usable(selected_isa())
+    attrs, _, tensors = float_cases.make("3x3", [], "float32", True)
+    assert conv2d_dnnl(context("conv2d", attrs, tensors, {1, 2})) is None
+    assert dnnl.report()["checked"] is False
+    monkeypatch.undo()
+    monkeypatch.setattr(dnnl, "_checked", None)
+    assert dnnl.usable(selected_isa())
