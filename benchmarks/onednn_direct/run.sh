@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How fast are ResNet-50's 53 convolutions (batch 1 and 16, int8 and bf16) when oneDNN primitives are
-# created once and executed directly, without torch's per-call wrappers? An upper bound on what a
-# direct oneDNN backend would save (docs/quantization.md, "Where the time goes").
+# created once and executed directly, without torch's per-call wrappers? The measurement that led to
+# the direct oneDNN layers (ipexconvert._dnnl; docs/quantization.md, docs/native.md).
 # Needs the registry (downloads oneDNN 3.2 built for GNU OpenMP, the runtime torch uses) and g++.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
