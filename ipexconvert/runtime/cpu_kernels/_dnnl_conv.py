@@ -33,10 +33,12 @@ def same_shape(a: TensorSpec, b: TensorSpec) -> bool:
 
 
 def conv_run(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, out_spec: TensorSpec,
-             sum_operand: Optional[int]):
+             sum_operand: Optional[int], residual: Callable[[torch.Tensor], torch.Tensor] = None):
     """The kernel function: x to channels-last (the layout the primitive reads), output allocated
     channels-last (holding a copy of the residual when one is summed: oneDNN adds into the output,
-    and the residual may have other readers), then the spec's layout."""
+    and the residual may have other readers), then the spec's layout. `residual` turns the operand
+    into that copy when a plain clone will not do (a uint8 residual of a float output)."""
+    residual = residual or (lambda t: t.clone(memory_format=torch.channels_last))
     out_channels, _, kh, kw = weight_shape
     (sh, sw), (ph, pw), (dh, dw) = attrs.stride, attrs.padding, attrs.dilation
     contiguous_out = out_spec.memory_format != "channels_last"
@@ -48,7 +50,7 @@ def conv_run(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, out_
         if sum_operand is None:
             out = torch.empty((n, out_channels, oh, ow), dtype=out_dtype, memory_format=torch.channels_last)
         else:
-            out = inputs[sum_operand].clone(memory_format=torch.channels_last)
+            out = residual(inputs[sum_operand])
         conv.run(x, out)
         return out.contiguous() if contiguous_out else out
 

@@ -1,7 +1,9 @@
 """qconv2d on a direct oneDNN primitive kept per layer (ipexconvert.dnnl): uint8 activations,
 int8 weights with per-channel scales, bias, and a ReLU and/or a residual sum fused; uint8,
-bfloat16 or float32 output. A uint8 residual needs a uint8 output (oneDNN sums it in its own
-scale there), a float residual an output of its dtype; other cases go to qconv2d_onednn.py.
+bfloat16 or float32 output. A uint8 residual goes into a uint8 output in its own scale and zero
+point; into a float output (ResNet's last block) it is dequantized to the output's dtype first
+(a few us at [1, 2048, 7, 7]) and summed as a float residual. A float residual needs an output
+of its dtype.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Optional
 import torch
 
 from ... import dnnl
+from ...ir.ops._quant import dequantize
 from ..kernels import Kernel, NodeContext, register_kernel
 from ._common import enabled, int8_allowed, int8_output, int8_weight_params
 from ._dnnl_conv import conv_run, fusable, same_shape
@@ -30,7 +33,7 @@ def qconv2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
 
     def operand_ok(slot: int) -> bool:
         operand = ctx.input_specs[slot]
-        dtype_ok = (operand.dtype == "uint8" and a.output_dtype == "uint8") if u8_accum else (
+        dtype_ok = operand.dtype == "uint8" if u8_accum else (
             operand.dtype == a.output_dtype and a.output_dtype != "uint8")
         return dtype_ok and same_shape(operand, out)
 
@@ -38,12 +41,19 @@ def qconv2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
     if plan is None:
         return None
     weight, scales, bias = params
+    out_dtype = int8_output(a) or torch.uint8
     summed = plan.sum_operand is not None
+    in_own_scale = summed and u8_accum and a.output_dtype == "uint8"  # oneDNN dequantizes it itself
+    residual = None
+    if summed and u8_accum and not in_own_scale:
+        def residual(t: torch.Tensor) -> torch.Tensor:
+            return dequantize(t, a.accum_scale, a.accum_zero_point).to(out_dtype).contiguous(
+                memory_format=torch.channels_last)
     conv = dnnl.raw.Conv(weight.contiguous(), scales, bias, tuple(a.stride), tuple(a.padding), tuple(a.dilation),
                          "uint8", _OUT[a.output_dtype], relu=plan.relu, sum=summed,
-                         sum_scale=(a.accum_scale if u8_accum else 1.0) if summed else 1.0,
-                         sum_zero_point=a.accum_zero_point if (summed and u8_accum) else 0,
+                         sum_scale=a.accum_scale if in_own_scale else 1.0,
+                         sum_zero_point=a.accum_zero_point if in_own_scale else 0,
                          x_scale=a.x_scale, x_zero_point=a.x_zero_point, y_scale=a.output_scale,
                          y_zero_point=a.output_zero_point)
-    run = conv_run(conv, weight.shape, a, int8_output(a) or torch.uint8, out, plan.sum_operand)
+    run = conv_run(conv, weight.shape, a, out_dtype, out, plan.sum_operand, residual)
     return Kernel(run, "dnnl:qconv2d", frozenset({1, 2, 3}))
