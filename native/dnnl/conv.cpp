@@ -84,11 +84,20 @@ dnnl::memory Conv::packed_weights(const dnnl::memory::desc& want) {
     return packed;
 }
 
-Conv::Plan& Conv::plan_for(int64_t n, int64_t h, int64_t w) {
+std::shared_ptr<Conv::Plan> Conv::plan_for(int64_t n, int64_t h, int64_t w) {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto key = std::make_tuple(n, h, w);
     auto found = plans_.find(key);
-    if (found != plans_.end()) return found->second;
+    if (found != plans_.end()) {
+        found->second.second = ++tick_;
+        return found->second.first;
+    }
+    if (plans_.size() >= kMaxPlans) {
+        auto oldest = plans_.begin();
+        for (auto it = plans_.begin(); it != plans_.end(); ++it)
+            if (it->second.second < oldest->second.second) oldest = it;
+        plans_.erase(oldest);
+    }
 
     const ConvConfig& c = config_;
     const bool int8 = c.src == dt::u8;
@@ -125,13 +134,16 @@ Conv::Plan& Conv::plan_for(int64_t n, int64_t h, int64_t w) {
         : dnnl::convolution_forward::primitive_desc(engine_, dnnl::prop_kind::forward_inference,
                                                     dnnl::algorithm::convolution_direct, src, weights, dst, strides,
                                                     dilates, pads, pads, attr);
-    Plan plan{dnnl::convolution_forward(pd), dnnl::memory(), pd.scratchpad_desc(), src, dst, pd.impl_info_str()};
-    plan.weights = packed_weights(pd.weights_desc());
-    return plans_.emplace(key, std::move(plan)).first->second;
+    auto plan = std::make_shared<Plan>(
+        Plan{dnnl::convolution_forward(pd), packed_weights(pd.weights_desc()), pd.scratchpad_desc(), src, dst,
+             pd.impl_info_str()});
+    plans_[key] = {plan, ++tick_};
+    return plan;
 }
 
 void Conv::run(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int64_t oh, int64_t ow) {
-    Plan& plan = plan_for(n, h, w);
+    const std::shared_ptr<Plan> held = plan_for(n, h, w);
+    const Plan& plan = *held;
     if (plan.dst.get_dims()[2] != oh || plan.dst.get_dims()[3] != ow)
         throw std::invalid_argument("output size does not match the convolution");
     std::unordered_map<int, dnnl::memory> args{
@@ -154,7 +166,12 @@ void Conv::run(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int6
     thread_stream().wait();
 }
 
-std::string Conv::implementation(int64_t n, int64_t h, int64_t w) { return plan_for(n, h, w).implementation; }
+std::string Conv::implementation(int64_t n, int64_t h, int64_t w) { return plan_for(n, h, w)->implementation; }
+
+size_t Conv::plan_count() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return plans_.size();
+}
 
 bool set_max_isa(const std::string& isa) {
     static const std::map<std::string, dnnl::cpu_isa> levels{

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
@@ -51,6 +52,9 @@ class Conv {
     // The oneDNN implementation the primitive for this input size uses (e.g. brg_conv_fwd:avx512_core_amx).
     std::string implementation(int64_t n, int64_t h, int64_t w);
 
+    // How many input sizes have a primitive now (at most kMaxPlans).
+    size_t plan_count();
+
   private:
     struct Plan {
         dnnl::convolution_forward primitive;
@@ -58,15 +62,19 @@ class Conv {
         dnnl::memory::desc scratchpad, src, dst;
         std::string implementation;
     };
-    Plan& plan_for(int64_t n, int64_t h, int64_t w);
+    std::shared_ptr<Plan> plan_for(int64_t n, int64_t h, int64_t w);
     dnnl::memory packed_weights(const dnnl::memory::desc& want);
 
     ConvConfig config_;
     dnnl::engine engine_;
     dnnl::memory plain_weights_, bias_, x_scale_, w_scales_, y_scale_, x_zero_point_, y_zero_point_;
     std::vector<std::pair<dnnl::memory::desc, dnnl::memory>> packed_;  // per layout a primitive asked for
-    std::map<std::tuple<int64_t, int64_t, int64_t>, Plan> plans_;    // per input (n, h, w)
-    std::mutex mutex_;                                                // plans_ and packed_ grow lazily
+    // Per input (n, h, w), with the tick of its last use. A dynamic batch makes one per batch size
+    // seen; past kMaxPlans the least recently used goes (a call still running keeps its copy).
+    static constexpr size_t kMaxPlans = 8;
+    std::map<std::tuple<int64_t, int64_t, int64_t>, std::pair<std::shared_ptr<Plan>, uint64_t>> plans_;
+    uint64_t tick_ = 0;
+    std::mutex mutex_;  // plans_ and packed_ change lazily
 };
 
 // Caps oneDNN's instruction set ("avx2", "avx512_core", "avx512_core_vnni", "avx512_core_bf16",

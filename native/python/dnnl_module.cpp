@@ -102,7 +102,8 @@ NB_MODULE(_dnnl, m) {
              "y_zero_point"_a = 0)
         .def("run", &run_conv, "x"_a, "out"_a,
              "out = conv(x) (+ the residual already in out), x and out channels-last")
-        .def("implementation", &ipxc_dnnl::Conv::implementation, "n"_a, "h"_a, "w"_a);
+        .def("implementation", &ipxc_dnnl::Conv::implementation, "n"_a, "h"_a, "w"_a)
+        .def("plan_count", &ipxc_dnnl::Conv::plan_count);
     m.def("set_max_isa", &ipxc_dnnl::set_max_isa, "isa"_a);
     m.def("version", [] {
         const dnnl_version_t* v = dnnl_version();

@@ -152,3 +152,31 @@ def test_failed_self_check_turns_the_layers_off(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(dnnl, "_checked", None)
     assert dnnl.usable(selected_isa())
+
+
+def test_primitives_per_input_size_are_bounded_and_rebuilt_when_needed():
+    """A dynamic batch makes one primitive per batch size seen; at most 8 are kept (least recently
+    used goes), and an evicted size is rebuilt, still right."""
+    g = torch.Generator().manual_seed(3)
+    weight, bias = torch.randn(6, 4, 3, 3, generator=g), torch.randn(6, generator=g)
+    conv = dnnl.raw.Conv(weight, None, bias, (1, 1), (1, 1), (1, 1), "float32", "float32", relu=True)
+    for batch in [*range(1, 11), 1]:
+        x = torch.randn(batch, 4, 5, 5, generator=g).contiguous(memory_format=CL)
+        out = torch.empty(batch, 6, 5, 5).contiguous(memory_format=CL)
+        conv.run(x, out)
+        want = torch.nn.functional.conv2d(x, weight, bias, padding=1).relu()
+        assert rel_err(out, want) < FP32_TOLERANCE
+        assert conv.plan_count() <= 8
+    assert conv.plan_count() == 8
+
+
+def test_binding_refuses_bad_tensors():
+    weight = torch.randn(6, 4, 3, 3)
+    conv = dnnl.raw.Conv(weight, None, None, (1, 1), (1, 1), (1, 1), "float32", "float32")
+    x = torch.randn(1, 4, 5, 5)  # contiguous, not channels-last
+    with pytest.raises(ValueError, match="channels-last"):
+        conv.run(x, torch.empty(1, 6, 5, 5).contiguous(memory_format=CL))
+    with pytest.raises(ValueError, match="output size"):
+        conv.run(x.contiguous(memory_format=CL), torch.empty(1, 6, 4, 4).contiguous(memory_format=CL))
+    with pytest.raises(ValueError, match="does not go with"):
+        dnnl.raw.Conv(weight.bfloat16(), None, None, (1, 1), (1, 1), (1, 1), "float32", "float32")
