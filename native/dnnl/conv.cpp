@@ -1,6 +1,8 @@
 // Conv on oneDNN primitives kept per input size (see conv.h).
 #include "conv.h"
 
+#include "engine.h"
+
 #include <cstring>
 #include <stdexcept>
 #include <unordered_map>
@@ -11,24 +13,6 @@ using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
 namespace {
-
-dnnl::engine& cpu_engine() {
-    static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-    return engine;
-}
-
-dnnl::stream& thread_stream() {
-    thread_local dnnl::stream stream(cpu_engine());
-    return stream;
-}
-
-// One scratchpad buffer per thread, grown to the largest a primitive asked for: primitives
-// never run concurrently on one thread, and several threads may run one layer at once.
-void* thread_scratch(size_t bytes) {
-    thread_local std::vector<unsigned char> buffer;
-    if (buffer.size() < bytes) buffer.resize(bytes);
-    return buffer.data();
-}
 
 size_t element_size(dt type) {
     switch (type) {
@@ -74,6 +58,7 @@ Conv::Conv(const ConvConfig& config, const void* weight, const float* w_scales, 
 }
 
 dnnl::memory Conv::packed_weights(const dnnl::memory::desc& want) {
+    std::lock_guard<std::mutex> lock(packed_mutex_);
     for (auto& [desc, memory] : packed_)
         if (desc == want) return memory;
     dnnl::memory packed(want, engine_);
@@ -85,20 +70,10 @@ dnnl::memory Conv::packed_weights(const dnnl::memory::desc& want) {
 }
 
 std::shared_ptr<Conv::Plan> Conv::plan_for(int64_t n, int64_t h, int64_t w) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const auto key = std::make_tuple(n, h, w);
-    auto found = plans_.find(key);
-    if (found != plans_.end()) {
-        found->second.second = ++tick_;
-        return found->second.first;
-    }
-    if (plans_.size() >= kMaxPlans) {
-        auto oldest = plans_.begin();
-        for (auto it = plans_.begin(); it != plans_.end(); ++it)
-            if (it->second.second < oldest->second.second) oldest = it;
-        plans_.erase(oldest);
-    }
+    return plans_.get({n, 0, h, w}, [&] { return make_plan(n, h, w); });
+}
 
+Conv::Plan Conv::make_plan(int64_t n, int64_t h, int64_t w) {
     const ConvConfig& c = config_;
     const bool int8 = c.src == dt::u8;
     const int64_t oh = out_size(h, c.kernel_h, c.stride[0], c.padding[0], c.dilation[0]);
@@ -134,11 +109,8 @@ std::shared_ptr<Conv::Plan> Conv::plan_for(int64_t n, int64_t h, int64_t w) {
         : dnnl::convolution_forward::primitive_desc(engine_, dnnl::prop_kind::forward_inference,
                                                     dnnl::algorithm::convolution_direct, src, weights, dst, strides,
                                                     dilates, pads, pads, attr);
-    auto plan = std::make_shared<Plan>(
-        Plan{dnnl::convolution_forward(pd), packed_weights(pd.weights_desc()), pd.scratchpad_desc(), src, dst,
-             pd.impl_info_str()});
-    plans_[key] = {plan, ++tick_};
-    return plan;
+    return Plan{dnnl::convolution_forward(pd), packed_weights(pd.weights_desc()), pd.scratchpad_desc(), src, dst,
+                pd.impl_info_str()};
 }
 
 void Conv::run(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int64_t oh, int64_t ow) {
@@ -168,27 +140,6 @@ void Conv::run(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int6
 
 std::string Conv::implementation(int64_t n, int64_t h, int64_t w) { return plan_for(n, h, w)->implementation; }
 
-size_t Conv::plan_count() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return plans_.size();
-}
 
-bool set_max_isa(const std::string& isa) {
-    static const std::map<std::string, dnnl::cpu_isa> levels{
-        {"avx2", dnnl::cpu_isa::avx2},
-        {"avx512_core", dnnl::cpu_isa::avx512_core},
-        {"avx512_core_vnni", dnnl::cpu_isa::avx512_core_vnni},
-        {"avx512_core_bf16", dnnl::cpu_isa::avx512_core_bf16},
-        {"avx512_core_amx", dnnl::cpu_isa::avx512_core_amx},
-    };
-    auto found = levels.find(isa);
-    if (found == levels.end()) throw std::invalid_argument("unknown oneDNN ISA " + isa);
-    try {
-        dnnl::set_max_cpu_isa(found->second);
-        return true;
-    } catch (const dnnl::error&) {  // too late: a primitive already ran
-        return false;
-    }
-}
 
 }  // namespace ipxc_dnnl

@@ -13,6 +13,8 @@
 
 #include <dnnl.hpp>
 
+#include "plan_cache.h"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -52,8 +54,8 @@ class Conv {
     // The oneDNN implementation the primitive for this input size uses (e.g. brg_conv_fwd:avx512_core_amx).
     std::string implementation(int64_t n, int64_t h, int64_t w);
 
-    // How many input sizes have a primitive now (at most kMaxPlans).
-    size_t plan_count();
+    // How many input sizes have a primitive now (at most PlanCache::kMaxPlans).
+    size_t plan_count() { return plans_.size(); }
 
   private:
     struct Plan {
@@ -63,22 +65,16 @@ class Conv {
         std::string implementation;
     };
     std::shared_ptr<Plan> plan_for(int64_t n, int64_t h, int64_t w);
+    Plan make_plan(int64_t n, int64_t h, int64_t w);
     dnnl::memory packed_weights(const dnnl::memory::desc& want);
 
     ConvConfig config_;
     dnnl::engine engine_;
     dnnl::memory plain_weights_, bias_, x_scale_, w_scales_, y_scale_, x_zero_point_, y_zero_point_;
     std::vector<std::pair<dnnl::memory::desc, dnnl::memory>> packed_;  // per layout a primitive asked for
-    // Per input (n, h, w), with the tick of its last use. A dynamic batch makes one per batch size
-    // seen; past kMaxPlans the least recently used goes (a call still running keeps its copy).
-    static constexpr size_t kMaxPlans = 8;
-    std::map<std::tuple<int64_t, int64_t, int64_t>, std::pair<std::shared_ptr<Plan>, uint64_t>> plans_;
-    uint64_t tick_ = 0;
-    std::mutex mutex_;  // plans_ and packed_ change lazily
+    PlanCache<Plan> plans_;  // per input (n, 0, h, w)
+    std::mutex packed_mutex_;
 };
 
-// Caps oneDNN's instruction set ("avx2", "avx512_core", "avx512_core_vnni", "avx512_core_bf16",
-// "avx512_core_amx"); only effective before the first primitive is created. Returns success.
-bool set_max_isa(const std::string& isa);
 
 }  // namespace ipxc_dnnl

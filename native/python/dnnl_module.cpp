@@ -11,6 +11,8 @@
 #include <tuple>
 
 #include "../dnnl/conv.h"
+#include "../dnnl/engine.h"
+#include "../dnnl/pool.h"
 #include "tensor_arg.h"
 
 namespace nb = nanobind;
@@ -90,6 +92,27 @@ void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out) {
     conv.run(src.data(), n, h, w, dst.data(), oh, ow);
 }
 
+void init_max_pool(ipxc_dnnl::MaxPool* self, Pair kernel, Pair stride, Pair padding, Pair dilation,
+                   const std::string& type) {
+    ipxc_dnnl::PoolConfig p;
+    p.kernel[0] = std::get<0>(kernel), p.kernel[1] = std::get<1>(kernel);
+    p.stride[0] = std::get<0>(stride), p.stride[1] = std::get<1>(stride);
+    p.padding[0] = std::get<0>(padding), p.padding[1] = std::get<1>(padding);
+    p.dilation[0] = std::get<0>(dilation), p.dilation[1] = std::get<1>(dilation);
+    p.type = data_type(type);
+    new (self) ipxc_dnnl::MaxPool(p);
+}
+
+void run_max_pool(ipxc_dnnl::MaxPool& pool, nb::handle x, nb::handle out) {
+    TensorArg src(x, "x"), dst(out, "out");
+    check_nhwc(src);
+    check_nhwc(dst);
+    if (dst.shape(0) != src.shape(0) || dst.shape(1) != src.shape(1)) fail("out must have x's batch and channels");
+    if (!(src.dtype() == dst.dtype())) fail("out must have x's dtype");
+    nb::gil_scoped_release release;
+    pool.run(src.data(), src.shape(0), src.shape(1), src.shape(2), src.shape(3), dst.data(), dst.shape(2), dst.shape(3));
+}
+
 }  // namespace
 
 NB_MODULE(_dnnl, m) {
@@ -104,6 +127,9 @@ NB_MODULE(_dnnl, m) {
              "out = conv(x) (+ the residual already in out), x and out channels-last")
         .def("implementation", &ipxc_dnnl::Conv::implementation, "n"_a, "h"_a, "w"_a)
         .def("plan_count", &ipxc_dnnl::Conv::plan_count);
+    nb::class_<ipxc_dnnl::MaxPool>(m, "MaxPool")
+        .def("__init__", &init_max_pool, "kernel"_a, "stride"_a, "padding"_a, "dilation"_a, "type"_a)
+        .def("run", &run_max_pool, "x"_a, "out"_a, "out = max_pool2d(x), x and out channels-last");
     m.def("set_max_isa", &ipxc_dnnl::set_max_isa, "isa"_a);
     m.def("version", [] {
         const dnnl_version_t* v = dnnl_version();

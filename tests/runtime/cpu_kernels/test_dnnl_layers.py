@@ -1,4 +1,4 @@
-"""dnnl:conv2d and dnnl:qconv2d (direct oneDNN primitives, ipexconvert.dnnl) against the op references,
+"""dnnl:conv2d, dnnl:qconv2d and dnnl:max_pool2d (direct oneDNN primitives, ipexconvert.dnnl) against the op references,
 with the same cases as the torch-oneDNN kernels (test_onednn_conv2d.py, test_onednn_qconv2d.py): float32
 and bfloat16, int8 with float32 / bfloat16 / requantized uint8 outputs, relu and residual sums (float,
 and uint8 into any output), dynamic batch with one kernel, the residual left untouched, the
@@ -16,6 +16,7 @@ from ipexconvert import dnnl
 from ipexconvert.runtime.cpu import selected_isa
 from ipexconvert.runtime.cpu_kernels._common import int8_allowed
 from ipexconvert.runtime.cpu_kernels.conv2d_dnnl import conv2d_dnnl
+from ipexconvert.runtime.cpu_kernels.max_pool2d_dnnl import max_pool2d_dnnl
 from ipexconvert.runtime.cpu_kernels.qconv2d_dnnl import qconv2d_dnnl
 from ipexconvert.runtime.kernels import resolve_kernel
 
@@ -180,3 +181,20 @@ def test_binding_refuses_bad_tensors():
         conv.run(x.contiguous(memory_format=CL), torch.empty(1, 6, 4, 4).contiguous(memory_format=CL))
     with pytest.raises(ValueError, match="does not go with"):
         dnnl.raw.Conv(weight.bfloat16(), None, None, (1, 1), (1, 1), (1, 1), "float32", "float32")
+
+
+@pytest.mark.parametrize("dtype", float_cases.DTYPES)
+@pytest.mark.parametrize("geometry", [
+    {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1]},          # ResNet's stem pool
+    {"kernel_size": [2, 3], "stride": [1, 2], "padding": [0, 1], "dilation": [2, 1]},
+])
+def test_max_pool2d_matches_reference(dtype, geometry):
+    x = torch.randn(3, 5, 11, 9, generator=torch.Generator().manual_seed(4)).to(getattr(torch, dtype))
+    x = x.contiguous(memory_format=CL)
+    kernel = max_pool2d_dnnl(context("max_pool2d", geometry, [x], set()))
+    assert kernel is not None and kernel.name == "dnnl:max_pool2d"
+    got = run(kernel, [x], {})
+    assert got.is_contiguous(memory_format=CL)
+    assert torch.equal(got, reference("max_pool2d", geometry, [x]).to(got.dtype))  # a max is exact
+    contiguous = context("max_pool2d", geometry, [x.contiguous()], set())
+    assert max_pool2d_dnnl(contiguous) is None and resolve_kernel(contiguous).name == "reference:max_pool2d"

@@ -1,0 +1,45 @@
+// MaxPool on oneDNN primitives kept per input size (see pool.h).
+#include "pool.h"
+
+#include <stdexcept>
+#include <unordered_map>
+
+#include "engine.h"
+
+namespace ipxc_dnnl {
+
+using tag = dnnl::memory::format_tag;
+
+MaxPool::Plan MaxPool::make_plan(int64_t n, int64_t c, int64_t h, int64_t w) {
+    const PoolConfig& p = config_;
+    auto out = [](int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d) {
+        return (in + 2 * pad - d * (k - 1) - 1) / s + 1;
+    };
+    const int64_t oh = out(h, p.kernel[0], p.stride[0], p.padding[0], p.dilation[0]);
+    const int64_t ow = out(w, p.kernel[1], p.stride[1], p.padding[1], p.dilation[1]);
+    dnnl::memory::desc src({n, c, h, w}, p.type, tag::nhwc), dst({n, c, oh, ow}, p.type, tag::nhwc);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    auto pd = dnnl::pooling_forward::primitive_desc(
+        cpu_engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, src, dst,
+        {p.stride[0], p.stride[1]}, {p.kernel[0], p.kernel[1]}, {p.dilation[0] - 1, p.dilation[1] - 1},
+        {p.padding[0], p.padding[1]}, {p.padding[0], p.padding[1]}, attr);
+    return Plan{dnnl::pooling_forward(pd), pd.scratchpad_desc(), src, dst};
+}
+
+void MaxPool::run(const void* src, int64_t n, int64_t c, int64_t h, int64_t w, void* dst, int64_t oh, int64_t ow) {
+    const auto held = plans_.get({n, c, h, w}, [&] { return make_plan(n, c, h, w); });
+    const Plan& plan = *held;
+    if (plan.dst.get_dims()[2] != oh || plan.dst.get_dims()[3] != ow)
+        throw std::invalid_argument("output size does not match the pooling");
+    dnnl::engine& engine = cpu_engine();
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, dnnl::memory(plan.src, engine, const_cast<void*>(src))},
+        {DNNL_ARG_DST, dnnl::memory(plan.dst, engine, dst)},
+        {DNNL_ARG_SCRATCHPAD, dnnl::memory(plan.scratchpad, engine, thread_scratch(plan.scratchpad.get_size()))},
+    };
+    plan.primitive.execute(thread_stream(), args);
+    thread_stream().wait();
+}
+
+}  // namespace ipxc_dnnl
