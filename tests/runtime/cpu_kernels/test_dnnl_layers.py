@@ -198,3 +198,35 @@ def test_max_pool2d_matches_reference(dtype, geometry):
     assert torch.equal(got, reference("max_pool2d", geometry, [x]).to(got.dtype))  # a max is exact
     contiguous = context("max_pool2d", geometry, [x.contiguous()], set())
     assert max_pool2d_dnnl(contiguous) is None and resolve_kernel(contiguous).name == "reference:max_pool2d"
+
+
+CAPPED = """
+import warnings, torch
+warnings.simplefilter("error")  # a failed self-check warns: make it fail the run
+from ipexconvert import dnnl
+from ipexconvert.runtime.cpu import selected_isa
+assert dnnl.usable(selected_isa()), dnnl.report()
+conv = dnnl.raw.Conv(torch.randn(6, 4, 3, 3), None, None, (1, 1), (1, 1), (1, 1), "float32", "float32")
+x = torch.randn(2, 4, 5, 5).contiguous(memory_format=torch.channels_last)
+out = torch.empty(2, 6, 5, 5).contiguous(memory_format=torch.channels_last)
+conv.run(x, out)
+print(dnnl.report()["max_isa"])
+"""
+
+
+@pytest.mark.parametrize("cap,onednn_isa", [("avx2", "avx2"), ("avx512", "avx512_core")])
+def test_isa_cap_reaches_onednn_and_the_self_check_passes_there(cap, onednn_isa):
+    """Below VNNI only the float path is checked: oneDNN's u8*s8 products saturate there, and the
+    int8 kernels do not run at those levels anyway."""
+    import os
+    import subprocess
+    import sys
+
+    from ipexconvert.runtime.cpu import supported_levels
+
+    if cap not in supported_levels():
+        pytest.skip(f"this CPU lacks {cap}")
+    env = {**os.environ, "IPEXCONVERT_MAX_ISA": cap}
+    result = subprocess.run([sys.executable, "-c", CAPPED], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == onednn_isa
