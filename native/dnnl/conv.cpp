@@ -29,10 +29,6 @@ dnnl::memory scalar(dt type, const void* value) {
     return m;
 }
 
-int64_t out_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {
-    return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
-}
-
 }  // namespace
 
 Conv::Conv(const ConvConfig& config, const void* weight, const float* w_scales, const float* bias)

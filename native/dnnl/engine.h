@@ -4,6 +4,7 @@
 #include <dnnl.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace ipxc_dnnl {
@@ -13,6 +14,11 @@ dnnl::engine& cpu_engine();
 dnnl::stream& thread_stream();
 // A scratchpad of at least `bytes` per thread, grown to the largest a primitive asked for.
 void* thread_scratch(size_t bytes);
+
+// Output size of a convolution or pooling along one spatial axis (symmetric padding).
+inline int64_t out_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {
+    return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+}
 
 // Caps oneDNN's instruction set ("avx2", "avx512_core", "avx512_core_vnni", "avx512_core_bf16",
 // "avx512_core_amx"); only effective before the first primitive is created. Returns success.

@@ -12,11 +12,8 @@ using tag = dnnl::memory::format_tag;
 
 MaxPool::Plan MaxPool::make_plan(int64_t n, int64_t c, int64_t h, int64_t w) {
     const PoolConfig& p = config_;
-    auto out = [](int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d) {
-        return (in + 2 * pad - d * (k - 1) - 1) / s + 1;
-    };
-    const int64_t oh = out(h, p.kernel[0], p.stride[0], p.padding[0], p.dilation[0]);
-    const int64_t ow = out(w, p.kernel[1], p.stride[1], p.padding[1], p.dilation[1]);
+    const int64_t oh = out_size(h, p.kernel[0], p.stride[0], p.padding[0], p.dilation[0]);
+    const int64_t ow = out_size(w, p.kernel[1], p.stride[1], p.padding[1], p.dilation[1]);
     dnnl::memory::desc src({n, c, h, w}, p.type, tag::nhwc), dst({n, c, oh, ow}, p.type, tag::nhwc);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

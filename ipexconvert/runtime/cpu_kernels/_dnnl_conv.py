@@ -32,6 +32,12 @@ def same_shape(a: TensorSpec, b: TensorSpec) -> bool:
     return a.rank == b.rank and all(same(x, y) for x, y in zip(a.shape, b.shape))
 
 
+def spatial_out_size(h: int, w: int, attrs, kernel: tuple[int, int]) -> tuple[int, int]:
+    """(oh, ow) of a conv or pooling with attrs.stride / padding / dilation (what infer() states symbolically)."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, attrs.stride, attrs.padding, attrs.dilation
+    return (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+
+
 def conv_run(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, out_spec: TensorSpec,
              sum_operand: Optional[int], residual: Callable[[torch.Tensor], torch.Tensor] = None):
     """The kernel function: x to channels-last (the layout the primitive reads), output allocated
@@ -40,13 +46,12 @@ def conv_run(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, out_
     into that copy when a plain clone will not do (a uint8 residual of a float output)."""
     residual = residual or (lambda t: t.clone(memory_format=torch.channels_last))
     out_channels, _, kh, kw = weight_shape
-    (sh, sw), (ph, pw), (dh, dw) = attrs.stride, attrs.padding, attrs.dilation
     contiguous_out = out_spec.memory_format != "channels_last"
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0].contiguous(memory_format=torch.channels_last)
         n, _, h, w = x.shape
-        oh, ow = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+        oh, ow = spatial_out_size(h, w, attrs, (kh, kw))
         if sum_operand is None:
             out = torch.empty((n, out_channels, oh, ow), dtype=out_dtype, memory_format=torch.channels_last)
         else:

@@ -10,6 +10,7 @@ import torch
 from ... import dnnl
 from ..kernels import Kernel, NodeContext, register_kernel
 from ._common import FLOAT_DTYPES, enabled
+from ._dnnl_conv import spatial_out_size
 
 
 @register_kernel("cpu", "max_pool2d")
@@ -19,12 +20,11 @@ def max_pool2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
             or x.memory_format != "channels_last" or not dnnl.usable(ctx.isa)):
         return None
     pool = dnnl.raw.MaxPool(tuple(a.kernel_size), tuple(a.stride), tuple(a.padding), tuple(a.dilation), x.dtype)
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = a.kernel_size, a.stride, a.padding, a.dilation
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0].contiguous(memory_format=torch.channels_last)
         n, c, h, w = x.shape
-        oh, ow = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+        oh, ow = spatial_out_size(h, w, a, tuple(a.kernel_size))
         out = torch.empty((n, c, oh, ow), dtype=x.dtype, memory_format=torch.channels_last)
         pool.run(x, out)
         return out

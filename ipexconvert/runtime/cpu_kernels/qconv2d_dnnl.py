@@ -17,14 +17,14 @@ from ..kernels import Kernel, NodeContext, register_kernel
 from ._common import enabled, int8_allowed, int8_output, int8_weight_params
 from ._dnnl_conv import conv_run, fusable, same_shape
 
-_OUT = {"uint8": "uint8", "bfloat16": "bfloat16", "float32": "float32"}
+_OUTPUTS = frozenset({"uint8", "bfloat16", "float32"})
 
 
 @register_kernel("cpu", "qconv2d")
 def qconv2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
     a, x, out = ctx.attrs, ctx.input_specs[0], ctx.output_specs[0]
     if (ctx.device != "cpu" or not enabled() or not int8_allowed(ctx.isa) or x.dtype != "uint8" or x.rank != 4
-            or a.groups != 1 or a.output_dtype not in _OUT or not dnnl.usable(ctx.isa)):
+            or a.groups != 1 or a.output_dtype not in _OUTPUTS or not dnnl.usable(ctx.isa)):
         return None
     params = int8_weight_params(ctx)
     if params is None:
@@ -50,7 +50,7 @@ def qconv2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
             return dequantize(t, a.accum_scale, a.accum_zero_point).to(out_dtype).contiguous(
                 memory_format=torch.channels_last)
     conv = dnnl.raw.Conv(weight.contiguous(), scales, bias, tuple(a.stride), tuple(a.padding), tuple(a.dilation),
-                         "uint8", _OUT[a.output_dtype], relu=plan.relu, sum=summed,
+                         "uint8", a.output_dtype, relu=plan.relu, sum=summed,
                          sum_scale=a.accum_scale if in_own_scale else 1.0,
                          sum_zero_point=a.accum_zero_point if in_own_scale else 0,
                          x_scale=a.x_scale, x_zero_point=a.x_zero_point, y_scale=a.output_scale,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import warnings
 from typing import Optional, Sequence
 
+import pytest
 import torch
 
 from ipexconvert.ir.opdef import get_op
@@ -80,3 +81,10 @@ class WrongResult:
 
     def __call__(self, *args):
         return self._op(*args) * 1.5
+
+
+@pytest.fixture(autouse=True)
+def torch_operators_only(monkeypatch):
+    """Imported by the tests about torch's oneDNN operators: keeps the direct oneDNN layers (tried
+    first) out of their way."""
+    monkeypatch.setenv("IPEXCONVERT_DNNL", "0")

@@ -6,16 +6,11 @@ import warnings
 
 import pytest
 import torch
+from onednn_helpers import torch_operators_only  # noqa: F401  (autouse)
 from onednn_helpers import FP32_TOLERANCE, WrongResult, context, probe_with, reference, rel_err, run
 
 from ipexconvert.runtime.cpu_kernels import probe, probe_report
 from ipexconvert.runtime.kernels import resolve_kernel
-
-
-@pytest.fixture(autouse=True)
-def torch_operators_only(monkeypatch):
-    """These tests are about torch's oneDNN operators: keep the direct oneDNN layers (tried first) out."""
-    monkeypatch.setenv("IPEXCONVERT_DNNL", "0")
 
 
 CONV = "mkldnn._convolution_pointwise"

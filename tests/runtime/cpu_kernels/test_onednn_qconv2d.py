@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from onednn_helpers import torch_operators_only  # noqa: F401  (autouse)
 from onednn_helpers import context, run
 from test_onednn_qlinear import OUTPUTS, X_SCALE, X_ZP, check
 
@@ -19,12 +20,6 @@ from ipexconvert.runtime.cpu_kernels import probe
 from ipexconvert.runtime.cpu_kernels._common import int8_allowed
 from ipexconvert.runtime.cpu_kernels.qconv2d_onednn import qconv2d_onednn
 from ipexconvert.runtime.kernels import resolve_kernel
-
-
-@pytest.fixture(autouse=True)
-def torch_operators_only(monkeypatch):
-    """These tests are about torch's oneDNN operators: keep the direct oneDNN layers (tried first) out."""
-    monkeypatch.setenv("IPEXCONVERT_DNNL", "0")
 
 
 pytestmark = pytest.mark.skipif(

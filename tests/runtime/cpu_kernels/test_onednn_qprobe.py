@@ -5,6 +5,7 @@ from __future__ import annotations
 
 
 import pytest
+from onednn_helpers import torch_operators_only  # noqa: F401  (autouse)
 from onednn_helpers import context, probe_with, run
 from test_onednn_qconv2d import make as make_conv
 from test_onednn_qconv2d import reference as conv_reference
@@ -15,12 +16,6 @@ from ipexconvert.runtime.cpu import selected_isa
 from ipexconvert.runtime.cpu_kernels import probe, probe_report
 from ipexconvert.runtime.cpu_kernels._common import int8_allowed
 from ipexconvert.runtime.kernels import resolve_kernel
-
-
-@pytest.fixture(autouse=True)
-def torch_operators_only(monkeypatch):
-    """These tests are about torch's oneDNN operators: keep the direct oneDNN layers (tried first) out."""
-    monkeypatch.setenv("IPEXCONVERT_DNNL", "0")
 
 
 INT8_OPS = [name for name in probe.EXPECTED_ARGS if name.startswith("onednn.")]
