@@ -6,8 +6,9 @@ oneDNN comes from the onednn-cpu-gomp wheel: oneDNN 3.2 built for GNU OpenMP, so
 OpenMP runtime (and thread count) torch already runs. Its library lives in the environment's
 lib/ folder, which the dynamic loader does not search, so it is loaded here by path before the
 extension. Missing wheel or extension: available() is False and the kernels decline (torch's
-oneDNN operators run); IPEXCONVERT_DNNL=0 does the same on purpose. The first kernel that wants it runs self_check() once: a small int8 and
-float convolution against the op references; a failure warns once and turns the layers off.
+oneDNN operators run); IPEXCONVERT_DNNL=0 does the same on purpose. The first kernel that wants
+it runs self_check() once: a small int8 and float convolution and an int8 linear against the op
+references; a failure warns once and turns the layers off.
 """
 from __future__ import annotations
 
@@ -87,7 +88,10 @@ def self_check() -> bool:
             try:
                 # Below VNNI oneDNN's u8*s8 products saturate (off by ~100 codes measured at avx2):
                 # the int8 kernels do not run there (int8_allowed), so only the float path is checked.
-                _check_convolutions(int8=ISA_LEVELS.index(selected_isa()) >= ISA_LEVELS.index("avx512_vnni"))
+                int8 = ISA_LEVELS.index(selected_isa()) >= ISA_LEVELS.index("avx512_vnni")
+                _check_convolutions(int8)
+                if int8:
+                    _check_int8_linear()
                 _checked, _check_error = True, None
             except Exception as e:  # a wrong number or an error: either way, do not use it
                 _checked, _check_error = False, f"{type(e).__name__}: {e}"
@@ -138,3 +142,25 @@ def _check_int8_convolution(x: torch.Tensor, bias: torch.Tensor, g: torch.Genera
     if worst > 1:
         raise ValueError(f"int8 convolution off by {worst} codes")
 
+
+
+def _check_int8_linear() -> None:
+    """A qlinear with gelu and a per-feature multiplier into uint8 (the FFN shape fold_requantize makes)."""
+    from .ir.ops.qlinear import QLinearOp
+
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 256, (2, 3, 40), dtype=torch.uint8, generator=g)
+    w = torch.randint(-127, 128, (24, 40), dtype=torch.int8, generator=g)
+    scales, bias = torch.rand(24, generator=g) * 0.01 + 0.002, torch.randn(24, generator=g)
+    multiplier = torch.rand(24, generator=g) * 20 + 5
+    attrs = QLinearOp.parse_attrs({"x_scale": 0.05, "x_zero_point": 9, "output_dtype": "uint8",
+                                   "output_zero_point": 4, "post_ops": [{"kind": "gelu"},
+                                                                        {"kind": "mul", "operand": 4}]})
+    want = QLinearOp.reference([x, w, scales, bias, multiplier], attrs, {})
+    linear = raw.Linear(w, scales, bias, "uint8", "uint8", post_op="gelu", multiplier=multiplier, x_scale=0.05,
+                        x_zero_point=9, y_zero_point=4)
+    got = torch.empty_like(want)
+    linear.run(x, got)
+    worst = (got.int() - want.int()).abs().max().item()
+    if worst > 1:
+        raise ValueError(f"int8 linear off by {worst} codes")

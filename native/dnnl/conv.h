@@ -13,6 +13,8 @@
 
 #include <dnnl.hpp>
 
+#include "int8_params.h"
+#include "packed_weights.h"
 #include "plan_cache.h"
 
 #include <cstdint>
@@ -66,14 +68,13 @@ class Conv {
     };
     std::shared_ptr<Plan> plan_for(int64_t n, int64_t h, int64_t w);
     Plan make_plan(int64_t n, int64_t h, int64_t w);
-    dnnl::memory packed_weights(const dnnl::memory::desc& want);
 
     ConvConfig config_;
     dnnl::engine engine_;
-    dnnl::memory plain_weights_, bias_, x_scale_, w_scales_, y_scale_, x_zero_point_, y_zero_point_;
-    std::vector<std::pair<dnnl::memory::desc, dnnl::memory>> packed_;  // per layout a primitive asked for
+    PackedWeights weights_;
+    dnnl::memory bias_;
+    Int8Params int8_;
     PlanCache<Plan> plans_;  // per input (n, 0, h, w)
-    std::mutex packed_mutex_;
 };
 
 

@@ -1,6 +1,7 @@
 // What every direct oneDNN layer shares: the engine, a stream and a scratchpad per thread, the ISA cap.
 #include "engine.h"
 
+#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <vector>
@@ -23,6 +24,29 @@ void* thread_scratch(size_t bytes) {
     thread_local std::vector<unsigned char> buffer;
     if (buffer.size() < bytes) buffer.resize(bytes);
     return buffer.data();
+}
+
+size_t element_size(dnnl::memory::data_type type) {
+    using dt = dnnl::memory::data_type;
+    switch (type) {
+        case dt::u8: case dt::s8: return 1;
+        case dt::bf16: return 2;
+        case dt::f32: case dt::s32: return 4;
+        default: throw std::invalid_argument("unsupported oneDNN data type");
+    }
+}
+
+dnnl::memory scalar(dnnl::memory::data_type type, const void* value) {
+    dnnl::memory m({{1}, type, dnnl::memory::format_tag::x}, cpu_engine());
+    std::memcpy(m.get_data_handle(), value, element_size(type));
+    return m;
+}
+
+dnnl::memory f32_memory(const float* data, const dnnl::memory::dims& dims) {
+    using tag = dnnl::memory::format_tag;
+    dnnl::memory m({dims, dnnl::memory::data_type::f32, dims.size() == 1 ? tag::x : tag::ab}, cpu_engine());
+    std::memcpy(m.get_data_handle(), data, m.get_desc().get_size());
+    return m;
 }
 
 bool set_max_isa(const std::string& isa) {

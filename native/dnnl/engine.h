@@ -20,6 +20,13 @@ inline int64_t out_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
     return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
 }
 
+size_t element_size(dnnl::memory::data_type type);
+// A one-element oneDNN memory holding *value (a scale or zero point passed at run time).
+dnnl::memory scalar(dnnl::memory::data_type type, const void* value);
+
+// Float32 values (a bias or per-channel scales) copied into oneDNN memory of these dims (1-D or 2-D, plain).
+dnnl::memory f32_memory(const float* data, const dnnl::memory::dims& dims);
+
 // Caps oneDNN's instruction set ("avx2", "avx512_core", "avx512_core_vnni", "avx512_core_bf16",
 // "avx512_core_amx"); only effective before the first primitive is created. Returns success.
 bool set_max_isa(const std::string& isa);

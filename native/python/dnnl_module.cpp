@@ -5,6 +5,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "../dnnl/conv.h"
 #include "../dnnl/engine.h"
+#include "../dnnl/linear.h"
 #include "../dnnl/pool.h"
 #include "tensor_arg.h"
 
@@ -47,6 +49,39 @@ void check_nhwc(const TensorArg& t) {
     if (!nhwc) fail(std::string(t.name()) + " " + t.shape_str() + " must be channels-last (torch.channels_last)");
 }
 
+// Our post-op names (ir/postops.py) -> oneDNN eltwise algorithm and its alpha.
+std::pair<dnnl::algorithm, float> eltwise(const std::string& name) {
+    static const std::map<std::string, std::pair<dnnl::algorithm, float>> algorithms{
+        {"", {dnnl::algorithm::undef, 0.f}},
+        {"relu", {dnnl::algorithm::eltwise_relu, 0.f}},
+        {"gelu", {dnnl::algorithm::eltwise_gelu_erf, 0.f}},
+        {"gelu_tanh", {dnnl::algorithm::eltwise_gelu_tanh, 0.f}},
+        {"silu", {dnnl::algorithm::eltwise_swish, 1.f}},
+        {"sigmoid", {dnnl::algorithm::eltwise_logistic, 0.f}},
+        {"tanh", {dnnl::algorithm::eltwise_tanh, 0.f}},
+    };
+    auto found = algorithms.find(name);
+    if (found == algorithms.end()) fail("unsupported post-op " + name + " (relu, gelu, gelu_tanh, silu, sigmoid, tanh)");
+    return found->second;
+}
+
+// Weight dtype size must match the activations: int8 weights for uint8, else the same float type.
+void check_weight_dtype(const TensorArg& w, dt src, const std::string& src_name) {
+    const size_t weight_bytes = src == dt::u8 ? 1 : (src == dt::bf16 ? 2 : 4);
+    if (static_cast<size_t>(w.dtype().bits / 8) != weight_bytes)
+        fail("weight has dtype " + w.dtype_str() + ", which does not go with " + src_name + " activations");
+}
+
+// Optional float32 [channels] vectors (w_scales, bias): null when None.
+const float* f32_channels(nb::handle value, const char* name, int64_t channels, std::optional<TensorArg>& holder) {
+    if (value.is_none()) return nullptr;
+    holder.emplace(value, name);
+    check_cpu_contiguous(*holder);
+    if (!holder->is_f32() || holder->size() != channels)
+        fail(std::string(name) + " must be float32 [" + std::to_string(channels) + "]");
+    return static_cast<const float*>(holder->data());
+}
+
 void init_conv(ipxc_dnnl::Conv* self, nb::handle weight, nb::handle w_scales, nb::handle bias, Pair stride, Pair padding,
                            Pair dilation, const std::string& src, const std::string& dst, bool relu, bool sum,
                            const std::string& sum_type, float sum_scale, int32_t sum_zero_point, float x_scale,
@@ -63,23 +98,11 @@ void init_conv(ipxc_dnnl::Conv* self, nb::handle weight, nb::handle w_scales, nb
     c.relu = relu, c.sum = sum, c.sum_type = data_type(sum_type), c.sum_scale = sum_scale;
     c.sum_zero_point = sum_zero_point;
     c.x_scale = x_scale, c.x_zero_point = x_zero_point, c.y_scale = y_scale, c.y_zero_point = y_zero_point;
-    const size_t weight_bytes = c.src == dt::u8 ? 1 : (c.src == dt::bf16 ? 2 : 4);
-    if (static_cast<size_t>(w.dtype().bits / 8) != weight_bytes)
-        fail("weight has dtype " + w.dtype_str() + ", which does not go with " + src + " activations");
-    const float* scales = nullptr;
+    check_weight_dtype(w, c.src, src);
     std::optional<TensorArg> s, b;
-    if (!w_scales.is_none()) {
-        s.emplace(w_scales, "w_scales");
-        check_cpu_contiguous(*s);
-        if (!s->is_f32() || s->size() != c.out_channels) fail("w_scales must be float32 [out_channels]");
-        scales = static_cast<const float*>(s->data());
-    }
-    if (!bias.is_none()) {
-        b.emplace(bias, "bias");
-        check_cpu_contiguous(*b);
-        if (!b->is_f32() || b->size() != c.out_channels) fail("bias must be float32 [out_channels]");
-    }
-    new (self) ipxc_dnnl::Conv(c, w.data(), scales, b ? static_cast<const float*>(b->data()) : nullptr);
+    const float* scales = f32_channels(w_scales, "w_scales", c.out_channels, s);
+    const float* bias_data = f32_channels(bias, "bias", c.out_channels, b);
+    new (self) ipxc_dnnl::Conv(c, w.data(), scales, bias_data);
 }
 
 void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out) {
@@ -90,6 +113,43 @@ void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out) {
     if (dst.shape(0) != n) fail("out has another batch size than x");
     nb::gil_scoped_release release;
     conv.run(src.data(), n, h, w, dst.data(), oh, ow);
+}
+
+void init_linear(ipxc_dnnl::Linear* self, nb::handle weight, nb::handle w_scales, nb::handle bias,
+                 const std::string& src, const std::string& dst, const std::string& post_op, nb::handle multiplier,
+                 float x_scale, int32_t x_zero_point, float y_scale, int32_t y_zero_point) {
+    TensorArg w(weight, "weight");
+    check_cpu_contiguous(w);
+    if (w.ndim() != 2) fail("weight must be [out_features, in_features]");
+    ipxc_dnnl::LinearConfig c;
+    c.out_features = w.shape(0), c.in_features = w.shape(1);
+    c.src = data_type(src), c.dst = data_type(dst);
+    std::tie(c.eltwise, c.eltwise_alpha) = eltwise(post_op);
+    c.x_scale = x_scale, c.x_zero_point = x_zero_point, c.y_scale = y_scale, c.y_zero_point = y_zero_point;
+    check_weight_dtype(w, c.src, src);
+    std::optional<TensorArg> s, b, m;
+    const float* scales = f32_channels(w_scales, "w_scales", c.out_features, s);
+    const float* bias_data = f32_channels(bias, "bias", c.out_features, b);
+    const float* multiplier_data = f32_channels(multiplier, "multiplier", c.out_features, m);
+    new (self) ipxc_dnnl::Linear(c, w.data(), scales, bias_data, multiplier_data);
+}
+
+// x: [..., in_features], out: [..., out_features], both contiguous with the same leading dims.
+void run_linear(ipxc_dnnl::Linear& linear, nb::handle x, nb::handle out) {
+    TensorArg src(x, "x"), dst(out, "out");
+    check_cpu_contiguous(src);
+    check_cpu_contiguous(dst);
+    const int64_t k = linear.in_features(), n = linear.out_features();
+    if (src.ndim() < 1 || src.shape(src.ndim() - 1) != k)
+        fail("x " + src.shape_str() + " must end in in_features (" + std::to_string(k) + ")");
+    bool same_lead = dst.ndim() == src.ndim() && dst.shape(dst.ndim() - 1) == n;
+    for (int i = 0; same_lead && i + 1 < src.ndim(); ++i) same_lead = src.shape(i) == dst.shape(i);
+    if (!same_lead)
+        fail("out " + dst.shape_str() + " must be x's leading dims then out_features (" + std::to_string(n) + ")");
+    const int64_t rows = src.size() / k;
+    if (rows == 0) return;
+    nb::gil_scoped_release release;
+    linear.run(src.data(), rows, dst.data());
 }
 
 void init_max_pool(ipxc_dnnl::MaxPool* self, Pair kernel, Pair stride, Pair padding, Pair dilation,
@@ -127,6 +187,16 @@ NB_MODULE(_dnnl, m) {
              "out = conv(x) (+ the residual already in out), x and out channels-last")
         .def("implementation", &ipxc_dnnl::Conv::implementation, "n"_a, "h"_a, "w"_a)
         .def("plan_count", &ipxc_dnnl::Conv::plan_count);
+    nb::class_<ipxc_dnnl::Linear>(m, "Linear")
+        .def("__init__", &init_linear, "weight"_a, "w_scales"_a.none(), "bias"_a.none(), "src"_a, "dst"_a,
+             "post_op"_a = "", "multiplier"_a.none() = nb::none(), "x_scale"_a = 1.f, "x_zero_point"_a = 0,
+             "y_scale"_a = 1.f, "y_zero_point"_a = 0)
+        .def("run", &run_linear, "x"_a, "out"_a,
+             "out = post_op(x @ weight^T + bias) * multiplier, x and out contiguous")
+        .def_prop_ro("in_features", &ipxc_dnnl::Linear::in_features)
+        .def_prop_ro("out_features", &ipxc_dnnl::Linear::out_features)
+        .def("implementation", &ipxc_dnnl::Linear::implementation, "rows"_a)
+        .def("plan_count", &ipxc_dnnl::Linear::plan_count);
     nb::class_<ipxc_dnnl::MaxPool>(m, "MaxPool")
         .def("__init__", &init_max_pool, "kernel"_a, "stride"_a, "padding"_a, "dilation"_a, "type"_a)
         .def("run", &run_max_pool, "x"_a, "out"_a, "out = max_pool2d(x), x and out channels-last");

@@ -136,3 +136,39 @@ def test_fork_folds_only_when_the_quantize_params_agree():
     folded, count = _fold(disagreeing)
     assert count == 0 and _output_dtype(folded, c1) == "float32"
     assert_close(folded, before, data)
+
+
+class FFN(nn.Module):
+    """A transformer FFN: layer_norm -> linear -> gelu -> linear, SmoothQuant-ed. The norm absorbs the
+    first linear's factors; the second's quantize carries them as a per-channel multiplier."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.norm, self.up, self.down = nn.LayerNorm(16), nn.Linear(16, 48), nn.Linear(48, 16)
+        with torch.no_grad():
+            self.up.weight[5] *= 12  # an outlier channel after the gelu, so smoothing has something to do
+
+    def forward(self, x):
+        return self.down(F.gelu(self.up(self.norm(x))))
+
+
+def test_smoothquant_multiplier_becomes_a_mul_post_op():
+    from ipexconvert.quant.options import QuantOptions
+
+    before, quantization, data = planned(FFN(), (2, 5, 16), QuantOptions(smoothquant=0.5))
+    up, down = by_weight(before, "up"), by_weight(before, "down")
+    unfolded, _ = quantized(before, quantization)
+    smoothed = [n for n in unfolded.graph.nodes if n.op == "quantize" and len(n.inputs) == 2]
+    assert len(smoothed) == 1  # the gelu output's
+
+    folded, count = _fold(unfolded)
+
+    assert count == 1 and folded.graph.op_histogram()["quantize"] == 1  # the norm output's stays
+    node = next(n for n in folded.graph.nodes if n.name == up.name)
+    assert [p["kind"] for p in node.attrs["post_ops"]] == ["gelu", "mul"]
+    assert node.inputs[node.attrs["post_ops"][1]["operand"]] == smoothed[0].inputs[1]  # the multiplier constant
+    assert (node.attrs["output_dtype"], node.attrs["output_scale"]) == ("uint8", 1.0)
+    assert next(n for n in folded.graph.nodes if n.name == down.name).inputs[0] == node.outputs[0]
+    assert_close(folded, unfolded, data, tol=0.01)
+    assert_close(folded, before, data, tol=INT8_TOL)

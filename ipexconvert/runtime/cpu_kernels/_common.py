@@ -63,6 +63,17 @@ def int8_output(attrs) -> Optional[torch.dtype]:
     return {"uint8": None, "float32": torch.float32, "bfloat16": torch.bfloat16}.get(attrs.output_dtype, "unsupported")
 
 
+def qlinear_setup(ctx: NodeContext):
+    """((int8 weight, scales, bias), torch output dtype or None for uint8) or None when oneDNN cannot run this node."""
+    if ctx.device != "cpu" or not enabled() or not int8_allowed(ctx.isa):
+        return None
+    params = int8_weight_params(ctx)
+    out_dtype = int8_output(ctx.attrs)
+    if params is None or out_dtype == "unsupported" or ctx.input_specs[0].dtype != "uint8":
+        return None
+    return params, out_dtype
+
+
 def node_dtype(ctx: NodeContext) -> Optional[str]:
     """The compute dtype if activation, weight and output agree on float32 or bfloat16, else None."""
     x, w = ctx.input_specs[0], ctx.input_specs[1]

@@ -1,0 +1,74 @@
+// Linear on a oneDNN matmul primitive kept per row count (see linear.h).
+#include "linear.h"
+
+#include "engine.h"
+
+#include <stdexcept>
+#include <unordered_map>
+
+namespace ipxc_dnnl {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+Linear::Linear(const LinearConfig& config, const void* weight, const float* w_scales, const float* bias,
+               const float* multiplier)
+    : config_(config) {
+    const bool int8 = config.src == dt::u8;
+    // W is stored [out, in] row-major: as the matmul's {K, N} weights that is the "ba" layout.
+    weights_.init({{config.in_features, config.out_features}, int8 ? dt::s8 : config.src, tag::ba}, weight);
+    if (bias) bias_ = f32_memory(bias, {1, config.out_features});
+    if (multiplier) multiplier_ = f32_memory(multiplier, {1, config.out_features});
+    if (int8)
+        int8_.init(config.x_scale, config.x_zero_point, w_scales, config.out_features, config.dst == dt::u8,
+                   config.y_scale, config.y_zero_point);
+}
+
+std::shared_ptr<Linear::Plan> Linear::plan_for(int64_t rows) {
+    return plans_.get({rows, 0, 0, 0}, [&] { return make_plan(rows); });
+}
+
+Linear::Plan Linear::make_plan(int64_t rows) {
+    const LinearConfig& c = config_;
+    const bool int8 = c.src == dt::u8;
+    dnnl::memory::desc src({rows, c.in_features}, c.src, tag::ab);
+    dnnl::memory::desc dst({rows, c.out_features}, c.dst, tag::ab);
+    dnnl::memory::desc weights({c.in_features, c.out_features}, int8 ? dt::s8 : c.src, tag::any);
+
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    int8_.set_masks(attr, 1 << 1);  // per output channel
+    dnnl::post_ops post_ops;
+    if (c.eltwise != dnnl::algorithm::undef) post_ops.append_eltwise(c.eltwise, c.eltwise_alpha, c.eltwise_beta);
+    if (multiplier_) post_ops.append_binary(dnnl::algorithm::binary_mul, multiplier_.get_desc());
+    attr.set_post_ops(post_ops);
+
+    auto pd = bias_ ? dnnl::matmul::primitive_desc(cpu_engine(), src, weights, bias_.get_desc(), dst, attr)
+                    : dnnl::matmul::primitive_desc(cpu_engine(), src, weights, dst, attr);
+    return Plan{dnnl::matmul(pd), weights_.as(pd.weights_desc()), pd.scratchpad_desc(), src, dst,
+                pd.impl_info_str()};
+}
+
+void Linear::run(const void* src, int64_t rows, void* dst) {
+    const std::shared_ptr<Plan> held = plan_for(rows);
+    const Plan& plan = *held;
+    dnnl::engine& engine = cpu_engine();
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, dnnl::memory(plan.src, engine, const_cast<void*>(src))},
+        {DNNL_ARG_WEIGHTS, plan.weights},
+        {DNNL_ARG_DST, dnnl::memory(plan.dst, engine, dst)},
+        {DNNL_ARG_SCRATCHPAD, dnnl::memory(plan.scratchpad, engine, thread_scratch(plan.scratchpad.get_size()))},
+    };
+    if (bias_) args[DNNL_ARG_BIAS] = bias_;
+    if (multiplier_) {
+        const int index = config_.eltwise != dnnl::algorithm::undef ? 1 : 0;  // its place in the post-ops
+        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1] = multiplier_;
+    }
+    int8_.add_args(args);
+    plan.primitive.execute(thread_stream(), args);
+    thread_stream().wait();
+}
+
+std::string Linear::implementation(int64_t rows) { return plan_for(rows)->implementation; }
+
+}  // namespace ipxc_dnnl

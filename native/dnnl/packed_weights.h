@@ -1,0 +1,43 @@
+// PackedWeights: a layer's constant weights in the plain layout the caller gave, plus one copy per
+// blocked layout a primitive asked for (reordered once, on the first plan that wants it). Plans
+// for other input sizes usually want the same layout, so this is normally one copy.
+#pragma once
+
+#include <dnnl.hpp>
+
+#include <cstring>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "engine.h"
+
+namespace ipxc_dnnl {
+
+class PackedWeights {
+  public:
+    // Copies `data` (laid out as `plain` says): the caller may free it. Called once, before any as().
+    void init(const dnnl::memory::desc& plain, const void* data) {
+        plain_ = dnnl::memory(plain, cpu_engine());
+        std::memcpy(plain_.get_data_handle(), data, plain.get_size());
+    }
+
+    // The weights in layout `want`. A reorder into a layout that carries int8 compensation also computes it.
+    dnnl::memory as(const dnnl::memory::desc& want) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto& [desc, memory] : packed_)
+            if (desc == want) return memory;
+        dnnl::memory packed(want, cpu_engine());
+        dnnl::reorder(plain_, packed).execute(thread_stream(), plain_, packed);
+        thread_stream().wait();
+        packed_.emplace_back(want, packed);
+        return packed;
+    }
+
+  private:
+    dnnl::memory plain_;
+    std::vector<std::pair<dnnl::memory::desc, dnnl::memory>> packed_;
+    std::mutex mutex_;
+};
+
+}  // namespace ipxc_dnnl

@@ -1,0 +1,121 @@
+"""dnnl:qlinear (a direct oneDNN matmul primitive, ipexconvert.dnnl) against QLinearOp.reference, with
+the cases of the torch-oneDNN kernel (test_onednn_qlinear.py): rank 2 and 3, bias or none, float32 /
+bfloat16 / requantized uint8 outputs, each unary post-op fused and a binary add as a torch tail; the
+per-feature multiplier fold_requantize folds in (fused here, a tail before the requantization on
+torch's operators); row counts with one kernel and a bounded number of primitives; the binding's
+errors; what the factory declines."""
+from __future__ import annotations
+
+import pytest
+import torch
+from onednn_helpers import context, run
+from test_onednn_qlinear import OUTPUTS, POST_OPS, SHAPES, X_SCALE, X_ZP, check, make, reference
+
+from ipexconvert import dnnl
+from ipexconvert.ir.ops._quant import quantize
+from ipexconvert.quant.weights import quantize_weight
+from ipexconvert.runtime.cpu import selected_isa
+from ipexconvert.runtime.cpu_kernels._common import int8_allowed
+from ipexconvert.runtime.cpu_kernels.qlinear_dnnl import qlinear_dnnl
+from ipexconvert.runtime.cpu_kernels.qlinear_onednn import qlinear_onednn
+from ipexconvert.runtime.kernels import resolve_kernel
+
+pytestmark = [
+    pytest.mark.skipif(not dnnl.usable(selected_isa()), reason=f"direct oneDNN layers unavailable: {dnnl.report()['error']}"),
+    pytest.mark.skipif(not int8_allowed(selected_isa()), reason="int8 needs avx512_vnni"),
+]
+
+
+@pytest.mark.parametrize("post_ops", list(POST_OPS))
+@pytest.mark.parametrize("output", list(OUTPUTS))
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_matches_reference(shape, output, post_ops):
+    attrs, tensors = make(shape, output, post_ops)
+    kernel = qlinear_dnnl(context("qlinear", attrs, tensors, {1, 2, 3}))
+    if output == "uint8" and "add" in post_ops:  # a torch tail cannot follow a uint8 output
+        assert kernel is None
+        assert resolve_kernel(context("qlinear", attrs, tensors, {1, 2, 3})).name == "onednn:qlinear"
+        return
+    assert kernel is not None and kernel.name == "dnnl:qlinear" and kernel.consumed_inputs == {1, 2, 3}
+    check(run(kernel, tensors, {}), reference(attrs, tensors), attrs)
+
+
+def smoothed_ffn(unary: list[dict]):
+    """A qlinear [unary] -> mul by a per-feature multiplier -> uint8 at scale 1: the node fold_requantize
+    makes from an FFN's first linear and the SmoothQuant quantize after it."""
+    g = torch.Generator().manual_seed(11)
+    wq, ws = quantize_weight(torch.randn(40, 33, generator=g) / 33 ** 0.5)
+    multiplier = torch.rand(40, generator=g) * 150 + 20  # smoothing factor / scale, per feature
+    xq = quantize(torch.randn(3, 5, 33, generator=g), X_SCALE, X_ZP, "uint8")
+    attrs = {"x_scale": X_SCALE, "x_zero_point": X_ZP, "output_dtype": "uint8", "output_scale": 1.0,
+             "output_zero_point": 60, "post_ops": [*unary, {"kind": "mul", "operand": 4}]}
+    return attrs, [xq, wq, ws, torch.randn(40, generator=g), multiplier]
+
+
+@pytest.mark.parametrize("unary", [[], [{"kind": "gelu"}]], ids=["none", "gelu"])
+def test_multiplier_fused_and_the_torch_path_agrees(unary):
+    attrs, tensors = smoothed_ffn(unary)
+    want = reference(attrs, tensors)
+    assert 0 < (want == 255).float().mean() < 0.5  # the clamp is exercised, not everywhere
+    kernel = qlinear_dnnl(context("qlinear", attrs, tensors, {1, 2, 3, 4}))
+    assert kernel is not None and kernel.name == "dnnl:qlinear" and kernel.consumed_inputs == {1, 2, 3, 4}
+    check(run(kernel, tensors, {}), want, attrs)
+    fallback = qlinear_onednn(context("qlinear", attrs, tensors, {1, 2, 3, 4}))  # float32, mul, then quantize
+    assert fallback is not None and fallback.name == "onednn:qlinear"
+    check(run(fallback, tensors, {}), want, attrs)
+
+
+def test_multiplier_must_be_a_constant_per_feature_vector():
+    attrs, tensors = smoothed_ffn([{"kind": "gelu"}])
+    assert qlinear_dnnl(context("qlinear", attrs, tensors, {1, 2, 3})) is None  # read at run time: a uint8 tail
+    wide = [*tensors[:4], tensors[4].expand(5, 40).contiguous()]
+    assert qlinear_dnnl(context("qlinear", attrs, wide, {1, 2, 3, 4})) is None
+
+
+def test_row_counts_one_kernel_bounded_primitives():
+    """Dynamic batch: one primitive per row count seen, at most 8 kept, an evicted one rebuilt and right."""
+    attrs, tensors = make("3d", "bfloat16", "gelu")
+    kernel = qlinear_dnnl(context("qlinear", attrs, tensors, {1, 2, 3}, dynamic_batch=True))
+    direct = dnnl.raw.Linear(tensors[1], tensors[2], tensors[3], "uint8", "float32", x_scale=X_SCALE,
+                             x_zero_point=X_ZP)
+    for batch in [*range(1, 11), 1]:
+        xq = quantize(torch.randn(batch, 3, 33), X_SCALE, X_ZP, "uint8")
+        inputs = [xq, *tensors[1:]]
+        check(run(kernel, inputs, {"batch": batch}), reference(attrs, inputs), attrs)
+        out = torch.empty(batch, 3, 17)
+        direct.run(xq, out)
+        check(out, reference({**attrs, "post_ops": [], "output_dtype": "float32"}, inputs), {})
+        assert direct.plan_count() <= 8
+    assert direct.plan_count() == 8
+
+
+def test_binding_refuses_bad_tensors():
+    w = torch.randint(-127, 128, (6, 4), dtype=torch.int8)
+    scales = torch.full((6,), 0.01)
+    with pytest.raises(ValueError, match="does not go with"):
+        dnnl.raw.Linear(w, scales, None, "bfloat16", "bfloat16")
+    with pytest.raises(ValueError, match=r"w_scales must be float32 \[6\]"):
+        dnnl.raw.Linear(w, scales[:5], None, "uint8", "float32")
+    with pytest.raises(ValueError, match="unsupported post-op elu"):
+        dnnl.raw.Linear(w, scales, None, "uint8", "float32", post_op="elu")
+    with pytest.raises(ValueError, match="per-channel weight scales"):
+        dnnl.raw.Linear(w, None, None, "uint8", "float32")
+    linear = dnnl.raw.Linear(w, scales, None, "uint8", "float32")
+    x = torch.zeros(2, 3, 4, dtype=torch.uint8)
+    with pytest.raises(ValueError, match="must end in in_features"):
+        linear.run(torch.zeros(2, 5, dtype=torch.uint8), torch.empty(2, 6))
+    with pytest.raises(ValueError, match="leading dims"):
+        linear.run(x, torch.empty(3, 2, 6))
+    with pytest.raises(ValueError, match="contiguous"):
+        linear.run(x.transpose(0, 1), torch.empty(3, 2, 6))
+    linear.run(torch.zeros(0, 4, dtype=torch.uint8), torch.empty(0, 6))  # no rows: nothing to do
+
+
+def test_declines(monkeypatch):
+    attrs, tensors = make("3d", "float32", "relu")
+    assert qlinear_dnnl(context("qlinear", attrs, tensors, {1, 2, 3}, isa="avx512")) is None  # no VNNI
+    assert qlinear_dnnl(context("qlinear", attrs, tensors, {2, 3})) is None  # weight not a constant
+    signed = [quantize(torch.randn(2, 3, 33), X_SCALE, 0, "int8"), *tensors[1:]]
+    assert qlinear_dnnl(context("qlinear", attrs, signed, {1, 2, 3})) is None  # uint8 activations only
+    monkeypatch.setenv("IPEXCONVERT_DNNL", "0")
+    assert resolve_kernel(context("qlinear", attrs, tensors, {1, 2, 3})).name == "onednn:qlinear"
