@@ -30,6 +30,7 @@ class Step:
     inputs: list[int | None]
     outputs: list[int]
     free_after: list[int]
+    in_place: bool = False  # the kernel's in-place variant runs (Kernel.in_place)
 
 
 class Executor:
@@ -64,6 +65,8 @@ class Executor:
 
         isa = selected_isa()
         self.steps: list[Step] = []
+        fresh: set[str] = set()  # values made by fresh_output kernels, not views of anything
+        view_makers: set[str] = set()  # values read by a kernel that may return a view of them
         for i, node in enumerate(graph.nodes):
             try:
                 attrs = get_op(node.op).parse_attrs(node.attrs)
@@ -78,12 +81,23 @@ class Executor:
                 raise ArtifactError(f"node {node.name} ({node.op}) cannot be run: {detail}",
                                     "if a newer ipexconvert wrote this artifact, upgrade; otherwise re-create it "
                                     "with `ipexconvert optimize`") from None
+            fn, in_place = kernel.fn, False
+            if kernel.in_place is not None:
+                operand, in_place_fn = kernel.in_place
+                v = node.inputs[operand]
+                if (v in fresh and v not in view_makers and last_use.get(v) == i and v not in keep
+                        and node.inputs.count(v) == 1):
+                    fn, in_place = in_place_fn, True  # nothing reads v after this node or shares its memory
+            if kernel.fresh_output:
+                fresh.update(node.outputs)
+            else:
+                view_makers.update(v for v in node.inputs if v is not None)
             inputs = [None if v is None or j in kernel.consumed_inputs else slot_of(v) for j, v in enumerate(node.inputs)]
             outputs = [slot_of(v) for v in node.outputs]
             dead = {v for v in node.inputs if v is not None and last_use.get(v) == i and v not in keep}
             dead |= {v for v in node.outputs if v not in last_use and v not in keep}  # unused outputs
-            self.steps.append(Step(node.name, node.op, kernel.fn, kernel.name, inputs, outputs,
-                                   sorted(slot[v] for v in dead if v in slot)))
+            self.steps.append(Step(node.name, node.op, fn, kernel.name, inputs, outputs,
+                                   sorted(slot[v] for v in dead if v in slot), in_place))
         # Constants that every reader took over (e.g. prepacked) need not stay in memory.
         still_read = {s for step in self.steps for s in step.inputs if s is not None} | set(slot[o] for o in graph.outputs if o in slot)
         constant_slots = {s: t for s, t in constant_slots.items() if s in still_read}

@@ -5,6 +5,11 @@ the value specs and the selected ISA. It returns a Kernel, or None to decline (a
 unsupported shape, a failed probe), and the next factory is tried. A kernel may take
 ownership of constant inputs (e.g. prepacked weights): the executor then no longer
 passes them, and frees the original tensor when no other node reads it.
+
+A kernel that writes its result on top of one input (a convolution summing a residual into
+its output) can offer an in-place variant: the executor uses it when that input is read for
+the last time here and was made by a kernel with fresh_output (so no other live value shares
+its memory), saving the copy the kernel would otherwise make.
 """
 from __future__ import annotations
 
@@ -35,6 +40,8 @@ class Kernel:
     fn: KernelFn
     name: str
     consumed_inputs: frozenset[int] = field(default_factory=frozenset)  # constants the kernel holds itself
+    fresh_output: bool = False  # returns memory it allocated itself, never a view of an input
+    in_place: Optional[tuple[int, KernelFn]] = None  # (input slot, fn that may overwrite that input)
 
 
 KernelFactory = Callable[[NodeContext], Optional[Kernel]]

@@ -1,5 +1,5 @@
 """What conv2d_dnnl.py and qconv2d_dnnl.py share: which post-ops the direct oneDNN convolution
-fuses, and the run function (channels-last output allocated here, residual copied into it)."""
+fuses, and the kernel (channels-last output allocated here, or the residual's buffer reused)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,6 +10,7 @@ import torch
 from ...ir.dims import same
 from ...ir.postops import PostOp
 from ...ir.spec import TensorSpec
+from ..kernels import Kernel
 
 
 @dataclass(frozen=True)
@@ -38,25 +39,41 @@ def spatial_out_size(h: int, w: int, attrs, kernel: tuple[int, int]) -> tuple[in
     return (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
 
 
-def conv_run(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, out_spec: TensorSpec,
-             sum_operand: Optional[int], residual: Callable[[torch.Tensor], torch.Tensor] = None):
-    """The kernel function: x to channels-last (the layout the primitive reads), output allocated
-    channels-last (holding a copy of the residual when one is summed: oneDNN adds into the output,
-    and the residual may have other readers), then the spec's layout. `residual` turns the operand
-    into that copy when a plain clone will not do (a uint8 residual of a float output)."""
-    residual = residual or (lambda t: t.clone(memory_format=torch.channels_last))
+def conv_kernel(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, out_spec: TensorSpec,
+                sum_operand: Optional[int], name: str, consumed: frozenset[int],
+                residual: Callable[[torch.Tensor], torch.Tensor] = None) -> Kernel:
+    """The Kernel: x to channels-last (the layout the primitive reads), output allocated
+    channels-last, then the spec's layout. With a residual summed, oneDNN adds into the output
+    buffer: by default it holds a copy of the residual (which may have other readers); the
+    in-place variant, which the executor picks where the residual dies here, sums into the
+    residual's own buffer. `residual` turns the operand into that buffer when it is not the
+    output's dtype (a uint8 residual of a float output): then there is no in-place variant."""
     out_channels, _, kh, kw = weight_shape
     contiguous_out = out_spec.memory_format != "channels_last"
 
-    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        x = inputs[0].contiguous(memory_format=torch.channels_last)
-        n, _, h, w = x.shape
-        oh, ow = spatial_out_size(h, w, attrs, (kh, kw))
-        if sum_operand is None:
-            out = torch.empty((n, out_channels, oh, ow), dtype=out_dtype, memory_format=torch.channels_last)
-        else:
-            out = residual(inputs[sum_operand])
+    def launch(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         conv.run(x, out)
         return out.contiguous() if contiguous_out else out
 
-    return run
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x = inputs[0].contiguous(memory_format=torch.channels_last)
+        if sum_operand is not None:
+            out = (residual or _channels_last_copy)(inputs[sum_operand])
+        else:
+            n, _, h, w = x.shape
+            oh, ow = spatial_out_size(h, w, attrs, (kh, kw))
+            out = torch.empty((n, out_channels, oh, ow), dtype=out_dtype, memory_format=torch.channels_last)
+        return launch(x, out)
+
+    def run_in_place(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        out = inputs[sum_operand]
+        if not out.is_contiguous(memory_format=torch.channels_last):
+            out = _channels_last_copy(out)
+        return launch(inputs[0].contiguous(memory_format=torch.channels_last), out)
+
+    in_place = None if sum_operand is None or residual is not None else (sum_operand, run_in_place)
+    return Kernel(run, name, consumed, fresh_output=True, in_place=in_place)
+
+
+def _channels_last_copy(t: torch.Tensor) -> torch.Tensor:
+    return t.clone(memory_format=torch.channels_last)

@@ -8,7 +8,7 @@ from typing import Optional
 from ... import dnnl
 from ..kernels import Kernel, NodeContext, register_kernel
 from ._common import consumed, constant_weight_and_bias, enabled, isa_allows, node_dtype
-from ._dnnl_conv import conv_run, fusable, same_shape
+from ._dnnl_conv import conv_kernel, fusable, same_shape
 
 
 @register_kernel("cpu", "conv2d")
@@ -34,4 +34,4 @@ def conv2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
     conv = dnnl.raw.Conv(weight.contiguous(), None, None if bias is None else bias.float().contiguous(),
                          tuple(a.stride), tuple(a.padding), tuple(a.dilation), dtype, dtype, relu=plan.relu,
                          sum=plan.sum_operand is not None)
-    return Kernel(conv_run(conv, weight.shape, a, torch_dtype, out, plan.sum_operand), "dnnl:conv2d", consumed(ctx))
+    return conv_kernel(conv, weight.shape, a, torch_dtype, out, plan.sum_operand, "dnnl:conv2d", consumed(ctx))

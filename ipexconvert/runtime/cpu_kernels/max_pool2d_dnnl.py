@@ -29,4 +29,4 @@ def max_pool2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
         pool.run(x, out)
         return out
 
-    return Kernel(run, "dnnl:max_pool2d")
+    return Kernel(run, "dnnl:max_pool2d", fresh_output=True)

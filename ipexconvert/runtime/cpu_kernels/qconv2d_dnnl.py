@@ -15,7 +15,7 @@ from ... import dnnl
 from ...ir.ops._quant import dequantize
 from ..kernels import Kernel, NodeContext, register_kernel
 from ._common import enabled, int8_allowed, int8_output, int8_weight_params
-from ._dnnl_conv import conv_run, fusable, same_shape
+from ._dnnl_conv import conv_kernel, fusable, same_shape
 
 _OUTPUTS = frozenset({"uint8", "bfloat16", "float32"})
 
@@ -55,5 +55,5 @@ def qconv2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
                          sum_zero_point=a.accum_zero_point if in_own_scale else 0,
                          x_scale=a.x_scale, x_zero_point=a.x_zero_point, y_scale=a.output_scale,
                          y_zero_point=a.output_zero_point)
-    run = conv_run(conv, weight.shape, a, out_dtype, out, plan.sum_operand, residual)
-    return Kernel(run, "dnnl:qconv2d", frozenset({1, 2, 3}))
+    return conv_kernel(conv, weight.shape, a, out_dtype, out, plan.sum_operand, "dnnl:qconv2d",
+                       frozenset({1, 2, 3}), residual)

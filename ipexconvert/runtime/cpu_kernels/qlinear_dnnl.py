@@ -35,4 +35,4 @@ def qlinear_dnnl(ctx: NodeContext) -> Optional[Kernel]:
                              y_scale=a.output_scale, y_zero_point=a.output_zero_point)
     run = linear_run(linear, getattr(torch, a.output_dtype), plan.tail)
     held = {1, 2, 3} if plan.multiplier_slot is None else {1, 2, 3, plan.multiplier_slot}
-    return Kernel(run, "dnnl:qlinear", frozenset(held))
+    return Kernel(run, "dnnl:qlinear", frozenset(held), fresh_output=True)
