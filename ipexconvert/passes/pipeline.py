@@ -34,9 +34,10 @@ _FP32 = [
 # merge_linears (Q/K/V as one GEMM) runs after dtypes and quantization are final; fp32 linears
 # run MKL through F.linear, where merging is not measured, so fp32 leaves them alone.
 PIPELINES: dict[str, list[str]] = {
-    "fp32": [*_FP32, "prepack"],
-    "bf16": [*_FP32, "to_bf16", "merge_linears", "prepack"],
-    "int8": [*_FP32, "to_bf16", "quantize", "int8_residual", "fold_requantize", "merge_linears", "dead_code", "prepack"],
+    "fp32": [*_FP32, "share_attention_mask", "prepack"],
+    "bf16": [*_FP32, "to_bf16", "merge_linears", "share_attention_mask", "prepack"],
+    "int8": [*_FP32, "to_bf16", "quantize", "int8_residual", "fold_requantize", "merge_linears", "share_attention_mask",
+             "dead_code", "prepack"],
 }
 # Passes that must see the calibrated plan: the int8 pipeline is split before the first of these.
 QUANTIZATION_STAGE = ("to_bf16", "quantize")

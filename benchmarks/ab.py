@@ -1,0 +1,90 @@
+"""Same-process A/B of one artifact against a variant of itself: interleaved rounds, medians.
+
+    python benchmarks/ab.py ART.ipxc --env IPEXCONVERT_DNNL           # loaded with VAR=1 vs VAR=0
+    python benchmarks/ab.py ART.ipxc --without qlinear_dnnl            # kernel factory removed in B
+    python benchmarks/ab.py ART.ipxc --no-in-place                     # the executor's in-place variants off in B
+    python benchmarks/ab.py ART.ipxc --vs OTHER.ipxc --dim batch=16    # two artifacts, same inputs
+
+Both models are loaded in one process before any timing, checked against each other on the stored
+example inputs (resized with --dim), then timed in alternating order. Machine noise moves single
+runs by 5-10% at batch 1: repeat, and trust only differences larger than that.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import ipexconvert  # noqa: E402
+import ipexconvert.runtime.executor as executor_module  # noqa: E402
+from ipexconvert.artifact import read_example_inputs  # noqa: E402
+from ipexconvert.bench import resize_inputs, time_interleaved  # noqa: E402
+from ipexconvert.runtime import kernels  # noqa: E402
+
+
+def load_variant(path: str, args) -> object:
+    """B: the artifact under the change the options ask for."""
+    if args.vs:
+        return ipexconvert.load_artifact(args.vs)
+    if args.env:
+        os.environ[args.env] = "0"
+        try:
+            return ipexconvert.load_artifact(path)
+        finally:
+            os.environ[args.env] = "1"
+    saved_resolve, saved = executor_module.resolve_kernel, {k: list(v) for k, v in kernels.KERNELS.items()}
+    try:
+        if args.without:
+            for factories in kernels.KERNELS.values():
+                factories[:] = [f for f in factories if f.__name__ != args.without]
+        if args.no_in_place:
+            executor_module.resolve_kernel = lambda ctx: dataclasses.replace(saved_resolve(ctx), in_place=None)
+        return ipexconvert.load_artifact(path)
+    finally:
+        executor_module.resolve_kernel = saved_resolve
+        kernels.KERNELS.update(saved)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("artifact")
+    change = parser.add_mutually_exclusive_group(required=True)
+    change.add_argument("--env", help="environment variable: A loads with it 1, B with it 0")
+    change.add_argument("--without", help="kernel factory function name left out in B")
+    change.add_argument("--no-in-place", action="store_true", help="B never runs a kernel's in-place variant")
+    change.add_argument("--vs", help="B is this other artifact")
+    parser.add_argument("--dim", action="append", default=[], help="NAME=SIZE for a dynamic dim")
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    if args.env:
+        os.environ[args.env] = "1"
+    a = ipexconvert.load_artifact(args.artifact)
+    b = load_variant(args.artifact, args)
+    sizes = {k: int(v) for k, v in (d.split("=") for d in args.dim)}
+    inputs = resize_inputs(read_example_inputs(args.artifact), a, sizes)
+    kernels_a = {s.kernel_name for s in a.executor.steps}
+    kernels_b = {s.kernel_name for s in b.executor.steps}
+    print(f"kernels only in A: {sorted(kernels_a - kernels_b)}; only in B: {sorted(kernels_b - kernels_a)}")
+    print(f"in-place steps: A {sum(s.in_place for s in a.executor.steps)}, B {sum(s.in_place for s in b.executor.steps)}")
+    out_a, out_b = a.run_dict(inputs), b.run_dict(inputs)
+    for name in out_a:
+        x, y = out_a[name].float().flatten(), out_b[name].float().flatten()
+        print(f"{name}: cosine A/B {torch.nn.functional.cosine_similarity(x, y, dim=0).item():.6f}")
+    samples = time_interleaved({"A": lambda: a.run_dict(inputs), "B": lambda: b.run_dict(inputs)}, warmup=3,
+                               rounds=args.rounds)
+    ms_a, ms_b = (statistics.median(samples[k]) * 1e3 for k in "AB")
+    print(f"{Path(args.artifact).name} {sizes or ''}: A {ms_a:.2f} ms, B {ms_b:.2f} ms, A/B {ms_a / ms_b:.3f} "
+          f"({args.rounds} interleaved rounds, {args.threads} threads)")
+
+
+if __name__ == "__main__":
+    main()
