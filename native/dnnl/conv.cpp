@@ -4,7 +4,6 @@
 #include "engine.h"
 
 #include <stdexcept>
-#include <unordered_map>
 
 namespace ipxc_dnnl {
 
@@ -23,11 +22,11 @@ Conv::Conv(const ConvConfig& config, const void* weight, const float* w_scales, 
                    config.y_scale, config.y_zero_point);
 }
 
-std::shared_ptr<Conv::Plan> Conv::plan_for(int64_t n, int64_t h, int64_t w) {
+std::shared_ptr<LayerPlan> Conv::plan_for(int64_t n, int64_t h, int64_t w) {
     return plans_.get({n, 0, h, w}, [&] { return make_plan(n, h, w); });
 }
 
-Conv::Plan Conv::make_plan(int64_t n, int64_t h, int64_t w) {
+LayerPlan Conv::make_plan(int64_t n, int64_t h, int64_t w) {
     const ConvConfig& c = config_;
     const bool int8 = c.src == dt::u8;
     const int64_t oh = out_size(h, c.kernel_h, c.stride[0], c.padding[0], c.dilation[0]);
@@ -54,25 +53,19 @@ Conv::Plan Conv::make_plan(int64_t n, int64_t h, int64_t w) {
         : dnnl::convolution_forward::primitive_desc(engine_, dnnl::prop_kind::forward_inference,
                                                     dnnl::algorithm::convolution_direct, src, weights, dst, strides,
                                                     dilates, pads, pads, attr);
-    return Plan{dnnl::convolution_forward(pd), weights_.as(pd.weights_desc()), pd.scratchpad_desc(), src, dst,
+    return LayerPlan{dnnl::convolution_forward(pd), weights_.as(pd.weights_desc()), pd.scratchpad_desc(), src, dst,
                 pd.impl_info_str()};
 }
 
 void Conv::run(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int64_t oh, int64_t ow) {
-    const std::shared_ptr<Plan> held = plan_for(n, h, w);
-    const Plan& plan = *held;
+    const std::shared_ptr<LayerPlan> held = plan_for(n, h, w);
+    const LayerPlan& plan = *held;
     if (plan.dst.get_dims()[2] != oh || plan.dst.get_dims()[3] != ow)
         throw std::invalid_argument("output size does not match the convolution");
-    std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, dnnl::memory(plan.src, engine_, const_cast<void*>(src))},
-        {DNNL_ARG_WEIGHTS, plan.weights},
-        {DNNL_ARG_DST, dnnl::memory(plan.dst, engine_, dst)},
-        {DNNL_ARG_SCRATCHPAD, dnnl::memory(plan.scratchpad, engine_, thread_scratch(plan.scratchpad.get_size()))},
-    };
+    Args args = plan_args(plan, src, dst);
     if (bias_) args[DNNL_ARG_BIAS] = bias_;
     int8_.add_args(args);
-    plan.primitive.execute(thread_stream(), args);
-    thread_stream().wait();
+    execute(plan, args);
 }
 
 std::string Conv::implementation(int64_t n, int64_t h, int64_t w) { return plan_for(n, h, w)->implementation; }

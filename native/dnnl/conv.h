@@ -15,6 +15,7 @@
 
 #include "int8_params.h"
 #include "packed_weights.h"
+#include "layer_plan.h"
 #include "plan_cache.h"
 
 #include <cstdint>
@@ -60,21 +61,15 @@ class Conv {
     size_t plan_count() { return plans_.size(); }
 
   private:
-    struct Plan {
-        dnnl::convolution_forward primitive;
-        dnnl::memory weights;  // packed as this primitive wants
-        dnnl::memory::desc scratchpad, src, dst;
-        std::string implementation;
-    };
-    std::shared_ptr<Plan> plan_for(int64_t n, int64_t h, int64_t w);
-    Plan make_plan(int64_t n, int64_t h, int64_t w);
+    std::shared_ptr<LayerPlan> plan_for(int64_t n, int64_t h, int64_t w);
+    LayerPlan make_plan(int64_t n, int64_t h, int64_t w);
 
     ConvConfig config_;
     dnnl::engine engine_;
     PackedWeights weights_;
     dnnl::memory bias_;
     Int8Params int8_;
-    PlanCache<Plan> plans_;  // per input (n, 0, h, w)
+    PlanCache<LayerPlan> plans_;  // per input (n, 0, h, w)
 };
 
 

@@ -4,7 +4,6 @@
 #include "engine.h"
 
 #include <stdexcept>
-#include <unordered_map>
 
 namespace ipxc_dnnl {
 
@@ -24,11 +23,11 @@ Linear::Linear(const LinearConfig& config, const void* weight, const float* w_sc
                    config.y_scale, config.y_zero_point);
 }
 
-std::shared_ptr<Linear::Plan> Linear::plan_for(int64_t rows) {
+std::shared_ptr<LayerPlan> Linear::plan_for(int64_t rows) {
     return plans_.get({rows, 0, 0, 0}, [&] { return make_plan(rows); });
 }
 
-Linear::Plan Linear::make_plan(int64_t rows) {
+LayerPlan Linear::make_plan(int64_t rows) {
     const LinearConfig& c = config_;
     const bool int8 = c.src == dt::u8;
     dnnl::memory::desc src({rows, c.in_features}, c.src, tag::ab);
@@ -45,28 +44,21 @@ Linear::Plan Linear::make_plan(int64_t rows) {
 
     auto pd = bias_ ? dnnl::matmul::primitive_desc(cpu_engine(), src, weights, bias_.get_desc(), dst, attr)
                     : dnnl::matmul::primitive_desc(cpu_engine(), src, weights, dst, attr);
-    return Plan{dnnl::matmul(pd), weights_.as(pd.weights_desc()), pd.scratchpad_desc(), src, dst,
+    return LayerPlan{dnnl::matmul(pd), weights_.as(pd.weights_desc()), pd.scratchpad_desc(), src, dst,
                 pd.impl_info_str()};
 }
 
 void Linear::run(const void* src, int64_t rows, void* dst) {
-    const std::shared_ptr<Plan> held = plan_for(rows);
-    const Plan& plan = *held;
-    dnnl::engine& engine = cpu_engine();
-    std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, dnnl::memory(plan.src, engine, const_cast<void*>(src))},
-        {DNNL_ARG_WEIGHTS, plan.weights},
-        {DNNL_ARG_DST, dnnl::memory(plan.dst, engine, dst)},
-        {DNNL_ARG_SCRATCHPAD, dnnl::memory(plan.scratchpad, engine, thread_scratch(plan.scratchpad.get_size()))},
-    };
+    const std::shared_ptr<LayerPlan> held = plan_for(rows);
+    const LayerPlan& plan = *held;
+    Args args = plan_args(plan, src, dst);
     if (bias_) args[DNNL_ARG_BIAS] = bias_;
     if (multiplier_) {
         const int index = config_.eltwise != dnnl::algorithm::undef ? 1 : 0;  // its place in the post-ops
         args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1] = multiplier_;
     }
     int8_.add_args(args);
-    plan.primitive.execute(thread_stream(), args);
-    thread_stream().wait();
+    execute(plan, args);
 }
 
 std::string Linear::implementation(int64_t rows) { return plan_for(rows)->implementation; }

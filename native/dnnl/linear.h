@@ -17,6 +17,7 @@
 
 #include "int8_params.h"
 #include "packed_weights.h"
+#include "layer_plan.h"
 #include "plan_cache.h"
 
 #include <cstdint>
@@ -56,20 +57,14 @@ class Linear {
     size_t plan_count() { return plans_.size(); }
 
   private:
-    struct Plan {
-        dnnl::matmul primitive;
-        dnnl::memory weights;  // packed as this primitive wants
-        dnnl::memory::desc scratchpad, src, dst;
-        std::string implementation;
-    };
-    std::shared_ptr<Plan> plan_for(int64_t rows);
-    Plan make_plan(int64_t rows);
+    std::shared_ptr<LayerPlan> plan_for(int64_t rows);
+    LayerPlan make_plan(int64_t rows);
 
     LinearConfig config_;
     PackedWeights weights_;
     dnnl::memory bias_, multiplier_;
     Int8Params int8_;
-    PlanCache<Plan> plans_;  // per (rows, 0, 0, 0)
+    PlanCache<LayerPlan> plans_;  // per (rows, 0, 0, 0)
 };
 
 }  // namespace ipxc_dnnl

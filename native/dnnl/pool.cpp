@@ -2,7 +2,6 @@
 #include "pool.h"
 
 #include <stdexcept>
-#include <unordered_map>
 
 #include "engine.h"
 
@@ -10,7 +9,7 @@ namespace ipxc_dnnl {
 
 using tag = dnnl::memory::format_tag;
 
-MaxPool::Plan MaxPool::make_plan(int64_t n, int64_t c, int64_t h, int64_t w) {
+LayerPlan MaxPool::make_plan(int64_t n, int64_t c, int64_t h, int64_t w) {
     const PoolConfig& p = config_;
     const int64_t oh = out_size(h, p.kernel[0], p.stride[0], p.padding[0], p.dilation[0]);
     const int64_t ow = out_size(w, p.kernel[1], p.stride[1], p.padding[1], p.dilation[1]);
@@ -21,22 +20,15 @@ MaxPool::Plan MaxPool::make_plan(int64_t n, int64_t c, int64_t h, int64_t w) {
         cpu_engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, src, dst,
         {p.stride[0], p.stride[1]}, {p.kernel[0], p.kernel[1]}, {p.dilation[0] - 1, p.dilation[1] - 1},
         {p.padding[0], p.padding[1]}, {p.padding[0], p.padding[1]}, attr);
-    return Plan{dnnl::pooling_forward(pd), pd.scratchpad_desc(), src, dst};
+    return LayerPlan{dnnl::pooling_forward(pd), dnnl::memory(), pd.scratchpad_desc(), src, dst, pd.impl_info_str()};
 }
 
 void MaxPool::run(const void* src, int64_t n, int64_t c, int64_t h, int64_t w, void* dst, int64_t oh, int64_t ow) {
     const auto held = plans_.get({n, c, h, w}, [&] { return make_plan(n, c, h, w); });
-    const Plan& plan = *held;
+    const LayerPlan& plan = *held;
     if (plan.dst.get_dims()[2] != oh || plan.dst.get_dims()[3] != ow)
         throw std::invalid_argument("output size does not match the pooling");
-    dnnl::engine& engine = cpu_engine();
-    std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, dnnl::memory(plan.src, engine, const_cast<void*>(src))},
-        {DNNL_ARG_DST, dnnl::memory(plan.dst, engine, dst)},
-        {DNNL_ARG_SCRATCHPAD, dnnl::memory(plan.scratchpad, engine, thread_scratch(plan.scratchpad.get_size()))},
-    };
-    plan.primitive.execute(thread_stream(), args);
-    thread_stream().wait();
+    execute(plan, plan_args(plan, src, dst));
 }
 
 }  // namespace ipxc_dnnl

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "layer_plan.h"
 #include "plan_cache.h"
 
 namespace ipxc_dnnl {
@@ -25,14 +26,10 @@ class MaxPool {
     void run(const void* src, int64_t n, int64_t c, int64_t h, int64_t w, void* dst, int64_t oh, int64_t ow);
 
   private:
-    struct Plan {
-        dnnl::pooling_forward primitive;
-        dnnl::memory::desc scratchpad, src, dst;
-    };
-    Plan make_plan(int64_t n, int64_t c, int64_t h, int64_t w);
+    LayerPlan make_plan(int64_t n, int64_t c, int64_t h, int64_t w);
 
     PoolConfig config_;
-    PlanCache<Plan> plans_;  // per input (n, c, h, w)
+    PlanCache<LayerPlan> plans_;  // per input (n, c, h, w)
 };
 
 }  // namespace ipxc_dnnl
