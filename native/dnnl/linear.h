@@ -8,9 +8,8 @@
 //
 // int8: uint8 activations with a zero point, int8 weights with per-output-feature scales,
 // float32 bias, uint8 / bfloat16 / float32 output. Float: bfloat16 or float32 throughout (bias
-// float32). One elementwise post-op (relu, gelu, swish, ...) and then a per-output-feature
-// multiplier (a SmoothQuant factor of the next layer) run on the real-valued result, before an
-// int8 output is quantized.
+// float32). One elementwise post-op (relu, gelu, swish, ...) runs on the real-valued result,
+// before an int8 output is quantized.
 #pragma once
 
 #include <dnnl.hpp>
@@ -40,9 +39,8 @@ struct LinearConfig {
 class Linear {
   public:
     // weight: [out_features, in_features] (contiguous), int8 (with w_scales, one per output
-    // feature) or the src type. bias, multiplier: float32 [out_features] or null. All are copied.
-    Linear(const LinearConfig& config, const void* weight, const float* w_scales, const float* bias,
-           const float* multiplier = nullptr);
+    // feature) or the src type. bias: float32 [out_features] or null. Both are copied.
+    Linear(const LinearConfig& config, const void* weight, const float* w_scales, const float* bias);
 
     // src: [rows, in_features]; dst: [rows, out_features].
     void run(const void* src, int64_t rows, void* dst);
@@ -62,7 +60,7 @@ class Linear {
 
     LinearConfig config_;
     PackedWeights weights_;
-    dnnl::memory bias_, multiplier_;
+    dnnl::memory bias_;
     Int8Params int8_;
     PlanCache<LayerPlan> plans_;  // per (rows, 0, 0, 0)
 };

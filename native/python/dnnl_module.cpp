@@ -116,8 +116,8 @@ void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out) {
 }
 
 void init_linear(ipxc_dnnl::Linear* self, nb::handle weight, nb::handle w_scales, nb::handle bias,
-                 const std::string& src, const std::string& dst, const std::string& post_op, nb::handle multiplier,
-                 float x_scale, int32_t x_zero_point, float y_scale, int32_t y_zero_point) {
+                 const std::string& src, const std::string& dst, const std::string& post_op, float x_scale,
+                 int32_t x_zero_point, float y_scale, int32_t y_zero_point) {
     TensorArg w(weight, "weight");
     check_cpu_contiguous(w);
     if (w.ndim() != 2) fail("weight must be [out_features, in_features]");
@@ -127,11 +127,10 @@ void init_linear(ipxc_dnnl::Linear* self, nb::handle weight, nb::handle w_scales
     std::tie(c.eltwise, c.eltwise_alpha) = eltwise(post_op);
     c.x_scale = x_scale, c.x_zero_point = x_zero_point, c.y_scale = y_scale, c.y_zero_point = y_zero_point;
     check_weight_dtype(w, c.src, src);
-    std::optional<TensorArg> s, b, m;
+    std::optional<TensorArg> s, b;
     const float* scales = f32_channels(w_scales, "w_scales", c.out_features, s);
     const float* bias_data = f32_channels(bias, "bias", c.out_features, b);
-    const float* multiplier_data = f32_channels(multiplier, "multiplier", c.out_features, m);
-    new (self) ipxc_dnnl::Linear(c, w.data(), scales, bias_data, multiplier_data);
+    new (self) ipxc_dnnl::Linear(c, w.data(), scales, bias_data);
 }
 
 // x: [..., in_features], out: [..., out_features], both contiguous with the same leading dims.
@@ -189,10 +188,9 @@ NB_MODULE(_dnnl, m) {
         .def("plan_count", &ipxc_dnnl::Conv::plan_count);
     nb::class_<ipxc_dnnl::Linear>(m, "Linear")
         .def("__init__", &init_linear, "weight"_a, "w_scales"_a.none(), "bias"_a.none(), "src"_a, "dst"_a,
-             "post_op"_a = "", "multiplier"_a.none() = nb::none(), "x_scale"_a = 1.f, "x_zero_point"_a = 0,
-             "y_scale"_a = 1.f, "y_zero_point"_a = 0)
+             "post_op"_a = "", "x_scale"_a = 1.f, "x_zero_point"_a = 0, "y_scale"_a = 1.f, "y_zero_point"_a = 0)
         .def("run", &run_linear, "x"_a, "out"_a,
-             "out = post_op(x @ weight^T + bias) * multiplier, x and out contiguous")
+             "out = post_op(x @ weight^T + bias), x and out contiguous")
         .def_prop_ro("in_features", &ipxc_dnnl::Linear::in_features)
         .def_prop_ro("out_features", &ipxc_dnnl::Linear::out_features)
         .def("implementation", &ipxc_dnnl::Linear::implementation, "rows"_a)

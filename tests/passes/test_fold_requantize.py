@@ -153,22 +153,18 @@ class FFN(nn.Module):
         return self.down(F.gelu(self.up(self.norm(x))))
 
 
-def test_smoothquant_multiplier_becomes_a_mul_post_op():
+def test_no_fold_into_a_smoothquant_multiplier():
+    """A per-channel multiplier is no per-tensor output scale (and folding it as a mul post-op was
+    measured to hurt MiniLM's max error, see the pass): the FFN keeps its bf16 tensor and quantize."""
     from ipexconvert.quant.options import QuantOptions
 
     before, quantization, data = planned(FFN(), (2, 5, 16), QuantOptions(smoothquant=0.5))
-    up, down = by_weight(before, "up"), by_weight(before, "down")
+    up = by_weight(before, "up")
     unfolded, _ = quantized(before, quantization)
     smoothed = [n for n in unfolded.graph.nodes if n.op == "quantize" and len(n.inputs) == 2]
     assert len(smoothed) == 1  # the gelu output's
 
     folded, count = _fold(unfolded)
 
-    assert count == 1 and folded.graph.op_histogram()["quantize"] == 1  # the norm output's stays
-    node = next(n for n in folded.graph.nodes if n.name == up.name)
-    assert [p["kind"] for p in node.attrs["post_ops"]] == ["gelu", "mul"]
-    assert node.inputs[node.attrs["post_ops"][1]["operand"]] == smoothed[0].inputs[1]  # the multiplier constant
-    assert (node.attrs["output_dtype"], node.attrs["output_scale"]) == ("uint8", 1.0)
-    assert next(n for n in folded.graph.nodes if n.name == down.name).inputs[0] == node.outputs[0]
-    assert_close(folded, unfolded, data, tol=0.01)
-    assert_close(folded, before, data, tol=INT8_TOL)
+    assert count == 0 and _output_dtype(folded, up) != "uint8"
+    assert_close(folded, before, data)

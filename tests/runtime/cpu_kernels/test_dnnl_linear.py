@@ -1,9 +1,8 @@
 """dnnl:qlinear (a direct oneDNN matmul primitive, ipexconvert.dnnl) against QLinearOp.reference, with
 the cases of the torch-oneDNN kernel (test_onednn_qlinear.py): rank 2 and 3, bias or none, float32 /
-bfloat16 / requantized uint8 outputs, each unary post-op fused and a binary add as a torch tail; the
-per-feature multiplier fold_requantize folds in (fused here, a tail before the requantization on
-torch's operators); row counts with one kernel and a bounded number of primitives; the binding's
-errors; what the factory declines."""
+bfloat16 / requantized uint8 outputs, each unary post-op fused and a binary add as a torch tail; row
+counts with one kernel and a bounded number of primitives; the binding's errors; what the factory
+declines."""
 from __future__ import annotations
 
 import pytest
@@ -13,11 +12,9 @@ from test_onednn_qlinear import OUTPUTS, POST_OPS, SHAPES, X_SCALE, X_ZP, check,
 
 from ipexconvert import dnnl
 from ipexconvert.ir.ops._quant import quantize
-from ipexconvert.quant.weights import quantize_weight
 from ipexconvert.runtime.cpu import selected_isa
 from ipexconvert.runtime.cpu_kernels._common import int8_allowed
 from ipexconvert.runtime.cpu_kernels.qlinear_dnnl import qlinear_dnnl
-from ipexconvert.runtime.cpu_kernels.qlinear_onednn import qlinear_onednn
 from ipexconvert.runtime.kernels import resolve_kernel
 
 pytestmark = [
@@ -38,38 +35,6 @@ def test_matches_reference(shape, output, post_ops):
         return
     assert kernel is not None and kernel.name == "dnnl:qlinear" and kernel.consumed_inputs == {1, 2, 3}
     check(run(kernel, tensors, {}), reference(attrs, tensors), attrs)
-
-
-def smoothed_ffn(unary: list[dict]):
-    """A qlinear [unary] -> mul by a per-feature multiplier -> uint8 at scale 1: the node fold_requantize
-    makes from an FFN's first linear and the SmoothQuant quantize after it."""
-    g = torch.Generator().manual_seed(11)
-    wq, ws = quantize_weight(torch.randn(40, 33, generator=g) / 33 ** 0.5)
-    multiplier = torch.rand(40, generator=g) * 150 + 20  # smoothing factor / scale, per feature
-    xq = quantize(torch.randn(3, 5, 33, generator=g), X_SCALE, X_ZP, "uint8")
-    attrs = {"x_scale": X_SCALE, "x_zero_point": X_ZP, "output_dtype": "uint8", "output_scale": 1.0,
-             "output_zero_point": 60, "post_ops": [*unary, {"kind": "mul", "operand": 4}]}
-    return attrs, [xq, wq, ws, torch.randn(40, generator=g), multiplier]
-
-
-@pytest.mark.parametrize("unary", [[], [{"kind": "gelu"}]], ids=["none", "gelu"])
-def test_multiplier_fused_and_the_torch_path_agrees(unary):
-    attrs, tensors = smoothed_ffn(unary)
-    want = reference(attrs, tensors)
-    assert 0 < (want == 255).float().mean() < 0.5  # the clamp is exercised, not everywhere
-    kernel = qlinear_dnnl(context("qlinear", attrs, tensors, {1, 2, 3, 4}))
-    assert kernel is not None and kernel.name == "dnnl:qlinear" and kernel.consumed_inputs == {1, 2, 3, 4}
-    check(run(kernel, tensors, {}), want, attrs)
-    fallback = qlinear_onednn(context("qlinear", attrs, tensors, {1, 2, 3, 4}))  # float32, mul, then quantize
-    assert fallback is not None and fallback.name == "onednn:qlinear"
-    check(run(fallback, tensors, {}), want, attrs)
-
-
-def test_multiplier_must_be_a_constant_per_feature_vector():
-    attrs, tensors = smoothed_ffn([{"kind": "gelu"}])
-    assert qlinear_dnnl(context("qlinear", attrs, tensors, {1, 2, 3})) is None  # read at run time: a uint8 tail
-    wide = [*tensors[:4], tensors[4].expand(5, 40).contiguous()]
-    assert qlinear_dnnl(context("qlinear", attrs, wide, {1, 2, 3, 4})) is None
 
 
 def test_row_counts_one_kernel_bounded_primitives():
