@@ -82,6 +82,20 @@ const float* f32_channels(nb::handle value, const char* name, int64_t channels, 
     return static_cast<const float*>(holder->data());
 }
 
+// What every weighted layer's __init__ ends with, after its own config fields: the int8 fields,
+// the weight's dtype check, the optional per-channel vectors, then the layer (which copies them).
+template <class Layer, class Config>
+void construct(Layer* self, Config& c, const TensorArg& w, const std::string& src, nb::handle w_scales,
+               nb::handle bias, int64_t channels, float x_scale, int32_t x_zero_point, float y_scale,
+               int32_t y_zero_point) {
+    c.x_scale = x_scale, c.x_zero_point = x_zero_point, c.y_scale = y_scale, c.y_zero_point = y_zero_point;
+    check_weight_dtype(w, c.src, src);
+    std::optional<TensorArg> s, b;
+    const float* scales = f32_channels(w_scales, "w_scales", channels, s);
+    const float* bias_data = f32_channels(bias, "bias", channels, b);
+    new (self) Layer(c, w.data(), scales, bias_data);
+}
+
 void init_conv(ipxc_dnnl::Conv* self, nb::handle weight, nb::handle w_scales, nb::handle bias, Pair stride, Pair padding,
                            Pair dilation, const std::string& src, const std::string& dst, bool relu, bool sum,
                            const std::string& sum_type, float sum_scale, int32_t sum_zero_point, float x_scale,
@@ -97,12 +111,7 @@ void init_conv(ipxc_dnnl::Conv* self, nb::handle weight, nb::handle w_scales, nb
     c.src = data_type(src), c.dst = data_type(dst);
     c.relu = relu, c.sum = sum, c.sum_type = data_type(sum_type), c.sum_scale = sum_scale;
     c.sum_zero_point = sum_zero_point;
-    c.x_scale = x_scale, c.x_zero_point = x_zero_point, c.y_scale = y_scale, c.y_zero_point = y_zero_point;
-    check_weight_dtype(w, c.src, src);
-    std::optional<TensorArg> s, b;
-    const float* scales = f32_channels(w_scales, "w_scales", c.out_channels, s);
-    const float* bias_data = f32_channels(bias, "bias", c.out_channels, b);
-    new (self) ipxc_dnnl::Conv(c, w.data(), scales, bias_data);
+    construct(self, c, w, src, w_scales, bias, c.out_channels, x_scale, x_zero_point, y_scale, y_zero_point);
 }
 
 void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out) {
@@ -125,12 +134,7 @@ void init_linear(ipxc_dnnl::Linear* self, nb::handle weight, nb::handle w_scales
     c.out_features = w.shape(0), c.in_features = w.shape(1);
     c.src = data_type(src), c.dst = data_type(dst);
     std::tie(c.eltwise, c.eltwise_alpha) = eltwise(post_op);
-    c.x_scale = x_scale, c.x_zero_point = x_zero_point, c.y_scale = y_scale, c.y_zero_point = y_zero_point;
-    check_weight_dtype(w, c.src, src);
-    std::optional<TensorArg> s, b;
-    const float* scales = f32_channels(w_scales, "w_scales", c.out_features, s);
-    const float* bias_data = f32_channels(bias, "bias", c.out_features, b);
-    new (self) ipxc_dnnl::Linear(c, w.data(), scales, bias_data);
+    construct(self, c, w, src, w_scales, bias, c.out_features, x_scale, x_zero_point, y_scale, y_zero_point);
 }
 
 // x: [..., in_features], out: [..., out_features], both contiguous with the same leading dims.
