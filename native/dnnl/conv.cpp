@@ -11,7 +11,7 @@ using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
 Conv::Conv(const ConvConfig& config, const void* weight, const float* w_scales, const float* bias)
-    : config_(config), engine_(cpu_engine()) {
+    : config_(config) {
     const bool int8 = config.src == dt::u8;
     const dt weight_type = int8 ? dt::s8 : config.src;
     const dnnl::memory::dims wdims{config.out_channels, config.in_channels, config.kernel_h, config.kernel_w};
@@ -47,10 +47,10 @@ LayerPlan Conv::make_plan(int64_t n, int64_t h, int64_t w) {
     const dnnl::memory::dims dilates{c.dilation[0] - 1, c.dilation[1] - 1};  // oneDNN counts from 0
     const dnnl::memory::dims pads{c.padding[0], c.padding[1]};
     auto pd = bias_
-        ? dnnl::convolution_forward::primitive_desc(engine_, dnnl::prop_kind::forward_inference,
+        ? dnnl::convolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
                                                     dnnl::algorithm::convolution_direct, src, weights,
                                                     bias_.get_desc(), dst, strides, dilates, pads, pads, attr)
-        : dnnl::convolution_forward::primitive_desc(engine_, dnnl::prop_kind::forward_inference,
+        : dnnl::convolution_forward::primitive_desc(cpu_engine(), dnnl::prop_kind::forward_inference,
                                                     dnnl::algorithm::convolution_direct, src, weights, dst, strides,
                                                     dilates, pads, pads, attr);
     return LayerPlan{dnnl::convolution_forward(pd), weights_.as(pd.weights_desc()), pd.scratchpad_desc(), src, dst,

@@ -65,7 +65,6 @@ class Conv {
     LayerPlan make_plan(int64_t n, int64_t h, int64_t w);
 
     ConvConfig config_;
-    dnnl::engine engine_;
     PackedWeights weights_;
     dnnl::memory bias_;
     Int8Params int8_;
