@@ -5,6 +5,8 @@ in test_native_isa.py covers the IPEXCONVERT_MAX_ISA route.
 """
 from __future__ import annotations
 
+import zlib
+
 import pytest
 import torch
 
@@ -38,7 +40,9 @@ def _check(case, rows, cols, dtype, level, threads):
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp32", "bf16"])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_kernel_matches_reference(case, dtype, level):
-    torch.manual_seed(hash((case.name, str(dtype), level)) % 2**31)
+    # zlib.crc32, not hash(): Python salts str hashes per process, which made the data (and a
+    # 6-element case whose values all fall in gelu's tiny tail) differ from run to run.
+    torch.manual_seed(zlib.crc32(f"{case.name}/{dtype}/{level}".encode()))
     for cols in COLS:
         _check(case, 6, cols, dtype, level, threads=1)
     # Enough rows for the thread pool to split the work, plus an odd row count.
