@@ -11,6 +11,7 @@ their docstrings. When the extension is missing, `available()` is False and the 
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import torch
@@ -25,7 +26,7 @@ except ImportError as e:  # not built (e.g. a source checkout without `pip insta
     _IMPORT_ERROR = str(e)
 
 KERNELS = ("layer_norm", "rms_norm", "softmax", "gelu", "silu", "silu_mul", "quantize", "dequantize", "requantize",
-           "quantize_last_axis", "embedding")
+           "quantize_last_axis", "embedding", "attention")
 
 
 def available() -> bool:
@@ -80,7 +81,8 @@ def kernel_levels(name: str) -> list[str]:
 
 
 def kernel_level(name: str, max_isa: Optional[str] = None) -> str:
-    """The level kernel `name` runs at under max_isa (falling back to the highest lower build)."""
+    """The level kernel `name` runs at under max_isa (falling back to the highest lower build), or
+    "none" when it has no build at or below that level (attention is built for amx only)."""
     return _run(_lib().kernel_level, name, max_isa)
 
 
@@ -130,6 +132,31 @@ def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: Option
     _run(lib.rms_norm, x, residual, _param(weight, "weight"), eps, out, total, max_isa, _threads(threads))
     if return_sum:
         return out, (total if total is not None else x)
+    return out
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor] = None, *,
+              scale: Optional[float] = None, max_isa: Optional[str] = None,
+              threads: Optional[int] = None) -> torch.Tensor:
+    """softmax(q k^T * scale + mask) v on AMX tiles (scale None: 1/sqrt(head_dim)).
+
+    q [batch, heads, q_len, head_dim], k and v [batch, heads, kv_len, head_dim]: bfloat16 with a
+    contiguous last dim (other strides are free: views into a packed QKV projection work),
+    head_dim a multiple of 32; mask additive float32/bfloat16, broadcastable to
+    [batch, heads, q_len, kv_len] with a full last dim. Returns [batch, heads, q_len, head_dim]
+    as a view of a [batch, q_len, heads, head_dim] buffer (what a model transposes it into
+    next). Built for the amx level only: below it, this raises RuntimeError.
+    """
+    lib = _lib()
+    q, k, v = _tensor(q, "q"), _tensor(k, "k"), _tensor(v, "v")
+    if q.dim() != 4:
+        raise ValueError(f"q {tuple(q.shape)} must be 4-D: [batch, heads, q_len, head_dim]")
+    if mask is not None and mask.dim() < 4:
+        mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+    batch, heads, q_len, head_dim = q.shape
+    out = torch.empty(batch, q_len, heads, head_dim, dtype=q.dtype).permute(0, 2, 1, 3)
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
+    _run(lib.attention, q, k, v, mask, out, scale, max_isa, _threads(threads))
     return out
 
 

@@ -158,6 +158,56 @@ void softmax(nb::handle x_obj, double scale, nb::handle mask_obj, nb::handle out
     run(lookup_softmax(select(max_isa)), "softmax", a);
 }
 
+// q, k, v, out: bf16 [batch, heads, seq, head_dim] views with a contiguous last dim.
+void attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle mask_obj, nb::handle out_obj,
+               double scale, const OptStr& max_isa, int threads) {
+    const TensorArg q(q_obj, "q"), k(k_obj, "k"), v(v_obj, "v"), out(out_obj, "out");
+    const auto mask = optional_tensor(mask_obj, "mask");
+    for (const TensorArg* t : {&q, &k, &v, &out}) {
+        const std::string what = std::string(t->name()) + " " + t->shape_str();
+        if (!t->on_cpu()) fail(what + " is not on the CPU; move it with .cpu() first");
+        if (!t->is_bf16()) fail(std::string(t->name()) + " has dtype " + t->dtype_str() + "; attention takes bfloat16");
+        if (t->ndim() != 4) fail(what + " must be 4-D: [batch, heads, seq, head_dim]");
+        if (t->stride(3) != 1) fail(what + " needs a contiguous last dim");
+    }
+    AttentionArgs a;
+    a.batch = q.shape(0), a.heads = q.shape(1), a.q_len = q.shape(2), a.head_dim = q.shape(3), a.kv_len = k.shape(2);
+    if (a.head_dim <= 0 || a.head_dim % 32 != 0)
+        fail("head_dim " + std::to_string(a.head_dim) + " is not a multiple of 32 (what the tiles take)");
+    if (a.kv_len <= 0) fail("k " + k.shape_str() + " has no keys");
+    for (const TensorArg* t : {&k, &v})
+        if (t->shape(0) != a.batch || t->shape(1) != a.heads || t->shape(2) != a.kv_len || t->shape(3) != a.head_dim)
+            fail(std::string(t->name()) + " " + t->shape_str() + " does not match q " + q.shape_str() + " and k " +
+                 k.shape_str());
+    for (int d = 0; d < 4; ++d)
+        if (out.shape(d) != q.shape(d)) fail("out " + out.shape_str() + " must have q's shape " + q.shape_str());
+    for (int d = 0; d < 3; ++d) {
+        a.q_strides[d] = q.stride(d), a.k_strides[d] = k.stride(d), a.v_strides[d] = v.stride(d);
+        a.out_strides[d] = out.stride(d);
+    }
+    if (mask) {
+        const TensorArg& m = *mask;
+        if (!m.on_cpu()) fail("mask is not on the CPU; move it with .cpu() first");
+        if (m.is_f32()) a.mask_dtype = DType::f32;
+        else if (m.is_bf16()) a.mask_dtype = DType::bf16;
+        else fail("mask has dtype " + m.dtype_str() + "; an additive mask must be float32 or bfloat16");
+        const int64_t want[4] = {a.batch, a.heads, a.q_len, a.kv_len};
+        if (m.ndim() != 4) fail("mask " + m.shape_str() + " must be 4-D, broadcastable to [batch, heads, q, k]");
+        for (int d = 0; d < 4; ++d)
+            if (m.shape(d) != want[d] && (d == 3 || m.shape(d) != 1))
+                fail("mask " + m.shape_str() + " does not broadcast to [batch, heads, q, k] = [" +
+                     std::to_string(a.batch) + ", " + std::to_string(a.heads) + ", " + std::to_string(a.q_len) + ", " +
+                     std::to_string(a.kv_len) + "] with a full last dim");
+        if (a.kv_len > 1 && m.stride(3) != 1) fail("mask " + m.shape_str() + " needs a contiguous last dim");
+        for (int d = 0; d < 3; ++d) a.mask_strides[d] = m.shape(d) == 1 ? 0 : m.stride(d);
+        a.mask = m.data();
+    }
+    a.q = q.data(), a.k = k.data(), a.v = v.data(), a.out = out.data();
+    a.scale = static_cast<float>(scale);
+    a.threads = threads;
+    run(lookup_attention(select(max_isa)), "attention", a);
+}
+
 void gelu(nb::handle x_obj, bool tanh, nb::handle out_obj, const OptStr& max_isa, int threads) {
     const TensorArg x(x_obj, "x"), out(out_obj, "out");
     GeluArgs a;
@@ -361,15 +411,16 @@ void embedding(nb::handle weight_obj, nb::handle indices_obj, nb::handle out_obj
     }
 }
 
-// The level kernel `name` runs at under max_isa (None: IPEXCONVERT_MAX_ISA, else the best).
+// The level kernel `name` runs at under max_isa (None: IPEXCONVERT_MAX_ISA, else the best), or
+// "none" when it has no build at or below that level (attention is built for amx only).
 std::string kernel_level(const std::string& name, const OptStr& max_isa) {
     const std::vector<Level> built = kernel_levels(name.c_str());
     if (built.empty()) fail("no native kernel named '" + name + "'");
     const Level want = select(max_isa);
-    Level used = built.front();
+    std::string used = "none";
     for (Level l : built)
-        if (static_cast<int>(l) <= static_cast<int>(want)) used = l;
-    return level_name(used);
+        if (static_cast<int>(l) <= static_cast<int>(want)) used = level_name(l);
+    return used;
 }
 
 nb::dict cpu_features_dict() {
@@ -427,6 +478,8 @@ NB_MODULE(_native, m) {
           "x"_a, "residual"_a.none(), "weight"_a.none(), "eps"_a, "out"_a, "sum_out"_a.none(), "max_isa"_a.none(),
           "threads"_a);
     m.def("softmax", &softmax, "x"_a, "scale"_a, "mask"_a.none(), "out"_a, "max_isa"_a.none(), "threads"_a);
+    m.def("attention", &attention, "q"_a, "k"_a, "v"_a, "mask"_a.none(), "out"_a, "scale"_a, "max_isa"_a.none(),
+          "threads"_a, "out = softmax(q k^T * scale + mask) v (bf16, AMX)");
     m.def("gelu", &gelu, "x"_a, "tanh"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("silu", &silu, "x"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("silu_mul", &silu_mul, "a"_a, "b"_a, "out"_a, "max_isa"_a.none(), "threads"_a);

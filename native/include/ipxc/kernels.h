@@ -137,6 +137,26 @@ struct EmbeddingArgs {
     int threads = 1;
 };
 
+// Attention softmax(q k^T * scale + mask) v over bf16 [batch, heads, seq, head_dim] tensors whose
+// last dim is contiguous; the other dims may have any element strides (strides[0..2] = batch,
+// head, seq), so q/k/v can be views into one packed QKV projection and out a view into a
+// [batch, seq, heads, head_dim] buffer. head_dim is a multiple of 32. Built for AMX only.
+struct AttentionArgs {
+    const void* q = nullptr;
+    const void* k = nullptr;
+    const void* v = nullptr;
+    void* out = nullptr;
+    int64_t batch = 0, heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
+    int64_t q_strides[3] = {}, k_strides[3] = {}, v_strides[3] = {}, out_strides[3] = {};
+    float scale = 1.0f;
+    // Optional additive mask [batch, heads, q_len, kv_len] with a contiguous last dim; stride 0
+    // broadcasts a dim.
+    const void* mask = nullptr;
+    DType mask_dtype = DType::f32;
+    int64_t mask_strides[3] = {};
+    int threads = 1;
+};
+
 // The kernel list: X(name, argument struct). Adding a kernel = one line here, one source file
 // under native/kernels/ and one ipxc_kernel() line in CMakeLists.txt.
 #define IPXC_KERNELS(X)                         \
@@ -150,7 +170,8 @@ struct EmbeddingArgs {
     X(dequantize, DequantizeArgs)               \
     X(requantize, RequantizeArgs)               \
     X(quantize_last_axis, QuantizeLastAxisArgs) \
-    X(embedding, EmbeddingArgs)
+    X(embedding, EmbeddingArgs)                 \
+    X(attention, AttentionArgs)
 
 #define IPXC_DECLARE_FN(name, Args) using name##_fn = void (*)(const Args&);
 IPXC_KERNELS(IPXC_DECLARE_FN)

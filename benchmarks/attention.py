@@ -1,0 +1,58 @@
+"""Micro-benchmark behind the native AMX attention (docs/native.md): torch's
+scaled_dot_product_attention (bf16, then the transpose + reshape a model does next) against
+ipexconvert.native.attention on slices of one packed QKV projection, with a padding mask.
+Each pair is checked against an fp32 reference first, then timed in interleaved rounds in one
+process; medians, us per call.
+
+    python benchmarks/attention.py --rounds 9
+"""
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from direct_linear import interleaved
+from ipexconvert import native
+
+# batch, heads, seq, head_dim: BERT-base at batch 1 and 8, all-MiniLM-L6-v2 at batch 32.
+SHAPES = [(1, 12, 128, 64), (8, 12, 128, 64), (32, 12, 128, 32)]
+
+
+def variants(batch: int, heads: int, seq: int, head_dim: int) -> tuple[dict, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    qkv = torch.randn(batch, seq, 3 * heads * head_dim, generator=g).bfloat16()
+    q, k, v = (t.reshape(batch, seq, heads, head_dim).permute(0, 2, 1, 3) for t in qkv.split(heads * head_dim, -1))
+    mask = torch.zeros(batch, 1, 1, seq, dtype=torch.bfloat16)
+    mask[..., seq * 3 // 4:] = torch.finfo(torch.bfloat16).min  # the last quarter is padding
+    fns = {
+        "torch": lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2)
+        .reshape(batch, seq, heads * head_dim),
+        "native": lambda: native.attention(q, k, v, mask).transpose(1, 2).reshape(batch, seq, heads * head_dim),
+    }
+    scores = (q.float() @ k.float().transpose(-1, -2)) / head_dim ** 0.5 + mask.float()
+    want = (torch.softmax(scores, -1) @ v.float()).transpose(1, 2).reshape(batch, seq, heads * head_dim)
+    return fns, want
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print("| [batch x heads x seq x head_dim] | torch (us) | native (us) | native / torch | error torch | error native |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    with torch.inference_mode():
+        for shape in SHAPES:
+            fns, want = variants(*shape)
+            errors = {name: ((fn().float() - want).abs().max() / want.abs().max()).item() for name, fn in fns.items()}
+            assert errors["native"] < 1e-2, f"{shape}: native attention disagrees ({errors['native']:.3g})"
+            t = interleaved(fns, args.rounds, args.calls)
+            print(f"| {' x '.join(map(str, shape))} | {t['torch']:.0f} | {t['native']:.0f} | "
+                  f"{t['native'] / t['torch']:.2f} | {errors['torch']:.4f} | {errors['native']:.4f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Native attention (AMX tiles) for bfloat16 sdpa nodes.
+
+torch's CPU flash attention, measured at BERT-base shapes (12 heads, seq 128, head_dim 64), is
+slower than the native kernel (benchmarks/results/native-attention.md); the kernel also reads
+q/k/v straight from the packed QKV projection's slices (strided views) and writes its output
+into a [batch, seq, heads, head_dim] buffer, so the transpose + reshape after it are free views.
+
+Covered: bfloat16 q/k/v of rank 4 with one head count, head_dim a multiple of 32, no causal
+flag, an additive float32/bfloat16 mask or none. Everything else (bool masks, fp32, a CPU
+without AMX) runs the op's reference, i.e. torch's attention.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ... import native
+from ...ir.opdef import get_op
+from .. import kernels
+from ..kernels import Kernel, NodeContext
+from . import _common
+
+_MASK_DTYPES = ("float32", "bfloat16")
+
+
+@kernels.register_kernel("cpu", "sdpa")
+def native_sdpa(ctx: NodeContext):
+    if ctx.device != "cpu" or not native.available() or native.kernel_level("attention", ctx.isa) != "amx":
+        return None
+    a = ctx.attrs
+    q, k, v, mask = (list(ctx.input_specs) + [None] * 4)[:4]
+    if a.is_causal or a.enable_gqa or any(s is None or s.dtype != "bfloat16" or s.rank != 4 for s in (q, k, v)):
+        return None
+    head_dim = q.shape[-1]
+    if not isinstance(head_dim, int) or head_dim % 32 or k.shape[-1] != head_dim or v.shape[-1] != head_dim:
+        return None
+    if mask is not None and (mask.dtype not in _MASK_DTYPES or mask.rank > 4):
+        return None
+    if any(c is not None for c in ctx.constants[:3]):
+        return None
+    reference = get_op(ctx.op).compile(a)
+    scale = a.scale if a.scale is not None else 1.0 / math.sqrt(head_dim)
+    lib, isa = native.raw, ctx.isa
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        q, k, v, mask = inputs
+        if q.shape[1] != k.shape[1] or q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:
+            return reference(inputs, dims)
+        if mask is not None:
+            if mask.dim() < 4:
+                mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+            if mask.shape[-1] != k.shape[2] or (k.shape[2] > 1 and mask.stride(-1) != 1):
+                return reference(inputs, dims)
+        batch, heads, q_len, _ = q.shape
+        out = torch.empty(batch, q_len, heads, head_dim, dtype=torch.bfloat16).permute(0, 2, 1, 3)
+        lib.attention(q, k, v, mask, out, scale, isa, torch.get_num_threads())
+        return out
+
+    return Kernel(run, _common.kernel_name("sdpa", "attention", ctx.isa))

@@ -1,0 +1,358 @@
+// attention on AMX tiles: softmax(q k^T * scale + mask) v for bf16 q/k/v, fp32 accumulation.
+//
+// Per (batch, head): K and V are repacked once into the pair-interleaved layout tdpbf16ps reads
+// its B operand in; then each block of 16 queries computes its scores S = Q K^T on the tiles, a
+// row softmax of S * scale + mask in fp32, P rounded to bf16 (as torch's flash attention does
+// before its second GEMM), and O = P V on the tiles. Q is read in place (its rows may be
+// strided, e.g. a slice of a packed QKV projection); O rows are written through their strides.
+// Keys are padded to a multiple of 32 with zeros that the softmax leaves out.
+#include "common.h"
+
+#if !defined(__AMX_TILE__) || !defined(__AMX_BF16__)
+#error "attention.cpp is compiled for the amx level only"
+#endif
+#include <immintrin.h>
+
+namespace ipxc {
+namespace IPXC_NS {
+namespace {
+
+constexpr int64_t kRows = 16;       // rows of every tile: queries per block
+constexpr int64_t kDepth = 32;      // bf16 values along the reduction in one tile row (64 bytes)
+constexpr int64_t kTileHalves = 512;  // bf16 values in one A or B tile
+// Tiles 0-3 accumulate (C, 16 x 16 fp32) so that up to four tdpbf16ps chains overlap; tile 4
+// holds the A operand (16 x 32 bf16), tiles 6 and 7 alternate as B (16 pairs x 16 columns).
+// The tile intrinsics paste their numbers into register names, so they are literals below.
+
+struct alignas(64) TileConfig {
+    uint8_t palette_id;
+    uint8_t start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+};
+
+// Every tile is 16 rows of 64 bytes.
+void load_tile_config() {
+    TileConfig config;
+    std::memset(&config, 0, sizeof config);
+    config.palette_id = 1;
+    for (int t = 0; t < 8; ++t) {
+        config.colsb[t] = 64;
+        config.rows[t] = kRows;
+    }
+    // Not _tile_loadconfig: gcc 12's version tells the compiler it reads 8 bytes of the config,
+    // so the stores filling the rest may be dropped. This operand is the whole struct.
+    __asm__ volatile("ldtilecfg %0" ::"m"(config));
+}
+
+// Transposes a 16 x 16 matrix of 32-bit values held in 16 registers, one row each.
+void transpose_16x16(__m512i m[16]) {
+    __m512i t[16], u[16];
+    for (int i = 0; i < 8; ++i) {  // t[2i], t[2i+1]: rows 2i and 2i+1 interleaved (per 128-bit lane)
+        t[2 * i] = _mm512_unpacklo_epi32(m[2 * i], m[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(m[2 * i], m[2 * i + 1]);
+    }
+    for (int g = 0; g < 4; ++g) {  // u[4g + j], lane L: rows 4g .. 4g+3 of column 4L + j
+        u[4 * g] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+        u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+        u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+        u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+    }
+    for (int j = 0; j < 4; ++j) {  // gather lane L of u[j], u[4+j], u[8+j], u[12+j] into column 4L + j
+        const __m512i even_lo = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88);
+        const __m512i odd_lo = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xdd);
+        const __m512i even_hi = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88);
+        const __m512i odd_hi = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xdd);
+        m[j] = _mm512_shuffle_i32x4(even_lo, even_hi, 0x88);
+        m[8 + j] = _mm512_shuffle_i32x4(even_lo, even_hi, 0xdd);
+        m[4 + j] = _mm512_shuffle_i32x4(odd_lo, odd_hi, 0x88);
+        m[12 + j] = _mm512_shuffle_i32x4(odd_lo, odd_hi, 0xdd);
+    }
+}
+
+// B operand of S = Q K^T. Tile (key block kb, depth chunk c), row p, column n holds the bf16
+// pair K[16 kb + n][32 c + 2p .. 2p + 1] as one 32-bit value: 16 key rows of 64 bytes, transposed.
+void pack_keys(const uint16_t* k, int64_t row_stride, int64_t kv_len, int64_t kv_pad, int64_t head_dim,
+               uint32_t* packed) {
+    const int64_t chunks = head_dim / kDepth;
+    __m512i m[16];
+    for (int64_t kb = 0; kb < kv_pad / 16; ++kb) {
+        for (int64_t c = 0; c < chunks; ++c) {
+            for (int64_t n = 0; n < 16; ++n) {
+                const int64_t key = kb * 16 + n;
+                m[n] = key < kv_len ? _mm512_loadu_si512(k + key * row_stride + c * kDepth) : _mm512_setzero_si512();
+            }
+            transpose_16x16(m);
+            uint32_t* tile = packed + (kb * chunks + c) * (kTileHalves / 2);
+            for (int p = 0; p < 16; ++p) _mm512_storeu_si512(tile + p * 16, m[p]);
+        }
+    }
+}
+
+// B operand of O = P V. Tile (key chunk kc, dim block db), row p, column n holds
+// [V[32 kc + 2p][16 db + n], V[32 kc + 2p + 1][16 db + n]]: two key rows interleaved.
+void pack_values(const uint16_t* v, int64_t row_stride, int64_t kv_len, int64_t kv_pad, int64_t head_dim,
+                 uint16_t* packed) {
+    const int64_t blocks = head_dim / 16;
+    alignas(64) uint16_t order[32];
+    for (int i = 0; i < 32; ++i) order[i] = static_cast<uint16_t>(i % 2 ? 16 + i / 2 : i / 2);
+    const __m512i interleave = _mm512_load_si512(order);
+    for (int64_t kc = 0; kc < kv_pad / kDepth; ++kc) {
+        for (int p = 0; p < 16; ++p) {
+            const int64_t key = kc * kDepth + 2 * p;
+            const uint16_t* row0 = key < kv_len ? v + key * row_stride : nullptr;
+            const uint16_t* row1 = key + 1 < kv_len ? v + (key + 1) * row_stride : nullptr;
+            for (int64_t db = 0; db < blocks; ++db) {
+                const __m256i a = row0 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row0 + db * 16))
+                                       : _mm256_setzero_si256();
+                const __m256i b = row1 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row1 + db * 16))
+                                       : _mm256_setzero_si256();
+                const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+                _mm512_storeu_si512(packed + (kc * blocks + db) * kTileHalves + p * 32,
+                                    _mm512_permutexvar_epi16(interleave, both));
+            }
+        }
+    }
+}
+
+// G (2 or 4) accumulators: C[j] = A x B(tile j), A loaded once per depth step.
+template <int G>
+inline void zero_accumulators() {
+    _tile_zero(0);
+    _tile_zero(1);
+    if constexpr (G == 4) {
+        _tile_zero(2);
+        _tile_zero(3);
+    }
+}
+
+// B tiles at b, b + b_step, ... (G of them, 64-byte rows) against the A tile already loaded.
+template <int G>
+inline void multiply_accumulate(const void* b, int64_t b_step_bytes) {
+    const char* p = static_cast<const char*>(b);
+    _tile_loadd(6, p, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_loadd(7, p + b_step_bytes, 64);
+    _tile_dpbf16ps(1, 4, 7);
+    if constexpr (G == 4) {
+        _tile_loadd(6, p + 2 * b_step_bytes, 64);
+        _tile_dpbf16ps(2, 4, 6);
+        _tile_loadd(7, p + 3 * b_step_bytes, 64);
+        _tile_dpbf16ps(3, 4, 7);
+    }
+}
+
+// C[j] to dst + j * step_bytes, rows stride_bytes apart.
+template <int G>
+inline void store_accumulators(void* dst, int64_t step_bytes, int64_t stride_bytes) {
+    char* p = static_cast<char*>(dst);
+    _tile_stored(0, p, stride_bytes);
+    _tile_stored(1, p + step_bytes, stride_bytes);
+    if constexpr (G == 4) {
+        _tile_stored(2, p + 2 * step_bytes, stride_bytes);
+        _tile_stored(3, p + 3 * step_bytes, stride_bytes);
+    }
+}
+
+// Scores of one query block against key blocks kb0 .. kb0 + G - 1.
+template <int G>
+void score_keys(const uint16_t* q_block, int64_t q_stride, const uint32_t* packed_k, int64_t kb0, int64_t chunks,
+                float* scores, int64_t kv_pad) {
+    zero_accumulators<G>();
+    for (int64_t c = 0; c < chunks; ++c) {
+        _tile_loadd(4, q_block + c * kDepth, q_stride * 2);
+        multiply_accumulate<G>(packed_k + (kb0 * chunks + c) * (kTileHalves / 2), chunks * kTileHalves * 2);
+    }
+    store_accumulators<G>(scores + kb0 * 16, 16 * 4, kv_pad * 4);
+}
+
+// Output dim blocks db0 .. db0 + G - 1 of one query block, to c_tiles (G tiles of 16 x 16 fp32).
+template <int G>
+void weigh_values(const uint16_t* probs, int64_t kv_pad, const uint16_t* packed_v, int64_t db0, int64_t blocks,
+                  float* c_tiles) {
+    zero_accumulators<G>();
+    for (int64_t kc = 0; kc < kv_pad / kDepth; ++kc) {
+        _tile_loadd(4, probs + kc * kDepth, kv_pad * 2);
+        multiply_accumulate<G>(packed_v + (kc * blocks + db0) * kTileHalves, kTileHalves * 2);
+    }
+    store_accumulators<G>(c_tiles, 256 * 4, 64);
+}
+
+// e^x for 16 lanes: x = n ln2 + r, |r| <= ln2/2, a degree-5 polynomial for e^r (relative error
+// < 3e-6, far below P's bf16 rounding), scaled by 2^n. Exactly 0 below -87.3 (padding and
+// masked keys): e^-88 would be an fp32 denormal, and arithmetic on denormals takes microcode
+// assists (measured: the whole kernel ran 2x slower with masked keys).
+inline __m512 exp16(__m512 x) {
+    const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_GE_OQ);
+    x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504089f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 120.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_maskz_mov_ps(live, _mm512_scalef_ps(p, n));
+}
+
+inline __m512 load16(const float* m, __mmask16 lanes) { return _mm512_maskz_loadu_ps(lanes, m); }
+inline __m512 load16(const uint16_t* m, __mmask16 lanes) {
+    const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, m));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+}
+
+inline __mmask16 lanes_below(int64_t n) {
+    return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? static_cast<__mmask16>(0)
+                                                             : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// One row of P = e^(s * scale + mask - max) over kv_len keys, rounded to bf16, zeros up to
+// kv_pad = 16 * kVectors; returns 1 / sum(e) (of the unrounded values), which the output is
+// multiplied by after P V. As in torch's flash attention: P's largest value is exactly 1, and
+// the division happens once, in fp32 (normalising before rounding P measured 25% more error).
+// The row stays in registers; keys past kv_len become -inf, so e = 0 there.
+template <int kVectors, class M>
+float softmax_row_in_registers(const float* __restrict s, const M* __restrict mask, float scale, int64_t kv_len,
+                              uint16_t* __restrict p) {
+    __m512 x[kVectors];
+    __m512 max16 = _mm512_set1_ps(-__builtin_inff());
+    for (int i = 0; i < kVectors; ++i) {
+        const __mmask16 lanes = lanes_below(kv_len - 16 * i);
+        x[i] = _mm512_mul_ps(_mm512_loadu_ps(s + 16 * i), _mm512_set1_ps(scale));
+        if (mask) x[i] = _mm512_add_ps(x[i], load16(mask + 16 * i, lanes));
+        x[i] = _mm512_mask_mov_ps(_mm512_set1_ps(-__builtin_inff()), lanes, x[i]);
+        max16 = _mm512_max_ps(max16, x[i]);
+    }
+    const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(max16));
+    __m512 sum16 = _mm512_setzero_ps();
+    for (int i = 0; i < kVectors; ++i) {
+        x[i] = exp16(_mm512_sub_ps(x[i], max));
+        sum16 = _mm512_add_ps(sum16, x[i]);
+    }
+    for (int i = 0; i < kVectors; ++i)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 16 * i), (__m256i)_mm512_cvtneps_pbh(x[i]));
+    return 1.0f / _mm512_reduce_add_ps(sum16);
+}
+
+// The same for any kv_pad, in three passes over s (which it overwrites).
+template <class M>
+float softmax_row_in_memory(float* __restrict s, const M* __restrict mask, float scale, int64_t kv_len,
+                           int64_t kv_pad, uint16_t* __restrict p) {
+    __m512 max16 = _mm512_set1_ps(-__builtin_inff());
+    for (int64_t j = 0; j < kv_pad; j += 16) {
+        const __mmask16 lanes = lanes_below(kv_len - j);
+        __m512 x = _mm512_mul_ps(_mm512_loadu_ps(s + j), _mm512_set1_ps(scale));
+        if (mask) x = _mm512_add_ps(x, load16(mask + j, lanes));
+        x = _mm512_mask_mov_ps(_mm512_set1_ps(-__builtin_inff()), lanes, x);
+        _mm512_storeu_ps(s + j, x);
+        max16 = _mm512_max_ps(max16, x);
+    }
+    const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(max16));
+    __m512 sum16 = _mm512_setzero_ps();
+    for (int64_t j = 0; j < kv_pad; j += 16) {
+        const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), max));
+        _mm512_storeu_ps(s + j, e);
+        sum16 = _mm512_add_ps(sum16, e);
+    }
+    for (int64_t j = 0; j < kv_pad; j += 16)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + j), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + j)));
+    return 1.0f / _mm512_reduce_add_ps(sum16);
+}
+
+// kv_pad (a multiple of 32) up to 256 keys: the in-register version.
+template <class M>
+float softmax_row(float* s, const M* mask, float scale, int64_t kv_len, int64_t kv_pad, uint16_t* p) {
+    switch (kv_pad) {
+        case 32: return softmax_row_in_registers<2>(s, mask, scale, kv_len, p);
+        case 64: return softmax_row_in_registers<4>(s, mask, scale, kv_len, p);
+        case 96: return softmax_row_in_registers<6>(s, mask, scale, kv_len, p);
+        case 128: return softmax_row_in_registers<8>(s, mask, scale, kv_len, p);
+        case 192: return softmax_row_in_registers<12>(s, mask, scale, kv_len, p);
+        case 256: return softmax_row_in_registers<16>(s, mask, scale, kv_len, p);
+        default: return softmax_row_in_memory(s, mask, scale, kv_len, kv_pad, p);
+    }
+}
+
+// One (batch, head): every block of 16 queries.
+template <class M>
+void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
+    const int64_t d = a.head_dim, kv_len = a.kv_len, kv_pad = (kv_len + kDepth - 1) / kDepth * kDepth;
+    const int64_t chunks = d / kDepth, blocks = d / 16;
+    // scratch: packed K and V (kv_pad x d bf16 each), scores (16 x kv_pad fp32), P (16 x kv_pad
+    // bf16), a zero-padded Q block (16 x d bf16) and four C tiles (16 x 16 fp32 each).
+    uint32_t* packed_k = reinterpret_cast<uint32_t*>(scratch);
+    uint16_t* packed_v = reinterpret_cast<uint16_t*>(scratch + kv_pad * d / 2);
+    float* scores = scratch + kv_pad * d;
+    uint16_t* probs = reinterpret_cast<uint16_t*>(scores + kRows * kv_pad);
+    uint16_t* q_pad = probs + kRows * kv_pad;
+    float* c_tiles = reinterpret_cast<float*>(q_pad + kRows * d);
+
+    const uint16_t* q = static_cast<const uint16_t*>(a.q) + b * a.q_strides[0] + h * a.q_strides[1];
+    const uint16_t* k = static_cast<const uint16_t*>(a.k) + b * a.k_strides[0] + h * a.k_strides[1];
+    const uint16_t* v = static_cast<const uint16_t*>(a.v) + b * a.v_strides[0] + h * a.v_strides[1];
+    uint16_t* out = static_cast<uint16_t*>(a.out) + b * a.out_strides[0] + h * a.out_strides[1];
+    const M* mask = a.mask ? static_cast<const M*>(a.mask) + b * a.mask_strides[0] + h * a.mask_strides[1] : nullptr;
+    pack_keys(k, a.k_strides[2], kv_len, kv_pad, d, packed_k);
+    pack_values(v, a.v_strides[2], kv_len, kv_pad, d, packed_v);
+
+    for (int64_t q0 = 0; q0 < a.q_len; q0 += kRows) {
+        const int64_t rows = a.q_len - q0 < kRows ? a.q_len - q0 : kRows;
+        const uint16_t* q_block = q + q0 * a.q_strides[2];
+        int64_t q_stride = a.q_strides[2];
+        if (rows < kRows) {  // the tail block: copy its rows next to zero rows
+            std::memset(q_pad, 0, sizeof(uint16_t) * kRows * d);
+            for (int64_t r = 0; r < rows; ++r) std::memcpy(q_pad + r * d, q_block + r * q_stride, sizeof(uint16_t) * d);
+            q_block = q_pad, q_stride = d;
+            std::memset(probs, 0, sizeof(uint16_t) * kRows * kv_pad);
+        }
+        int64_t kb = 0;  // kv_pad / 16 is even: groups of 4 key blocks, then maybe one of 2
+        for (; kb + 4 <= kv_pad / 16; kb += 4) score_keys<4>(q_block, q_stride, packed_k, kb, chunks, scores, kv_pad);
+        if (kb < kv_pad / 16) score_keys<2>(q_block, q_stride, packed_k, kb, chunks, scores, kv_pad);
+        float inv_sum[kRows];
+        for (int64_t r = 0; r < rows; ++r)
+            inv_sum[r] = softmax_row(scores + r * kv_pad, mask ? mask + (q0 + r) * a.mask_strides[2] : nullptr, a.scale,
+                                     kv_len, kv_pad, probs + r * kv_pad);
+        for (int64_t db = 0; db < blocks;) {  // blocks = head_dim / 16 is even
+            const int64_t group = blocks - db >= 4 ? 4 : 2;
+            if (group == 4)
+                weigh_values<4>(probs, kv_pad, packed_v, db, blocks, c_tiles);
+            else
+                weigh_values<2>(probs, kv_pad, packed_v, db, blocks, c_tiles);
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t j = 0; j < group; ++j) {
+                    const __m512 o = _mm512_mul_ps(_mm512_loadu_ps(c_tiles + j * 256 + r * 16), _mm512_set1_ps(inv_sum[r]));
+                    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (q0 + r) * a.out_strides[2] + (db + j) * 16),
+                                        (__m256i)_mm512_cvtneps_pbh(o));
+                }
+            db += group;
+        }
+    }
+}
+
+void attention(const AttentionArgs& a) {
+    const int64_t d = a.head_dim, kv_pad = (a.kv_len + kDepth - 1) / kDepth * kDepth;
+    const int64_t scratch_size = kv_pad * d + kRows * kv_pad * 3 / 2 + kRows * d / 2 + 4 * 256 + 16;
+    parallel(a.batch * a.heads, 1, a.threads, [&](int64_t begin, int64_t end) {
+        float* scratch = scratch_floats(scratch_size);
+        load_tile_config();
+        for (int64_t unit = begin; unit < end; ++unit) {
+            const int64_t b = unit / a.heads, h = unit % a.heads;
+            if (a.mask && a.mask_dtype == DType::bf16)
+                attend<uint16_t>(a, b, h, scratch);
+            else
+                attend<float>(a, b, h, scratch);
+        }
+        _tile_release();
+    });
+}
+
+}  // namespace
+
+IPXC_REGISTER_KERNEL(attention, attention);
+
+}  // namespace IPXC_NS
+}  // namespace ipxc

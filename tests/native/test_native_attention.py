@@ -1,0 +1,122 @@
+"""The AMX attention kernel against the sdpa op's reference (computed in fp32), its argument
+checks, and the runtime's choice of it for bfloat16 sdpa nodes."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from ipexconvert import load_artifact, native, optimize
+from ipexconvert.examples.bert import build_bert
+from ipexconvert.examples.tiny_bert import TINY_BERT_CONFIG, tiny_bert_inputs
+from ipexconvert.ir import get_op
+from ipexconvert.runtime import kernels
+from ipexconvert.runtime.native_kernels import sdpa as native_sdpa_module
+
+AMX = native.available() and "amx" in native.supported_levels() and "amx" in native.kernel_levels("attention")
+pytestmark = pytest.mark.skipif(not AMX, reason="needs the native AMX build on a CPU with AMX")
+BF16_THRESHOLD = 1e-2  # normalised error, as the other native kernels' bf16 cases
+
+
+def reference(q, k, v, mask, scale=None):
+    sdpa = get_op("sdpa")
+    attrs = sdpa.parse_attrs({"scale": scale})
+    return sdpa.reference([q.float(), k.float(), v.float(), None if mask is None else mask.float()], attrs, {})
+
+
+def normalised_error(got, want) -> float:
+    return ((got.float() - want).abs().max() / want.abs().max()).item()
+
+
+def padding_mask(batch, kv_len, dtype, fill=float("-inf")):
+    mask = torch.zeros(batch, 1, 1, kv_len)
+    mask[-1, ..., kv_len // 2 + 1:] = fill  # the last sequence pads its second half (keeps >= 1 key)
+    return mask.to(dtype)
+
+
+SHAPES = [  # batch, heads, q_len, kv_len, head_dim: BERT-base, MiniLM, tails of 16/32, one key, wide heads
+    (1, 12, 128, 128, 64), (2, 12, 128, 128, 32), (2, 3, 37, 53, 64), (1, 2, 5, 1, 32), (2, 4, 16, 32, 128),
+    (1, 1, 130, 200, 96),
+]
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "float32", "bfloat16", "finite"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_attention_matches_reference(shape, mask_kind):
+    batch, heads, q_len, kv_len, head_dim = shape
+    torch.manual_seed(sum(shape))
+    q = (torch.randn(batch, heads, q_len, head_dim) * 2).bfloat16()
+    k, v = torch.randn(batch, heads, kv_len, head_dim).bfloat16(), torch.randn(batch, heads, kv_len, head_dim).bfloat16()
+    mask = {"none": None, "float32": padding_mask(batch, kv_len, torch.float32),
+            "bfloat16": padding_mask(batch, kv_len, torch.bfloat16),
+            "finite": padding_mask(batch, kv_len, torch.float32, torch.finfo(torch.float32).min)}[mask_kind]
+    got = native.attention(q, k, v, mask, threads=2)
+    want = reference(q, k, v, mask)
+    assert got.shape == want.shape and got.dtype == torch.bfloat16
+    assert torch.isfinite(got).all()
+    assert normalised_error(got, want) <= BF16_THRESHOLD
+    # As accurate as torch's own bf16 attention, within a factor (both round P to bf16).
+    theirs = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert normalised_error(got, want) <= 3 * normalised_error(theirs, want) + 1e-3
+
+
+def test_strided_views_threads_and_scale():
+    """q/k/v as slices of one packed projection give the bits of contiguous copies; thread
+    counts do not change the result; an explicit scale is applied."""
+    torch.manual_seed(0)
+    batch, seq, heads, head_dim = 2, 77, 6, 64
+    qkv = torch.randn(batch, seq, 3 * heads * head_dim).bfloat16()
+    q, k, v = (t.reshape(batch, seq, heads, head_dim).permute(0, 2, 1, 3) for t in qkv.split(heads * head_dim, -1))
+    mask = padding_mask(batch, seq, torch.bfloat16)
+    strided = native.attention(q, k, v, mask, threads=2)
+    dense = native.attention(q.contiguous(), k.contiguous(), v.contiguous(), mask, threads=1)
+    assert torch.equal(strided, dense)
+    assert strided.transpose(1, 2).is_contiguous()  # the [batch, seq, heads, head_dim] buffer
+    scaled = native.attention(q, k, v, mask, scale=0.05)
+    assert normalised_error(scaled, reference(q, k, v, mask, scale=0.05)) <= BF16_THRESHOLD
+
+
+def test_bad_arguments_are_refused_clearly():
+    q = torch.randn(1, 2, 8, 64).bfloat16()
+    with pytest.raises(ValueError, match="multiple of 32"):
+        native.attention(q[..., :48], q[..., :48], q[..., :48])
+    with pytest.raises(ValueError, match="attention takes bfloat16"):
+        native.attention(q.float(), q, q)
+    with pytest.raises(ValueError, match="does not broadcast"):
+        native.attention(q, q, q, torch.zeros(1, 1, 1, 9))
+    with pytest.raises(ValueError, match="does not match"):
+        native.attention(q, q[:, :1], q)
+    with pytest.raises(RuntimeError, match="was not built"):
+        native.attention(q, q, q, max_isa="avx512_bf16")
+    assert native.kernel_level("attention", "avx512_bf16") == "none"
+
+
+def test_runtime_runs_native_attention_for_bf16_only(monkeypatch, tmp_path):
+    """A tiny BERT with 32-wide heads in bf16: its sdpa nodes run the AMX kernel and agree with
+    torch's attention; fp32 nodes and a cap below amx keep the reference."""
+    monkeypatch.delenv("IPEXCONVERT_MAX_ISA", raising=False)
+    model = build_bert(dict(TINY_BERT_CONFIG, num_attention_heads=2), attn_implementation="sdpa", seed=2)
+    inputs = tiny_bert_inputs(3)
+    inputs["attention_mask"][1, 5:] = 0  # padding, so the mask matters
+    paths = {}
+    for dtype in ("bf16", "fp32"):
+        paths[dtype] = tmp_path / f"bert-h32.{dtype}.ipxc"
+        optimize(model, inputs, dtype=dtype, output=paths[dtype])
+
+    model = load_artifact(paths["bf16"])
+    names = {s.kernel_name for s in model.executor.steps if s.op == "sdpa"}
+    assert names == {"native:sdpa@amx"}
+    got = model(**inputs)[0]
+
+    registered = kernels.KERNELS[("cpu", "sdpa")]
+    monkeypatch.setitem(kernels.KERNELS, ("cpu", "sdpa"), [f for f in registered if f is not native_sdpa_module.native_sdpa])
+    want = load_artifact(paths["bf16"])(**inputs)[0]
+    monkeypatch.setitem(kernels.KERNELS, ("cpu", "sdpa"), registered)
+    assert normalised_error(got, want.float()) < 2e-2
+
+    fp32 = load_artifact(paths["fp32"])
+    assert {s.kernel_name for s in fp32.executor.steps if s.op == "sdpa"} == {"reference:sdpa"}
+    monkeypatch.setenv("IPEXCONVERT_MAX_ISA", "avx512_bf16")
+    capped = load_artifact(paths["bf16"])
+    assert {s.kernel_name for s in capped.executor.steps if s.op == "sdpa"} == {"reference:sdpa"}
