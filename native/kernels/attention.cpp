@@ -1,11 +1,11 @@
 // attention on AMX tiles: softmax(q k^T * scale + mask) v for bf16 q/k/v, fp32 accumulation.
 //
 // Per (batch, head): K and V are repacked once into the pair-interleaved layout tdpbf16ps reads
-// its B operand in; then each block of 16 queries computes its scores S = Q K^T on the tiles, a
-// row softmax of S * scale + mask in fp32, P rounded to bf16 (as torch's flash attention does
-// before its second GEMM), and O = P V on the tiles. Q is read in place (its rows may be
-// strided, e.g. a slice of a packed QKV projection); O rows are written through their strides.
-// Keys are padded to a multiple of 32 with zeros that the softmax leaves out.
+// its B operand in; then each block of 16 queries computes its scores S = Q K^T on the tiles,
+// P = e^(S * scale + mask - rowmax) in fp32 rounded to bf16, O = P V on the tiles, and O / rowsum
+// rounded to bf16 (the order torch's flash attention uses, with the same error). Q is read in
+// place (its rows may be strided, e.g. a slice of a packed QKV projection); O rows are written
+// through their strides. Keys are padded to a multiple of 32 with zeros that the softmax leaves out.
 #include "common.h"
 
 #if !defined(__AMX_TILE__) || !defined(__AMX_BF16__)
