@@ -414,8 +414,10 @@ void embedding(nb::handle weight_obj, nb::handle indices_obj, nb::handle out_obj
 // The level kernel `name` runs at under max_isa (None: IPEXCONVERT_MAX_ISA, else the best), or
 // "none" when it has no build at or below that level (attention is built for amx only).
 std::string kernel_level(const std::string& name, const OptStr& max_isa) {
-    const std::vector<Level> built = kernel_levels(name.c_str());
-    if (built.empty()) fail("no native kernel named '" + name + "'");
+    bool known = false;
+    for (const char* k : kernel_names()) known = known || name == k;
+    if (!known) fail("no native kernel named '" + name + "'");
+    const std::vector<Level> built = kernel_levels(name.c_str());  // empty: a compiler without its level's flags
     const Level want = select(max_isa);
     std::string used = "none";
     for (Level l : built)
