@@ -8,11 +8,9 @@ process; medians, us per call.
 """
 from __future__ import annotations
 
-import argparse
-
 import torch
 
-from direct_linear import interleaved
+from direct_linear import interleaved, timing_arguments
 from ipexconvert import native
 
 # batch, heads, seq, head_dim: BERT-base at batch 1 and 8, all-MiniLM-L6-v2 at batch 32.
@@ -36,12 +34,7 @@ def variants(batch: int, heads: int, seq: int, head_dim: int) -> tuple[dict, tor
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--calls", type=int, default=20)
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = timing_arguments(__doc__, calls=20)
     print("| [batch x heads x seq x head_dim] | torch (us) | native (us) | native / torch | error torch | error native |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     with torch.inference_mode():

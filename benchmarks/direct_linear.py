@@ -60,13 +60,19 @@ def variants(m: int, k: int, n: int) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def timing_arguments(doc: str, calls: int) -> argparse.Namespace:
+    """--rounds, --calls (per round) and --threads, the latter applied to torch here."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--calls", type=int, default=calls)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    return args
+
+
+def main() -> None:
+    args = timing_arguments(__doc__, calls=100)
     print("| [rows x in -> out] | int8 torch | int8 direct | ratio | bf16 torch | bf16 direct | ratio |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for m, k, n in SHAPES:

@@ -52,6 +52,14 @@ void check_like(const TensorArg& t, const TensorArg& ref) {
              ref.shape_str());
 }
 
+// The dtype of an additive mask (softmax, attention): a float32 or bfloat16 CPU tensor.
+DType additive_mask_dtype(const TensorArg& m) {
+    if (!m.on_cpu()) fail("mask is not on the CPU; move it with .cpu() first");
+    if (m.is_f32()) return DType::f32;
+    if (m.is_bf16()) return DType::bf16;
+    fail("mask has dtype " + m.dtype_str() + "; an additive mask must be float32 or bfloat16");
+}
+
 // A float32 vector of n elements, one per element of x's last dim (norm weight/bias, ...).
 const float* f32_vector(const TensorArg& t, int64_t n) {
     check_cpu_contiguous(t);
@@ -133,10 +141,7 @@ void softmax(nb::handle x_obj, double scale, nb::handle mask_obj, nb::handle out
         // x's and contiguous.
         const TensorArg& m = *mask;
         const int nd = x.ndim();
-        if (!m.on_cpu()) fail("mask is not on the CPU; move it with .cpu() first");
-        if (m.is_f32()) a.mask_dtype = DType::f32;
-        else if (m.is_bf16()) a.mask_dtype = DType::bf16;
-        else fail("mask has dtype " + m.dtype_str() + "; an additive mask must be float32 or bfloat16");
+        a.mask_dtype = additive_mask_dtype(m);
         if (m.ndim() != nd) fail("mask " + m.shape_str() + " must have the rank of x " + x.shape_str());
         if (nd - 1 > kMaxMaskDims) fail("a masked softmax supports at most " + std::to_string(kMaxMaskDims + 1) + " dims");
         for (int d = 0; d < nd; ++d)
@@ -187,10 +192,7 @@ void attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle 
     }
     if (mask) {
         const TensorArg& m = *mask;
-        if (!m.on_cpu()) fail("mask is not on the CPU; move it with .cpu() first");
-        if (m.is_f32()) a.mask_dtype = DType::f32;
-        else if (m.is_bf16()) a.mask_dtype = DType::bf16;
-        else fail("mask has dtype " + m.dtype_str() + "; an additive mask must be float32 or bfloat16");
+        a.mask_dtype = additive_mask_dtype(m);
         const int64_t want[4] = {a.batch, a.heads, a.q_len, a.kv_len};
         if (m.ndim() != 4) fail("mask " + m.shape_str() + " must be 4-D, broadcastable to [batch, heads, q, k]");
         for (int d = 0; d < 4; ++d)
