@@ -3,6 +3,7 @@
     python benchmarks/ab.py ART.ipxc --env IPEXCONVERT_DNNL           # loaded with VAR=1 vs VAR=0
     python benchmarks/ab.py ART.ipxc --without qlinear_dnnl            # kernel factory removed in B
     python benchmarks/ab.py ART.ipxc --no-in-place                     # the executor's in-place variants off in B
+    python benchmarks/ab.py ART.ipxc --no-view-chains                  # every view node its own step in B
     python benchmarks/ab.py ART.ipxc --vs OTHER.ipxc --dim batch=16    # two artifacts, same inputs
 
 Both models are loaded in one process before any timing, checked against each other on the stored
@@ -40,15 +41,19 @@ def load_variant(path: str, args) -> object:
         finally:
             os.environ[args.env] = "1"
     saved_resolve, saved = executor_module.resolve_kernel, {k: list(v) for k, v in kernels.KERNELS.items()}
+    saved_find_chains = executor_module.find_chains
     try:
         if args.without:
             for factories in kernels.KERNELS.values():
                 factories[:] = [f for f in factories if f.__name__ != args.without]
         if args.no_in_place:
             executor_module.resolve_kernel = lambda ctx: dataclasses.replace(saved_resolve(ctx), in_place=None)
+        if args.no_view_chains:
+            executor_module.find_chains = lambda *_: {}
         return ipexconvert.load_artifact(path)
     finally:
         executor_module.resolve_kernel = saved_resolve
+        executor_module.find_chains = saved_find_chains
         kernels.KERNELS.update(saved)
 
 
@@ -59,6 +64,7 @@ def main() -> None:
     change.add_argument("--env", help="environment variable: A loads with it 1, B with it 0")
     change.add_argument("--without", help="kernel factory function name left out in B")
     change.add_argument("--no-in-place", action="store_true", help="B never runs a kernel's in-place variant")
+    change.add_argument("--no-view-chains", action="store_true", help="B runs every view node as its own step")
     change.add_argument("--vs", help="B is this other artifact")
     parser.add_argument("--dim", action="append", default=[], help="NAME=SIZE for a dynamic dim")
     parser.add_argument("--rounds", type=int, default=20)

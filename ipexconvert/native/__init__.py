@@ -44,11 +44,11 @@ def _lib():
     return raw
 
 
-def _run(fn, *args):
+def _run(fn, *args, **kwargs):
     """Calls into _native; a bad ISA cap (ValueError "<what>='x' is not an ISA level; use one of:
     ...") becomes a UserInputError, other errors pass through."""
     try:
-        return fn(*args)
+        return fn(*args, **kwargs)
     except ValueError as e:
         if "is not an ISA level" not in str(e):
             raise
@@ -107,17 +107,26 @@ def _threads(threads: Optional[int]) -> int:
 
 def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
                eps: float = 1e-5, residual: Optional[torch.Tensor] = None, *, return_sum: bool = False,
-               max_isa: Optional[str] = None, threads: Optional[int] = None):
-    """layer_norm over the last dim of x (+ residual). With return_sum, returns (y, x + residual)."""
+               quantize_to: Optional[tuple[float, int, torch.dtype]] = None,
+               quantize_multipliers: Optional[torch.Tensor] = None, max_isa: Optional[str] = None,
+               threads: Optional[int] = None):
+    """layer_norm over the last dim of x (+ residual). With return_sum, returns (y, x + residual);
+    with quantize_to=(scale, zero_point, torch.uint8 or torch.int8), y quantized comes last, as
+    quantize_per_tensor would make it, or with quantize_multipliers (one per column, SmoothQuant)
+    as quantize_last_axis would."""
     lib = _lib()
     x = _tensor(x, "x")
     out = torch.empty_like(x)
     total = torch.empty_like(x) if return_sum and residual is not None else None
+    q, q_args = None, {}
+    if quantize_to is not None:
+        scale, zero_point, dtype = quantize_to
+        q, q_args = torch.empty(x.shape, dtype=dtype), {"q_scale": float(scale), "q_zero_point": int(zero_point),
+                                                        "q_multipliers": _param(quantize_multipliers, "multipliers")}
     _run(lib.layer_norm, x, residual, _param(weight, "weight"), _param(bias, "bias"), float(eps), out, total,
-         max_isa, _threads(threads))
-    if return_sum:
-        return out, (total if total is not None else x)
-    return out
+         max_isa, _threads(threads), q_out=q, **q_args)
+    outs = [out] + ([total if total is not None else x] if return_sum else []) + ([q] if q is not None else [])
+    return tuple(outs) if len(outs) > 1 else out
 
 
 def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: Optional[float] = None,

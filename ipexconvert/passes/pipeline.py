@@ -36,7 +36,8 @@ _FP32 = [
 PIPELINES: dict[str, list[str]] = {
     "fp32": [*_FP32, "share_attention_mask", "prepack"],
     "bf16": [*_FP32, "to_bf16", "merge_linears", "share_attention_mask", "prepack"],
-    "int8": [*_FP32, "to_bf16", "quantize", "int8_residual", "fold_requantize", "merge_linears", "share_attention_mask",
+    "int8": [*_FP32, "to_bf16", "quantize", "int8_residual", "fold_requantize", "fold_norm_quantize",
+             "merge_linears", "share_attention_mask",
              "dead_code", "prepack"],
 }
 # Passes that must see the calibrated plan: the int8 pipeline is split before the first of these.

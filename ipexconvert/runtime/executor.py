@@ -16,7 +16,8 @@ from ..ir import Program
 from ..ir.opdef import get_op
 from .cpu import selected_isa
 from . import native_kernels  # noqa: F401  (registers the native CPU kernels)
-from .kernels import NodeContext, resolve_kernel
+from .kernels import Kernel, NodeContext, resolve_kernel
+from .view_chain import ViewChain, find_chains
 
 _MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
 
@@ -56,9 +57,19 @@ class Executor:
             constant_slots[slot_of(name)] = tensor
             constant_tensors[name] = tensor
 
+        # A chain of view nodes runs as one step at its last member, reading the first one's input.
+        readers: dict[str, int] = {}
+        for node in graph.nodes:
+            for v in set(node.inputs) - {None}:
+                readers[v] = readers.get(v, 0) + 1
+        chains = find_chains(graph.nodes, set(graph.outputs), set(graph.constants), readers)
+        in_chain = {i for members in chains.values() for i in members[:-1]}
+        step_inputs = {i: graph.nodes[members[0]].inputs for i, members in chains.items()}
         last_use: dict[str, int] = {}
         for i, node in enumerate(graph.nodes):
-            for v in node.inputs:
+            if i in in_chain:
+                continue
+            for v in step_inputs.get(i, node.inputs):
                 if v is not None:
                     last_use[v] = i
         keep = set(graph.outputs) | set(graph.constants)
@@ -67,7 +78,8 @@ class Executor:
         self.steps: list[Step] = []
         fresh: set[str] = set()  # values made by fresh_output kernels, not views of anything
         view_makers: set[str] = set()  # values read by a kernel that may return a view of them
-        for i, node in enumerate(graph.nodes):
+
+        def kernel_of(node) -> Kernel:
             try:
                 attrs = get_op(node.op).parse_attrs(node.attrs)
                 ctx = NodeContext(
@@ -75,12 +87,22 @@ class Executor:
                     constants=tuple(constant_tensors.get(v) for v in node.inputs),
                     input_specs=tuple(None if v is None else graph.values[v] for v in node.inputs),
                     output_specs=tuple(graph.values[v] for v in node.outputs), device=device, isa=isa)
-                kernel = resolve_kernel(ctx)
+                return resolve_kernel(ctx)
             except (KeyError, ValueError) as e:  # unknown op, bad attrs (pydantic), refused aten target
                 detail = " ".join(str(e.args[0] if isinstance(e, KeyError) else e).split())
                 raise ArtifactError(f"node {node.name} ({node.op}) cannot be run: {detail}",
                                     "if a newer ipexconvert wrote this artifact, upgrade; otherwise re-create it "
                                     "with `ipexconvert optimize`") from None
+
+        for i, node in enumerate(graph.nodes):
+            if i in in_chain:
+                continue
+            if i in chains:
+                members = [graph.nodes[j] for j in chains[i]]
+                kernel = Kernel(ViewChain([kernel_of(m).fn for m in members]), "executor:view_chain")
+                node = node.model_copy(update={"inputs": step_inputs[i]})
+            else:
+                kernel = kernel_of(node)
             fn, in_place = kernel.fn, False
             if kernel.in_place is not None:
                 operand, in_place_fn = kernel.in_place

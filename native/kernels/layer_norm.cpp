@@ -1,10 +1,126 @@
 // layer_norm over the last dim, optionally of x + residual: y = (v - mean) / sqrt(var + eps) * gamma + beta.
 // Statistics in fp32, two passes over the row (more accurate than one-pass sums of squares,
-// and the row is in cache for the second pass).
+// and the row is in cache for the second pass). Optionally y is also quantized, while the row
+// is in cache: the int8 layer after the norm reads that instead of running a quantize.
 #include "norm_rows.h"
+#include "quant.h"
 
 namespace ipxc {
 namespace IPXC_NS {
+
+// Row r of y, as stored (so exactly the values a quantize node would read), quantized into a.q
+// as quantize.cpp does it; with multipliers as quantize_last_axis.cpp does (the clamp bounds
+// shifted by the zero point, so the product is rounded on its own and the zero point added
+// exactly afterwards). The row was just written: it is read back from L1.
+template <class T, class Q>
+static void quantize_row(const NormArgs& a, int64_t r) {
+    const int64_t n = a.cols;
+    const T* __restrict y = static_cast<const T*>(a.y) + r * n;
+    Q* __restrict q = static_cast<Q*>(a.q) + r * n;
+    if (const float* __restrict m = a.q_multipliers) {
+        const int32_t zp = a.q_zero_point;
+        const float lo = QRange<Q>::lo - static_cast<float>(zp), hi = QRange<Q>::hi - static_cast<float>(zp);
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) q[i] = static_cast<Q>(round_clamp(load(y[i]) * m[i], lo, hi) + zp);
+        return;
+    }
+    const float inv = 1.0f / a.q_scale, zp = static_cast<float>(a.q_zero_point);
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+        q[i] = static_cast<Q>(round_clamp(fma_f32(load(y[i]), inv, zp), QRange<Q>::lo, QRange<Q>::hi));
+}
+
+#if IPXC_HAVE_AVX512BF16
+// bf16 rows with AVX512-BF16: the same arithmetic as layer_norm_rows (x + residual rounded to
+// bf16, two-pass statistics in fp32, the output rounded to nearest even), in three passes over
+// the row with two accumulators each instead of five; measured 1.55x faster at 128 x 768. The
+// sums are associated differently, so results may differ from the portable path in the last
+// bits of the statistics.
+inline __m512 load_bf16(const uint16_t* p, __mmask16 lanes) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, p)), 16));
+}
+inline __m512 to_bf16_and_back(__m512 v) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v)), 16));
+}
+inline __mmask16 lanes_from(int64_t i, int64_t n) {
+    return n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1u);
+}
+
+// y (as stored) quantized as quantize_row does it, 16 lanes at a time. The clamp keeps values
+// below 2^22 in magnitude, where vcvtps2dq (round to nearest even, the default mode) equals
+// round_clamp's shifter trick; vmaxps returns its second operand for NaN, so NaN becomes lo.
+struct Quantize16 {
+    const float* multipliers;  // or null: per tensor
+    __m512 inv, zp_before, lo, hi;
+    __m512i zp_after;
+
+    explicit Quantize16(const NormArgs& a) : multipliers(a.q_multipliers) {
+        const float lo_code = a.q_unsigned ? 0.0f : -128.0f, hi_code = a.q_unsigned ? 255.0f : 127.0f;
+        const float zp = static_cast<float>(a.q_zero_point);
+        // Per tensor: fmaf(y, 1/scale, zp), then clamp. With multipliers: y * m rounded on its
+        // own, clamped to the range shifted by zp, zp added after rounding.
+        const float shift = multipliers ? zp : 0.0f;
+        inv = _mm512_set1_ps(1.0f / a.q_scale);
+        zp_before = _mm512_set1_ps(multipliers ? 0.0f : zp);
+        lo = _mm512_set1_ps(lo_code - shift);
+        hi = _mm512_set1_ps(hi_code - shift);
+        zp_after = _mm512_set1_epi32(static_cast<int32_t>(shift));
+    }
+    __m128i operator()(__m512 y, int64_t i, __mmask16 lanes) const {
+        const __m512 v = multipliers ? _mm512_mul_ps(y, _mm512_maskz_loadu_ps(lanes, multipliers + i))
+                                     : _mm512_fmadd_ps(y, inv, zp_before);
+        const __m512 clamped = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+        return _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(clamped), zp_after));
+    }
+};
+
+static void layer_norm_rows_bf16(const NormArgs& a, int64_t begin, int64_t end) {
+    const int64_t n = a.cols;
+    float* buf = scratch_floats(n);
+    const __m512 zero = _mm512_setzero_ps();
+    const Quantize16 quantize(a);
+    for (int64_t r = begin; r < end; ++r) {
+        const uint16_t* x = static_cast<const uint16_t*>(a.x) + r * n;
+        const uint16_t* res = a.residual ? static_cast<const uint16_t*>(a.residual) + r * n : nullptr;
+        uint16_t* sum_out = a.sum ? static_cast<uint16_t*>(a.sum) + r * n : nullptr;
+        __m512 sum0 = zero, sum1 = zero;
+        for (int64_t i = 0; i < n; i += 16) {
+            const __mmask16 m = lanes_from(i, n);
+            __m512 v = load_bf16(x + i, m);
+            if (res) {
+                v = to_bf16_and_back(_mm512_add_ps(v, load_bf16(res + i, m)));
+                if (sum_out) _mm256_mask_storeu_epi16(sum_out + i, m, (__m256i)_mm512_cvtneps_pbh(v));
+            }
+            _mm512_mask_storeu_ps(buf + i, m, v);
+            if ((i / 16) % 2) sum1 = _mm512_add_ps(sum1, v); else sum0 = _mm512_add_ps(sum0, v);
+        }
+        const float mean = _mm512_reduce_add_ps(_mm512_add_ps(sum0, sum1)) / static_cast<float>(n);
+        const __m512 mean16 = _mm512_set1_ps(mean);
+        __m512 sq0 = zero, sq1 = zero;
+        for (int64_t i = 0; i < n; i += 16) {
+            const __m512 d = _mm512_maskz_sub_ps(lanes_from(i, n), _mm512_loadu_ps(buf + i), mean16);
+            if ((i / 16) % 2) sq1 = _mm512_fmadd_ps(d, d, sq1); else sq0 = _mm512_fmadd_ps(d, d, sq0);
+        }
+        const float var = _mm512_reduce_add_ps(_mm512_add_ps(sq0, sq1)) / static_cast<float>(n);
+        const __m512 rstd = _mm512_set1_ps(1.0f / __builtin_sqrtf(var + a.eps));
+        uint16_t* y = static_cast<uint16_t*>(a.y) + r * n;
+        int8_t* q = static_cast<int8_t*>(a.q) + r * n;  // int8 or uint8: the same bytes after the clamp
+        for (int64_t i = 0; i < n; i += 16) {
+            const __mmask16 m = lanes_from(i, n);
+            __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, buf + i), mean16), rstd);
+            if (a.gamma && a.beta)
+                v = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(m, a.gamma + i), _mm512_maskz_loadu_ps(m, a.beta + i));
+            else if (a.gamma)
+                v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, a.gamma + i));
+            else if (a.beta)
+                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, a.beta + i));
+            const __m256i stored = (__m256i)_mm512_cvtneps_pbh(v);
+            _mm256_mask_storeu_epi16(y + i, m, stored);
+            if (a.q) _mm_mask_storeu_epi8(q + i, m, quantize(_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(stored), 16)), i, m));
+        }
+    }
+}
+#endif
 
 template <class T>
 static void layer_norm_rows(const NormArgs& a, int64_t begin, int64_t end) {
@@ -36,13 +152,18 @@ static void layer_norm_rows(const NormArgs& a, int64_t begin, int64_t end) {
             for (int64_t i = 0; i < n; ++i) out[i] = (v[i] - mean) * rstd + (beta ? beta[i] : 0.0f);
         }
         norm_store_row<T>(a, r, out);
+        if (a.q) a.q_unsigned ? quantize_row<T, uint8_t>(a, r) : quantize_row<T, int8_t>(a, r);
     }
 }
 
 static void layer_norm(const NormArgs& a) {
     parallel(a.rows, row_grain(a.cols), a.threads, [&](int64_t begin, int64_t end) {
         if (a.dtype == DType::bf16)
+#if IPXC_HAVE_AVX512BF16
+            layer_norm_rows_bf16(a, begin, end);
+#else
             layer_norm_rows<uint16_t>(a, begin, end);
+#endif
         else
             layer_norm_rows<float>(a, begin, end);
     });

@@ -315,3 +315,42 @@ def test_empty_tensors():
     assert native.requantize(torch.zeros(0, 4, dtype=torch.int32), 0.1).shape == (0, 4)
     assert native.quantize_last_axis(torch.zeros(0, 5), torch.ones(5), 0).shape == (0, 5)
     assert native.quantize_last_axis(torch.zeros(3, 0, dtype=torch.bfloat16), torch.ones(0), 0).shape == (3, 0)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("qdtype", list(QDTYPES), ids=["int8", "uint8"])
+@pytest.mark.parametrize("dtype", FDTYPES, ids=["fp32", "bf16"])
+def test_layer_norm_quantized_output_is_the_quantized_norm(dtype, qdtype, level):
+    """fold_norm_quantize's kernel: the extra output equals quantizing the norm the kernel returns,
+    bit for bit, and the norm itself is unchanged by asking for it."""
+    torch.manual_seed(2)
+    zp = -5 if qdtype == torch.int8 else 131
+    for rows, cols, threads in SHAPES:
+        x, r = (torch.randn(rows, cols) * 2).to(dtype), torch.randn(rows, cols).to(dtype)
+        w, b = torch.randn(cols), torch.randn(cols)
+        plain = native.layer_norm(x, w, b, 1e-5, residual=r, max_isa=level, threads=threads)
+        for scale in (0.02, 0.0371):
+            y, total, q = native.layer_norm(x, w, b, 1e-5, residual=r, return_sum=True, quantize_to=(scale, zp, qdtype),
+                                            max_isa=level, threads=threads)
+            assert torch.equal(y, plain) and torch.equal(total, (x + r))
+            want = native.quantize_per_tensor(y, scale, zp, qdtype, max_isa=level, threads=threads)
+            assert q.dtype == qdtype and torch.equal(q, want), f"[{rows}x{cols}] at {level}: {(q != want).sum()} differ"
+            if cols >= 63:
+                assert len(q.unique()) > 20  # codes spread over the range: the comparison means something
+        multipliers = torch.rand(cols) * 40 + 5  # SmoothQuant's 1 / (smooth[c] * scale)
+        y, q = native.layer_norm(x, w, b, 1e-5, residual=r, quantize_to=(1.0, zp, qdtype),
+                                 quantize_multipliers=multipliers, max_isa=level, threads=threads)
+        want = native.quantize_last_axis(y, multipliers, zp, qdtype, max_isa=level, threads=threads)
+        assert torch.equal(y, plain) and torch.equal(q, want), f"[{rows}x{cols}] multipliers at {level}"
+
+
+def test_layer_norm_quantized_output_errors():
+    x = torch.randn(4, 8)
+    with pytest.raises(Exception, match="quantized values are int8 or uint8"):
+        native.layer_norm(x, quantize_to=(0.1, 0, torch.int32))
+    with pytest.raises(Exception, match="outside q_out's range"):
+        native.layer_norm(x, quantize_to=(0.1, 300, torch.uint8))
+    with pytest.raises(Exception, match="q_scale must be positive"):
+        native.layer_norm(x, quantize_to=(0.0, 0, torch.uint8))
+    with pytest.raises(Exception, match="must have 8 elements"):
+        native.layer_norm(x, quantize_to=(1.0, 0, torch.uint8), quantize_multipliers=torch.ones(7))

@@ -1,12 +1,17 @@
-"""add_layer_norm: layer_norm(x + residual), optionally also returning the sum (pre-norm blocks)."""
+"""add_layer_norm: layer_norm(x + residual), optionally also returning the sum (pre-norm blocks)
+and the norm quantized for the int8 layer that reads it (fold_norm_quantize)."""
 from __future__ import annotations
+
+from typing import Optional
 
 from pydantic import BaseModel, ConfigDict
 
 from ..dims import broadcast
 from ..opdef import OpDef, register_op
 from ._common import like, promote
+from ._quant import quantize
 from .layer_norm import layer_norm_fp32
+from .quantize import QuantizeAttrs
 
 
 class AddLayerNormAttrs(BaseModel):
@@ -14,11 +19,13 @@ class AddLayerNormAttrs(BaseModel):
     normalized_shape: list[int]
     eps: float = 1e-5
     return_sum: bool = False
+    quantize: Optional[QuantizeAttrs] = None  # also return quantize(norm), per tensor
 
 
 @register_op
 class AddLayerNormOp(OpDef):
-    """inputs: x, residual, weight or None, bias or None. outputs: norm[, sum]."""
+    """inputs: x, residual, weight or None, bias or None[, quantize multiplier (float32 [C], as the
+    quantize op's)]. outputs: norm[, sum][, quantized norm]."""
 
     name = "add_layer_norm"
     Attrs = AddLayerNormAttrs
@@ -27,11 +34,18 @@ class AddLayerNormOp(OpDef):
     def infer(cls, inputs, attrs):
         x, r = inputs[0], inputs[1]
         out = like(x, broadcast(x.shape, r.shape), promote([x, r]))
-        return [out, out] if attrs.return_sum else [out]
+        outs = [out, out] if attrs.return_sum else [out]
+        if attrs.quantize is not None:
+            outs.append(like(out, dtype=attrs.quantize.dtype))
+        return outs
 
     @classmethod
     def reference(cls, inputs, attrs, dims):
-        x, r, w, b = inputs
+        x, r, w, b = inputs[:4]
         total = x + r
         y = layer_norm_fp32(total, attrs.normalized_shape, w, b, attrs.eps)
-        return (y, total) if attrs.return_sum else y
+        outs = [y, total] if attrs.return_sum else [y]
+        if attrs.quantize is not None:
+            q = attrs.quantize
+            outs.append(quantize(y, q.scale, q.zero_point, q.dtype, inputs[4] if len(inputs) > 4 else None))
+        return tuple(outs) if len(outs) > 1 else y

@@ -23,6 +23,15 @@ struct NormArgs {
     float eps = 1e-5f;
     DType dtype = DType::f32;
     int threads = 1;
+    // layer_norm only, optional: y quantized as well, of y's values in dtype, int8 or uint8. As
+    // the quantize kernel would: clamp(nearbyint(fmaf(y, 1 / q_scale, q_zero_point))); with
+    // q_multipliers (cols floats, SmoothQuant) as quantize_last_axis would:
+    // clamp(nearbyint(y * q_multipliers[c]) + q_zero_point).
+    void* q = nullptr;
+    bool q_unsigned = true;
+    float q_scale = 1.0f;
+    int32_t q_zero_point = 0;
+    const float* q_multipliers = nullptr;
 };
 
 // softmax over the last dim of x * scale + mask.
