@@ -41,7 +41,7 @@ class ViewChain:
 
     def __call__(self, inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
-        key = (x.shape, x.stride(), *dims.values())
+        key = (x.shape, x.stride(), *dims.items())
         known = self.geometry.get(key, False)
         if known:
             size, stride, offset = known

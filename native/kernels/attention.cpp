@@ -199,17 +199,6 @@ inline __m512 exp16(__m512 x) {
     return _mm512_maskz_mov_ps(live, _mm512_scalef_ps(p, n));
 }
 
-inline __m512 load16(const float* m, __mmask16 lanes) { return _mm512_maskz_loadu_ps(lanes, m); }
-inline __m512 load16(const uint16_t* m, __mmask16 lanes) {
-    const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, m));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
-}
-
-inline __mmask16 lanes_below(int64_t n) {
-    return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? static_cast<__mmask16>(0)
-                                                             : static_cast<__mmask16>((1u << n) - 1u);
-}
-
 // One row of P = e^(s * scale + mask - max) over kv_len keys, rounded to bf16, zeros up to
 // kv_pad; returns 1 / sum(e) (of the unrounded values), which the output is multiplied by
 // after P V. As in torch's flash attention: P's largest value is exactly 1, and the division

@@ -14,6 +14,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__AVX512BW__)
+#include <immintrin.h>
+#define IPXC_HAVE_AVX512 1
+#endif
 #if defined(__AVX512BF16__) && defined(__AVX512VL__) && defined(__AVX512BW__)
 #include <immintrin.h>
 #define IPXC_HAVE_AVX512BF16 1
@@ -76,6 +80,20 @@ inline void f32_row_to_bf16(const float* __restrict src, uint16_t* __restrict ds
 template <class T> inline float load(T v);
 template <> inline float load<float>(float v) { return v; }
 template <> inline float load<uint16_t>(uint16_t v) { return bf16_to_f32(v); }
+
+#if IPXC_HAVE_AVX512
+// The first min(n, 16) of 16 lanes (none for n <= 0).
+inline __mmask16 lanes_below(int64_t n) {
+    return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? static_cast<__mmask16>(0)
+                                                             : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// 16 elements (fewer where `lanes` says; the rest read as 0) as fp32.
+inline __m512 load16(const float* p, __mmask16 lanes) { return _mm512_maskz_loadu_ps(lanes, p); }
+inline __m512 load16(const uint16_t* p, __mmask16 lanes) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, p)), 16));
+}
+#endif
 
 // ---- math --------------------------------------------------------------------------------------
 

@@ -36,14 +36,8 @@ static void quantize_row(const NormArgs& a, int64_t r) {
 // the row with two accumulators each instead of five; measured 1.55x faster at 128 x 768. The
 // sums are associated differently, so results may differ from the portable path in the last
 // bits of the statistics.
-inline __m512 load_bf16(const uint16_t* p, __mmask16 lanes) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, p)), 16));
-}
 inline __m512 to_bf16_and_back(__m512 v) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v)), 16));
-}
-inline __mmask16 lanes_from(int64_t i, int64_t n) {
-    return n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1u);
 }
 
 // y (as stored) quantized as quantize_row does it, 16 lanes at a time. The clamp keeps values
@@ -85,10 +79,10 @@ static void layer_norm_rows_bf16(const NormArgs& a, int64_t begin, int64_t end) 
         uint16_t* sum_out = a.sum ? static_cast<uint16_t*>(a.sum) + r * n : nullptr;
         __m512 sum0 = zero, sum1 = zero;
         for (int64_t i = 0; i < n; i += 16) {
-            const __mmask16 m = lanes_from(i, n);
-            __m512 v = load_bf16(x + i, m);
+            const __mmask16 m = lanes_below(n - i);
+            __m512 v = load16(x + i, m);
             if (res) {
-                v = to_bf16_and_back(_mm512_add_ps(v, load_bf16(res + i, m)));
+                v = to_bf16_and_back(_mm512_add_ps(v, load16(res + i, m)));
                 if (sum_out) _mm256_mask_storeu_epi16(sum_out + i, m, (__m256i)_mm512_cvtneps_pbh(v));
             }
             _mm512_mask_storeu_ps(buf + i, m, v);
@@ -98,15 +92,15 @@ static void layer_norm_rows_bf16(const NormArgs& a, int64_t begin, int64_t end) 
         const __m512 mean16 = _mm512_set1_ps(mean);
         __m512 sq0 = zero, sq1 = zero;
         for (int64_t i = 0; i < n; i += 16) {
-            const __m512 d = _mm512_maskz_sub_ps(lanes_from(i, n), _mm512_loadu_ps(buf + i), mean16);
+            const __m512 d = _mm512_maskz_sub_ps(lanes_below(n - i), _mm512_loadu_ps(buf + i), mean16);
             if ((i / 16) % 2) sq1 = _mm512_fmadd_ps(d, d, sq1); else sq0 = _mm512_fmadd_ps(d, d, sq0);
         }
         const float var = _mm512_reduce_add_ps(_mm512_add_ps(sq0, sq1)) / static_cast<float>(n);
         const __m512 rstd = _mm512_set1_ps(1.0f / __builtin_sqrtf(var + a.eps));
         uint16_t* y = static_cast<uint16_t*>(a.y) + r * n;
-        int8_t* q = static_cast<int8_t*>(a.q) + r * n;  // int8 or uint8: the same bytes after the clamp
+        int8_t* q = a.q ? static_cast<int8_t*>(a.q) + r * n : nullptr;  // int8 or uint8: same bytes after the clamp
         for (int64_t i = 0; i < n; i += 16) {
-            const __mmask16 m = lanes_from(i, n);
+            const __mmask16 m = lanes_below(n - i);
             __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, buf + i), mean16), rstd);
             if (a.gamma && a.beta)
                 v = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(m, a.gamma + i), _mm512_maskz_loadu_ps(m, a.beta + i));
