@@ -19,6 +19,21 @@ from ._common import qlinear_setup
 from ._dnnl_linear import linear_run, unary_prefix
 
 
+def fold_input_zero_point(weight: torch.Tensor, scales: torch.Tensor, bias: Optional[torch.Tensor], x_scale: float,
+                          x_zero_point: int) -> tuple[Optional[torch.Tensor], int]:
+    """(bias, input zero point) for the primitive, with the zero point folded into the bias.
+
+    x_scale * sum_k (q_x - zp) * w_scale[n] * q_w[n, k] + bias[n] is the zero-point-free product plus
+    bias[n] - x_scale * w_scale[n] * zp * sum_k q_w[n, k], a constant per output. oneDNN then skips its
+    per-call zero-point compensation: 0.94-0.995 of the time at BERT-base shapes, same process, same
+    error against a float64 reference (docs/native.md). The uncentred int32 sums (at most
+    3072 * 255 * 127 here) round to fp32 with an error far below the quantization noise."""
+    if not x_zero_point:
+        return bias, 0
+    shift = x_scale * scales.double() * x_zero_point * weight.double().sum(dim=1)
+    return ((0.0 if bias is None else bias.double()) - shift).float().contiguous(), 0
+
+
 @register_kernel("cpu", "qlinear")
 def qlinear_dnnl(ctx: NodeContext) -> Optional[Kernel]:
     setup = qlinear_setup(ctx)
@@ -29,8 +44,9 @@ def qlinear_dnnl(ctx: NodeContext) -> Optional[Kernel]:
     post_op, tail = unary_prefix(a.post_ops)
     if tail and a.output_dtype == "uint8":
         return None
+    bias, x_zero_point = fold_input_zero_point(weight, scales, bias, a.x_scale, a.x_zero_point)
     linear = dnnl.raw.Linear(weight.contiguous(), scales, bias, "uint8", a.output_dtype, post_op=post_op,
-                             x_scale=a.x_scale, x_zero_point=a.x_zero_point, y_scale=a.output_scale,
+                             x_scale=a.x_scale, x_zero_point=x_zero_point, y_scale=a.output_scale,
                              y_zero_point=a.output_zero_point)
     run = linear_run(linear, getattr(torch, a.output_dtype), tail)
     return Kernel(run, "dnnl:qlinear", frozenset({1, 2, 3}), fresh_output=True)

@@ -84,3 +84,31 @@ def test_declines(monkeypatch):
     assert qlinear_dnnl(context("qlinear", attrs, signed, {1, 2, 3})) is None  # uint8 activations only
     monkeypatch.setenv("IPEXCONVERT_DNNL", "0")
     assert resolve_kernel(context("qlinear", attrs, tensors, {1, 2, 3})).name == "onednn:qlinear"
+
+
+def test_input_zero_point_folded_into_the_bias_at_a_wide_layer():
+    """fold_input_zero_point: the zero-point-free product plus the folded bias equals oneDNN's own
+    zero-point handling, even where the uncentred int32 sums are largest (K = 3072, all-255 inputs)."""
+    from ipexconvert.runtime.cpu_kernels.qlinear_dnnl import fold_input_zero_point
+
+    g = torch.Generator().manual_seed(3)
+    n, k, zp, x_scale = 64, 3072, 131, 0.02
+    w = torch.randint(-127, 128, (n, k), generator=g, dtype=torch.int8)
+    w_scales, bias = torch.rand(n, generator=g) * 0.01 + 0.001, torch.randn(n, generator=g)
+    x = torch.randint(0, 256, (8, k), generator=g, dtype=torch.uint8)
+    x[0] = 255
+    unchanged, no_zp = fold_input_zero_point(w, w_scales, bias, x_scale, 0)  # nothing to fold
+    assert unchanged is bias and no_zp == 0
+    folded, folded_zp = fold_input_zero_point(w, w_scales, bias, x_scale, zp)
+    assert folded_zp == 0
+    outputs = []
+    for b, x_zp in ((bias, zp), (folded, 0)):
+        linear = dnnl.raw.Linear(w, w_scales, b, "uint8", "float32", post_op="", x_scale=x_scale, x_zero_point=x_zp,
+                                 y_scale=1.0, y_zero_point=0)
+        out = torch.empty(8, n)
+        linear.run(x, out)
+        outputs.append(out)
+    want = ((x.double() - zp) * x_scale) @ (w.double() * w_scales.double()[:, None]).t() + bias.double()
+    scale = want.abs().max().item()
+    for out in outputs:
+        assert (out.double() - want).abs().max().item() / scale < 1e-5
