@@ -145,7 +145,8 @@ def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: Option
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor] = None, *,
-              scale: Optional[float] = None, max_isa: Optional[str] = None,
+              scale: Optional[float] = None, quantize_to: Optional[tuple[float, int, torch.dtype]] = None,
+              quantize_multipliers: Optional[torch.Tensor] = None, max_isa: Optional[str] = None,
               threads: Optional[int] = None) -> torch.Tensor:
     """softmax(q k^T * scale + mask) v on AMX tiles (scale None: 1/sqrt(head_dim)).
 
@@ -155,6 +156,11 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[
     [batch, heads, q_len, kv_len] with a full last dim. Returns [batch, heads, q_len, head_dim]
     as a view of a [batch, q_len, heads, head_dim] buffer (what a model transposes it into
     next). Built for the amx level only: below it, this raises RuntimeError.
+
+    quantize_to=(scale, zero_point, torch.uint8 or torch.int8) returns the bf16 output's codes
+    instead, as the quantize op makes them of the output viewed as [batch, q_len, heads *
+    head_dim]: per tensor, or with quantize_multipliers (heads * head_dim, SmoothQuant) along
+    that last axis.
     """
     lib = _lib()
     q, k, v = _tensor(q, "q"), _tensor(k, "k"), _tensor(v, "v")
@@ -163,9 +169,16 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[
     if mask is not None and mask.dim() < 4:
         mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
     batch, heads, q_len, head_dim = q.shape
-    out = torch.empty(batch, q_len, heads, head_dim, dtype=q.dtype).permute(0, 2, 1, 3)
+    q_args = {}
+    if quantize_to is not None:
+        q_scale, zero_point, out_dtype = quantize_to
+        q_args = {"q_scale": float(q_scale), "q_zero_point": int(zero_point),
+                  "q_multipliers": _param(quantize_multipliers, "multipliers")}
+    else:
+        out_dtype = q.dtype
+    out = torch.empty(batch, q_len, heads, head_dim, dtype=out_dtype).permute(0, 2, 1, 3)
     scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
-    _run(lib.attention, q, k, v, mask, out, scale, max_isa, _threads(threads))
+    _run(lib.attention, q, k, v, mask, out, scale, max_isa, _threads(threads), **q_args)
     return out
 
 

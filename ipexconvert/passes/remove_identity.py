@@ -1,4 +1,7 @@
-"""remove_identity: drop identity nodes (eval-mode dropout, clone, alias)."""
+"""remove_identity: drop identity nodes (eval-mode dropout, clone, alias) and reshapes to the
+shape their input already has (HF attention reshapes its output to [batch, heads, seq, head_dim]
+before transposing it; torch returns such a reshape as a view of its input, so nothing changes),
+which would otherwise hide patterns from later passes (fold_attention_quantize)."""
 from __future__ import annotations
 
 from ..ir import Program
@@ -11,6 +14,12 @@ def remove_identity(program: Program, options: PassOptions) -> dict[str, int]:
     graph = program.graph
     doomed: set[str] = set()
     for node in graph.nodes:
+        if node.op == "reshape" and node.outputs[0] not in graph.outputs:
+            src, out = node.inputs[0], node.outputs[0]
+            if graph.values.get(src) == graph.values[out]:
+                replace_uses(graph, out, src)
+                doomed.add(node.name)
+            continue
         if node.op != "identity":
             continue
         src, out = node.inputs[0], node.outputs[0]

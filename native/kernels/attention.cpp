@@ -5,8 +5,10 @@
 // P = e^(S * scale + mask - rowmax) in fp32 rounded to bf16, O = P V on the tiles, and O / rowsum
 // rounded to bf16 (the order torch's flash attention uses, with the same error). Q is read in
 // place (its rows may be strided, e.g. a slice of a packed QKV projection); O rows are written
-// through their strides. Keys are padded to a multiple of 32 with zeros that the softmax leaves out.
+// through their strides, as bf16 or, for the int8 layer after attention, as the codes the
+// quantize node would have made of those bf16 values. Keys are padded to a multiple of 32 with zeros that the softmax leaves out.
 #include "common.h"
+#include "quant.h"
 
 #if !defined(__AMX_TILE__) || !defined(__AMX_BF16__)
 #error "attention.cpp is compiled for the amx level only"
@@ -256,6 +258,8 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
     const uint16_t* k = static_cast<const uint16_t*>(a.k) + b * a.k_strides[0] + h * a.k_strides[1];
     const uint16_t* v = static_cast<const uint16_t*>(a.v) + b * a.v_strides[0] + h * a.v_strides[1];
     uint16_t* out = static_cast<uint16_t*>(a.out) + b * a.out_strides[0] + h * a.out_strides[1];
+    int8_t* out_codes = static_cast<int8_t*>(a.out) + b * a.out_strides[0] + h * a.out_strides[1];  // when quantized
+    const Quantize16 quantize(a.q_multipliers, a.q_scale, a.q_zero_point, a.q_unsigned);
     const M* mask = a.mask ? static_cast<const M*>(a.mask) + b * a.mask_strides[0] + h * a.mask_strides[1] : nullptr;
     pack_keys(k, a.k_strides[2], kv_len, kv_pad, d, packed_k);
     pack_values(v, a.v_strides[2], kv_len, kv_pad, d, packed_v);
@@ -286,8 +290,12 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
             for (int64_t r = 0; r < rows; ++r)
                 for (int64_t j = 0; j < group; ++j) {
                     const __m512 o = _mm512_mul_ps(_mm512_loadu_ps(c_tiles + j * 256 + r * 16), _mm512_set1_ps(inv_sum[r]));
-                    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (q0 + r) * a.out_strides[2] + (db + j) * 16),
-                                        (__m256i)_mm512_cvtneps_pbh(o));
+                    const int64_t at = (q0 + r) * a.out_strides[2] + (db + j) * 16;
+                    if (a.quantized)
+                        _mm_storeu_si128(reinterpret_cast<__m128i*>(out_codes + at),
+                                         quantize(to_bf16_and_back(o), h * d + (db + j) * 16, 0xFFFF));
+                    else
+                        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + at), (__m256i)_mm512_cvtneps_pbh(o));
                 }
             db += group;
         }

@@ -88,11 +88,18 @@ inline __mmask16 lanes_below(int64_t n) {
                                                              : static_cast<__mmask16>((1u << n) - 1u);
 }
 
+// 16 bf16 values (their bits) as fp32.
+inline __m512 bf16_bits_to_f32(__m256i bits) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16)); }
+
 // 16 elements (fewer where `lanes` says; the rest read as 0) as fp32.
 inline __m512 load16(const float* p, __mmask16 lanes) { return _mm512_maskz_loadu_ps(lanes, p); }
 inline __m512 load16(const uint16_t* p, __mmask16 lanes) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, p)), 16));
+    return bf16_bits_to_f32(_mm256_maskz_loadu_epi16(lanes, p));
 }
+#endif
+#if IPXC_HAVE_AVX512BF16
+// The 16 values as they read back once stored as bf16 (rounded to nearest even).
+inline __m512 to_bf16_and_back(__m512 v) { return bf16_bits_to_f32((__m256i)_mm512_cvtneps_pbh(v)); }
 #endif
 
 // ---- math --------------------------------------------------------------------------------------

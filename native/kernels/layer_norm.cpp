@@ -36,43 +36,11 @@ static void quantize_row(const NormArgs& a, int64_t r) {
 // the row with two accumulators each instead of five; measured 1.55x faster at 128 x 768. The
 // sums are associated differently, so results may differ from the portable path in the last
 // bits of the statistics.
-inline __m512 to_bf16_and_back(__m512 v) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v)), 16));
-}
-
-// y (as stored) quantized as quantize_row does it, 16 lanes at a time. The clamp keeps values
-// below 2^22 in magnitude, where vcvtps2dq (round to nearest even, the default mode) equals
-// round_clamp's shifter trick; vmaxps returns its second operand for NaN, so NaN becomes lo.
-struct Quantize16 {
-    const float* multipliers;  // or null: per tensor
-    __m512 inv, zp_before, lo, hi;
-    __m512i zp_after;
-
-    explicit Quantize16(const NormArgs& a) : multipliers(a.q_multipliers) {
-        const float lo_code = a.q_unsigned ? 0.0f : -128.0f, hi_code = a.q_unsigned ? 255.0f : 127.0f;
-        const float zp = static_cast<float>(a.q_zero_point);
-        // Per tensor: fmaf(y, 1/scale, zp), then clamp. With multipliers: y * m rounded on its
-        // own, clamped to the range shifted by zp, zp added after rounding.
-        const float shift = multipliers ? zp : 0.0f;
-        inv = _mm512_set1_ps(1.0f / a.q_scale);
-        zp_before = _mm512_set1_ps(multipliers ? 0.0f : zp);
-        lo = _mm512_set1_ps(lo_code - shift);
-        hi = _mm512_set1_ps(hi_code - shift);
-        zp_after = _mm512_set1_epi32(static_cast<int32_t>(shift));
-    }
-    __m128i operator()(__m512 y, int64_t i, __mmask16 lanes) const {
-        const __m512 v = multipliers ? _mm512_mul_ps(y, _mm512_maskz_loadu_ps(lanes, multipliers + i))
-                                     : _mm512_fmadd_ps(y, inv, zp_before);
-        const __m512 clamped = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-        return _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(clamped), zp_after));
-    }
-};
-
 static void layer_norm_rows_bf16(const NormArgs& a, int64_t begin, int64_t end) {
     const int64_t n = a.cols;
     float* buf = scratch_floats(n);
     const __m512 zero = _mm512_setzero_ps();
-    const Quantize16 quantize(a);
+    const Quantize16 quantize(a.q_multipliers, a.q_scale, a.q_zero_point, a.q_unsigned);
     for (int64_t r = begin; r < end; ++r) {
         const uint16_t* x = static_cast<const uint16_t*>(a.x) + r * n;
         const uint16_t* res = a.residual ? static_cast<const uint16_t*>(a.residual) + r * n : nullptr;
@@ -110,7 +78,7 @@ static void layer_norm_rows_bf16(const NormArgs& a, int64_t begin, int64_t end) 
                 v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, a.beta + i));
             const __m256i stored = (__m256i)_mm512_cvtneps_pbh(v);
             _mm256_mask_storeu_epi16(y + i, m, stored);
-            if (a.q) _mm_mask_storeu_epi8(q + i, m, quantize(_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(stored), 16)), i, m));
+            if (a.q) _mm_mask_storeu_epi8(q + i, m, quantize(bf16_bits_to_f32(stored), i, m));
         }
     }
 }

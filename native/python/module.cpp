@@ -96,6 +96,7 @@ std::vector<std::string> names_of(const std::vector<Level>& levels) {
 // ---- kernels -------------------------------------------------------------------------------------
 
 bool quantized_unsigned(const TensorArg& t);  // INT8 section below
+bool is(const TensorArg& t, nb::dlpack::dtype d);
 
 void norm(bool rms, nb::handle x_obj, nb::handle residual_obj, nb::handle weight_obj, nb::handle bias_obj, double eps,
           nb::handle out_obj, nb::handle sum_obj, const OptStr& max_isa, int threads, nb::handle q_obj = nb::none(),
@@ -182,18 +183,28 @@ void softmax(nb::handle x_obj, double scale, nb::handle mask_obj, nb::handle out
 }
 
 // q, k, v, out: bf16 [batch, heads, seq, head_dim] views with a contiguous last dim.
+// out: bf16, or int8/uint8 for the output quantized (q_scale, q_zero_point, optional
+// q_multipliers of heads * head_dim floats; see AttentionArgs).
 void attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle mask_obj, nb::handle out_obj,
-               double scale, const OptStr& max_isa, int threads) {
+               double scale, const OptStr& max_isa, int threads, double q_scale, int q_zero_point,
+               nb::handle q_multipliers_obj) {
     const TensorArg q(q_obj, "q"), k(k_obj, "k"), v(v_obj, "v"), out(out_obj, "out");
     const auto mask = optional_tensor(mask_obj, "mask");
+    const auto q_multipliers = optional_tensor(q_multipliers_obj, "q_multipliers");
+    AttentionArgs a;
+    a.quantized = !out.is_bf16();
     for (const TensorArg* t : {&q, &k, &v, &out}) {
         const std::string what = std::string(t->name()) + " " + t->shape_str();
         if (!t->on_cpu()) fail(what + " is not on the CPU; move it with .cpu() first");
-        if (!t->is_bf16()) fail(std::string(t->name()) + " has dtype " + t->dtype_str() + "; attention takes bfloat16");
+        if (t == &out && a.quantized) {
+            if (!is(out, nb::dtype<int8_t>()) && !is(out, nb::dtype<uint8_t>()))
+                fail("out has dtype " + out.dtype_str() + "; attention writes bfloat16, or int8/uint8 codes");
+        } else if (!t->is_bf16()) {
+            fail(std::string(t->name()) + " has dtype " + t->dtype_str() + "; attention takes bfloat16");
+        }
         if (t->ndim() != 4) fail(what + " must be 4-D: [batch, heads, seq, head_dim]");
         if (t->stride(3) != 1) fail(what + " needs a contiguous last dim");
     }
-    AttentionArgs a;
     a.batch = q.shape(0), a.heads = q.shape(1), a.q_len = q.shape(2), a.head_dim = q.shape(3), a.kv_len = k.shape(2);
     if (a.head_dim <= 0 || a.head_dim % 32 != 0)
         fail("head_dim " + std::to_string(a.head_dim) + " is not a multiple of 32 (what the tiles take)");
@@ -221,6 +232,22 @@ void attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle 
         if (a.kv_len > 1 && m.stride(3) != 1) fail("mask " + m.shape_str() + " needs a contiguous last dim");
         for (int d = 0; d < 3; ++d) a.mask_strides[d] = m.shape(d) == 1 ? 0 : m.stride(d);
         a.mask = m.data();
+    }
+    if (q_multipliers && !a.quantized) fail("q_multipliers needs an int8 or uint8 out");
+    if (a.quantized) {
+        a.q_unsigned = is(out, nb::dtype<uint8_t>());
+        if (!(q_scale > 0.0)) fail("q_scale must be positive");
+        if (a.q_unsigned ? (q_zero_point < 0 || q_zero_point > 255) : (q_zero_point < -128 || q_zero_point > 127))
+            fail("q_zero_point " + std::to_string(q_zero_point) + " is outside out's range");
+        if (q_multipliers) {
+            check_cpu_contiguous(*q_multipliers);
+            if (!q_multipliers->is_f32() || q_multipliers->size() != a.heads * a.head_dim)
+                fail("q_multipliers " + q_multipliers->shape_str() + " (" + q_multipliers->dtype_str() +
+                     ") must be float32 with heads * head_dim = " + std::to_string(a.heads * a.head_dim) + " elements");
+            a.q_multipliers = static_cast<const float*>(q_multipliers->data());
+        }
+        a.q_scale = static_cast<float>(q_scale);
+        a.q_zero_point = q_zero_point;
     }
     a.q = q.data(), a.k = k.data(), a.v = v.data(), a.out = out.data();
     a.scale = static_cast<float>(scale);
@@ -504,7 +531,8 @@ NB_MODULE(_native, m) {
           "threads"_a);
     m.def("softmax", &softmax, "x"_a, "scale"_a, "mask"_a.none(), "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("attention", &attention, "q"_a, "k"_a, "v"_a, "mask"_a.none(), "out"_a, "scale"_a, "max_isa"_a.none(),
-          "threads"_a, "out = softmax(q k^T * scale + mask) v (bf16, AMX)");
+          "threads"_a, "q_scale"_a = 1.0, "q_zero_point"_a = 0, "q_multipliers"_a = nb::none(),
+          "out = softmax(q k^T * scale + mask) v (bf16, AMX); an int8/uint8 out gets it quantized");
     m.def("gelu", &gelu, "x"_a, "tanh"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("silu", &silu, "x"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("silu_mul", &silu_mul, "a"_a, "b"_a, "out"_a, "max_isa"_a.none(), "threads"_a);

@@ -77,6 +77,42 @@ def test_strided_views_threads_and_scale():
     assert normalised_error(scaled, reference(q, k, v, mask, scale=0.05)) <= BF16_THRESHOLD
 
 
+@pytest.mark.parametrize("multipliers", [False, True])
+@pytest.mark.parametrize("code_dtype,zero_point", [(torch.uint8, 121), (torch.int8, -5)])
+@pytest.mark.parametrize("shape", [SHAPES[0], SHAPES[2], SHAPES[5]], ids=lambda s: "x".join(map(str, s)))
+def test_quantized_output_is_bit_identical_to_quantizing_the_bf16_output(shape, code_dtype, zero_point, multipliers):
+    """The codes equal the quantize op's (per tensor, or with SmoothQuant multipliers along the
+    hidden axis h * head_dim + d) applied to the bf16 output flattened to [batch, q_len, hidden]."""
+    batch, heads, q_len, kv_len, head_dim = shape
+    torch.manual_seed(sum(shape) + 1)
+    q = (torch.randn(batch, heads, q_len, head_dim) * 2).bfloat16()
+    k, v = torch.randn(batch, heads, kv_len, head_dim).bfloat16(), torch.randn(batch, heads, kv_len, head_dim).bfloat16()
+    mask = padding_mask(batch, kv_len, torch.float32)
+    scale = 0.01  # outputs up to ~3 saturate some codes at both ends
+    multiplier = torch.rand(heads * head_dim) * 2 / scale if multipliers else None
+    quantize = get_op("quantize")
+    attrs = quantize.parse_attrs({"scale": scale, "zero_point": zero_point, "dtype": str(code_dtype).split(".")[1]})
+    flat = native.attention(q, k, v, mask).transpose(1, 2).reshape(batch, q_len, heads * head_dim)
+    want = quantize.reference([flat] + ([multiplier] if multipliers else []), attrs, {})
+    got = native.attention(q, k, v, mask, quantize_to=(scale, zero_point, code_dtype), quantize_multipliers=multiplier)
+    assert got.dtype == code_dtype and got.shape == (batch, heads, q_len, head_dim)
+    assert torch.equal(got.transpose(1, 2).reshape(batch, q_len, heads * head_dim), want)
+    lo, hi = (0, 255) if code_dtype == torch.uint8 else (-128, 127)
+    assert (want == lo).any() and (want == hi).any()  # the clamp was exercised
+
+
+def test_bad_quantize_arguments_are_refused_clearly():
+    q = torch.randn(1, 2, 8, 64).bfloat16()
+    with pytest.raises(ValueError, match="int8/uint8 codes"):
+        native.attention(q, q, q, quantize_to=(0.1, 0, torch.int32))
+    with pytest.raises(ValueError, match="q_zero_point 300 is outside"):
+        native.attention(q, q, q, quantize_to=(0.1, 300, torch.uint8))
+    with pytest.raises(ValueError, match="q_scale must be positive"):
+        native.attention(q, q, q, quantize_to=(0.0, 0, torch.uint8))
+    with pytest.raises(ValueError, match="heads \\* head_dim = 128"):
+        native.attention(q, q, q, quantize_to=(0.1, 0, torch.uint8), quantize_multipliers=torch.ones(64))
+
+
 def test_bad_arguments_are_refused_clearly():
     q = torch.randn(1, 2, 8, 64).bfloat16()
     with pytest.raises(ValueError, match="multiple of 32"):

@@ -1,4 +1,5 @@
-"""sdpa: scaled-dot-product attention softmax(q k^T * scale + mask) v."""
+"""sdpa: scaled-dot-product attention softmax(q k^T * scale + mask) v, optionally returned
+quantized for the int8 layer after it (fold_attention_quantize)."""
 from __future__ import annotations
 
 import math
@@ -9,6 +10,8 @@ from pydantic import BaseModel, ConfigDict
 
 from ..opdef import OpDef, Unconvertible, register_op
 from ._common import like
+from ._quant import quantize
+from .quantize import QuantizeAttrs
 
 
 class SdpaAttrs(BaseModel):
@@ -16,11 +19,15 @@ class SdpaAttrs(BaseModel):
     scale: Optional[float] = None  # None: 1/sqrt(head_dim)
     is_causal: bool = False
     enable_gqa: bool = False
+    # The output as the quantize op makes codes of it viewed as [batch, q_len, heads * head_dim]
+    # (4-D q/k/v only); the multiplier, if any, is the fifth input.
+    quantize: Optional[QuantizeAttrs] = None
 
 
 @register_op
 class SdpaOp(OpDef):
-    """inputs: q [..., L, E], k [..., S, E], v [..., S, Ev], mask (bool or additive) or None."""
+    """inputs: q [..., L, E], k [..., S, E], v [..., S, Ev], mask (bool or additive) or None[, quantize
+    multiplier (float32 [heads * Ev], as the quantize op's)]."""
 
     name = "sdpa"
     Attrs = SdpaAttrs
@@ -38,13 +45,19 @@ class SdpaOp(OpDef):
     @classmethod
     def infer(cls, inputs, attrs):
         q, v = inputs[0], inputs[2]
-        return [like(q, [*q.shape[:-1], v.shape[-1]])]
+        out = like(q, [*q.shape[:-1], v.shape[-1]])
+        return [out if attrs.quantize is None else like(out, dtype=attrs.quantize.dtype)]
 
     @classmethod
     def reference(cls, inputs, attrs, dims):
-        q, k, v, mask = inputs
+        q, k, v, mask = inputs[:4]
         if mask is not None and mask.dtype != torch.bool and mask.dtype != q.dtype:
             mask = mask.to(q.dtype)  # an fp32 additive mask next to bf16 activations
         scale = attrs.scale if attrs.scale is not None else 1.0 / math.sqrt(q.shape[-1])
-        return torch.nn.functional.scaled_dot_product_attention(
+        y = torch.nn.functional.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=attrs.is_causal, scale=scale, enable_gqa=attrs.enable_gqa)
+        if attrs.quantize is None:
+            return y
+        qa, rows = attrs.quantize, y.transpose(1, 2)  # [batch, q_len, heads, head_dim]
+        multiplier = inputs[4].reshape(rows.shape[-2:]) if len(inputs) > 4 and inputs[4] is not None else None
+        return quantize(rows, qa.scale, qa.zero_point, qa.dtype, multiplier).transpose(1, 2)

@@ -7,7 +7,8 @@ into a [batch, seq, heads, head_dim] buffer, so the transpose + reshape after it
 
 Covered: bfloat16 q/k/v of rank 4 with one head count, head_dim a multiple of 32, no causal
 flag, an additive float32/bfloat16 mask or none. Everything else (bool masks, fp32, a CPU
-without AMX) runs the op's reference, i.e. torch's attention.
+without AMX) runs the op's reference, i.e. torch's attention. A quantized sdpa
+(fold_attention_quantize) gets the int8/uint8 codes straight from the kernel's output rows.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import torch
 
 from ... import native
 from ...ir.opdef import get_op
+from ...ir.ops._quant import QTORCH
 from .. import kernels
 from ..kernels import Kernel, NodeContext
 from . import _common
@@ -39,22 +41,30 @@ def native_sdpa(ctx: NodeContext):
         return None
     if any(c is not None for c in ctx.constants[:3]):
         return None
+    has_multiplier = len(ctx.input_specs) > 4 and ctx.input_specs[4] is not None
+    if has_multiplier and ctx.constants[4] is None:
+        return None
     reference = get_op(ctx.op).compile(a)
     scale = a.scale if a.scale is not None else 1.0 / math.sqrt(head_dim)
     lib, isa = native.raw, ctx.isa
+    multiplier = ctx.constants[4].float().contiguous() if has_multiplier else None
+    out_dtype, q_args = torch.bfloat16, {}
+    if a.quantize is not None:
+        out_dtype = QTORCH[a.quantize.dtype]
+        q_args = {"q_scale": a.quantize.scale, "q_zero_point": a.quantize.zero_point, "q_multipliers": multiplier}
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        q, k, v, mask = inputs
+        q, k, v, mask = inputs[:4]
         if q.shape[1] != k.shape[1] or q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:
-            return reference(inputs, dims)
+            return reference([q, k, v, mask, multiplier], dims)
         if mask is not None:
             if mask.dim() < 4:
                 mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
             if mask.shape[-1] != k.shape[2] or (k.shape[2] > 1 and mask.stride(-1) != 1):
-                return reference(inputs, dims)
+                return reference([q, k, v, inputs[3], multiplier], dims)
         batch, heads, q_len, _ = q.shape
-        out = torch.empty(batch, q_len, heads, head_dim, dtype=torch.bfloat16).permute(0, 2, 1, 3)
-        lib.attention(q, k, v, mask, out, scale, isa, torch.get_num_threads())
+        out = torch.empty(batch, q_len, heads, head_dim, dtype=out_dtype).permute(0, 2, 1, 3)
+        lib.attention(q, k, v, mask, out, scale, isa, torch.get_num_threads(), **q_args)
         return out
 
-    return Kernel(run, _common.kernel_name("sdpa", "attention", ctx.isa))
+    return Kernel(run, _common.kernel_name("sdpa", "attention", ctx.isa), frozenset({4}) if has_multiplier else frozenset())

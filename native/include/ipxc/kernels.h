@@ -164,6 +164,15 @@ struct AttentionArgs {
     DType mask_dtype = DType::f32;
     int64_t mask_strides[3] = {};
     int threads = 1;
+    // Optional: out holds int8/uint8 codes instead of bf16, of the bf16-rounded output values,
+    // quantized as NormArgs' q is (per tensor with q_scale, or with q_multipliers: heads *
+    // head_dim floats, index h * head_dim + d, i.e. along the last axis of out viewed as
+    // [batch, q_len, heads * head_dim]).
+    bool quantized = false;
+    bool q_unsigned = true;
+    float q_scale = 1.0f;
+    int32_t q_zero_point = 0;
+    const float* q_multipliers = nullptr;
 };
 
 // The kernel list: X(name, argument struct). Adding a kernel = one line here, one source file
