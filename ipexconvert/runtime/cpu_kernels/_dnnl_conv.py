@@ -50,6 +50,18 @@ def conv_kernel(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, o
     output's dtype (a uint8 residual of a float output): then there is no in-place variant."""
     out_channels, _, kh, kw = weight_shape
     contiguous_out = out_spec.memory_format != "channels_last"
+    geometry: dict[torch.Size, tuple[tuple, tuple]] = {}  # x.shape -> the output's (size, channels-last strides)
+
+    def output_geometry(shape: torch.Size) -> tuple[tuple, tuple]:
+        # empty_strided with remembered strides: 2.8 us against 4.3 us for empty(memory_format=...)
+        # per call at ResNet-50 sizes, and no Python size arithmetic after the first call.
+        if shape not in geometry:
+            if len(geometry) >= 64:  # many input sizes (e.g. any image size): keep the memo small
+                geometry.clear()
+            n, _, h, w = shape
+            oh, ow = spatial_out_size(h, w, attrs, (kh, kw))
+            geometry[shape] = (n, out_channels, oh, ow), (oh * ow * out_channels, 1, ow * out_channels, out_channels)
+        return geometry[shape]
 
     def launch(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         conv.run(x, out)
@@ -60,9 +72,8 @@ def conv_kernel(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, o
         if sum_operand is not None:
             out = (residual or _channels_last_copy)(inputs[sum_operand])
         else:
-            n, _, h, w = x.shape
-            oh, ow = spatial_out_size(h, w, attrs, (kh, kw))
-            out = torch.empty((n, out_channels, oh, ow), dtype=out_dtype, memory_format=torch.channels_last)
+            size, stride = output_geometry(x.shape)
+            out = torch.empty_strided(size, stride, dtype=out_dtype)
         return launch(x, out)
 
     def run_in_place(inputs: list, dims: dict[str, int]) -> torch.Tensor:
