@@ -4,6 +4,7 @@
     python benchmarks/ab.py ART.ipxc --without qlinear_dnnl            # kernel factory removed in B
     python benchmarks/ab.py ART.ipxc --no-in-place                     # the executor's in-place variants off in B
     python benchmarks/ab.py ART.ipxc --no-view-chains                  # every view node its own step in B
+    python benchmarks/ab.py ART.ipxc --pointwise convolution --dim batch=16  # direct convs' 1x1 mode in B
     python benchmarks/ab.py ART.ipxc --vs OTHER.ipxc --dim batch=16    # two artifacts, same inputs
 
 Both models are loaded in one process before any timing, checked against each other on the stored
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 import statistics
 import sys
@@ -24,6 +26,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ipexconvert  # noqa: E402
+from ipexconvert import dnnl  # noqa: E402
 import ipexconvert.runtime.executor as executor_module  # noqa: E402
 from ipexconvert.artifact import read_example_inputs  # noqa: E402
 from ipexconvert.bench import resize_inputs, time_interleaved  # noqa: E402
@@ -42,7 +45,10 @@ def load_variant(path: str, args) -> object:
             os.environ[args.env] = "1"
     saved_resolve, saved = executor_module.resolve_kernel, {k: list(v) for k, v in kernels.KERNELS.items()}
     saved_find_chains = executor_module.find_chains
+    saved_conv = dnnl.raw.Conv if dnnl.raw is not None else None
     try:
+        if args.pointwise:
+            dnnl.raw.Conv = functools.partial(saved_conv, pointwise=args.pointwise)
         if args.without:
             for factories in kernels.KERNELS.values():
                 factories[:] = [f for f in factories if f.__name__ != args.without]
@@ -55,6 +61,8 @@ def load_variant(path: str, args) -> object:
         executor_module.resolve_kernel = saved_resolve
         executor_module.find_chains = saved_find_chains
         kernels.KERNELS.update(saved)
+        if saved_conv is not None:
+            dnnl.raw.Conv = saved_conv
 
 
 def main() -> None:
@@ -66,6 +74,8 @@ def main() -> None:
     change.add_argument("--no-in-place", action="store_true", help="B never runs a kernel's in-place variant")
     change.add_argument("--no-view-chains", action="store_true", help="B runs every view node as its own step")
     change.add_argument("--vs", help="B is this other artifact")
+    change.add_argument("--pointwise", choices=["auto", "matmul", "convolution"],
+                        help="how B's direct oneDNN convs run 1x1 layers (native/dnnl/conv.cpp; A: auto)")
     parser.add_argument("--dim", action="append", default=[], help="NAME=SIZE for a dynamic dim")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)

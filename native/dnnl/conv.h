@@ -8,7 +8,8 @@
 // Covers what ResNet-style models need: int8 (uint8 activations with a zero point, int8 weights
 // with per-output-channel scales, float32 bias, uint8 / bfloat16 / float32 output) and float
 // (bfloat16 or float32 throughout, float32 bias); post-ops: an optional residual sum into the
-// output buffer, then an optional ReLU.
+// output buffer, then an optional ReLU. An int8 1x1, stride-1, unpadded convolution over small
+// images in a batch runs as a oneDNN matmul over the NHWC rows (see conv.cpp).
 #pragma once
 
 #include <dnnl.hpp>
@@ -42,6 +43,10 @@ struct ConvConfig {
     // int8 only (src u8): x_real = x_scale * (x - x_zero_point); y = y_real / y_scale + y_zero_point.
     float x_scale = 1.f, y_scale = 1.f;
     int32_t x_zero_point = 0, y_zero_point = 0;
+    // How a 1x1, stride-1, unpadded conv runs: kAuto as a matmul for int8 images of fewer than 64
+    // pixels, batches of at least 256 pixels, else as a convolution (conv.cpp); the other two force
+    // one (for comparisons).
+    enum class Pointwise { kAuto, kMatmul, kConvolution } pointwise = Pointwise::kAuto;
 };
 
 class Conv {
@@ -63,10 +68,12 @@ class Conv {
   private:
     std::shared_ptr<LayerPlan> plan_for(int64_t n, int64_t h, int64_t w);
     LayerPlan make_plan(int64_t n, int64_t h, int64_t w);
+    LayerPlan make_matmul_plan(int64_t rows);  // a 1x1 conv as [rows, in] x [in, out]
+    dnnl::primitive_attr attributes(int weight_mask) const;  // scales, zero points and post-ops
 
     ConvConfig config_;
     PackedWeights weights_;
-    dnnl::memory bias_;
+    dnnl::memory bias_, bias_row_;  // [out] for the convolution, the same values as [1, out] for the matmul
     Int8Params int8_;
     PlanCache<LayerPlan> plans_;  // per input (n, 0, h, w)
 };

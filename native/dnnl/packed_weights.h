@@ -23,12 +23,15 @@ class PackedWeights {
     }
 
     // The weights in layout `want`. A reorder into a layout that carries int8 compensation also computes it.
-    dnnl::memory as(const dnnl::memory::desc& want) {
+    // `plain_view`, if given, reads the plain bytes with other dims (a 1x1 conv's OIHW as a matmul's
+    // {in, out}).
+    dnnl::memory as(const dnnl::memory::desc& want, const dnnl::memory::desc& plain_view = {}) {
         std::lock_guard<std::mutex> lock(mutex_);
         for (auto& [desc, memory] : packed_)
             if (desc == want) return memory;
         dnnl::memory packed(want, cpu_engine());
-        dnnl::reorder(plain_, packed).execute(thread_stream(), plain_, packed);
+        dnnl::memory plain = plain_view.is_zero() ? plain_ : dnnl::memory(plain_view, cpu_engine(), plain_.get_data_handle());
+        dnnl::reorder(plain, packed).execute(thread_stream(), plain, packed);
         thread_stream().wait();
         packed_.emplace_back(want, packed);
         return packed;

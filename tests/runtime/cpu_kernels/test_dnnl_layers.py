@@ -133,6 +133,44 @@ def test_int8_declines(monkeypatch):
     assert resolve_kernel(context("qconv2d", attrs, tensors, {1, 2, 3})).name == "reference:qconv2d"
 
 
+@INT8
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("output", ["uint8", "bfloat16"])
+def test_int8_1x1_on_small_images_runs_as_a_matmul_with_the_same_bits(output, residual):
+    """A 1x1 int8 conv over images of fewer than 64 pixels, 256 or more of them in the batch, is a
+    matmul over the NHWC rows ("auto"), bit-identical to the convolution primitive, with bias,
+    input zero point, a residual sum (uint8 in its own scale, or float) and ReLU; otherwise "auto"
+    keeps the convolution."""
+    g = torch.Generator().manual_seed(5)
+    weight = torch.randint(-127, 128, (48, 32, 1, 1), dtype=torch.int8, generator=g)
+    scales, bias = torch.rand(48, generator=g) * 1e-2 + 1e-3, torch.randn(48, generator=g)
+    # As qconv2d_dnnl sets it up: a uint8 residual keeps its own scale and zero point; a float one
+    # is summed as it is.
+    sum_args = {} if not residual else (dict(sum=True, sum_type="uint8", sum_scale=0.7, sum_zero_point=3)
+                                        if output == "uint8" else dict(sum=True))
+    out_dtype = getattr(torch, output)
+    for x_zero_point in (0, 5):
+        layers = {how: dnnl.raw.Conv(weight, scales, bias, (1, 1), (0, 0), (1, 1), "uint8", output, relu=True,
+                                     x_scale=0.02, x_zero_point=x_zero_point, y_scale=0.05,
+                                     y_zero_point=2 if output == "uint8" else 0, pointwise=how, **sum_args)
+                  for how in ("auto", "matmul", "convolution")}
+        for batch, hw in ((1, 7), (6, 7), (8, 8)):
+            x = torch.randint(0, 256, (batch, 32, hw, hw), dtype=torch.uint8, generator=g).contiguous(memory_format=CL)
+            start = (torch.randint(0, 256, (batch, 48, hw, hw), dtype=torch.uint8, generator=g) if output == "uint8"
+                     else torch.randn(batch, 48, hw, hw, generator=g).to(out_dtype)).contiguous(memory_format=CL)
+            outs = {how: start.clone(memory_format=CL) for how in layers}
+            layers["convolution"].run(x, outs["convolution"])
+            layers["auto"].run(x, outs["auto"])
+            assert torch.equal(outs["auto"], outs["convolution"])
+            layers["matmul"].run(x, outs["matmul"])
+            assert torch.equal(outs["matmul"], outs["convolution"])
+            auto, matmul, convolution = (layers[how].implementation(batch, hw, hw) for how in layers)
+            assert matmul != convolution  # e.g. brg:avx512_core_amx against jit:... or brgconv_1x1:...
+            assert auto == (matmul if hw * hw < 64 and batch * hw * hw >= 256 else convolution)
+    with pytest.raises(ValueError, match="pointwise must be"):
+        dnnl.raw.Conv(weight, scales, bias, (1, 1), (0, 0), (1, 1), "uint8", "uint8", pointwise="gemm")
+
+
 def test_failed_self_check_turns_the_layers_off(monkeypatch):
     class OffByMany:
         def __init__(self, *args, **kwargs):
