@@ -4,7 +4,7 @@
     python benchmarks/ab.py ART.ipxc --without qlinear_dnnl            # kernel factory removed in B
     python benchmarks/ab.py ART.ipxc --no-in-place                     # the executor's in-place variants off in B
     python benchmarks/ab.py ART.ipxc --no-view-chains                  # every view node its own step in B
-    python benchmarks/ab.py ART.ipxc --pointwise convolution --dim batch=16  # direct convs' 1x1 mode in B
+    python benchmarks/ab.py ART.ipxc --lowering convolution --dim batch=16   # direct convs never as matmuls in B
     python benchmarks/ab.py ART.ipxc --vs OTHER.ipxc --dim batch=16    # two artifacts, same inputs
 
 Both models are loaded in one process before any timing, checked against each other on the stored
@@ -47,8 +47,8 @@ def load_variant(path: str, args) -> object:
     saved_find_chains = executor_module.find_chains
     saved_conv = dnnl.raw.Conv if dnnl.raw is not None else None
     try:
-        if args.pointwise:
-            dnnl.raw.Conv = functools.partial(saved_conv, pointwise=args.pointwise)
+        if args.lowering:
+            dnnl.raw.Conv = functools.partial(saved_conv, lowering=args.lowering)
         if args.without:
             for factories in kernels.KERNELS.values():
                 factories[:] = [f for f in factories if f.__name__ != args.without]
@@ -74,8 +74,8 @@ def main() -> None:
     change.add_argument("--no-in-place", action="store_true", help="B never runs a kernel's in-place variant")
     change.add_argument("--no-view-chains", action="store_true", help="B runs every view node as its own step")
     change.add_argument("--vs", help="B is this other artifact")
-    change.add_argument("--pointwise", choices=["auto", "matmul", "convolution"],
-                        help="how B's direct oneDNN convs run 1x1 layers (native/dnnl/conv.cpp; A: auto)")
+    change.add_argument("--lowering", choices=["auto", "matmul", "convolution"],
+                        help="whether B's direct oneDNN convs run as matmuls (native/dnnl/conv.cpp; A: auto)")
     parser.add_argument("--dim", action="append", default=[], help="NAME=SIZE for a dynamic dim")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)

@@ -3,6 +3,7 @@
 
 #include "engine.h"
 
+#include <cstring>
 #include <stdexcept>
 
 namespace ipxc_dnnl {
@@ -12,21 +13,53 @@ using tag = dnnl::memory::format_tag;
 
 namespace {
 
-// A 1x1, stride-1, unpadded convolution over NHWC rows is a matmul: [n*h*w, in] x [in, out].
-// oneDNN's 1x1 convolution blocks each image's pixels on their own, which leaves AMX tiles partly
-// empty when an image has few of them; the matmul runs all n*h*w rows as one M. Measured
-// (benchmarks/conv_as_matmul.py and whole-model A/Bs, 2 threads, same process, bit-identical):
-// ResNet-50's int8 1x1 layers at 7x7 and batch 16 take 0.32-0.57 of the time (the whole model
-// 0.96); at batch 1 the layers alone are even to 0.84 but the whole model took 1.013 (twice); at
-// 14x14 and 56x56 the two are even. bf16 went either way by shape, fp32 was even. Hence: int8,
-// fewer than 64 pixels per image, at least 256 rows.
-bool as_matmul(const ConvConfig& c, int64_t n, int64_t h, int64_t w) {
-    const bool pointwise = c.kernel_h == 1 && c.kernel_w == 1 && c.stride[0] == 1 && c.stride[1] == 1 &&
-                           c.padding[0] == 0 && c.padding[1] == 0;
-    switch (c.pointwise) {
-        case ConvConfig::Pointwise::kMatmul: return pointwise;
-        case ConvConfig::Pointwise::kConvolution: return false;
-        default: return pointwise && c.src == dt::u8 && h * w < 64 && n * h * w >= 256;
+bool is_pointwise(const ConvConfig& c) {
+    return c.kernel_h == 1 && c.kernel_w == 1 && c.stride[0] == 1 && c.stride[1] == 1 && c.padding[0] == 0 &&
+           c.padding[1] == 0;
+}
+
+// Whether the conv runs as a matmul: [n*oh*ow, kh*kw*in] x [kh*kw*in, out]. A 1x1, stride-1,
+// unpadded conv reads the NHWC input as those rows; any other is lowered through im2col rows
+// (uint8 only). oneDNN's convolutions block each image's output pixels on their own, which leaves
+// AMX tiles partly empty when an image has few of them; the matmul runs all rows as one M.
+// Measured (benchmarks/conv_as_matmul.py, whole-model A/Bs; 2 threads, same process, bit-identical):
+// ResNet-50's int8 1x1 layers at 7x7 output and batch 16 take 0.32-0.69 of the time and its
+// 3x3 stride-2 512-channel layer 0.43 with the im2col (the whole model 0.96-0.98 from the 1x1s);
+// at batch 1 the layers alone are even to 0.84 but the whole model took 1.013 (twice); 3x3
+// stride-1 layers, 14x14 and 56x56 outputs: even or slower. bf16 went either way by shape, fp32
+// was even. Hence auto: int8, 1x1 stride 1 or 3x3 stride 2, fewer than 64 output pixels per
+// image, at least 256 rows.
+bool as_matmul(const ConvConfig& c, int64_t n, int64_t oh, int64_t ow) {
+    const bool pointwise = is_pointwise(c), int8 = c.src == dt::u8;
+    switch (c.lowering) {
+        case ConvConfig::Lowering::kMatmul: return pointwise || int8;
+        case ConvConfig::Lowering::kConvolution: return false;
+        default: {
+            const bool strided_3x3 = c.kernel_h == 3 && c.kernel_w == 3 && c.stride[0] == 2 && c.stride[1] == 2;
+            return int8 && (pointwise || strided_3x3) && oh * ow < 64 && n * oh * ow >= 256;
+        }
+    }
+}
+
+// The im2col rows of an NHWC uint8 input: row (b, y, x) holds the kh x kw x in window of output
+// pixel (y, x), pixels outside the image reading `pad` (the input zero point: a real 0).
+void im2col(const uint8_t* src, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow, const ConvConfig& c,
+            uint8_t pad, uint8_t* rows) {
+    const int64_t in = c.in_channels, row_size = c.kernel_h * c.kernel_w * in, count = n * oh * ow;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < count; ++r) {
+        const int64_t b = r / (oh * ow), y = r / ow % oh, x = r % ow;
+        uint8_t* out = rows + r * row_size;
+        for (int64_t i = 0; i < c.kernel_h; ++i) {
+            const int64_t iy = y * c.stride[0] - c.padding[0] + i * c.dilation[0];
+            for (int64_t j = 0; j < c.kernel_w; ++j, out += in) {
+                const int64_t ix = x * c.stride[1] - c.padding[1] + j * c.dilation[1];
+                if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+                    std::memset(out, pad, in);
+                else
+                    std::memcpy(out, src + ((b * h + iy) * w + ix) * in, in);
+            }
+        }
     }
 }
 
@@ -65,10 +98,10 @@ dnnl::primitive_attr Conv::attributes(int weight_mask) const {
 
 LayerPlan Conv::make_plan(int64_t n, int64_t h, int64_t w) {
     const ConvConfig& c = config_;
-    if (as_matmul(c, n, h, w)) return make_matmul_plan(n * h * w);
-    const dt weight_type = c.src == dt::u8 ? dt::s8 : c.src;
     const int64_t oh = out_size(h, c.kernel_h, c.stride[0], c.padding[0], c.dilation[0]);
     const int64_t ow = out_size(w, c.kernel_w, c.stride[1], c.padding[1], c.dilation[1]);
+    if (as_matmul(c, n, oh, ow)) return make_matmul_plan(n * oh * ow);
+    const dt weight_type = c.src == dt::u8 ? dt::s8 : c.src;
     dnnl::memory::desc src({n, c.in_channels, h, w}, c.src, tag::nhwc);
     dnnl::memory::desc dst({n, c.out_channels, oh, ow}, c.dst, tag::nhwc);
     dnnl::memory::desc weights({c.out_channels, c.in_channels, c.kernel_h, c.kernel_w}, weight_type, tag::any);
@@ -91,16 +124,29 @@ LayerPlan Conv::make_plan(int64_t n, int64_t h, int64_t w) {
 LayerPlan Conv::make_matmul_plan(int64_t rows) {
     const ConvConfig& c = config_;
     const dt weight_type = c.src == dt::u8 ? dt::s8 : c.src;
-    dnnl::memory::desc src({rows, c.in_channels}, c.src, tag::ab);
+    const int64_t depth = c.kernel_h * c.kernel_w * c.in_channels;
+    dnnl::memory::desc src({rows, depth}, c.src, tag::ab);
     dnnl::memory::desc dst({rows, c.out_channels}, c.dst, tag::ab);
-    dnnl::memory::desc weights({c.in_channels, c.out_channels}, weight_type, tag::any);
+    dnnl::memory::desc weights({depth, c.out_channels}, weight_type, tag::any);
     const dnnl::primitive_attr attr = attributes(1 << 1);  // per output channel: the matmul's N
     auto pd = bias_ ? dnnl::matmul::primitive_desc(cpu_engine(), src, weights, bias_row_.get_desc(), dst, attr)
                     : dnnl::matmul::primitive_desc(cpu_engine(), src, weights, dst, attr);
-    // OIHW with H = W = 1 is [out, in] row-major: the "ba" layout of the matmul's {in, out}.
-    const dnnl::memory::desc plain_2d({c.in_channels, c.out_channels}, weight_type, tag::ba);
-    return LayerPlan{dnnl::matmul(pd), weights_.as(pd.weights_desc(), plain_2d), pd.scratchpad_desc(), src, dst,
-                     pd.impl_info_str()};
+    // The matmul's {depth, out} weights are OHWI ([out][kh][kw][in], the im2col order) in the "ba"
+    // layout; for a 1x1 conv OIHW already is.
+    const dnnl::memory::desc flat({depth, c.out_channels}, weight_type, tag::ba);
+    const bool pointwise = is_pointwise(c);
+    auto as_flat = [&](dnnl::memory oihw) {
+        if (pointwise) return dnnl::memory(flat, cpu_engine(), oihw.get_data_handle());
+        dnnl::memory ohwi(flat, cpu_engine());
+        dnnl::memory view({{c.out_channels, c.in_channels, c.kernel_h, c.kernel_w}, weight_type, tag::ohwi},
+                          cpu_engine(), ohwi.get_data_handle());
+        dnnl::reorder(oihw, view).execute(thread_stream(), oihw, view);
+        return ohwi;
+    };
+    LayerPlan plan{dnnl::matmul(pd), weights_.as(pd.weights_desc(), as_flat), pd.scratchpad_desc(), src, dst,
+                   pd.impl_info_str()};
+    plan.im2col = !pointwise;
+    return plan;
 }
 
 void Conv::run(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int64_t oh, int64_t ow) {
@@ -110,6 +156,12 @@ void Conv::run(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int6
     if (out_size(h, c.kernel_h, c.stride[0], c.padding[0], c.dilation[0]) != oh ||
         out_size(w, c.kernel_w, c.stride[1], c.padding[1], c.dilation[1]) != ow)
         throw std::invalid_argument("output size does not match the convolution");
+    if (plan.im2col) {
+        const int64_t rows = n * oh * ow, depth = c.kernel_h * c.kernel_w * c.in_channels;
+        auto* cols = static_cast<uint8_t*>(thread_im2col(static_cast<size_t>(rows * depth)));
+        im2col(static_cast<const uint8_t*>(src), n, h, w, oh, ow, c, static_cast<uint8_t>(c.x_zero_point), cols);
+        src = cols;
+    }
     Args args = plan_args(plan, src, dst);
     if (bias_) args[DNNL_ARG_BIAS] = plan.src.get_ndims() == 2 ? bias_row_ : bias_;  // matmul or conv
     int8_.add_args(args);

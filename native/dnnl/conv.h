@@ -8,8 +8,8 @@
 // Covers what ResNet-style models need: int8 (uint8 activations with a zero point, int8 weights
 // with per-output-channel scales, float32 bias, uint8 / bfloat16 / float32 output) and float
 // (bfloat16 or float32 throughout, float32 bias); post-ops: an optional residual sum into the
-// output buffer, then an optional ReLU. An int8 1x1, stride-1, unpadded convolution over small
-// images in a batch runs as a oneDNN matmul over the NHWC rows (see conv.cpp).
+// output buffer, then an optional ReLU. Some int8 layers over small images in a batch run as a
+// oneDNN matmul over their NHWC (1x1) or im2col rows instead (see conv.cpp).
 #pragma once
 
 #include <dnnl.hpp>
@@ -43,10 +43,10 @@ struct ConvConfig {
     // int8 only (src u8): x_real = x_scale * (x - x_zero_point); y = y_real / y_scale + y_zero_point.
     float x_scale = 1.f, y_scale = 1.f;
     int32_t x_zero_point = 0, y_zero_point = 0;
-    // How a 1x1, stride-1, unpadded conv runs: kAuto as a matmul for int8 images of fewer than 64
-    // pixels, batches of at least 256 pixels, else as a convolution (conv.cpp); the other two force
-    // one (for comparisons).
-    enum class Pointwise { kAuto, kMatmul, kConvolution } pointwise = Pointwise::kAuto;
+    // Whether the conv runs as a matmul over its (im2col) rows: kAuto where measured faster (int8
+    // 1x1 stride-1 and 3x3 stride-2 layers with small output images in a batch, conv.cpp); the
+    // other two force one (for comparisons; kMatmul lowers 1x1 stride-1 convs and uint8 ones).
+    enum class Lowering { kAuto, kMatmul, kConvolution } lowering = Lowering::kAuto;
 };
 
 class Conv {
@@ -68,7 +68,7 @@ class Conv {
   private:
     std::shared_ptr<LayerPlan> plan_for(int64_t n, int64_t h, int64_t w);
     LayerPlan make_plan(int64_t n, int64_t h, int64_t w);
-    LayerPlan make_matmul_plan(int64_t rows);  // a 1x1 conv as [rows, in] x [in, out]
+    LayerPlan make_matmul_plan(int64_t rows);  // [rows, kh*kw*in] x [kh*kw*in, out]
     dnnl::primitive_attr attributes(int weight_mask) const;  // scales, zero points and post-ops
 
     ConvConfig config_;

@@ -26,6 +26,12 @@ void* thread_scratch(size_t bytes) {
     return buffer.data();
 }
 
+void* thread_im2col(size_t bytes) {
+    thread_local std::vector<unsigned char> buffer;
+    if (buffer.size() < bytes) buffer.resize(bytes);
+    return buffer.data();
+}
+
 size_t element_size(dnnl::memory::data_type type) {
     using dt = dnnl::memory::data_type;
     switch (type) {

@@ -14,6 +14,8 @@ dnnl::engine& cpu_engine();
 dnnl::stream& thread_stream();
 // A scratchpad of at least `bytes` per thread, grown to the largest a primitive asked for.
 void* thread_scratch(size_t bytes);
+// Another per-thread buffer, for a conv's im2col rows (in use while the scratchpad is).
+void* thread_im2col(size_t bytes);
 
 // Output size of a convolution or pooling along one spatial axis (symmetric padding).
 inline int64_t out_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {

@@ -16,6 +16,7 @@ struct LayerPlan {
     dnnl::memory weights;  // packed as this primitive wants; empty for pooling
     dnnl::memory::desc scratchpad, src, dst;
     std::string implementation;  // oneDNN's name for it, e.g. brg:avx512_core_amx
+    bool im2col = false;  // a conv run as a matmul over its im2col rows (conv.cpp)
 };
 
 using Args = std::unordered_map<int, dnnl::memory>;

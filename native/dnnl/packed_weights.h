@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -23,14 +24,16 @@ class PackedWeights {
     }
 
     // The weights in layout `want`. A reorder into a layout that carries int8 compensation also computes it.
-    // `plain_view`, if given, reads the plain bytes with other dims (a 1x1 conv's OIHW as a matmul's
-    // {in, out}).
-    dnnl::memory as(const dnnl::memory::desc& want, const dnnl::memory::desc& plain_view = {}) {
+    // `source`, if given, makes them from other dims: it gets the plain weights and returns them as a
+    // memory of its own (a conv's OIHW as a matmul's {in, out}); called only when `want` is new.
+    template <class Source = std::nullptr_t>
+    dnnl::memory as(const dnnl::memory::desc& want, Source source = nullptr) {
         std::lock_guard<std::mutex> lock(mutex_);
         for (auto& [desc, memory] : packed_)
             if (desc == want) return memory;
         dnnl::memory packed(want, cpu_engine());
-        dnnl::memory plain = plain_view.is_zero() ? plain_ : dnnl::memory(plain_view, cpu_engine(), plain_.get_data_handle());
+        dnnl::memory plain = plain_;
+        if constexpr (!std::is_same_v<Source, std::nullptr_t>) plain = source(plain_);
         dnnl::reorder(plain, packed).execute(thread_stream(), plain, packed);
         thread_stream().wait();
         packed_.emplace_back(want, packed);

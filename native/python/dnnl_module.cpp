@@ -99,7 +99,7 @@ void construct(Layer* self, Config& c, const TensorArg& w, const std::string& sr
 void init_conv(ipxc_dnnl::Conv* self, nb::handle weight, nb::handle w_scales, nb::handle bias, Pair stride, Pair padding,
                            Pair dilation, const std::string& src, const std::string& dst, bool relu, bool sum,
                            const std::string& sum_type, float sum_scale, int32_t sum_zero_point, float x_scale,
-                           int32_t x_zero_point, float y_scale, int32_t y_zero_point, const std::string& pointwise) {
+                           int32_t x_zero_point, float y_scale, int32_t y_zero_point, const std::string& lowering) {
     TensorArg w(weight, "weight");
     check_cpu_contiguous(w);
     if (w.ndim() != 4) fail("weight must be OIHW");
@@ -111,11 +111,11 @@ void init_conv(ipxc_dnnl::Conv* self, nb::handle weight, nb::handle w_scales, nb
     c.src = data_type(src), c.dst = data_type(dst);
     c.relu = relu, c.sum = sum, c.sum_type = data_type(sum_type), c.sum_scale = sum_scale;
     c.sum_zero_point = sum_zero_point;
-    using P = ipxc_dnnl::ConvConfig::Pointwise;
-    if (pointwise == "auto") c.pointwise = P::kAuto;
-    else if (pointwise == "matmul") c.pointwise = P::kMatmul;
-    else if (pointwise == "convolution") c.pointwise = P::kConvolution;
-    else fail("pointwise must be 'auto', 'matmul' or 'convolution', not '" + pointwise + "'");
+    using L = ipxc_dnnl::ConvConfig::Lowering;
+    if (lowering == "auto") c.lowering = L::kAuto;
+    else if (lowering == "matmul") c.lowering = L::kMatmul;
+    else if (lowering == "convolution") c.lowering = L::kConvolution;
+    else fail("lowering must be 'auto', 'matmul' or 'convolution', not '" + lowering + "'");
     construct(self, c, w, src, w_scales, bias, c.out_channels, x_scale, x_zero_point, y_scale, y_zero_point);
 }
 
@@ -190,7 +190,7 @@ NB_MODULE(_dnnl, m) {
              "weight"_a, "w_scales"_a.none(), "bias"_a.none(), "stride"_a, "padding"_a, "dilation"_a, "src"_a,
              "dst"_a, "relu"_a = false, "sum"_a = false, "sum_type"_a = "", "sum_scale"_a = 1.f,
              "sum_zero_point"_a = 0, "x_scale"_a = 1.f, "x_zero_point"_a = 0, "y_scale"_a = 1.f,
-             "y_zero_point"_a = 0, "pointwise"_a = "auto")
+             "y_zero_point"_a = 0, "lowering"_a = "auto")
         .def("run", &run_conv, "x"_a, "out"_a,
              "out = conv(x) (+ the residual already in out), x and out channels-last")
         .def("implementation", &ipxc_dnnl::Conv::implementation, "n"_a, "h"_a, "w"_a)

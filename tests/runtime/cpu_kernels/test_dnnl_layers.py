@@ -136,13 +136,16 @@ def test_int8_declines(monkeypatch):
 @INT8
 @pytest.mark.parametrize("residual", [False, True])
 @pytest.mark.parametrize("output", ["uint8", "bfloat16"])
-def test_int8_1x1_on_small_images_runs_as_a_matmul_with_the_same_bits(output, residual):
-    """A 1x1 int8 conv over images of fewer than 64 pixels, 256 or more of them in the batch, is a
-    matmul over the NHWC rows ("auto"), bit-identical to the convolution primitive, with bias,
-    input zero point, a residual sum (uint8 in its own scale, or float) and ReLU; otherwise "auto"
-    keeps the convolution."""
+@pytest.mark.parametrize("geometry", ["1x1", "3x3/2"])
+def test_int8_layers_on_small_images_run_as_a_matmul_with_the_same_bits(geometry, output, residual):
+    """An int8 1x1 stride-1 or 3x3 stride-2 (padded: the padding reads the input zero point) conv
+    with fewer than 64 output pixels per image, 256 or more in the batch, is a matmul over its
+    NHWC / im2col rows ("auto"), bit-identical to the convolution primitive, with bias, input zero
+    point, a residual sum (uint8 in its own scale, or float) and ReLU; otherwise "auto" keeps the
+    convolution."""
     g = torch.Generator().manual_seed(5)
-    weight = torch.randint(-127, 128, (48, 32, 1, 1), dtype=torch.int8, generator=g)
+    k, stride, pad = (1, 1, 0) if geometry == "1x1" else (3, 2, 1)
+    weight = torch.randint(-127, 128, (48, 32, k, k), dtype=torch.int8, generator=g)
     scales, bias = torch.rand(48, generator=g) * 1e-2 + 1e-3, torch.randn(48, generator=g)
     # As qconv2d_dnnl sets it up: a uint8 residual keeps its own scale and zero point; a float one
     # is summed as it is.
@@ -150,12 +153,13 @@ def test_int8_1x1_on_small_images_runs_as_a_matmul_with_the_same_bits(output, re
                                         if output == "uint8" else dict(sum=True))
     out_dtype = getattr(torch, output)
     for x_zero_point in (0, 5):
-        layers = {how: dnnl.raw.Conv(weight, scales, bias, (1, 1), (0, 0), (1, 1), "uint8", output, relu=True,
+        layers = {how: dnnl.raw.Conv(weight, scales, bias, (stride,) * 2, (pad,) * 2, (1, 1), "uint8", output, relu=True,
                                      x_scale=0.02, x_zero_point=x_zero_point, y_scale=0.05,
-                                     y_zero_point=2 if output == "uint8" else 0, pointwise=how, **sum_args)
+                                     y_zero_point=2 if output == "uint8" else 0, lowering=how, **sum_args)
                   for how in ("auto", "matmul", "convolution")}
-        for batch, hw in ((1, 7), (6, 7), (8, 8)):
-            x = torch.randint(0, 256, (batch, 32, hw, hw), dtype=torch.uint8, generator=g).contiguous(memory_format=CL)
+        for batch, hw in ((1, 7), (6, 7), (8, 8)):  # output size; the 3x3/2 input is twice that (7: 13)
+            size = hw if stride == 1 else 2 * hw - (hw % 2)
+            x = torch.randint(0, 256, (batch, 32, size, size), dtype=torch.uint8, generator=g).contiguous(memory_format=CL)
             start = (torch.randint(0, 256, (batch, 48, hw, hw), dtype=torch.uint8, generator=g) if output == "uint8"
                      else torch.randn(batch, 48, hw, hw, generator=g).to(out_dtype)).contiguous(memory_format=CL)
             outs = {how: start.clone(memory_format=CL) for how in layers}
@@ -164,11 +168,11 @@ def test_int8_1x1_on_small_images_runs_as_a_matmul_with_the_same_bits(output, re
             assert torch.equal(outs["auto"], outs["convolution"])
             layers["matmul"].run(x, outs["matmul"])
             assert torch.equal(outs["matmul"], outs["convolution"])
-            auto, matmul, convolution = (layers[how].implementation(batch, hw, hw) for how in layers)
+            auto, matmul, convolution = (layers[how].implementation(batch, size, size) for how in layers)
             assert matmul != convolution  # e.g. brg:avx512_core_amx against jit:... or brgconv_1x1:...
             assert auto == (matmul if hw * hw < 64 and batch * hw * hw >= 256 else convolution)
-    with pytest.raises(ValueError, match="pointwise must be"):
-        dnnl.raw.Conv(weight, scales, bias, (1, 1), (0, 0), (1, 1), "uint8", "uint8", pointwise="gemm")
+    with pytest.raises(ValueError, match="lowering must be"):
+        dnnl.raw.Conv(weight, scales, bias, (1, 1), (0, 0), (1, 1), "uint8", "uint8", lowering="gemm")
 
 
 def test_failed_self_check_turns_the_layers_off(monkeypatch):
