@@ -10,10 +10,9 @@ process; medians, us per call. Outputs are compared first.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
+from direct_linear import interleaved  # same folder: the interleaved-rounds timer
 
 from ipexconvert import dnnl
 
@@ -23,19 +22,6 @@ SHAPES = [(16, 64, 56, 256, 1, 1), (1, 64, 56, 256, 1, 1), (16, 256, 14, 1024, 1
           (16, 512, 7, 2048, 1, 1), (1, 512, 7, 2048, 1, 1), (1, 2048, 7, 512, 1, 1),
           (16, 128, 56, 128, 3, 2), (16, 256, 28, 256, 3, 2), (16, 512, 14, 512, 3, 2), (1, 512, 14, 512, 3, 2)]
 DTYPES = ("uint8", "bfloat16", "float32")
-
-
-def interleaved(variants: dict, rounds: int, calls: int) -> dict[str, float]:
-    for fn in variants.values():
-        fn()
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, fn in variants.items():
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            samples[name].append((time.perf_counter() - start) / calls * 1e6)
-    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def layers(dtype: str, c: int, oc: int, kernel: int, stride: int):
