@@ -23,12 +23,12 @@ bool is_pointwise(const ConvConfig& c) {
 // (uint8 only). oneDNN's convolutions block each image's output pixels on their own, which leaves
 // AMX tiles partly empty when an image has few of them; the matmul runs all rows as one M.
 // Measured (benchmarks/conv_as_matmul.py, whole-model A/Bs; 2 threads, same process, bit-identical):
-// ResNet-50's int8 1x1 layers at 7x7 output and batch 16 take 0.32-0.69 of the time and its
-// 3x3 stride-2 512-channel layer 0.43 with the im2col (the whole model 0.96-0.98 from the 1x1s);
-// at batch 1 the layers alone are even to 0.84 but the whole model took 1.013 (twice); 3x3
-// stride-1 layers, 14x14 and 56x56 outputs: even or slower. bf16 went either way by shape, fp32
-// was even. Hence auto: int8, 1x1 stride 1 or 3x3 stride 2, fewer than 64 output pixels per
-// image, at least 256 rows.
+// ResNet-50's int8 1x1 layers at 7x7 output and batch 16 take 0.32-0.73 of the time alone, its
+// 3x3 stride-2 512-channel layer 0.43-0.75 with the im2col, the whole model 0.94-0.99; at batch 1
+// the 1x1 layers alone were even to 0.84 but the whole model took 1.013 (twice); 3x3 stride-1
+// layers and 14x14 or 56x56 outputs: even or slower. bf16 went either way by shape, fp32 was
+// even. Hence auto: int8, 1x1 stride 1 or 3x3 stride 2, fewer than 64 output pixels per image,
+// at least 256 rows.
 bool as_matmul(const ConvConfig& c, int64_t n, int64_t oh, int64_t ow) {
     const bool pointwise = is_pointwise(c), int8 = c.src == dt::u8;
     switch (c.lowering) {
