@@ -36,7 +36,7 @@ _FP32 = [
 PIPELINES: dict[str, list[str]] = {
     "fp32": [*_FP32, "share_attention_mask", "prepack"],
     "bf16": [*_FP32, "to_bf16", "merge_linears", "share_attention_mask", "prepack"],
-    "int8": [*_FP32, "to_bf16", "quantize", "int8_residual", "fold_requantize", "fold_norm_quantize",
+    "int8": [*_FP32, "to_bf16", "quantize", "int8_residual", "quantize_before_pool", "fold_requantize", "fold_norm_quantize",
              "fold_attention_quantize",
              "merge_linears", "share_attention_mask",
              "dead_code", "prepack"],

@@ -1,6 +1,7 @@
-"""max_pool2d of a channels-last float32 / bfloat16 activation on a oneDNN pooling primitive kept
-per input size (ipexconvert.dnnl). torch's channels-last bf16 max_pool2d took 579-672 us at
-ResNet-50's [1, 64, 112, 112], this 112 us (docs/native.md). Other layouts run the reference."""
+"""max_pool2d of a channels-last float32 / bfloat16 / uint8 activation on a oneDNN pooling
+primitive kept per input size (ipexconvert.dnnl). torch's channels-last bf16 max_pool2d took
+579-672 us at ResNet-50's [1, 64, 112, 112], this 112 us (docs/native.md). uint8: the int8
+stem's codes (quantize_before_pool). Other layouts run the reference."""
 from __future__ import annotations
 
 from typing import Optional
@@ -12,11 +13,13 @@ from ..kernels import Kernel, NodeContext, register_kernel
 from ._common import FLOAT_DTYPES, enabled
 from ._dnnl_conv import spatial_out_size
 
+_DTYPES = (*FLOAT_DTYPES, "uint8")
+
 
 @register_kernel("cpu", "max_pool2d")
 def max_pool2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
     a, x = ctx.attrs, ctx.input_specs[0]
-    if (ctx.device != "cpu" or not enabled() or x.rank != 4 or x.dtype not in FLOAT_DTYPES
+    if (ctx.device != "cpu" or not enabled() or x.rank != 4 or x.dtype not in _DTYPES
             or x.memory_format != "channels_last" or not dnnl.usable(ctx.isa)):
         return None
     pool = dnnl.raw.MaxPool(tuple(a.kernel_size), tuple(a.stride), tuple(a.padding), tuple(a.dilation), x.dtype)

@@ -225,13 +225,16 @@ def test_binding_refuses_bad_tensors():
         dnnl.raw.Conv(weight.bfloat16(), None, None, (1, 1), (1, 1), (1, 1), "float32", "float32")
 
 
-@pytest.mark.parametrize("dtype", float_cases.DTYPES)
+@pytest.mark.parametrize("dtype", [*float_cases.DTYPES, "uint8"])
 @pytest.mark.parametrize("geometry", [
     {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1]},          # ResNet's stem pool
     {"kernel_size": [2, 3], "stride": [1, 2], "padding": [0, 1], "dilation": [2, 1]},
 ])
 def test_max_pool2d_matches_reference(dtype, geometry):
-    x = torch.randn(3, 5, 11, 9, generator=torch.Generator().manual_seed(4)).to(getattr(torch, dtype))
+    """float32, bfloat16 and uint8 (the int8 stem's codes, quantize_before_pool); padding never wins."""
+    g = torch.Generator().manual_seed(4)
+    x = (torch.randint(0, 256, (3, 5, 11, 9), dtype=torch.uint8, generator=g) if dtype == "uint8"
+         else torch.randn(3, 5, 11, 9, generator=g).to(getattr(torch, dtype)))
     x = x.contiguous(memory_format=CL)
     kernel = max_pool2d_dnnl(context("max_pool2d", geometry, [x], set()))
     assert kernel is not None and kernel.name == "dnnl:max_pool2d"
