@@ -19,7 +19,7 @@ from typing import Optional
 from ..ir import Graph, Node, Program
 from ..ir.dims import same
 from .base import PassOptions, register_pass
-from .rewrite import remove_nodes, replace_uses, single_user
+from .rewrite import absorb_readers, quantize_params, remove_nodes, single_user
 
 
 def _flatten_chain(graph: Graph, sdpa: Node, users: dict[str, list[Node]]) -> Optional[tuple[Node, Node]]:
@@ -60,8 +60,7 @@ def fold_attention_quantize(program: Program, options: PassOptions) -> dict[str,
                 r.op != "quantize" or r.inputs[0] != flat or (len(r.inputs) > 1 and r.inputs[1] not in graph.constants)
                 for r in readers):
             continue
-        keys = {(r.attrs["scale"], r.attrs.get("zero_point", 0), r.attrs.get("dtype", "uint8"), tuple(r.inputs[1:]))
-                for r in readers}
+        keys = {quantize_params(r) for r in readers}
         if len(keys) != 1:
             continue
         (scale, zero_point, dtype, multiplier), = keys
@@ -69,9 +68,7 @@ def fold_attention_quantize(program: Program, options: PassOptions) -> dict[str,
         node.inputs = [*node.inputs, *[None] * (4 - len(node.inputs)), *multiplier]
         for value in (node.outputs[0], chain[0].outputs[0], flat):
             graph.values[value] = graph.values[value].with_(dtype=dtype)
-        for r in readers:
-            replace_uses(graph, r.outputs[0], flat)
-            doomed.add(r.name)
+        absorb_readers(graph, readers, flat, doomed)
     if doomed:
         remove_nodes(program, doomed)
     return {"attention_quantize_folded": len(doomed)}

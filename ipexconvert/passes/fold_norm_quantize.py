@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..ir import Program
 from .base import PassOptions, register_pass
-from .rewrite import remove_nodes, replace_uses
+from .rewrite import absorb_readers, quantize_params, remove_nodes
 
 
 @register_pass("fold_norm_quantize", "add_layer_norm also returns its output quantized for the int8 layer after it")
@@ -32,20 +32,13 @@ def fold_norm_quantize(program: Program, options: PassOptions) -> dict[str, int]
                    and (len(r.inputs) == 1 or r.inputs[1] in graph.constants)]
         if not readers:
             continue
-
-        def key(r):
-            return (r.attrs["scale"], r.attrs.get("zero_point", 0), r.attrs.get("dtype", "uint8"), r.inputs[1:])
-
-        same = [r for r in readers if key(r) == key(readers[0])]
-        scale, zero_point, dtype, multiplier = key(readers[0])
+        same = [r for r in readers if quantize_params(r) == quantize_params(readers[0])]
+        scale, zero_point, dtype, multiplier = quantize_params(readers[0])
         quantized = same[0].outputs[0]
         node.attrs = {**node.attrs, "quantize": {"scale": scale, "zero_point": zero_point, "dtype": dtype}}
         node.inputs = [*node.inputs, *multiplier]
         node.outputs = [*node.outputs, quantized]
-        for r in same:
-            if r.outputs[0] != quantized:
-                replace_uses(graph, r.outputs[0], quantized)
-            doomed.add(r.name)
+        absorb_readers(graph, same, quantized, doomed)  # the first reader's output name stays, now the norm's
     if doomed:
         remove_nodes(program, doomed)
     return {"norm_quantize_folded": len(doomed)}

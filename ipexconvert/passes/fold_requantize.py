@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..ir import Program
 from .base import PassOptions, register_pass
-from .rewrite import remove_nodes, replace_uses
+from .rewrite import absorb_readers, quantize_params, remove_nodes
 
 _PRODUCERS = {"qlinear", "qconv2d"}
 _FLOAT_OUTPUTS = {"float32", "bfloat16"}
@@ -50,17 +50,15 @@ def fold_requantize(program: Program, options: PassOptions) -> dict[str, int]:
         readers = users.get(y, [])
         if not readers or y in graph.outputs or any(r.op != "quantize" or len(r.inputs) > 1 for r in readers):
             continue
-        params = {(r.attrs["scale"], r.attrs.get("zero_point", 0), r.attrs.get("dtype", "uint8")) for r in readers}
+        params = {quantize_params(r) for r in readers}
         if len(params) != 1:
             continue
-        (scale, zero_point, dtype), = params
+        (scale, zero_point, dtype, _), = params
         if dtype != "uint8":
             continue
         node.attrs = {**node.attrs, "output_dtype": dtype, "output_scale": scale, "output_zero_point": zero_point}
         graph.values[y] = graph.values[y].with_(dtype=dtype)
-        for r in readers:
-            replace_uses(graph, r.outputs[0], y)
-            doomed.add(r.name)
+        absorb_readers(graph, readers, y, doomed)
     if doomed:
         remove_nodes(program, doomed)
     return {"requantize_folded": len(doomed)}

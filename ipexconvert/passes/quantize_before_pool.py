@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..ir import Program
 from .base import PassOptions, register_pass
-from .rewrite import remove_nodes, replace_uses
+from .rewrite import absorb_readers, quantize_params, remove_nodes, replace_uses
 
 
 @register_pass("quantize_before_pool", "a quantize after max_pool2d runs before it, on the pool's input")
@@ -35,7 +35,7 @@ def quantize_before_pool(program: Program, options: PassOptions) -> dict[str, in
         readers = users.get(pooled, [])
         if not readers or any(r.op != "quantize" or len(r.inputs) > 1 for r in readers):
             continue
-        if len({(r.attrs["scale"], r.attrs.get("zero_point", 0), r.attrs.get("dtype", "uint8")) for r in readers}) != 1:
+        if len({quantize_params(r) for r in readers}) != 1:
             continue
         first, x = readers[0], pool.inputs[0]
         codes = first.outputs[0]
@@ -43,10 +43,8 @@ def quantize_before_pool(program: Program, options: PassOptions) -> dict[str, in
         first.inputs = [x]
         graph.values[codes] = graph.values[x].with_(dtype=graph.values[codes].dtype)
         graph.values[pooled] = graph.values[pooled].with_(dtype=graph.values[codes].dtype)
-        for r in readers:
-            replace_uses(graph, r.outputs[0], pooled)
-            if r is not first:
-                doomed.add(r.name)
+        replace_uses(graph, codes, pooled)  # the first reader stays, moved before the pool
+        absorb_readers(graph, readers[1:], pooled, doomed)
         pool.inputs = [codes, *pool.inputs[1:]]
         graph.nodes.remove(first)
         graph.nodes.insert(graph.nodes.index(pool), first)

@@ -22,6 +22,21 @@ def single_user(graph: Graph, value: str, users: Optional[dict[str, list[Node]]]
     return readers[0]
 
 
+def quantize_params(node: Node) -> tuple:
+    """(scale, zero point, dtype, multiplier inputs) of a quantize node: two with equal params make
+    the same codes of the same value, so one can stand for both."""
+    a = node.attrs
+    return a["scale"], a.get("zero_point", 0), a.get("dtype", "uint8"), tuple(node.inputs[1:])
+
+
+def absorb_readers(graph: Graph, readers: list[Node], value: str, doomed: set[str]) -> None:
+    """The readers' work now happens where `value` is made: their outputs' users read `value`
+    instead, and the readers are marked for remove_nodes."""
+    for r in readers:
+        replace_uses(graph, r.outputs[0], value)
+        doomed.add(r.name)
+
+
 def remove_nodes(program: Program, doomed: set[str]) -> None:
     program.graph.nodes = [n for n in program.graph.nodes if n.name not in doomed]
     program.prune()
