@@ -145,18 +145,19 @@ def _check_int8_convolution(x: torch.Tensor, bias: torch.Tensor, g: torch.Genera
 
 
 def _check_int8_linear() -> None:
-    """A qlinear with gelu into uint8."""
+    """A qlinear with gelu and a per-feature multiplier (fold_requantize's SmoothQuant form) into uint8."""
     from .ir.ops.qlinear import QLinearOp
 
     g = torch.Generator().manual_seed(1)
     x = torch.randint(0, 256, (2, 3, 40), dtype=torch.uint8, generator=g)
     w = torch.randint(-127, 128, (24, 40), dtype=torch.int8, generator=g)
     scales, bias = torch.rand(24, generator=g) * 0.01 + 0.002, torch.randn(24, generator=g)
-    attrs = QLinearOp.parse_attrs({"x_scale": 0.05, "x_zero_point": 9, "output_dtype": "uint8", "output_scale": 0.1,
-                                   "output_zero_point": 4, "post_ops": [{"kind": "gelu"}]})
-    want = QLinearOp.reference([x, w, scales, bias], attrs, {})
-    linear = raw.Linear(w, scales, bias, "uint8", "uint8", post_op="gelu", x_scale=0.05, x_zero_point=9,
-                        y_scale=0.1, y_zero_point=4)
+    multiplier = 10 / (torch.rand(24, generator=g) + 0.5)  # 1 / (smoothing factor * output scale 0.1)
+    attrs = QLinearOp.parse_attrs({"x_scale": 0.05, "x_zero_point": 9, "output_dtype": "uint8", "output_scale": 1.0,
+                                   "output_zero_point": 4, "post_ops": [{"kind": "gelu"}, {"kind": "mul", "operand": 4}]})
+    want = QLinearOp.reference([x, w, scales, bias, multiplier], attrs, {})
+    linear = raw.Linear(w, scales, bias, "uint8", "uint8", post_op="gelu", multiplier=multiplier, x_scale=0.05,
+                        x_zero_point=9, y_scale=1.0, y_zero_point=4)
     got = torch.empty_like(want)
     linear.run(x, got)
     worst = (got.int() - want.int()).abs().max().item()

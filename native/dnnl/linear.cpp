@@ -16,6 +16,11 @@ Linear::Linear(const LinearConfig& config, const void* weight, const float* w_sc
     // W is stored [out, in] row-major: as the matmul's {K, N} weights that is the "ba" layout.
     weights_.init({{config.in_features, config.out_features}, int8 ? dt::s8 : config.src, tag::ba}, weight);
     if (bias) bias_ = f32_memory(bias, {1, config.out_features});
+    if (!config.multiplier.empty()) {
+        if (static_cast<int64_t>(config.multiplier.size()) != config.out_features)
+            throw std::invalid_argument("the multiplier needs one value per output feature");
+        multiplier_ = f32_memory(config.multiplier.data(), {1, config.out_features});
+    }
     if (int8)
         int8_.init(config.x_scale, config.x_zero_point, w_scales, config.out_features, config.dst == dt::u8,
                    config.y_scale, config.y_zero_point);
@@ -37,6 +42,7 @@ LayerPlan Linear::make_plan(int64_t rows) {
     int8_.set_masks(attr, 1 << 1);  // per output channel
     dnnl::post_ops post_ops;
     if (c.eltwise != dnnl::algorithm::undef) post_ops.append_eltwise(c.eltwise, c.eltwise_alpha, c.eltwise_beta);
+    if (multiplier_) post_ops.append_binary(dnnl::algorithm::binary_mul, multiplier_.get_desc());
     attr.set_post_ops(post_ops);
 
     auto pd = bias_ ? dnnl::matmul::primitive_desc(cpu_engine(), src, weights, bias_.get_desc(), dst, attr)
@@ -50,6 +56,10 @@ void Linear::run(const void* src, int64_t rows, void* dst) {
     const LayerPlan& plan = *held;
     Args args = plan_args(plan, src, dst);
     if (bias_) args[DNNL_ARG_BIAS] = bias_;
+    if (multiplier_) {
+        const int index = config_.eltwise != dnnl::algorithm::undef ? 1 : 0;  // its place in the post-op chain
+        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1] = multiplier_;
+    }
     int8_.add_args(args);
     execute(plan, args);
 }

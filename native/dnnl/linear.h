@@ -8,8 +8,9 @@
 //
 // int8: uint8 activations with a zero point, int8 weights with per-output-feature scales,
 // float32 bias, uint8 / bfloat16 / float32 output. Float: bfloat16 or float32 throughout (bias
-// float32). One elementwise post-op (relu, gelu, swish, ...) runs on the real-valued result,
-// before an int8 output is quantized.
+// float32). One elementwise post-op (relu, gelu, swish, ...) runs on the real-valued result, then
+// an optional per-output-feature multiplier (a SmoothQuant factor of the next layer, see
+// passes/fold_requantize.py), before an int8 output is quantized.
 #pragma once
 
 #include <dnnl.hpp>
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ipxc_dnnl {
 
@@ -31,6 +33,7 @@ struct LinearConfig {
     dnnl::memory::data_type dst = dnnl::memory::data_type::f32;  // u8, bf16 or f32
     dnnl::algorithm eltwise = dnnl::algorithm::undef;              // undef: none
     float eltwise_alpha = 0.f, eltwise_beta = 0.f;
+    std::vector<float> multiplier;  // [out_features] or empty: y[:, n] *= multiplier[n] after the eltwise
     // int8 only (src u8): x_real = x_scale * (x - x_zero_point); y = y_real / y_scale + y_zero_point.
     float x_scale = 1.f, y_scale = 1.f;
     int32_t x_zero_point = 0, y_zero_point = 0;
@@ -60,7 +63,7 @@ class Linear {
 
     LinearConfig config_;
     PackedWeights weights_;
-    dnnl::memory bias_;
+    dnnl::memory bias_, multiplier_;
     Int8Params int8_;
     PlanCache<LayerPlan> plans_;  // per (rows, 0, 0, 0)
 };

@@ -130,8 +130,8 @@ void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out) {
 }
 
 void init_linear(ipxc_dnnl::Linear* self, nb::handle weight, nb::handle w_scales, nb::handle bias,
-                 const std::string& src, const std::string& dst, const std::string& post_op, float x_scale,
-                 int32_t x_zero_point, float y_scale, int32_t y_zero_point) {
+                 const std::string& src, const std::string& dst, const std::string& post_op, nb::handle multiplier,
+                 float x_scale, int32_t x_zero_point, float y_scale, int32_t y_zero_point) {
     TensorArg w(weight, "weight");
     check_cpu_contiguous(w);
     if (w.ndim() != 2) fail("weight must be [out_features, in_features]");
@@ -139,6 +139,9 @@ void init_linear(ipxc_dnnl::Linear* self, nb::handle weight, nb::handle w_scales
     c.out_features = w.shape(0), c.in_features = w.shape(1);
     c.src = data_type(src), c.dst = data_type(dst);
     std::tie(c.eltwise, c.eltwise_alpha) = eltwise(post_op);
+    std::optional<TensorArg> m;
+    if (const float* factors = f32_channels(multiplier, "multiplier", c.out_features, m))
+        c.multiplier.assign(factors, factors + c.out_features);
     construct(self, c, w, src, w_scales, bias, c.out_features, x_scale, x_zero_point, y_scale, y_zero_point);
 }
 
@@ -197,9 +200,10 @@ NB_MODULE(_dnnl, m) {
         .def("plan_count", &ipxc_dnnl::Conv::plan_count);
     nb::class_<ipxc_dnnl::Linear>(m, "Linear")
         .def("__init__", &init_linear, "weight"_a, "w_scales"_a.none(), "bias"_a.none(), "src"_a, "dst"_a,
-             "post_op"_a = "", "x_scale"_a = 1.f, "x_zero_point"_a = 0, "y_scale"_a = 1.f, "y_zero_point"_a = 0)
+             "post_op"_a = "", "multiplier"_a.none() = nb::none(), "x_scale"_a = 1.f, "x_zero_point"_a = 0,
+             "y_scale"_a = 1.f, "y_zero_point"_a = 0)
         .def("run", &run_linear, "x"_a, "out"_a,
-             "out = post_op(x @ weight^T + bias), x and out contiguous")
+             "out = post_op(x @ weight^T + bias) * multiplier, x and out contiguous")
         .def_prop_ro("in_features", &ipxc_dnnl::Linear::in_features)
         .def_prop_ro("out_features", &ipxc_dnnl::Linear::out_features)
         .def("implementation", &ipxc_dnnl::Linear::implementation, "rows"_a)

@@ -153,18 +153,41 @@ class FFN(nn.Module):
         return self.down(F.gelu(self.up(self.norm(x))))
 
 
-def test_no_fold_into_a_smoothquant_multiplier():
-    """A per-channel multiplier is no per-tensor output scale (and folding it as a mul post-op was
-    measured to hurt MiniLM's max error, see the pass): the FFN keeps its bf16 tensor and quantize."""
+def test_smoothquant_multiplier_becomes_a_mul_post_op():
+    """The gelu output's quantize carries a per-channel multiplier: the first linear takes it as a mul
+    post-op on that constant and writes uint8 at scale 1, read directly by the second."""
+    from ipexconvert.quant.options import QuantOptions
+
+    before, quantization, data = planned(FFN(), (2, 5, 16), QuantOptions(smoothquant=0.5))
+    up, down = by_weight(before, "up"), by_weight(before, "down")
+    unfolded, _ = quantized(before, quantization)
+    (smoothed,) = [n for n in unfolded.graph.nodes if n.op == "quantize" and len(n.inputs) == 2]  # the gelu output's
+
+    folded, count = _fold(unfolded)
+
+    assert count == 1
+    node = next(n for n in folded.graph.nodes if n.name == up.name)
+    assert node.attrs["output_dtype"] == "uint8" and node.attrs["output_scale"] == 1.0
+    assert node.attrs["output_zero_point"] == smoothed.attrs["zero_point"]
+    assert [p["kind"] for p in node.attrs["post_ops"]] == ["gelu", "mul"]
+    assert node.inputs[node.attrs["post_ops"][1]["operand"]] == smoothed.inputs[1]
+    assert next(n for n in folded.graph.nodes if n.name == down.name).inputs[0] == node.outputs[0]
+    # The same codes but where the unfolded graph rounded the gelu output to bfloat16 first.
+    assert_close(folded, unfolded, data, tol=0.01)
+    assert_close(folded, before, data, tol=INT8_TOL)
+
+
+def test_no_multiplier_fold_after_a_binary_post_op():
+    """A qlinear whose post-ops already hold an operand keeps its float output and the quantize."""
     from ipexconvert.quant.options import QuantOptions
 
     before, quantization, data = planned(FFN(), (2, 5, 16), QuantOptions(smoothquant=0.5))
     up = by_weight(before, "up")
     unfolded, _ = quantized(before, quantization)
-    smoothed = [n for n in unfolded.graph.nodes if n.op == "quantize" and len(n.inputs) == 2]
-    assert len(smoothed) == 1  # the gelu output's
+    node = next(n for n in unfolded.graph.nodes if n.name == up.name)
+    node.inputs = [*node.inputs, node.inputs[3]]  # an add of its own bias: still [48] wide, but an operand
+    node.attrs = {**node.attrs, "post_ops": [{"kind": "add", "operand": len(node.inputs) - 1}, *node.attrs["post_ops"]]}
 
     folded, count = _fold(unfolded)
 
     assert count == 0 and _output_dtype(folded, up) != "uint8"
-    assert_close(folded, before, data)

@@ -1,7 +1,8 @@
 """qlinear on a direct oneDNN matmul primitive kept per layer and row count (ipexconvert.dnnl):
-uint8 activations, int8 weights with per-output-feature scales, bias and the first unary post-op
-fused; uint8, bfloat16 or float32 output. Post-ops after the first unary run in torch, which a
-uint8 output cannot take: such nodes go on to qlinear_onednn.py.
+uint8 activations, int8 weights with per-output-feature scales, bias, the first unary post-op and
+a constant per-feature mul after it (a SmoothQuant multiplier fold_requantize moved here) fused;
+uint8, bfloat16 or float32 output. Other post-ops run in torch after the call, which a uint8
+output cannot take: such nodes go on to qlinear_onednn.py.
 
 Measured against torch.ops.onednn.qlinear_pointwise at BERT-base shapes, 2 threads, same process
 (docs/native.md): 0.75-0.90 of its time at 128 rows, 0.4 at 1 row, where torch's per-call setup
@@ -16,7 +17,7 @@ import torch
 from ... import dnnl
 from ..kernels import Kernel, NodeContext, register_kernel
 from ._common import qlinear_setup
-from ._dnnl_linear import linear_run, unary_prefix
+from ._dnnl_linear import fused_prefix, linear_run
 
 
 def fold_input_zero_point(weight: torch.Tensor, scales: torch.Tensor, bias: Optional[torch.Tensor], x_scale: float,
@@ -41,12 +42,13 @@ def qlinear_dnnl(ctx: NodeContext) -> Optional[Kernel]:
         return None
     (weight, scales, bias), _ = setup
     a = ctx.attrs
-    post_op, tail = unary_prefix(a.post_ops)
-    if tail and a.output_dtype == "uint8":
+    fused = fused_prefix(a.post_ops, ctx.constants, weight.shape[0])
+    if fused.tail and a.output_dtype == "uint8":
         return None
     bias, x_zero_point = fold_input_zero_point(weight, scales, bias, a.x_scale, a.x_zero_point)
-    linear = dnnl.raw.Linear(weight.contiguous(), scales, bias, "uint8", a.output_dtype, post_op=post_op,
-                             x_scale=a.x_scale, x_zero_point=x_zero_point, y_scale=a.output_scale,
-                             y_zero_point=a.output_zero_point)
-    run = linear_run(linear, getattr(torch, a.output_dtype), tail)
-    return Kernel(run, "dnnl:qlinear", frozenset({1, 2, 3}), fresh_output=True)
+    linear = dnnl.raw.Linear(weight.contiguous(), scales, bias, "uint8", a.output_dtype, post_op=fused.unary,
+                             multiplier=fused.multiplier, x_scale=a.x_scale, x_zero_point=x_zero_point,
+                             y_scale=a.output_scale, y_zero_point=a.output_zero_point)
+    run = linear_run(linear, getattr(torch, a.output_dtype), fused.tail)
+    held = {1, 2, 3} if fused.multiplier_slot is None else {1, 2, 3, fused.multiplier_slot}
+    return Kernel(run, "dnnl:qlinear", frozenset(held), fresh_output=True)

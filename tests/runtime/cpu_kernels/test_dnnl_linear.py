@@ -15,6 +15,7 @@ from ipexconvert.ir.ops._quant import quantize
 from ipexconvert.runtime.cpu import selected_isa
 from ipexconvert.runtime.cpu_kernels._common import int8_allowed
 from ipexconvert.runtime.cpu_kernels.qlinear_dnnl import qlinear_dnnl
+from ipexconvert.runtime.cpu_kernels.qlinear_onednn import qlinear_onednn
 from ipexconvert.runtime.kernels import resolve_kernel
 
 pytestmark = [
@@ -112,3 +113,44 @@ def test_input_zero_point_folded_into_the_bias_at_a_wide_layer():
     scale = want.abs().max().item()
     for out in outputs:
         assert (out.double() - want).abs().max().item() / scale < 1e-5
+
+
+@pytest.mark.parametrize("unary", ["none", "gelu"])
+@pytest.mark.parametrize("shape", ["2d", "3d-no-bias"])
+def test_smoothquant_multiplier_fused_into_uint8_output(shape, unary):
+    """fold_requantize's form of a SmoothQuant quantize: [unary,] mul by a constant per-feature vector,
+    uint8 output at scale 1. The direct kernel fuses the mul (it holds the vector); torch's operator path
+    computes float32, multiplies and quantizes after. Both within one code of the reference."""
+    attrs, tensors = make(shape, "uint8", unary)
+    n = tensors[1].shape[0]
+    multiplier = torch.rand(n, generator=torch.Generator().manual_seed(5)) * 150 + 50  # 1 / (smooth * scale)
+    attrs = {**attrs, "output_scale": 1.0, "post_ops": [*attrs["post_ops"], {"kind": "mul", "operand": 4}]}
+    tensors = [*tensors, multiplier]
+    want = reference(attrs, tensors)
+    assert want.unique().numel() > 30 and ((want == 0) | (want == 255)).any()  # many codes, and a clamp hit
+
+    kernel = qlinear_dnnl(context("qlinear", attrs, tensors, {1, 2, 3, 4}))
+    assert kernel is not None and kernel.consumed_inputs == {1, 2, 3, 4}
+    check(run(kernel, tensors, {}), want, attrs)
+    torch_path = qlinear_onednn(context("qlinear", attrs, tensors, {1, 2, 3, 4}))
+    check(run(torch_path, tensors, {}), want, attrs)
+    # A multiplier that is not one constant per output feature stays out of the primitive: uint8 cannot take a tail.
+    assert qlinear_dnnl(context("qlinear", attrs, [*tensors[:4], multiplier[:-1]], {1, 2, 3, 4})) is None
+    assert qlinear_dnnl(context("qlinear", attrs, tensors, {1, 2, 3})) is None
+
+
+def test_binding_multiplier_is_exact_and_checked():
+    """The fused mul runs in float32 before rounding: codes equal a float64 reference exactly here."""
+    g = torch.Generator().manual_seed(9)
+    w = torch.randint(-127, 128, (40, 24), generator=g, dtype=torch.int8)
+    w_scales, bias = torch.rand(40, generator=g) * 1e-2, torch.randn(40, generator=g)
+    multiplier = torch.rand(40, generator=g) * 30 + 1
+    x = torch.randint(0, 256, (9, 24), generator=g, dtype=torch.uint8)
+    linear = dnnl.raw.Linear(w, w_scales, bias, "uint8", "uint8", post_op="gelu", multiplier=multiplier,
+                             x_scale=0.02, x_zero_point=7, y_scale=1.0, y_zero_point=11)
+    out = torch.empty(9, 40, dtype=torch.uint8)
+    linear.run(x, out)
+    real = torch.nn.functional.gelu(((x.double() - 7) * 0.02) @ (w.double() * w_scales.double()[:, None]).t() + bias.double())
+    assert torch.equal(out.double(), torch.clamp(torch.round(real * multiplier.double()) + 11, 0, 255))
+    with pytest.raises(ValueError, match=r"multiplier must be float32 \[40\]"):
+        dnnl.raw.Linear(w, w_scales, bias, "uint8", "uint8", multiplier=multiplier[:39])
