@@ -4,6 +4,7 @@
     python benchmarks/ab.py ART.ipxc --without qlinear_dnnl            # kernel factory removed in B
     python benchmarks/ab.py ART.ipxc --no-in-place                     # the executor's in-place variants off in B
     python benchmarks/ab.py ART.ipxc --no-view-chains                  # every view node its own step in B
+    python benchmarks/ab.py ART.ipxc --no-dims-cache                   # B runs dims-only nodes on every call
     python benchmarks/ab.py ART.ipxc --lowering convolution --dim batch=16   # direct convs never as matmuls in B
     python benchmarks/ab.py ART.ipxc --vs OTHER.ipxc --dim batch=16    # two artifacts, same inputs
 
@@ -44,7 +45,7 @@ def load_variant(path: str, args) -> object:
         finally:
             os.environ[args.env] = "1"
     saved_resolve, saved = executor_module.resolve_kernel, {k: list(v) for k, v in kernels.KERNELS.items()}
-    saved_find_chains = executor_module.find_chains
+    saved_find_chains, saved_dims_only = executor_module.find_chains, executor_module._dims_only_values
     saved_conv = dnnl.raw.Conv if dnnl.raw is not None else None
     try:
         if args.lowering:
@@ -56,10 +57,12 @@ def load_variant(path: str, args) -> object:
             executor_module.resolve_kernel = lambda ctx: dataclasses.replace(saved_resolve(ctx), in_place=None)
         if args.no_view_chains:
             executor_module.find_chains = lambda *_: {}
+        if args.no_dims_cache:
+            executor_module._dims_only_values = lambda graph: set()
         return ipexconvert.load_artifact(path)
     finally:
         executor_module.resolve_kernel = saved_resolve
-        executor_module.find_chains = saved_find_chains
+        executor_module.find_chains, executor_module._dims_only_values = saved_find_chains, saved_dims_only
         kernels.KERNELS.update(saved)
         if saved_conv is not None:
             dnnl.raw.Conv = saved_conv
@@ -73,6 +76,8 @@ def main() -> None:
     change.add_argument("--without", help="kernel factory function name left out in B")
     change.add_argument("--no-in-place", action="store_true", help="B never runs a kernel's in-place variant")
     change.add_argument("--no-view-chains", action="store_true", help="B runs every view node as its own step")
+    change.add_argument("--no-dims-cache", action="store_true",
+                        help="B runs the nodes computed from constants and dims alone on every call")
     change.add_argument("--vs", help="B is this other artifact")
     change.add_argument("--lowering", choices=["auto", "matmul", "convolution"],
                         help="whether B's direct oneDNN convs run as matmuls (native/dnnl/conv.cpp; A: auto)")

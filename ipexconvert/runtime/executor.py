@@ -2,6 +2,12 @@
 
 Values live in a flat slot list; each step frees the slots whose last use it is,
 so intermediates are released as soon as possible (liveness-based memory reuse).
+
+Nodes computed from constants and dynamic dims alone (BERT's position ids and mask shapes,
+Llama's rotary tables) run once per set of dims: their results are kept for the next call with
+the same dims (at most _DIMS_CACHE_SIZE sets). Every op an artifact may hold is pure (ir/ops/aten.py
+refuses random and mutating ATen ops), so the same dims give the same values; a kept value is
+never a model output and never overwritten by an in-place kernel.
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from .kernels import Kernel, NodeContext, resolve_kernel
 from .view_chain import ViewChain, find_chains
 
 _MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
+_DIMS_CACHE_SIZE = 4  # sets of dims whose dims-only values are kept (a causal mask is seq^2)
 
 
 @dataclass
@@ -32,6 +39,7 @@ class Step:
     outputs: list[int]
     free_after: list[int]
     in_place: bool = False  # the kernel's in-place variant runs (Kernel.in_place)
+    dims_only: bool = False  # reads only constants and dims-only values: runs once per set of dims
 
 
 class Executor:
@@ -73,6 +81,7 @@ class Executor:
                 if v is not None:
                     last_use[v] = i
         keep = set(graph.outputs) | set(graph.constants)
+        dims_only = _dims_only_values(graph)
 
         isa = selected_isa()
         self.steps: list[Step] = []
@@ -108,7 +117,7 @@ class Executor:
                 operand, in_place_fn = kernel.in_place
                 v = node.inputs[operand]
                 if (v in fresh and v not in view_makers and last_use.get(v) == i and v not in keep
-                        and node.inputs.count(v) == 1):
+                        and v not in dims_only and node.inputs.count(v) == 1):
                     fn, in_place = in_place_fn, True  # nothing reads v after this node or shares its memory
             if kernel.fresh_output:
                 fresh.update(node.outputs)
@@ -119,7 +128,8 @@ class Executor:
             dead = {v for v in node.inputs if v is not None and last_use.get(v) == i and v not in keep}
             dead |= {v for v in node.outputs if v not in last_use and v not in keep}  # unused outputs
             self.steps.append(Step(node.name, node.op, fn, kernel.name, inputs, outputs,
-                                   sorted(slot[v] for v in dead if v in slot), in_place))
+                                   sorted(slot[v] for v in dead if v in slot), in_place,
+                                   all(v in dims_only for v in node.outputs)))
         # Constants that every reader took over (e.g. prepacked) need not stay in memory.
         still_read = {s for step in self.steps for s in step.inputs if s is not None} | set(slot[o] for o in graph.outputs if o in slot)
         constant_slots = {s: t for s, t in constant_slots.items() if s in still_read}
@@ -127,6 +137,11 @@ class Executor:
         self.base_env: list[torch.Tensor | None] = [None] * len(slot)
         for s, tensor in constant_slots.items():
             self.base_env[s] = tensor
+        self.prelude = [step for step in self.steps if step.dims_only]
+        self.main = [step for step in self.steps if not step.dims_only]
+        read_by_main = {s for step in self.main for s in step.inputs if s is not None}
+        self._kept_slots = sorted({s for step in self.prelude for s in step.outputs} & read_by_main)
+        self._dims_cache: dict[tuple, list[torch.Tensor]] = {}
 
     def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
         return self._execute(inputs, dims, None)
@@ -142,16 +157,43 @@ class Executor:
         for s, t in zip(self.input_slots, inputs):
             env[s] = t
         with torch.inference_mode():
-            for step in self.steps:
-                start = time.perf_counter() if totals is not None else 0.0
-                result = step.kernel([None if i is None else env[i] for i in step.inputs], dims)
-                if totals is not None:
-                    totals[step.kernel_name] = totals.get(step.kernel_name, 0.0) + time.perf_counter() - start
-                if len(step.outputs) == 1:
-                    env[step.outputs[0]] = result
-                else:
-                    for s, r in zip(step.outputs, result):
-                        env[s] = r
-                for s in step.free_after:
-                    env[s] = None
+            if self.prelude:
+                key = tuple(sorted(dims.items()))
+                kept = self._dims_cache.get(key)
+                if kept is None:
+                    _run_steps(self.prelude, env, dims, totals)
+                    kept = [env[s] for s in self._kept_slots]
+                    if len(self._dims_cache) >= _DIMS_CACHE_SIZE:
+                        self._dims_cache.pop(next(iter(self._dims_cache)))  # the oldest
+                    self._dims_cache[key] = kept
+                for s, t in zip(self._kept_slots, kept):
+                    env[s] = t
+            _run_steps(self.main, env, dims, totals)
         return [env[s] for s in self.output_slots]
+
+
+def _run_steps(steps: list[Step], env: list, dims: dict[str, int], totals: dict[str, float] | None) -> None:
+    for step in steps:
+        start = time.perf_counter() if totals is not None else 0.0
+        result = step.kernel([None if i is None else env[i] for i in step.inputs], dims)
+        if totals is not None:
+            totals[step.kernel_name] = totals.get(step.kernel_name, 0.0) + time.perf_counter() - start
+        if len(step.outputs) == 1:
+            env[step.outputs[0]] = result
+        else:
+            for s, r in zip(step.outputs, result):
+                env[s] = r
+        for s in step.free_after:
+            env[s] = None
+
+
+def _dims_only_values(graph) -> set[str]:
+    """Values computed from constants and dynamic dims alone, none of them a model output (the
+    caller may write into what it gets back)."""
+    known, outputs = set(graph.constants), set(graph.outputs)
+    found: set[str] = set()
+    for node in graph.nodes:
+        if all(v is None or v in known for v in node.inputs) and not outputs & set(node.outputs):
+            found.update(node.outputs)
+            known.update(node.outputs)
+    return found

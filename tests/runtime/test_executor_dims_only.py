@@ -1,0 +1,73 @@
+"""The executor runs nodes computed from constants and dynamic dims alone (position ids, rotary
+tables) once per set of dims and keeps their values: results equal eager PyTorch for every seq
+length, in any order, past the cache's size; a dims-only model output is never kept (the caller
+may write into it)."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ipexconvert.frontend.dynamic import DynamicDim
+from ipexconvert.frontend.export import program_from_module
+from ipexconvert.passes import PassOptions, run_pipeline
+from ipexconvert.passes.pipeline import PIPELINES
+from ipexconvert.runtime import executor as executor_module
+from ipexconvert.runtime.executor import Executor
+
+
+class Positions(nn.Module):
+    """x + a position embedding, projected, times a rotary-like table: both depend on seq only."""
+
+    def __init__(self, return_table: bool = False):
+        super().__init__()
+        torch.manual_seed(0)
+        self.return_table = return_table
+        self.pos, self.proj = nn.Embedding(32, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        ids = torch.arange(x.shape[1])
+        angles = ids.float()[:, None] * (torch.arange(4).float()[None, :] + 1) / 10
+        table = torch.cat([angles.cos(), angles.sin()], -1)  # [seq, 8]
+        y = self.proj(x + self.pos(ids)) * table
+        return (y, table) if self.return_table else y
+
+
+def executor_for(module: nn.Module) -> Executor:
+    x = torch.randn(2, 6, 8)
+    program = program_from_module(module.eval(), {"x": x}, {"x": {1: DynamicDim(name="seq", max=32)}})
+    run_pipeline(program, PIPELINES["fp32"], PassOptions(dtype="fp32"))
+    return Executor(program)
+
+
+def test_dims_only_nodes_run_once_per_seq_and_match_eager(monkeypatch):
+    module = Positions()
+    executor = executor_for(module)
+    assert executor.prelude and executor.main  # the position and table nodes are dims-only, the rest is not
+    assert "embedding" in {step.op for step in executor.prelude} and "linear" in {step.op for step in executor.main}
+    calls = []
+    for step in executor.prelude:  # count how often the dims-only steps run
+        monkeypatch.setattr(step, "kernel", lambda ins, dims, fn=step.kernel: calls.append(1) or fn(ins, dims))
+    lengths = [5, 7, 5, 9, 11, 13, 5, 7]  # 5 is evicted after four other lengths
+    for seq in lengths:
+        x = torch.randn(2, seq, 8)
+        (got,) = executor.run([x], {"seq": seq})
+        with torch.inference_mode():
+            want = module(x)
+        assert ((got - want).abs().max() / want.abs().max()).item() < 1e-5, seq
+    runs_of_prelude = len(calls) // len(executor.prelude)
+    assert runs_of_prelude == 7  # once per new length: 5, 7, 9, 11, 13, then 5 and 7 again after eviction
+    assert len(executor._dims_cache) == executor_module._DIMS_CACHE_SIZE
+
+
+def test_a_dims_only_model_output_is_computed_each_call():
+    module = Positions(return_table=True)
+    executor = executor_for(module)
+    x = torch.randn(2, 5, 8)
+    _, table = executor.run([x], {"seq": 5})
+    want = table.clone()
+    with torch.inference_mode():
+        table.zero_()  # the caller owns what it gets back
+    y, again = executor.run([x], {"seq": 5})
+    assert torch.equal(again, want)
+    with torch.inference_mode():
+        assert ((y - module(x)[0]).abs().max() / y.abs().max()).item() < 1e-5
