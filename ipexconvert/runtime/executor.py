@@ -11,6 +11,7 @@ never a model output and never overwritten by an in-place kernel.
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -142,6 +143,7 @@ class Executor:
         read_by_main = {s for step in self.main for s in step.inputs if s is not None}
         self._kept_slots = sorted({s for step in self.prelude for s in step.outputs} & read_by_main)
         self._dims_cache: dict[tuple, list[torch.Tensor]] = {}
+        self._dims_lock = threading.Lock()  # a model may be called from several threads
 
     def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
         return self._execute(inputs, dims, None)
@@ -163,9 +165,10 @@ class Executor:
                 if kept is None:
                     _run_steps(self.prelude, env, dims, totals)
                     kept = [env[s] for s in self._kept_slots]
-                    if len(self._dims_cache) >= _DIMS_CACHE_SIZE:
-                        self._dims_cache.pop(next(iter(self._dims_cache)))  # the oldest
-                    self._dims_cache[key] = kept
+                    with self._dims_lock:
+                        while len(self._dims_cache) >= _DIMS_CACHE_SIZE:
+                            self._dims_cache.pop(next(iter(self._dims_cache)))  # the oldest
+                        self._dims_cache[key] = kept
                 for s, t in zip(self._kept_slots, kept):
                     env[s] = t
             _run_steps(self.main, env, dims, totals)

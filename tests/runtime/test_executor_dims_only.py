@@ -71,3 +71,24 @@ def test_a_dims_only_model_output_is_computed_each_call():
     assert torch.equal(again, want)
     with torch.inference_mode():
         assert ((y - module(x)[0]).abs().max() / y.abs().max()).item() < 1e-5
+
+
+def test_calls_from_several_threads_with_changing_dims():
+    """The kept values are shared between callers: threads running different lengths at once all get eager's result."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    module = Positions()
+    executor = executor_for(module)
+    lengths = [5, 7, 9, 11, 13, 6] * 4
+
+    def one(seq: int) -> float:
+        x = torch.randn(2, seq, 8, generator=torch.Generator().manual_seed(seq))
+        (got,) = executor.run([x], {"seq": seq})
+        with torch.inference_mode():
+            want = module(x)
+        return ((got - want).abs().max() / want.abs().max()).item()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        errors = list(pool.map(one, lengths))
+    assert max(errors) < 1e-5
+    assert len(executor._dims_cache) <= 4
