@@ -5,7 +5,7 @@ so intermediates are released as soon as possible (liveness-based memory reuse).
 
 Nodes computed from constants and dynamic dims alone (BERT's position ids and mask shapes,
 Llama's rotary tables) run once per set of dims: their results are kept for the next call with
-the same dims (at most _DIMS_CACHE_SIZE sets). Every op an artifact may hold is pure (ir/ops/aten.py
+the same dims (at most _DIMS_CACHE_SIZE sets and _DIMS_CACHE_BYTES in all). Every op an artifact may hold is pure (ir/ops/aten.py
 refuses random and mutating ATen ops), so the same dims give the same values; a kept value is
 never a model output and never overwritten by an in-place kernel.
 """
@@ -27,7 +27,8 @@ from .kernels import Kernel, NodeContext, resolve_kernel
 from .view_chain import ViewChain, find_chains
 
 _MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
-_DIMS_CACHE_SIZE = 4  # sets of dims whose dims-only values are kept (a causal mask is seq^2)
+_DIMS_CACHE_SIZE = 4  # sets of dims whose dims-only values are kept
+_DIMS_CACHE_BYTES = 64 << 20  # and their memory (a causal mask is seq^2: 32 MiB in bf16 at 4096)
 
 
 @dataclass
@@ -142,7 +143,7 @@ class Executor:
         self.main = [step for step in self.steps if not step.dims_only]
         read_by_main = {s for step in self.main for s in step.inputs if s is not None}
         self._kept_slots = sorted({s for step in self.prelude for s in step.outputs} & read_by_main)
-        self._dims_cache: dict[tuple, list[torch.Tensor]] = {}
+        self._dims_cache: dict[tuple, tuple[list[torch.Tensor], int]] = {}  # dims -> (values, bytes)
         self._dims_lock = threading.Lock()  # a model may be called from several threads
 
     def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
@@ -161,18 +162,27 @@ class Executor:
         with torch.inference_mode():
             if self.prelude:
                 key = tuple(sorted(dims.items()))
-                kept = self._dims_cache.get(key)
-                if kept is None:
+                entry = self._dims_cache.get(key)
+                if entry is None:
                     _run_steps(self.prelude, env, dims, totals)
-                    kept = [env[s] for s in self._kept_slots]
-                    with self._dims_lock:
-                        while len(self._dims_cache) >= _DIMS_CACHE_SIZE:
-                            self._dims_cache.pop(next(iter(self._dims_cache)))  # the oldest
-                        self._dims_cache[key] = kept
-                for s, t in zip(self._kept_slots, kept):
-                    env[s] = t
+                    self._keep(key, [env[s] for s in self._kept_slots])
+                else:
+                    for s, t in zip(self._kept_slots, entry[0]):
+                        env[s] = t
             _run_steps(self.main, env, dims, totals)
         return [env[s] for s in self.output_slots]
+
+    def _keep(self, key: tuple, values: list) -> None:
+        """Keep one set's values, dropping the oldest sets to stay within the count and byte limits."""
+        size = sum(t.untyped_storage().nbytes() for t in values if isinstance(t, torch.Tensor))
+        if size > _DIMS_CACHE_BYTES:
+            return  # too big to keep: these dims run their dims-only steps on every call
+        with self._dims_lock:
+            total = sum(b for _, b in self._dims_cache.values())
+            while self._dims_cache and (len(self._dims_cache) >= _DIMS_CACHE_SIZE
+                                        or total + size > _DIMS_CACHE_BYTES):
+                total -= self._dims_cache.pop(next(iter(self._dims_cache)))[1]  # the oldest
+            self._dims_cache[key] = (values, size)
 
 
 def _run_steps(steps: list[Step], env: list, dims: dict[str, int], totals: dict[str, float] | None) -> None:

@@ -92,3 +92,29 @@ def test_calls_from_several_threads_with_changing_dims():
         errors = list(pool.map(one, lengths))
     assert max(errors) < 1e-5
     assert len(executor._dims_cache) <= 4
+
+
+def test_byte_limit_keeps_fewer_sets_or_none(monkeypatch):
+    """Kept values stay within _DIMS_CACHE_BYTES: the oldest sets go first, and a set larger than the
+    limit is not kept at all (its dims-only steps run on every call, with the same results)."""
+    module = Positions()
+    executor = executor_for(module)
+    executor.run([torch.randn(2, 8, 8)], {"seq": 8})
+    (_, one_set), = executor._dims_cache.values()
+    executor._dims_cache.clear()
+
+    monkeypatch.setattr(executor_module, "_DIMS_CACHE_BYTES", one_set * 2 + 1)
+    for seq in (8, 7, 6, 5):  # smaller lengths, smaller sets: the limit holds whatever the mix
+        executor.run([torch.randn(2, seq, 8)], {"seq": seq})
+        assert sum(b for _, b in executor._dims_cache.values()) <= one_set * 2 + 1
+    assert 2 <= len(executor._dims_cache) < 4
+
+    monkeypatch.setattr(executor_module, "_DIMS_CACHE_BYTES", 1)
+    executor._dims_cache.clear()
+    for _ in range(3):
+        x = torch.randn(2, 6, 8)
+        (got,) = executor.run([x], {"seq": 6})
+        with torch.inference_mode():
+            want = module(x)
+        assert ((got - want).abs().max() / want.abs().max()).item() < 1e-5
+    assert not executor._dims_cache
