@@ -158,7 +158,7 @@ void Conv::run(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int6
         throw std::invalid_argument("output size does not match the convolution");
     if (plan.im2col) {
         const int64_t rows = n * oh * ow, depth = c.kernel_h * c.kernel_w * c.in_channels;
-        auto* cols = static_cast<uint8_t*>(thread_im2col(static_cast<size_t>(rows * depth)));
+        auto* cols = static_cast<uint8_t*>(thread_buffer(ThreadBuffer::kIm2col, rows * depth));
         im2col(static_cast<const uint8_t*>(src), n, h, w, oh, ow, c, static_cast<uint8_t>(c.x_zero_point), cols);
         src = cols;
     }

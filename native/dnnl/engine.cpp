@@ -18,16 +18,11 @@ dnnl::stream& thread_stream() {
     return stream;
 }
 
-// One scratchpad buffer per thread, grown to the largest a primitive asked for: primitives
-// never run concurrently on one thread, and several threads may run one layer at once.
-void* thread_scratch(size_t bytes) {
-    thread_local std::vector<unsigned char> buffer;
-    if (buffer.size() < bytes) buffer.resize(bytes);
-    return buffer.data();
-}
-
-void* thread_im2col(size_t bytes) {
-    thread_local std::vector<unsigned char> buffer;
+// Per-thread buffers, each grown to the largest size asked for: primitives never run
+// concurrently on one thread, and several threads may run one layer at once.
+void* thread_buffer(ThreadBuffer which, size_t bytes) {
+    thread_local std::vector<unsigned char> buffers[2];
+    std::vector<unsigned char>& buffer = buffers[static_cast<int>(which)];
     if (buffer.size() < bytes) buffer.resize(bytes);
     return buffer.data();
 }

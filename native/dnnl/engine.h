@@ -12,10 +12,10 @@ namespace ipxc_dnnl {
 dnnl::engine& cpu_engine();
 // A stream per thread: primitives never run concurrently on one thread.
 dnnl::stream& thread_stream();
-// A scratchpad of at least `bytes` per thread, grown to the largest a primitive asked for.
-void* thread_scratch(size_t bytes);
-// Another per-thread buffer, for a conv's im2col rows (in use while the scratchpad is).
-void* thread_im2col(size_t bytes);
+// A per-thread buffer of at least `bytes`: the primitive's scratchpad, or a conv's im2col rows
+// (in use while the scratchpad is, hence a buffer of its own).
+enum class ThreadBuffer { kScratchpad = 0, kIm2col = 1 };
+void* thread_buffer(ThreadBuffer which, size_t bytes);
 
 // Output size of a convolution or pooling along one spatial axis (symmetric padding).
 inline int64_t out_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {

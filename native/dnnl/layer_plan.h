@@ -24,10 +24,11 @@ using Args = std::unordered_map<int, dnnl::memory>;
 // The arguments every plan takes: src and dst over the caller's buffers, the weights, this thread's scratchpad.
 inline Args plan_args(const LayerPlan& plan, const void* src, void* dst) {
     dnnl::engine& engine = cpu_engine();
+    void* scratch = thread_buffer(ThreadBuffer::kScratchpad, plan.scratchpad.get_size());
     Args args{
         {DNNL_ARG_SRC, dnnl::memory(plan.src, engine, const_cast<void*>(src))},
         {DNNL_ARG_DST, dnnl::memory(plan.dst, engine, dst)},
-        {DNNL_ARG_SCRATCHPAD, dnnl::memory(plan.scratchpad, engine, thread_scratch(plan.scratchpad.get_size()))},
+        {DNNL_ARG_SCRATCHPAD, dnnl::memory(plan.scratchpad, engine, scratch)},
     };
     if (plan.weights) args[DNNL_ARG_WEIGHTS] = plan.weights;
     return args;

@@ -21,7 +21,7 @@ class LinearPostOps:
     tail: tuple[PostOp, ...] = ()  # left for torch, after the call
 
 
-def fused_prefix(post_ops: list[PostOp], constants: tuple = (), out_features: int = 0) -> LinearPostOps:
+def fused_prefix(post_ops: list[PostOp], constants: tuple, out_features: int) -> LinearPostOps:
     """The longest prefix of the node's post-ops the primitive fuses; the rest is the torch tail.
 
     The mul is how fold_requantize hands over a SmoothQuant multiplier of the next layer."""

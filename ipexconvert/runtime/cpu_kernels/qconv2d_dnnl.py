@@ -14,6 +14,7 @@ import torch
 from ... import dnnl, native
 from ...ir.ops._quant import dequantize
 from ..kernels import Kernel, NodeContext, register_kernel
+from ..native_kernels._common import dense_view
 from ._common import enabled, int8_allowed, int8_output, int8_weight_params
 from ._dnnl_conv import conv_kernel, fusable, same_shape
 
@@ -65,9 +66,9 @@ def _float_residual(scale: float, zero_point: int, out_dtype: torch.dtype, isa: 
     def residual(t: torch.Tensor) -> torch.Tensor:
         if lib is None or not t.is_contiguous(memory_format=torch.channels_last):
             return dequantize(t, scale, zero_point).to(out_dtype).contiguous(memory_format=torch.channels_last)
-        out = torch.empty_like(t, dtype=out_dtype)  # keeps t's channels-last strides
-        lib.dequantize(t.permute(0, 2, 3, 1), scales, zero_points, False, out.permute(0, 2, 3, 1), isa,
-                       torch.get_num_threads())
-        return out
+        nhwc, back = dense_view(t)
+        out = torch.empty(nhwc.shape, dtype=out_dtype)
+        lib.dequantize(nhwc, scales, zero_points, False, out, isa, torch.get_num_threads())
+        return back(out)  # channels-last again
 
     return residual

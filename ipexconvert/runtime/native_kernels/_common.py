@@ -13,6 +13,16 @@ from ..kernels import Kernel, NodeContext
 DTYPES = ("float32", "bfloat16")  # what the native kernels compute on
 
 
+def dense_view(x: torch.Tensor):
+    """(contiguous view, function undoing the view) for contiguous or channels-last x, else None:
+    element-wise kernels run on a channels-last tensor through its NHWC view."""
+    if x.is_contiguous():
+        return x, lambda q: q
+    if x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last):
+        return x.permute(0, 2, 3, 1), lambda q: q.permute(0, 3, 1, 2)
+    return None
+
+
 def qualifies(ctx: NodeContext, activations: Sequence[int]) -> bool:
     """The extension is built, the node runs on the CPU, and the activation inputs and all
     outputs are contiguous float32/bfloat16 values of one dtype."""

@@ -15,15 +15,6 @@ from ..kernels import Kernel, NodeContext
 from . import _common
 
 
-def _dense_view(x: torch.Tensor):
-    """(contiguous view, function undoing the view) for contiguous or channels-last x, else None."""
-    if x.is_contiguous():
-        return x, lambda q: q
-    if x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last):
-        return x.permute(0, 2, 3, 1), lambda q: q.permute(0, 3, 1, 2)
-    return None
-
-
 @kernels.register_kernel("cpu", "quantize")
 def native_quantize(ctx: NodeContext):
     x = ctx.input_specs[0]
@@ -44,7 +35,7 @@ def native_quantize(ctx: NodeContext):
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         # The multiplier runs along the last axis: the NHWC view of a channels-last x would move it.
-        view = _dense_view(inputs[0]) if multiplier is None or inputs[0].is_contiguous() else None
+        view = _common.dense_view(inputs[0]) if multiplier is None or inputs[0].is_contiguous() else None
         if view is None:  # the multiplier is consumed (passed as None): give the reference ours
             return reference(inputs if multiplier is None else [inputs[0], multiplier], dims)
         dense, undo = view
