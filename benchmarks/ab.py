@@ -7,6 +7,7 @@
     python benchmarks/ab.py ART.ipxc --no-dims-cache                   # B runs dims-only nodes on every call
     python benchmarks/ab.py ART.ipxc --lowering convolution --dim batch=16   # direct convs never as matmuls in B
     python benchmarks/ab.py ART.ipxc --vs OTHER.ipxc --dim batch=16    # two artifacts, same inputs
+    python benchmarks/ab.py NEW.ipxc --vs OLD.ipxc --without FACTORY   # OTHER loaded under a change too
 
 Both models are loaded in one process before any timing, checked against each other on the stored
 example inputs (resized with --dim), then timed in alternating order. Machine noise moves single
@@ -36,8 +37,7 @@ from ipexconvert.runtime import kernels  # noqa: E402
 
 def load_variant(path: str, args) -> object:
     """B: the artifact under the change the options ask for."""
-    if args.vs:
-        return ipexconvert.load_artifact(args.vs)
+    path = args.vs or path
     if args.env:
         os.environ[args.env] = "0"
         try:
@@ -52,7 +52,7 @@ def load_variant(path: str, args) -> object:
             dnnl.raw.Conv = functools.partial(saved_conv, lowering=args.lowering)
         if args.without:
             for factories in kernels.KERNELS.values():
-                factories[:] = [f for f in factories if f.__name__ != args.without]
+                factories[:] = [f for f in factories if f.__name__ not in args.without]
         if args.no_in_place:
             executor_module.resolve_kernel = lambda ctx: dataclasses.replace(saved_resolve(ctx), in_place=None)
         if args.no_view_chains:
@@ -71,20 +71,24 @@ def load_variant(path: str, args) -> object:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("artifact")
-    change = parser.add_mutually_exclusive_group(required=True)
+    change = parser.add_mutually_exclusive_group()
     change.add_argument("--env", help="environment variable: A loads with it 1, B with it 0")
-    change.add_argument("--without", help="kernel factory function name left out in B")
+    change.add_argument("--without", action="append", help="kernel factory function name left out in B (repeatable)")
     change.add_argument("--no-in-place", action="store_true", help="B never runs a kernel's in-place variant")
     change.add_argument("--no-view-chains", action="store_true", help="B runs every view node as its own step")
     change.add_argument("--no-dims-cache", action="store_true",
                         help="B runs the nodes computed from constants and dims alone on every call")
-    change.add_argument("--vs", help="B is this other artifact")
     change.add_argument("--lowering", choices=["auto", "matmul", "convolution"],
                         help="whether B's direct oneDNN convs run as matmuls (native/dnnl/conv.cpp; A: auto)")
+    parser.add_argument("--vs", help="B is this other artifact (loaded under the change given, if any)")
     parser.add_argument("--dim", action="append", default=[], help="NAME=SIZE for a dynamic dim")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    if not (args.vs or args.env or args.without or args.no_in_place or args.no_view_chains or args.no_dims_cache
+            or args.lowering):
+        parser.error("give B a change (--env, --without, --no-in-place, --no-view-chains, --no-dims-cache, "
+                     "--lowering) or another artifact (--vs)")
     torch.set_num_threads(args.threads)
     if args.env:
         os.environ[args.env] = "1"

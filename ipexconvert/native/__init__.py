@@ -6,7 +6,7 @@ the CPU; norm weights/biases are converted to float32. Each kernel function take
   max_isa: cap the ISA level for this call (default: IPEXCONVERT_MAX_ISA, else the best the
            CPU supports); the kernel runs its build for the highest level <= that;
   threads: threads to use (default: torch.get_num_threads(), so torch's setting is respected).
-The INT8 kernels (quantize_*, dequantize_*, requantize) and embedding take other dtypes; see
+The INT8 kernels (quantize_*, dequantize_*, requantize), embedding and to_channels_last take other dtypes; see
 their docstrings. When the extension is missing, `available()` is False and the kernels raise RuntimeError.
 """
 from __future__ import annotations
@@ -26,7 +26,8 @@ except ImportError as e:  # not built (e.g. a source checkout without `pip insta
     _IMPORT_ERROR = str(e)
 
 KERNELS = ("layer_norm", "rms_norm", "softmax", "gelu", "silu", "silu_mul", "quantize", "dequantize", "requantize",
-           "quantize_last_axis", "embedding", "attention")
+           "quantize_last_axis", "embedding", "attention", "to_channels_last",
+           "spatial_mean")
 
 
 def available() -> bool:
@@ -425,3 +426,46 @@ def embedding(weight: torch.Tensor, indices: torch.Tensor, *, max_isa: Optional[
     out = torch.empty((*indices.shape, weight.shape[1]), dtype=weight.dtype)
     _run(lib.embedding, weight, indices, out, max_isa, _threads(threads))
     return out
+
+
+def to_channels_last(x: torch.Tensor, dtype: Optional[torch.dtype] = None, *, scale: Optional[float] = None,
+                     zero_point: int = 0, max_isa: Optional[str] = None, threads: Optional[int] = None) -> torch.Tensor:
+    """A contiguous [N, C, H, W] float32/bfloat16 x as a channels-last tensor of `dtype` (default x's):
+    float32 or bfloat16 values equal x.to(dtype).contiguous(memory_format=torch.channels_last);
+    torch.int8/torch.uint8 (with scale and zero_point) are quantized per tensor, the codes of
+    quantize_per_tensor(x, scale, zero_point, dtype), in channels-last order. One pass over x."""
+    lib = _lib()
+    x = _float_input(x, "x")
+    if x.dim() != 4:
+        raise ValueError(f"x {list(x.shape)} must be 4-D [N, C, H, W]")
+    dtype = x.dtype if dtype is None else dtype
+    n, c, h, w = x.shape
+    if dtype in _QDTYPES:
+        qd = _qdtype(dtype)
+        if scale is None:
+            raise ValueError("a quantized output needs a scale")
+        s, z = _scales(scale, None, "scale"), _zero_points(zero_point, None, "zero_point", qd)
+        nhwc = torch.empty((n, h, w, c), dtype=qd)
+        _run(lib.to_channels_last, x, nhwc, float(s[0]), int(z[0]), max_isa, _threads(threads))
+    else:
+        nhwc = torch.empty((n, h, w, c), dtype=_fdtype(dtype, "dtype"))
+        _run(lib.to_channels_last, x, nhwc, 1.0, 0, max_isa, _threads(threads))
+    return nhwc.permute(0, 3, 1, 2)  # the same memory as [N, C, H, W] in channels-last strides
+
+
+def spatial_mean(x: torch.Tensor, *, max_isa: Optional[str] = None, threads: Optional[int] = None) -> torch.Tensor:
+    """The mean over H and W of a float32/bfloat16 [N, C, H, W] x, contiguous or channels-last, as
+    [N, C, 1, 1] of x's dtype: F.adaptive_avg_pool2d(x, 1), summed in float32."""
+    lib = _lib()
+    x = _float_input(x, "x") if x.is_contiguous() else x
+    if x.dim() != 4:
+        raise ValueError(f"x {list(x.shape)} must be 4-D [N, C, H, W]")
+    channels_last = not x.is_contiguous()
+    if channels_last:
+        if not x.is_contiguous(memory_format=torch.channels_last):
+            raise ValueError(f"x {list(x.shape)} is neither contiguous nor channels-last; call .contiguous() first")
+        x = _float_input(x.permute(0, 2, 3, 1), "x")
+    n, c = x.shape[0], x.shape[3] if channels_last else x.shape[1]
+    out = torch.empty((n, c), dtype=x.dtype)
+    _run(lib.spatial_mean, x, channels_last, out, max_isa, _threads(threads))
+    return out.view(n, c, 1, 1)

@@ -35,9 +35,9 @@ _FP32 = [
 # run MKL through F.linear, where merging is not measured, so fp32 leaves them alone.
 PIPELINES: dict[str, list[str]] = {
     "fp32": [*_FP32, "share_attention_mask", "prepack"],
-    "bf16": [*_FP32, "to_bf16", "merge_linears", "share_attention_mask", "prepack"],
+    "bf16": [*_FP32, "to_bf16", "fuse_layout_change", "merge_linears", "share_attention_mask", "prepack"],
     "int8": [*_FP32, "to_bf16", "quantize", "int8_residual", "quantize_before_pool", "fold_requantize", "fold_norm_quantize",
-             "fold_attention_quantize",
+             "fold_attention_quantize", "fuse_layout_change",
              "merge_linears", "share_attention_mask",
              "dead_code", "prepack"],
 }

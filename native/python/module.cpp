@@ -8,6 +8,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -354,6 +355,63 @@ void quantize(nb::handle x_obj, nb::handle scales_obj, nb::handle zps_obj, bool 
     run(lookup_quantize(select(max_isa)), "quantize", a);
 }
 
+// x [N, C, H, W] (contiguous) into out [N, H, W, C] (contiguous, i.e. the NHWC view of a
+// channels-last tensor): float32/bf16 out converts, int8/uint8 out quantizes per tensor.
+void to_channels_last(nb::handle x_obj, nb::handle out_obj, float scale, int zero_point, const OptStr& max_isa,
+                      int threads) {
+    const TensorArg x(x_obj, "x"), out(out_obj, "out");
+    ChannelsLastArgs a;
+    a.dtype = activation_dtype(x);
+    check_cpu_contiguous(out);
+    if (x.ndim() != 4) fail("x " + x.shape_str() + " must be 4-D [N, C, H, W]");
+    if (out.ndim() != 4 || out.shape(0) != x.shape(0) || out.shape(1) != x.shape(2) || out.shape(2) != x.shape(3) ||
+        out.shape(3) != x.shape(1))
+        fail("out " + out.shape_str() + " must be x " + x.shape_str() + " as [N, H, W, C]");
+    a.quantized = is(out, nb::dtype<int8_t>()) || is(out, nb::dtype<uint8_t>());
+    if (a.quantized) {
+        a.out_unsigned = quantized_unsigned(out);
+        if (!(scale > 0.0f) || scale == std::numeric_limits<float>::infinity())
+            fail("scale must be positive and finite, got " + std::to_string(scale));
+        const int lo = a.out_unsigned ? 0 : -128, hi = a.out_unsigned ? 255 : 127;
+        if (zero_point < lo || zero_point > hi)
+            fail("zero point " + std::to_string(zero_point) + " is outside the quantized range [" + std::to_string(lo) +
+                 ", " + std::to_string(hi) + "]");
+    } else {
+        a.out_dtype = activation_dtype(out);
+    }
+    a.x = x.data();
+    a.y = out.data();
+    a.batch = x.shape(0);
+    a.channels = x.shape(1);
+    a.pixels = x.shape(2) * x.shape(3);
+    a.scale = scale;
+    a.zero_point = zero_point;
+    a.threads = threads;
+    run(lookup_to_channels_last(select(max_isa)), "to_channels_last", a);
+}
+
+// The mean over H and W of x [N, C, H, W] (contiguous; or, with channels_last, its NHWC view
+// [N, H, W, C]) into out [N, C] of x's dtype.
+void spatial_mean(nb::handle x_obj, bool channels_last, nb::handle out_obj, const OptStr& max_isa, int threads) {
+    const TensorArg x(x_obj, "x"), out(out_obj, "out");
+    SpatialMeanArgs a;
+    a.dtype = activation_dtype(x);
+    check_cpu_contiguous(out);
+    if (!(out.dtype() == x.dtype())) fail("out has dtype " + out.dtype_str() + " but x has " + x.dtype_str());
+    if (x.ndim() != 4) fail("x " + x.shape_str() + " must be 4-D");
+    a.batch = x.shape(0);
+    a.channels = channels_last ? x.shape(3) : x.shape(1);
+    a.pixels = channels_last ? x.shape(1) * x.shape(2) : x.shape(2) * x.shape(3);
+    if (a.pixels == 0) fail("x " + x.shape_str() + " has no pixels to average");
+    if (out.ndim() != 2 || out.shape(0) != a.batch || out.shape(1) != a.channels)
+        fail("out " + out.shape_str() + " must be [" + std::to_string(a.batch) + ", " + std::to_string(a.channels) + "]");
+    a.channels_last = channels_last;
+    a.x = x.data();
+    a.y = out.data();
+    a.threads = threads;
+    run(lookup_spatial_mean(select(max_isa)), "spatial_mean", a);
+}
+
 void dequantize(nb::handle q_obj, nb::handle scales_obj, nb::handle zps_obj, bool per_channel, nb::handle out_obj,
                 const OptStr& max_isa, int threads) {
     const TensorArg q(q_obj, "q"), scales(scales_obj, "scales"), zps(zps_obj, "zero_points"), out(out_obj, "out");
@@ -538,6 +596,10 @@ NB_MODULE(_native, m) {
     m.def("silu_mul", &silu_mul, "a"_a, "b"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("quantize", &quantize, "x"_a, "scales"_a, "zero_points"_a, "per_channel"_a, "out"_a, "max_isa"_a.none(),
           "threads"_a);
+    m.def("to_channels_last", &to_channels_last, "x"_a, "out"_a, "scale"_a, "zero_point"_a, "max_isa"_a.none(),
+          "threads"_a, "x [N, C, H, W] written into out [N, H, W, C]: converted, or quantized for an int8/uint8 out");
+    m.def("spatial_mean", &spatial_mean, "x"_a, "channels_last"_a, "out"_a, "max_isa"_a.none(), "threads"_a,
+          "out [N, C] = the mean of x over H and W (x NCHW, or its NHWC view with channels_last)");
     m.def("dequantize", &dequantize, "q"_a, "scales"_a, "zero_points"_a, "per_channel"_a, "out"_a, "max_isa"_a.none(),
           "threads"_a);
     m.def("requantize", &requantize, "acc"_a, "multipliers"_a, "bias"_a.none(), "zero_point"_a, "out"_a,

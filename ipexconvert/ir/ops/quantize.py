@@ -3,9 +3,14 @@
 inputs: x (float32/bfloat16), then optionally a constant float32 multiplier [C] over the
 last axis: q = round(x * multiplier[c]) + zp. The multiplier is 1/(smooth[c] * scale):
 SmoothQuant's x / smooth folded into the quantize step, so no extra op runs.
+memory_format "channels_last" makes the output channels-last whatever x's layout (a network's
+NCHW input quantized and laid out for the first int8 convolution in one pass; fuse_layout_change).
 """
 from __future__ import annotations
 
+from typing import Literal, Optional
+
+import torch
 from pydantic import BaseModel, ConfigDict
 
 from ..opdef import OpDef, register_op
@@ -18,6 +23,7 @@ class QuantizeAttrs(BaseModel):
     scale: float
     zero_point: int = 0
     dtype: str = "uint8"
+    memory_format: Optional[Literal["channels_last"]] = None
 
 
 @register_op
@@ -27,9 +33,11 @@ class QuantizeOp(OpDef):
 
     @classmethod
     def infer(cls, inputs, attrs):
-        return [like(inputs[0], dtype=attrs.dtype)]
+        out = like(inputs[0], dtype=attrs.dtype)
+        return [out.with_(memory_format=attrs.memory_format) if attrs.memory_format else out]
 
     @classmethod
     def reference(cls, inputs, attrs, dims):
         multiplier = inputs[1] if len(inputs) > 1 else None
-        return quantize(inputs[0], attrs.scale, attrs.zero_point, attrs.dtype, multiplier)
+        q = quantize(inputs[0], attrs.scale, attrs.zero_point, attrs.dtype, multiplier)
+        return q.contiguous(memory_format=torch.channels_last) if attrs.memory_format else q

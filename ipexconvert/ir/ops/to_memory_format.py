@@ -1,11 +1,13 @@
-"""to_memory_format: change the physical layout (channels-last for conv chains); values unchanged."""
+"""to_memory_format: change the physical layout (channels-last for conv chains); values unchanged,
+or, with `dtype`, converted to that float dtype on the way (fuse_layout_change folds a to_dtype in)."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Optional
 
 import torch
 from pydantic import BaseModel, ConfigDict
 
+from .. import dtypes
 from ..opdef import OpDef, register_op
 from ._common import like
 
@@ -15,6 +17,7 @@ _FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channe
 class ToMemoryFormatAttrs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     memory_format: Literal["contiguous", "channels_last"]
+    dtype: Optional[Literal["float32", "bfloat16"]] = None
 
 
 @register_op
@@ -24,8 +27,9 @@ class ToMemoryFormatOp(OpDef):
 
     @classmethod
     def infer(cls, inputs, attrs):
-        return [like(inputs[0]).with_(memory_format=attrs.memory_format)]
+        return [like(inputs[0], dtype=attrs.dtype).with_(memory_format=attrs.memory_format)]
 
     @classmethod
     def reference(cls, inputs, attrs, dims):
-        return inputs[0].contiguous(memory_format=_FORMATS[attrs.memory_format])
+        x = inputs[0] if attrs.dtype is None else inputs[0].to(dtypes.to_torch(attrs.dtype))
+        return x.contiguous(memory_format=_FORMATS[attrs.memory_format])

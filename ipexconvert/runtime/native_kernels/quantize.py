@@ -1,7 +1,9 @@
 """Native quantize (float32/bfloat16 -> uint8/int8), per tensor or with per-channel multipliers.
 
 Channels-last 4-D activations are quantized through their NHWC view (element-wise, so any
-dense layout works and the output keeps the input's layout, which the int8 conv wants).
+dense layout works and the output keeps the input's layout, which the int8 conv wants). With
+memory_format "channels_last" an NCHW input is quantized and laid out channels-last in one pass
+(the to_channels_last kernel, same codes).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ def native_quantize(ctx: NodeContext):
     a = ctx.attrs
     qdtype = QTORCH[a.dtype]
     has_multiplier = len(ctx.input_specs) > 1 and ctx.input_specs[1] is not None
-    if has_multiplier and (ctx.constants[1] is None or x.memory_format != "contiguous"):
+    if has_multiplier and (ctx.constants[1] is None or x.memory_format != "contiguous" or a.memory_format):
         return None
     reference = get_op(ctx.op).compile(a)
     multiplier = ctx.constants[1].float().contiguous() if has_multiplier else None
@@ -34,10 +36,17 @@ def native_quantize(ctx: NodeContext):
     zero_point = torch.tensor([a.zero_point], dtype=torch.int32)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x = inputs[0]
+        if a.memory_format and x.dim() == 4 and x.is_contiguous() and not x.is_contiguous(memory_format=torch.channels_last):
+            n, c, h, w = x.shape  # NCHW in, channels-last codes out, one pass
+            nhwc = torch.empty((n, h, w, c), dtype=qdtype)
+            lib.to_channels_last(x, nhwc, a.scale, a.zero_point, isa, torch.get_num_threads())
+            return nhwc.permute(0, 3, 1, 2)
         # The multiplier runs along the last axis: the NHWC view of a channels-last x would move it.
-        view = _common.dense_view(inputs[0]) if multiplier is None or inputs[0].is_contiguous() else None
-        if view is None:  # the multiplier is consumed (passed as None): give the reference ours
-            return reference(inputs if multiplier is None else [inputs[0], multiplier], dims)
+        view = _common.dense_view(x) if multiplier is None or x.is_contiguous() else None
+        if view is None or (a.memory_format and not x.is_contiguous(memory_format=torch.channels_last)):
+            # The multiplier is consumed (the executor passes None): give the reference ours.
+            return reference(inputs if multiplier is None else [x, multiplier], dims)
         dense, undo = view
         q = torch.empty(dense.shape, dtype=qdtype)
         if multiplier is None:

@@ -135,6 +135,30 @@ struct QuantizeLastAxisArgs {
 };
 // y[i, :] = weight[indices[i], :]. The kernel checks every index first; if one is outside
 // [0, vocab) it copies nothing and sets *bad_position to its position (else -1).
+// to_channels_last: x [batch, channels, pixels] (NCHW, H * W flattened) written as y [batch,
+// pixels, channels] (NHWC) and converted on the way: to float32 or bf16 (round to nearest even),
+// or, with `quantized`, to int8/uint8 per tensor with quantize's arithmetic.
+struct ChannelsLastArgs {
+    const void* x = nullptr;  // f32 or bf16
+    void* y = nullptr;        // out_dtype, or int8/uint8 when quantized
+    int64_t batch = 0, channels = 0, pixels = 0;
+    DType dtype = DType::f32;
+    DType out_dtype = DType::f32;
+    bool quantized = false, out_unsigned = false;
+    float scale = 1.0f;
+    int32_t zero_point = 0;
+    int threads = 1;
+};
+// spatial_mean: the mean over H and W of x [N, C, H, W] (global average pooling) into y [N, C],
+// summed in fp32. x is NCHW-contiguous, or with `channels_last` its NHWC view [N, H, W, C].
+struct SpatialMeanArgs {
+    const void* x = nullptr;  // f32 or bf16
+    void* y = nullptr;        // x's dtype
+    int64_t batch = 0, channels = 0, pixels = 0;
+    bool channels_last = false;
+    DType dtype = DType::f32;
+    int threads = 1;
+};
 struct EmbeddingArgs {
     const void* weight = nullptr;    // [vocab, dim], f32 or bf16
     const void* indices = nullptr;   // n, int64 or int32
@@ -189,7 +213,9 @@ struct AttentionArgs {
     X(requantize, RequantizeArgs)               \
     X(quantize_last_axis, QuantizeLastAxisArgs) \
     X(embedding, EmbeddingArgs)                 \
-    X(attention, AttentionArgs)
+    X(attention, AttentionArgs)                 \
+    X(to_channels_last, ChannelsLastArgs)       \
+    X(spatial_mean, SpatialMeanArgs)
 
 #define IPXC_DECLARE_FN(name, Args) using name##_fn = void (*)(const Args&);
 IPXC_KERNELS(IPXC_DECLARE_FN)
