@@ -174,5 +174,18 @@ inline void parallel(int64_t n, int64_t grain, int threads, const F& f) {
                          const_cast<F*>(&f));
 }
 
+// f(n, start, count) for every n < batch and every block [start, start + count) of `block`
+// along an axis of `extent`, in parallel; `work` (elements in one full block) sets the grain.
+template <class F>
+inline void parallel_blocks(int64_t batch, int64_t extent, int64_t block, int64_t work, int threads, const F& f) {
+    const int64_t blocks = (extent + block - 1) / block;
+    parallel(batch * blocks, work >= kElementGrain ? 1 : kElementGrain / work, threads, [&](int64_t begin, int64_t end) {
+        for (int64_t unit = begin; unit < end; ++unit) {
+            const int64_t n = unit / blocks, start = (unit % blocks) * block;
+            f(n, start, extent - start < block ? extent - start : block);
+        }
+    });
+}
+
 }  // namespace IPXC_NS
 }  // namespace ipxc

@@ -53,15 +53,8 @@ void spatial_mean_typed(const SpatialMeanArgs& a) {
                  [&](int64_t begin, int64_t end) { mean_rows<T>(a, begin, end); });
         return;
     }
-    const int64_t blocks = (a.channels + kChannelBlock - 1) / kChannelBlock;
-    const int64_t per_unit = kChannelBlock * a.pixels;
-    parallel(a.batch * blocks, per_unit >= kElementGrain ? 1 : kElementGrain / per_unit, a.threads,
-             [&](int64_t begin, int64_t end) {
-                 for (int64_t unit = begin; unit < end; ++unit) {
-                     const int64_t n = unit / blocks, c0 = (unit % blocks) * kChannelBlock;
-                     mean_channels_last<T>(a, n, c0, a.channels - c0 < kChannelBlock ? a.channels - c0 : kChannelBlock);
-                 }
-             });
+    parallel_blocks(a.batch, a.channels, kChannelBlock, kChannelBlock * a.pixels, a.threads,
+                    [&](int64_t n, int64_t c0, int64_t count) { mean_channels_last<T>(a, n, c0, count); });
 }
 
 void spatial_mean(const SpatialMeanArgs& a) {

@@ -70,19 +70,12 @@ void convert_range(const ChannelsLastArgs& a, int64_t n, int64_t p0, int64_t cou
 
 void to_channels_last(const ChannelsLastArgs& a) {
     if (a.batch <= 0 || a.channels <= 0 || a.pixels <= 0) return;
-    const int64_t blocks = (a.pixels + kPixels - 1) / kPixels;
-    const int64_t per_block = kPixels * a.channels;
-    parallel(a.batch * blocks, per_block >= kElementGrain ? 1 : kElementGrain / per_block, a.threads,
-             [&](int64_t begin, int64_t end) {
-                 for (int64_t unit = begin; unit < end; ++unit) {
-                     const int64_t n = unit / blocks, p0 = (unit % blocks) * kPixels;
-                     const int64_t count = a.pixels - p0 < kPixels ? a.pixels - p0 : kPixels;
-                     if (a.dtype == DType::bf16)
-                         convert_range<uint16_t>(a, n, p0, count);
-                     else
-                         convert_range<float>(a, n, p0, count);
-                 }
-             });
+    parallel_blocks(a.batch, a.pixels, kPixels, kPixels * a.channels, a.threads, [&](int64_t n, int64_t p0, int64_t count) {
+        if (a.dtype == DType::bf16)
+            convert_range<uint16_t>(a, n, p0, count);
+        else
+            convert_range<float>(a, n, p0, count);
+    });
 }
 
 }  // namespace
