@@ -457,14 +457,14 @@ def spatial_mean(x: torch.Tensor, *, max_isa: Optional[str] = None, threads: Opt
     """The mean over H and W of a float32/bfloat16 [N, C, H, W] x, contiguous or channels-last, as
     [N, C, 1, 1] of x's dtype: F.adaptive_avg_pool2d(x, 1), summed in float32."""
     lib = _lib()
-    x = _float_input(x, "x") if x.is_contiguous() else x
+    x = _float_input(x, "x")
     if x.dim() != 4:
         raise ValueError(f"x {list(x.shape)} must be 4-D [N, C, H, W]")
     channels_last = not x.is_contiguous()
     if channels_last:
         if not x.is_contiguous(memory_format=torch.channels_last):
             raise ValueError(f"x {list(x.shape)} is neither contiguous nor channels-last; call .contiguous() first")
-        x = _float_input(x.permute(0, 2, 3, 1), "x")
+        x = x.permute(0, 2, 3, 1)  # the NHWC view, contiguous
     n, c = x.shape[0], x.shape[3] if channels_last else x.shape[1]
     out = torch.empty((n, c), dtype=x.dtype)
     _run(lib.spatial_mean, x, channels_last, out, max_isa, _threads(threads))
