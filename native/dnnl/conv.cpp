@@ -163,7 +163,7 @@ void Conv::run(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int6
         src = cols;
     }
     Args args = plan_args(plan, src, dst);
-    if (bias_) args[DNNL_ARG_BIAS] = plan.src.get_ndims() == 2 ? bias_row_ : bias_;  // matmul or conv
+    if (bias_) args.set(DNNL_ARG_BIAS, plan.src.get_ndims() == 2 ? bias_row_ : bias_);  // matmul or conv
     int8_.add_args(args);
     execute(plan, args);
 }

@@ -1,6 +1,7 @@
 // What every direct oneDNN layer shares: the engine, a stream and a scratchpad per thread, the ISA cap.
 #include "engine.h"
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -11,6 +12,11 @@ namespace ipxc_dnnl {
 dnnl::engine& cpu_engine() {
     static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
     return engine;
+}
+
+uint64_t next_plan_id() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 dnnl::stream& thread_stream() {

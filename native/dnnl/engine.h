@@ -10,6 +10,8 @@
 namespace ipxc_dnnl {
 
 dnnl::engine& cpu_engine();
+// A new number on every call (from 1): identifies a layer plan for the life of the process.
+uint64_t next_plan_id();
 // A stream per thread: primitives never run concurrently on one thread.
 dnnl::stream& thread_stream();
 // A per-thread buffer of at least `bytes`: the primitive's scratchpad, or a conv's im2col rows

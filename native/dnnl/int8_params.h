@@ -8,9 +8,9 @@
 
 #include <cstdint>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "engine.h"
+#include "layer_plan.h"
 
 namespace ipxc_dnnl {
 
@@ -40,14 +40,14 @@ class Int8Params {
         }
     }
 
-    void add_args(std::unordered_map<int, dnnl::memory>& args) const {
+    void add_args(Args& args) const {
         if (!active_) return;
-        args[DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC] = x_scale_;
-        args[DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS] = w_scales_;
-        if (has_x_zero_point_) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = x_zero_point_;
+        args.set(DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, x_scale_);
+        args.set(DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS, w_scales_);
+        if (has_x_zero_point_) args.set(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, x_zero_point_);
         if (u8_output_) {
-            args[DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST] = y_scale_;
-            if (has_y_zero_point_) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = y_zero_point_;
+            args.set(DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, y_scale_);
+            if (has_y_zero_point_) args.set(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, y_zero_point_);
         }
     }
 

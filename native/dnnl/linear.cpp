@@ -55,10 +55,10 @@ void Linear::run(const void* src, int64_t rows, void* dst) {
     const std::shared_ptr<LayerPlan> held = plan_for(rows);
     const LayerPlan& plan = *held;
     Args args = plan_args(plan, src, dst);
-    if (bias_) args[DNNL_ARG_BIAS] = bias_;
+    if (bias_) args.set(DNNL_ARG_BIAS, bias_);
     if (multiplier_) {
         const int index = config_.eltwise != dnnl::algorithm::undef ? 1 : 0;  // its place in the post-op chain
-        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1] = multiplier_;
+        args.set(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, multiplier_);
     }
     int8_.add_args(args);
     execute(plan, args);

@@ -213,6 +213,43 @@ def test_primitives_per_input_size_are_bounded_and_rebuilt_when_needed():
     assert conv.plan_count() == 8
 
 
+def test_run_memories_follow_each_call_across_slots_and_threads():
+    """Each thread keeps a plan's src/dst/scratchpad memories in one of 64 slots by plan id and
+    points them at every call's buffers: 70 layers in turn (slots taken over and remade), new
+    buffers on every call, and 4 threads at once all get their own right results."""
+    g = torch.Generator().manual_seed(5)
+    layers = []
+    for i in range(70):
+        weight, bias = torch.randn(4 + i % 3, 3, 3, 3, generator=g), torch.randn(4 + i % 3, generator=g)
+        layers.append((dnnl.raw.Conv(weight, None, bias, (1, 1), (1, 1), (1, 1), "float32", "float32"), weight, bias))
+
+    def sweep(seed: int) -> None:
+        gen = torch.Generator().manual_seed(seed)
+        for _ in range(2):  # the second sweep finds most slots taken by later layers
+            for conv, weight, bias in layers:
+                x = torch.randn(1 + seed % 2, 3, 6, 5, generator=gen).contiguous(memory_format=CL)
+                out = torch.empty(x.shape[0], weight.shape[0], 6, 5).contiguous(memory_format=CL)
+                conv.run(x, out)
+                assert rel_err(out, torch.nn.functional.conv2d(x, weight, bias, padding=1)) < FP32_TOLERANCE
+
+    sweep(0)
+    import threading
+    errors = []
+
+    def worker(seed):
+        try:
+            sweep(seed)
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(1, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
 def test_binding_refuses_bad_tensors():
     weight = torch.randn(6, 4, 3, 3)
     conv = dnnl.raw.Conv(weight, None, None, (1, 1), (1, 1), (1, 1), "float32", "float32")
