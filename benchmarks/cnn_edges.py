@@ -14,18 +14,16 @@ import torch
 
 from direct_linear import interleaved, timing_arguments
 from ipexconvert import native
+from ipexconvert.runtime.native_kernels._common import to_channels_last as channels_last_kernel
 
 CL = torch.channels_last
 SCALE, ZERO_POINT = 0.0308, 129  # ResNet-50's input quantization, roughly
 
 
 def to_channels_last(x: torch.Tensor, dtype: torch.dtype, scale: float = 1.0, zero_point: int = 0) -> torch.Tensor:
-    """As the runtime kernels call it: the extension directly (the wrapper's argument checks, tens
+    """As the runtime kernels call it (the extension directly: the wrapper's argument checks, tens
     of us at batch 1, run once per node at load there)."""
-    n, c, h, w = x.shape
-    nhwc = torch.empty((n, h, w, c), dtype=dtype)
-    native.raw.to_channels_last(x, nhwc, scale, zero_point, None, torch.get_num_threads())
-    return nhwc.permute(0, 3, 1, 2)
+    return channels_last_kernel(x, dtype, native.selected_level(), scale, zero_point)
 
 
 def spatial_mean(y: torch.Tensor) -> torch.Tensor:

@@ -439,17 +439,17 @@ def to_channels_last(x: torch.Tensor, dtype: Optional[torch.dtype] = None, *, sc
     if x.dim() != 4:
         raise ValueError(f"x {list(x.shape)} must be 4-D [N, C, H, W]")
     dtype = x.dtype if dtype is None else dtype
-    n, c, h, w = x.shape
     if dtype in _QDTYPES:
-        qd = _qdtype(dtype)
+        dtype = _qdtype(dtype)
         if scale is None:
             raise ValueError("a quantized output needs a scale")
-        s, z = _scales(scale, None, "scale"), _zero_points(zero_point, None, "zero_point", qd)
-        nhwc = torch.empty((n, h, w, c), dtype=qd)
-        _run(lib.to_channels_last, x, nhwc, float(s[0]), int(z[0]), max_isa, _threads(threads))
+        scale = float(_scales(scale, None, "scale")[0])
+        zero_point = int(_zero_points(zero_point, None, "zero_point", dtype)[0])
     else:
-        nhwc = torch.empty((n, h, w, c), dtype=_fdtype(dtype, "dtype"))
-        _run(lib.to_channels_last, x, nhwc, 1.0, 0, max_isa, _threads(threads))
+        dtype, scale, zero_point = _fdtype(dtype, "dtype"), 1.0, 0
+    n, c, h, w = x.shape
+    nhwc = torch.empty((n, h, w, c), dtype=dtype)
+    _run(lib.to_channels_last, x, nhwc, scale, zero_point, max_isa, _threads(threads))
     return nhwc.permute(0, 3, 1, 2)  # the same memory as [N, C, H, W] in channels-last strides
 
 

@@ -23,6 +23,21 @@ def dense_view(x: torch.Tensor):
     return None
 
 
+def strictly_nchw(x: torch.Tensor) -> bool:
+    """A 4-D tensor laid out NCHW that is not also channels-last (C or H * W of 1 is both)."""
+    return x.dim() == 4 and x.is_contiguous() and not x.is_contiguous(memory_format=torch.channels_last)
+
+
+def to_channels_last(x: torch.Tensor, dtype: torch.dtype, isa: str, scale: float = 1.0,
+                     zero_point: int = 0) -> torch.Tensor:
+    """x (strictly_nchw) as a channels-last tensor of dtype by the native to_channels_last kernel:
+    float32/bfloat16 converted, int8/uint8 quantized with scale and zero_point; one pass."""
+    n, c, h, w = x.shape
+    nhwc = torch.empty((n, h, w, c), dtype=dtype)
+    native.raw.to_channels_last(x, nhwc, scale, zero_point, isa, torch.get_num_threads())
+    return nhwc.permute(0, 3, 1, 2)
+
+
 def qualifies(ctx: NodeContext, activations: Sequence[int]) -> bool:
     """The extension is built, the node runs on the CPU, and the activation inputs and all
     outputs are contiguous float32/bfloat16 values of one dtype."""

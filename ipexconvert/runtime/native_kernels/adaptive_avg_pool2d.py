@@ -27,16 +27,11 @@ def native_global_avg_pool(ctx: NodeContext):
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
         n, c, h, w = x.shape
-        if x.is_contiguous():
-            view, channels_last = x, False
-        elif x.is_contiguous(memory_format=torch.channels_last):
-            view, channels_last = x.permute(0, 2, 3, 1), True
-        else:
-            return reference(inputs, dims)
-        if h * w == 0:
+        view = _common.dense_view(x)  # x itself, or the NHWC view of a channels-last x
+        if view is None or h * w == 0:
             return reference(inputs, dims)
         out = torch.empty((n, c), dtype=x.dtype)
-        lib.spatial_mean(view, channels_last, out, isa, torch.get_num_threads())
+        lib.spatial_mean(view[0], not x.is_contiguous(), out, isa, torch.get_num_threads())
         return out.view(n, c, 1, 1)  # 1x1: contiguous and channels-last alike
 
     return Kernel(run, _common.kernel_name("adaptive_avg_pool2d", "spatial_mean", isa), fresh_output=True)

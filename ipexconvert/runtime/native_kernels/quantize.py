@@ -36,17 +36,10 @@ def native_quantize(ctx: NodeContext):
     zero_point = torch.tensor([a.zero_point], dtype=torch.int32)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        x = inputs[0]
-        if a.memory_format and x.dim() == 4 and x.is_contiguous() and not x.is_contiguous(memory_format=torch.channels_last):
-            n, c, h, w = x.shape  # NCHW in, channels-last codes out, one pass
-            nhwc = torch.empty((n, h, w, c), dtype=qdtype)
-            lib.to_channels_last(x, nhwc, a.scale, a.zero_point, isa, torch.get_num_threads())
-            return nhwc.permute(0, 3, 1, 2)
         # The multiplier runs along the last axis: the NHWC view of a channels-last x would move it.
-        view = _common.dense_view(x) if multiplier is None or x.is_contiguous() else None
-        if view is None or (a.memory_format and not x.is_contiguous(memory_format=torch.channels_last)):
-            # The multiplier is consumed (the executor passes None): give the reference ours.
-            return reference(inputs if multiplier is None else [x, multiplier], dims)
+        view = _common.dense_view(inputs[0]) if multiplier is None or inputs[0].is_contiguous() else None
+        if view is None:  # the multiplier is consumed (passed as None): give the reference ours
+            return reference(inputs if multiplier is None else [inputs[0], multiplier], dims)
         dense, undo = view
         q = torch.empty(dense.shape, dtype=qdtype)
         if multiplier is None:
@@ -55,5 +48,14 @@ def native_quantize(ctx: NodeContext):
             lib.quantize_last_axis(dense, multiplier, a.zero_point, q, isa, torch.get_num_threads())
         return undo(q)
 
+    def run_to_channels_last(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x = inputs[0]
+        if _common.strictly_nchw(x):  # NCHW in, channels-last codes out, one pass
+            return _common.to_channels_last(x, qdtype, isa, a.scale, a.zero_point)
+        if x.is_contiguous(memory_format=torch.channels_last):
+            return run(inputs, dims)  # keeps the layout
+        return reference(inputs, dims)
+
     name = _common.kernel_name("quantize", "quantize", ctx.isa)
-    return Kernel(run, name, frozenset({1}) if has_multiplier else frozenset())
+    return Kernel(run_to_channels_last if a.memory_format else run, name,
+                  frozenset({1}) if has_multiplier else frozenset())

@@ -24,15 +24,11 @@ def native_to_channels_last(ctx: NodeContext):
             or x.dtype not in _common.DTYPES or out.dtype not in _common.DTYPES or ctx.constants[0] is not None):
         return None
     reference = get_op(ctx.op).compile(ctx.attrs)
-    lib, isa, out_dtype = native.raw, ctx.isa, dtypes.to_torch(out.dtype)
+    isa, out_dtype = ctx.isa, dtypes.to_torch(out.dtype)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        x = inputs[0]
-        if not x.is_contiguous() or x.is_contiguous(memory_format=torch.channels_last):
-            return reference(inputs, dims)  # already channels-last (C or H*W of 1 is both), or strided
-        n, c, h, w = x.shape
-        nhwc = torch.empty((n, h, w, c), dtype=out_dtype)
-        lib.to_channels_last(x, nhwc, 1.0, 0, isa, torch.get_num_threads())
-        return nhwc.permute(0, 3, 1, 2)
+        if not _common.strictly_nchw(inputs[0]):
+            return reference(inputs, dims)  # already channels-last, or strided
+        return _common.to_channels_last(inputs[0], out_dtype, isa)
 
     return Kernel(run, _common.kernel_name("to_memory_format", "to_channels_last", isa))
