@@ -27,7 +27,7 @@ except ImportError as e:  # not built (e.g. a source checkout without `pip insta
 
 KERNELS = ("layer_norm", "rms_norm", "softmax", "gelu", "silu", "silu_mul", "quantize", "dequantize", "requantize",
            "quantize_last_axis", "embedding", "attention", "to_channels_last",
-           "spatial_mean")
+           "spatial_mean", "concat_channels")
 
 
 def available() -> bool:
@@ -469,3 +469,17 @@ def spatial_mean(x: torch.Tensor, *, max_isa: Optional[str] = None, threads: Opt
     out = torch.empty((n, c), dtype=x.dtype)
     _run(lib.spatial_mean, x, channels_last, out, max_isa, _threads(threads))
     return out.view(n, c, 1, 1)
+
+
+def concat_channels(a: torch.Tensor, b: torch.Tensor, *, max_isa: Optional[str] = None,
+                    threads: Optional[int] = None) -> torch.Tensor:
+    """torch.cat([a, b], dim=1) of two 4-D tensors of one dtype whose channels are contiguous
+    (channels-last, or strided views of it such as x[:, :, ::2, ::2]), as a channels-last tensor."""
+    lib = _lib()
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 4:
+            raise ValueError(f"{name} must be a 4-D tensor [N, C, H, W]")
+    n, _, h, w = a.shape
+    out = torch.empty((n, h, w, a.shape[1] + b.shape[1]), dtype=a.dtype).permute(0, 3, 1, 2)
+    _run(lib.concat_channels, a, b, out, max_isa, _threads(threads))
+    return out

@@ -33,11 +33,13 @@ _FP32 = [
 # to_bf16 is dropped where the CPU has no native bf16 (ops without int8 kernels then run float32).
 # merge_linears (Q/K/V as one GEMM) runs after dtypes and quantization are final; fp32 linears
 # run MKL through F.linear, where merging is not measured, so fp32 leaves them alone.
+# merge_shortcut_conv (ResNet's projection shortcut inside the block's last 1x1 conv) pays for
+# int8 convs at batch 16; float convs measured too little gain to merge (see the pass).
 PIPELINES: dict[str, list[str]] = {
     "fp32": [*_FP32, "share_attention_mask", "prepack"],
     "bf16": [*_FP32, "to_bf16", "fuse_layout_change", "merge_linears", "share_attention_mask", "prepack"],
     "int8": [*_FP32, "to_bf16", "quantize", "int8_residual", "quantize_before_pool", "fold_requantize", "fold_norm_quantize",
-             "fold_attention_quantize", "fuse_layout_change",
+             "fold_attention_quantize", "merge_shortcut_conv", "fuse_layout_change",
              "merge_linears", "share_attention_mask",
              "dead_code", "prepack"],
 }

@@ -412,6 +412,39 @@ void spatial_mean(nb::handle x_obj, bool channels_last, nb::handle out_obj, cons
     run(lookup_spatial_mean(select(max_isa)), "spatial_mean", a);
 }
 
+// out = cat([a, b], dim=1) for 4-D a, b with contiguous channels (other strides free), out
+// channels-last [N, Ca + Cb, H, W] of their dtype.
+void concat_channels(nb::handle a_obj, nb::handle b_obj, nb::handle out_obj, const OptStr& max_isa, int threads) {
+    const TensorArg a(a_obj, "a"), b(b_obj, "b"), out(out_obj, "out");
+    ConcatChannelsArgs args;
+    for (const TensorArg* t : {&a, &b, &out})
+        if (!t->on_cpu() || t->ndim() != 4) fail(std::string(t->name()) + " " + t->shape_str() + " must be a 4-D CPU tensor");
+    for (const TensorArg* t : {&b, &out})
+        if (!(t->dtype() == a.dtype())) fail(std::string(t->name()) + " has dtype " + t->dtype_str() + " but a has " + a.dtype_str());
+    args.batch = a.shape(0), args.height = a.shape(2), args.width = a.shape(3);
+    if (b.shape(0) != args.batch || b.shape(2) != args.height || b.shape(3) != args.width)
+        fail("b " + b.shape_str() + " must match a " + a.shape_str() + " in every dim but the channels");
+    if (out.shape(0) != args.batch || out.shape(1) != a.shape(1) + b.shape(1) || out.shape(2) != args.height ||
+        out.shape(3) != args.width)
+        fail("out " + out.shape_str() + " must be [N, Ca + Cb, H, W] for a " + a.shape_str() + " and b " + b.shape_str());
+    const int64_t c = out.shape(1), h = args.height, w = args.width;
+    if (out.stride(1) != 1 || out.stride(3) != c || out.stride(2) != w * c || out.stride(0) != h * w * c)
+        fail("out " + out.shape_str() + " must be dense channels-last (torch.channels_last)");
+    const TensorArg* inputs[2] = {&a, &b};
+    for (int i = 0; i < 2; ++i) {
+        const TensorArg& t = *inputs[i];
+        if (t.shape(1) > 1 && t.stride(1) != 1)
+            fail(std::string(t.name()) + " " + t.shape_str() + " needs contiguous channels (stride 1 along dim 1)");
+        args.src[i] = t.data();
+        args.channels[i] = t.shape(1);
+        args.strides[i][0] = t.stride(0), args.strides[i][1] = t.stride(2), args.strides[i][2] = t.stride(3);
+    }
+    args.out = out.data();
+    args.itemsize = (out.dtype().bits * out.dtype().lanes + 7) / 8;
+    args.threads = threads;
+    run(lookup_concat_channels(select(max_isa)), "concat_channels", args);
+}
+
 void dequantize(nb::handle q_obj, nb::handle scales_obj, nb::handle zps_obj, bool per_channel, nb::handle out_obj,
                 const OptStr& max_isa, int threads) {
     const TensorArg q(q_obj, "q"), scales(scales_obj, "scales"), zps(zps_obj, "zero_points"), out(out_obj, "out");
@@ -598,6 +631,8 @@ NB_MODULE(_native, m) {
           "threads"_a);
     m.def("to_channels_last", &to_channels_last, "x"_a, "out"_a, "scale"_a, "zero_point"_a, "max_isa"_a.none(),
           "threads"_a, "x [N, C, H, W] written into out [N, H, W, C]: converted, or quantized for an int8/uint8 out");
+    m.def("concat_channels", &concat_channels, "a"_a, "b"_a, "out"_a, "max_isa"_a.none(), "threads"_a,
+          "out = cat([a, b], dim=1), a and b with contiguous channels, out channels-last");
     m.def("spatial_mean", &spatial_mean, "x"_a, "channels_last"_a, "out"_a, "max_isa"_a.none(), "threads"_a,
           "out [N, C] = the mean of x over H and W (x NCHW, or its NHWC view with channels_last)");
     m.def("dequantize", &dequantize, "q"_a, "scales"_a, "zero_points"_a, "per_channel"_a, "out"_a, "max_isa"_a.none(),

@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ipexconvert.frontend.dynamic import DynamicDim
@@ -48,3 +49,43 @@ def assert_close(after: Program, before: Program, data: list, tol: float = INT8_
         for got, want in zip(run_program(after, batch, {"batch": 2}), run_program(before, batch, {"batch": 2}), strict=True):
             assert got.dtype == want.dtype and got.shape == want.shape
             assert rel_err(got, want) < tol
+
+
+class Bottleneck(nn.Module):
+    """1x1 -> 3x3 -> 1x1 (BN after each), residual add, relu; the shortcut computed first or last
+    (first as in examples/resnet.py: the add fuses into conv3; last as in torchvision: into the downsample)."""
+
+    def __init__(self, cin: int, mid: int, cout: int, stride: int = 1, shortcut_last: bool = False):
+        super().__init__()
+        self.shortcut_last = shortcut_last
+        self.c1, self.b1 = nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid)
+        self.c2, self.b2 = nn.Conv2d(mid, mid, 3, stride, 1, bias=False), nn.BatchNorm2d(mid)
+        self.c3, self.b3 = nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        identity = x if self.down is None or self.shortcut_last else self.down(x)
+        h = F.relu(self.b1(self.c1(x)))
+        h = F.relu(self.b2(self.c2(h)))
+        h = self.b3(self.c3(h))
+        if self.down is not None and self.shortcut_last:
+            identity = self.down(x)
+        return F.relu(h + identity)
+
+
+class TinyResNet(nn.Module):
+    def __init__(self, shortcut_last: bool = False):
+        super().__init__()
+        torch.manual_seed(0)
+        self.stem, self.pool = nn.Conv2d(3, 16, 3, padding=1), nn.MaxPool2d(2)
+        self.blocks = nn.Sequential(Bottleneck(16, 8, 32, stride=2, shortcut_last=shortcut_last),
+                                    Bottleneck(32, 8, 32, shortcut_last=shortcut_last))
+        self.fc = nn.Linear(32, 10)
+        for m in self.modules():  # non-trivial BN statistics, so folding and ranges are exercised
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2), m.running_var.uniform_(0.5, 1.5), m.weight.data.uniform_(0.5, 1.5)
+
+    def forward(self, x):
+        return self.fc(self.blocks(self.pool(F.relu(self.stem(x)))).mean(dim=(2, 3)))

@@ -159,6 +159,17 @@ struct SpatialMeanArgs {
     DType dtype = DType::f32;
     int threads = 1;
 };
+// concat_channels: out = cat([a, b], channels) for 4-D [N, C, H, W] a and b whose channels are
+// contiguous (stride 1; the other dims any stride, so b may be a strided subsample), into a
+// channels-last out [N, Ca + Cb, H, W]. Any element type (itemsize bytes): values are copied.
+struct ConcatChannelsArgs {
+    const void* src[2] = {nullptr, nullptr};
+    int64_t channels[2] = {0, 0};
+    int64_t strides[2][3] = {{0, 0, 0}, {0, 0, 0}};  // per input: N, H, W strides in elements
+    void* out = nullptr;
+    int64_t batch = 0, height = 0, width = 0, itemsize = 1;
+    int threads = 1;
+};
 struct EmbeddingArgs {
     const void* weight = nullptr;    // [vocab, dim], f32 or bf16
     const void* indices = nullptr;   // n, int64 or int32
@@ -215,7 +226,8 @@ struct AttentionArgs {
     X(embedding, EmbeddingArgs)                 \
     X(attention, AttentionArgs)                 \
     X(to_channels_last, ChannelsLastArgs)       \
-    X(spatial_mean, SpatialMeanArgs)
+    X(spatial_mean, SpatialMeanArgs)            \
+    X(concat_channels, ConcatChannelsArgs)
 
 #define IPXC_DECLARE_FN(name, Args) using name##_fn = void (*)(const Args&);
 IPXC_KERNELS(IPXC_DECLARE_FN)
