@@ -9,7 +9,8 @@ sum. Both are linear, so
 
 one GEMM over the concatenated channels instead of two, and D's output is never written,
 requantized and read back. The concat is an `aten.cat.default` node of x and the strided slices
-of x0 (views), placed just before A; the native concat_channels kernel runs it.
+of x0 (views), placed just before A; the native concat_channels kernel runs it. The first of
+these nodes takes D's name, so the quantization plan's layer D still names a node (`inspect`).
 
 The merged int8 weights share one scale per output channel, in the units of x's scale: per
 channel the branch with the larger range keeps its int8 values exactly and the other is rounded
@@ -106,7 +107,9 @@ def _merge(program: Program, a: Node, d: Node, weight: torch.Tensor, scales: tor
         spec = graph.values[source]
         sliced = program.fresh_name(f"{x0}_every{step}")
         graph.values[sliced] = spec.with_(shape=[*spec.shape[:axis], out.shape[axis], *spec.shape[axis + 1:]])
-        nodes.append(Node(name=program.fresh_name(f"{d.name}_subsample"), op="aten", inputs=[source], outputs=[sliced],
+        # The first new node takes D's name: the quantization plan and `inspect` know layers by node name.
+        name = d.name if not nodes else program.fresh_name(f"{d.name}_subsample")
+        nodes.append(Node(name=name, op="aten", inputs=[source], outputs=[sliced],
                           attrs={"target": "aten.slice.Tensor", "args": [{"$in": 0}, axis, 0, _SLICE_END, step]},
                           source=d.source))
         source = sliced
@@ -114,7 +117,8 @@ def _merge(program: Program, a: Node, d: Node, weight: torch.Tensor, scales: tor
     channels = graph.values[x].shape[1] + graph.values[x0].shape[1]
     graph.values[joined] = graph.values[x].with_(shape=[out.shape[0], channels, *out.shape[2:]],
                                                  memory_format="channels_last")
-    nodes.append(Node(name=program.fresh_name(f"{a.name}_concat"), op="aten", inputs=[x, source], outputs=[joined],
+    nodes.append(Node(name=program.fresh_name(f"{a.name}_concat") if nodes else d.name, op="aten", inputs=[x, source],
+                      outputs=[joined],
                       attrs={"target": "aten.cat.default", "args": [[{"$in": 0}, {"$in": 1}], 1]}, source=a.source))
 
     biases = [w[b] for n in (a, d) if (b := _bias(n)) is not None]

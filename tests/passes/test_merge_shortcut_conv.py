@@ -66,6 +66,11 @@ def test_the_shortcut_conv_joins_the_last_conv(converted):
     producers = model.graph.producers()
     sliced = producers[concat.inputs[1]]
     assert sliced.op == "aten" and sliced.attrs["target"] == "aten.slice.Tensor"
+    # the first slice keeps the shortcut conv's name, so the plan's layer still names a node (inspect)
+    (adder,) = [n for n in apart.graph.nodes if n.op == "qconv2d" and n.attrs.get("accum_scale") is not None
+                and n.name == merged.name]
+    shortcut = apart.graph.producers()[adder.inputs[adder.attrs["post_ops"][0]["operand"]]]
+    assert producers[sliced.inputs[0]].name == shortcut.name and shortcut.name in result.manifest.quantization["layers"]
     if native.available():
         kernels = {s.node: s.kernel_name for s in model.executor.steps}
         assert kernels[concat.name].startswith("native:concat@")
