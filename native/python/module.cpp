@@ -44,10 +44,14 @@ DType activation_dtype(const TensorArg& t) {
 }
 
 // A tensor that must match `ref` in dtype and element count (its shape is the caller's business).
-void check_like(const TensorArg& t, const TensorArg& ref) {
-    check_cpu_contiguous(t);
+void check_same_dtype(const TensorArg& t, const TensorArg& ref) {
     if (!(t.dtype() == ref.dtype()))
         fail(std::string(t.name()) + " has dtype " + t.dtype_str() + " but " + ref.name() + " has " + ref.dtype_str());
+}
+
+void check_like(const TensorArg& t, const TensorArg& ref) {
+    check_cpu_contiguous(t);
+    check_same_dtype(t, ref);
     if (t.size() != ref.size())
         fail(std::string(t.name()) + " " + t.shape_str() + " does not have as many elements as " + ref.name() + " " +
              ref.shape_str());
@@ -397,7 +401,7 @@ void spatial_mean(nb::handle x_obj, bool channels_last, nb::handle out_obj, cons
     SpatialMeanArgs a;
     a.dtype = activation_dtype(x);
     check_cpu_contiguous(out);
-    if (!(out.dtype() == x.dtype())) fail("out has dtype " + out.dtype_str() + " but x has " + x.dtype_str());
+    check_same_dtype(out, x);
     if (x.ndim() != 4) fail("x " + x.shape_str() + " must be 4-D");
     a.batch = x.shape(0);
     a.channels = channels_last ? x.shape(3) : x.shape(1);
@@ -419,8 +423,8 @@ void concat_channels(nb::handle a_obj, nb::handle b_obj, nb::handle out_obj, con
     ConcatChannelsArgs args;
     for (const TensorArg* t : {&a, &b, &out})
         if (!t->on_cpu() || t->ndim() != 4) fail(std::string(t->name()) + " " + t->shape_str() + " must be a 4-D CPU tensor");
-    for (const TensorArg* t : {&b, &out})
-        if (!(t->dtype() == a.dtype())) fail(std::string(t->name()) + " has dtype " + t->dtype_str() + " but a has " + a.dtype_str());
+    check_same_dtype(b, a);
+    check_same_dtype(out, a);
     args.batch = a.shape(0), args.height = a.shape(2), args.width = a.shape(3);
     if (b.shape(0) != args.batch || b.shape(2) != args.height || b.shape(3) != args.width)
         fail("b " + b.shape_str() + " must match a " + a.shape_str() + " in every dim but the channels");
@@ -532,7 +536,7 @@ void embedding(nb::handle weight_obj, nb::handle indices_obj, nb::handle out_obj
     a.dim = weight.shape(1);
     a.n = indices.size();
     check_cpu_contiguous(out);
-    if (!(out.dtype() == weight.dtype())) fail("out has dtype " + out.dtype_str() + " but weight has " + weight.dtype_str());
+    check_same_dtype(out, weight);
     if (out.size() != a.n * a.dim)
         fail("out " + out.shape_str() + " must have indices.numel() * " + std::to_string(a.dim) + " elements");
     int64_t bad = -1;

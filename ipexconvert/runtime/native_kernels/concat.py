@@ -15,14 +15,15 @@ from .. import kernels
 from ..kernels import Kernel, NodeContext
 from . import _common
 
-_TWO_INPUTS = [[{"$in": 0}, {"$in": 1}], 1]
+_TWO_INPUTS = [{"$in": 0}, {"$in": 1}]
+_ALONG_CHANNELS = ([_TWO_INPUTS, 1], [_TWO_INPUTS, -3])  # the args of cat([x, y], dim=1) on 4-D tensors
 
 
 @kernels.register_kernel("cpu", "aten")
 def native_concat_channels(ctx: NodeContext):
     a = ctx.attrs
     if (ctx.device != "cpu" or not native.available() or a.target != "aten.cat.default" or a.kwargs
-            or a.args not in (_TWO_INPUTS, [[{"$in": 0}, {"$in": 1}], -3])):
+            or a.args not in _ALONG_CHANNELS):
         return None
     specs = ctx.input_specs[:2]
     if len(ctx.input_specs) != 2 or any(s is None or s.rank != 4 for s in specs) or specs[0].dtype != specs[1].dtype:
