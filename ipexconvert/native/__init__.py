@@ -83,7 +83,7 @@ def kernel_levels(name: str) -> list[str]:
 
 def kernel_level(name: str, max_isa: Optional[str] = None) -> str:
     """The level kernel `name` runs at under max_isa (falling back to the highest lower build), or
-    "none" when it has no build at or below that level (attention is built for amx only)."""
+    "none" when it has no build at or below that level (attention has none below avx512_bf16)."""
     return _run(_lib().kernel_level, name, max_isa)
 
 
@@ -149,14 +149,15 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[
               scale: Optional[float] = None, quantize_to: Optional[tuple[float, int, torch.dtype]] = None,
               quantize_multipliers: Optional[torch.Tensor] = None, max_isa: Optional[str] = None,
               threads: Optional[int] = None) -> torch.Tensor:
-    """softmax(q k^T * scale + mask) v on AMX tiles (scale None: 1/sqrt(head_dim)).
+    """softmax(q k^T * scale + mask) v (scale None: 1/sqrt(head_dim)): AMX tile products, or
+    AVX512-BF16 vdpbf16ps products below the amx level.
 
     q [batch, heads, q_len, head_dim], k and v [batch, heads, kv_len, head_dim]: bfloat16 with a
     contiguous last dim (other strides are free: views into a packed QKV projection work),
     head_dim a multiple of 32; mask additive float32/bfloat16, broadcastable to
     [batch, heads, q_len, kv_len] with a full last dim. Returns [batch, heads, q_len, head_dim]
     as a view of a [batch, q_len, heads, head_dim] buffer (what a model transposes it into
-    next). Built for the amx level only: below it, this raises RuntimeError.
+    next). Built for the avx512_bf16 and amx levels: below them, this raises RuntimeError.
 
     quantize_to=(scale, zero_point, torch.uint8 or torch.int8) returns the bf16 output's codes
     instead, as the quantize op makes them of the output viewed as [batch, q_len, heads *

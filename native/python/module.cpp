@@ -554,7 +554,7 @@ void embedding(nb::handle weight_obj, nb::handle indices_obj, nb::handle out_obj
 }
 
 // The level kernel `name` runs at under max_isa (None: IPEXCONVERT_MAX_ISA, else the best), or
-// "none" when it has no build at or below that level (attention is built for amx only).
+// "none" when it has no build at or below that level (attention has none below avx512_bf16).
 std::string kernel_level(const std::string& name, const OptStr& max_isa) {
     bool known = false;
     for (const char* k : kernel_names()) known = known || name == k;
@@ -627,7 +627,7 @@ NB_MODULE(_native, m) {
     m.def("softmax", &softmax, "x"_a, "scale"_a, "mask"_a.none(), "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("attention", &attention, "q"_a, "k"_a, "v"_a, "mask"_a.none(), "out"_a, "scale"_a, "max_isa"_a.none(),
           "threads"_a, "q_scale"_a = 1.0, "q_zero_point"_a = 0, "q_multipliers"_a = nb::none(),
-          "out = softmax(q k^T * scale + mask) v (bf16, AMX); an int8/uint8 out gets it quantized");
+          "out = softmax(q k^T * scale + mask) v (bf16; AMX or AVX512-BF16); an int8/uint8 out gets it quantized");
     m.def("gelu", &gelu, "x"_a, "tanh"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("silu", &silu, "x"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("silu_mul", &silu_mul, "a"_a, "b"_a, "out"_a, "max_isa"_a.none(), "threads"_a);

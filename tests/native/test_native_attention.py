@@ -1,5 +1,6 @@
-"""The AMX attention kernel against the sdpa op's reference (computed in fp32), its argument
-checks, and the runtime's choice of it for bfloat16 sdpa nodes."""
+"""The attention kernel, at every level this CPU runs (AVX512-BF16 products, AMX tile products),
+against the sdpa op's reference (computed in fp32), its argument checks, and the runtime's choice
+of it for bfloat16 sdpa nodes."""
 from __future__ import annotations
 
 import math
@@ -14,8 +15,8 @@ from ipexconvert.ir import get_op
 from ipexconvert.runtime import kernels
 from ipexconvert.runtime.native_kernels import sdpa as native_sdpa_module
 
-AMX = native.available() and "amx" in native.supported_levels() and "amx" in native.kernel_levels("attention")
-pytestmark = pytest.mark.skipif(not AMX, reason="needs the native AMX build on a CPU with AMX")
+LEVELS = [lvl for lvl in native.kernel_levels("attention") if lvl in native.supported_levels()] if native.available() else []
+pytestmark = pytest.mark.skipif(not LEVELS, reason="needs the native build on a CPU with AVX512-BF16")
 BF16_THRESHOLD = 1e-2  # normalised error, as the other native kernels' bf16 cases
 
 
@@ -41,9 +42,14 @@ SHAPES = [  # batch, heads, q_len, kv_len, head_dim: BERT-base, MiniLM, tails of
 ]
 
 
+@pytest.fixture(params=LEVELS or ["none"])
+def level(request):
+    return request.param
+
+
 @pytest.mark.parametrize("mask_kind", ["none", "float32", "bfloat16", "finite"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_attention_matches_reference(shape, mask_kind):
+def test_attention_matches_reference(shape, mask_kind, level):
     batch, heads, q_len, kv_len, head_dim = shape
     torch.manual_seed(sum(shape))
     q = (torch.randn(batch, heads, q_len, head_dim) * 2).bfloat16()
@@ -51,7 +57,7 @@ def test_attention_matches_reference(shape, mask_kind):
     mask = {"none": None, "float32": padding_mask(batch, kv_len, torch.float32),
             "bfloat16": padding_mask(batch, kv_len, torch.bfloat16),
             "finite": padding_mask(batch, kv_len, torch.float32, torch.finfo(torch.float32).min)}[mask_kind]
-    got = native.attention(q, k, v, mask, threads=2)
+    got = native.attention(q, k, v, mask, threads=2, max_isa=level)
     want = reference(q, k, v, mask)
     assert got.shape == want.shape and got.dtype == torch.bfloat16
     assert torch.isfinite(got).all()
@@ -61,7 +67,7 @@ def test_attention_matches_reference(shape, mask_kind):
     assert normalised_error(got, want) <= 3 * normalised_error(theirs, want) + 1e-3
 
 
-def test_strided_views_threads_and_scale():
+def test_strided_views_threads_and_scale(level):
     """q/k/v as slices of one packed projection give the bits of contiguous copies; thread
     counts do not change the result; an explicit scale is applied."""
     torch.manual_seed(0)
@@ -69,18 +75,19 @@ def test_strided_views_threads_and_scale():
     qkv = torch.randn(batch, seq, 3 * heads * head_dim).bfloat16()
     q, k, v = (t.reshape(batch, seq, heads, head_dim).permute(0, 2, 1, 3) for t in qkv.split(heads * head_dim, -1))
     mask = padding_mask(batch, seq, torch.bfloat16)
-    strided = native.attention(q, k, v, mask, threads=2)
-    dense = native.attention(q.contiguous(), k.contiguous(), v.contiguous(), mask, threads=1)
+    strided = native.attention(q, k, v, mask, threads=2, max_isa=level)
+    dense = native.attention(q.contiguous(), k.contiguous(), v.contiguous(), mask, threads=1, max_isa=level)
     assert torch.equal(strided, dense)
     assert strided.transpose(1, 2).is_contiguous()  # the [batch, seq, heads, head_dim] buffer
-    scaled = native.attention(q, k, v, mask, scale=0.05)
+    scaled = native.attention(q, k, v, mask, scale=0.05, max_isa=level)
     assert normalised_error(scaled, reference(q, k, v, mask, scale=0.05)) <= BF16_THRESHOLD
 
 
 @pytest.mark.parametrize("multipliers", [False, True])
 @pytest.mark.parametrize("code_dtype,zero_point", [(torch.uint8, 121), (torch.int8, -5)])
 @pytest.mark.parametrize("shape", [SHAPES[0], SHAPES[2], SHAPES[5]], ids=lambda s: "x".join(map(str, s)))
-def test_quantized_output_is_bit_identical_to_quantizing_the_bf16_output(shape, code_dtype, zero_point, multipliers):
+def test_quantized_output_is_bit_identical_to_quantizing_the_bf16_output(shape, code_dtype, zero_point, multipliers,
+                                                                        level):
     """The codes equal the quantize op's (per tensor, or with SmoothQuant multipliers along the
     hidden axis h * head_dim + d) applied to the bf16 output flattened to [batch, q_len, hidden]."""
     batch, heads, q_len, kv_len, head_dim = shape
@@ -92,9 +99,10 @@ def test_quantized_output_is_bit_identical_to_quantizing_the_bf16_output(shape, 
     multiplier = torch.rand(heads * head_dim) * 2 / scale if multipliers else None
     quantize = get_op("quantize")
     attrs = quantize.parse_attrs({"scale": scale, "zero_point": zero_point, "dtype": str(code_dtype).split(".")[1]})
-    flat = native.attention(q, k, v, mask).transpose(1, 2).reshape(batch, q_len, heads * head_dim)
+    flat = native.attention(q, k, v, mask, max_isa=level).transpose(1, 2).reshape(batch, q_len, heads * head_dim)
     want = quantize.reference([flat] + ([multiplier] if multipliers else []), attrs, {})
-    got = native.attention(q, k, v, mask, quantize_to=(scale, zero_point, code_dtype), quantize_multipliers=multiplier)
+    got = native.attention(q, k, v, mask, quantize_to=(scale, zero_point, code_dtype), quantize_multipliers=multiplier,
+                           max_isa=level)
     assert got.dtype == code_dtype and got.shape == (batch, heads, q_len, head_dim)
     assert torch.equal(got.transpose(1, 2).reshape(batch, q_len, heads * head_dim), want)
     lo, hi = (0, 255) if code_dtype == torch.uint8 else (-128, 127)
@@ -124,13 +132,26 @@ def test_bad_arguments_are_refused_clearly():
     with pytest.raises(ValueError, match="does not match"):
         native.attention(q, q[:, :1], q)
     with pytest.raises(RuntimeError, match="was not built"):
-        native.attention(q, q, q, max_isa="avx512_bf16")
-    assert native.kernel_level("attention", "avx512_bf16") == "none"
+        native.attention(q, q, q, max_isa="avx512_vnni")
+    assert native.kernel_level("attention", "avx512_vnni") == "none"
+
+
+@pytest.mark.skipif(len(LEVELS) < 2, reason="needs a CPU with AMX for both builds")
+def test_amx_and_avx512_bf16_builds_agree():
+    """Both builds sum the same bf16 products in fp32, in another order: their outputs differ by
+    bf16 roundings at most, far below the error against the fp32 reference."""
+    torch.manual_seed(5)
+    q, k, v = (torch.randn(2, 12, 128, 64).bfloat16() for _ in range(3))
+    mask = padding_mask(2, 128, torch.float32)
+    tiles = native.attention(q, k, v, mask, max_isa="amx")
+    dots = native.attention(q, k, v, mask, max_isa="avx512_bf16")
+    assert normalised_error(tiles, dots.float()) <= 1e-2
 
 
 def test_runtime_runs_native_attention_for_bf16_only(monkeypatch, tmp_path):
-    """A tiny BERT with 32-wide heads in bf16: its sdpa nodes run the AMX kernel and agree with
-    torch's attention; fp32 nodes and a cap below amx keep the reference."""
+    """A tiny BERT with 32-wide heads in bf16: its sdpa nodes run the native kernel of the best
+    level and agree with torch's attention; fp32 nodes and a cap below avx512_bf16 keep the
+    reference, and a cap at avx512_bf16 on an AMX CPU takes that build."""
     monkeypatch.delenv("IPEXCONVERT_MAX_ISA", raising=False)
     model = build_bert(dict(TINY_BERT_CONFIG, num_attention_heads=2), attn_implementation="sdpa", seed=2)
     inputs = tiny_bert_inputs(3)
@@ -142,7 +163,7 @@ def test_runtime_runs_native_attention_for_bf16_only(monkeypatch, tmp_path):
 
     model = load_artifact(paths["bf16"])
     names = {s.kernel_name for s in model.executor.steps if s.op == "sdpa"}
-    assert names == {"native:sdpa@amx"}
+    assert names == {f"native:sdpa@{LEVELS[-1]}"}
     got = model(**inputs)[0]
 
     registered = kernels.KERNELS[("cpu", "sdpa")]
@@ -153,6 +174,10 @@ def test_runtime_runs_native_attention_for_bf16_only(monkeypatch, tmp_path):
 
     fp32 = load_artifact(paths["fp32"])
     assert {s.kernel_name for s in fp32.executor.steps if s.op == "sdpa"} == {"reference:sdpa"}
-    monkeypatch.setenv("IPEXCONVERT_MAX_ISA", "avx512_bf16")
+    monkeypatch.setenv("IPEXCONVERT_MAX_ISA", "avx512_vnni")
     capped = load_artifact(paths["bf16"])
     assert {s.kernel_name for s in capped.executor.steps if s.op == "sdpa"} == {"reference:sdpa"}
+    monkeypatch.setenv("IPEXCONVERT_MAX_ISA", "avx512_bf16")
+    capped = load_artifact(paths["bf16"])
+    assert {s.kernel_name for s in capped.executor.steps if s.op == "sdpa"} == {"native:sdpa@avx512_bf16"}
+    assert normalised_error(capped(**inputs)[0], want.float()) < 2e-2

@@ -1,4 +1,5 @@
-"""Native attention (AMX tiles) for bfloat16 sdpa nodes.
+"""Native attention for bfloat16 sdpa nodes: AMX tile products, or AVX512-BF16 (vdpbf16ps)
+products on CPUs without AMX (the build for the selected level; docs/native.md).
 
 torch's CPU flash attention, measured at BERT-base shapes (12 heads, seq 128, head_dim 64), is
 slower than the native kernel (benchmarks/results/native-attention.md); the kernel also reads
@@ -7,7 +8,7 @@ into a [batch, seq, heads, head_dim] buffer, so the transpose + reshape after it
 
 Covered: bfloat16 q/k/v of rank 4 with one head count, head_dim a multiple of 32, no causal
 flag, an additive float32/bfloat16 mask or none. Everything else (bool masks, fp32, a CPU
-without AMX) runs the op's reference, i.e. torch's attention. A quantized sdpa
+without AVX512-BF16) runs the op's reference, i.e. torch's attention. A quantized sdpa
 (fold_attention_quantize) gets the int8/uint8 codes straight from the kernel's output rows.
 """
 from __future__ import annotations
@@ -28,7 +29,7 @@ _MASK_DTYPES = ("float32", "bfloat16")
 
 @kernels.register_kernel("cpu", "sdpa")
 def native_sdpa(ctx: NodeContext):
-    if ctx.device != "cpu" or not native.available() or native.kernel_level("attention", ctx.isa) != "amx":
+    if ctx.device != "cpu" or not native.available() or native.kernel_level("attention", ctx.isa) == "none":
         return None
     a = ctx.attrs
     q, k, v, mask = (list(ctx.input_specs) + [None] * 4)[:4]
