@@ -44,16 +44,27 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
-@lru_cache(maxsize=1)
-def cpu_model() -> str:
+def _cpuinfo_field(name: str) -> str | None:
+    """The first /proc/cpuinfo line named `name`, its value; None where there is none."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
+                if line.split(":", 1)[0].strip() == name:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return None
+
+
+@lru_cache(maxsize=1)
+def cpu_model() -> str:
+    return _cpuinfo_field("model name") or platform.processor() or "unknown"
+
+
+@lru_cache(maxsize=1)
+def cpu_vendor() -> str:
+    """CPUID's vendor string ("GenuineIntel", "AuthenticAMD", ...), "unknown" off Linux."""
+    return _cpuinfo_field("vendor_id") or "unknown"
 
 
 def amx_permission() -> bool:

@@ -9,7 +9,7 @@ import torch
 
 from ...ir.postops import PostOp, apply_post_ops
 from ...ir.spec import TensorSpec
-from ..cpu import ISA_LEVELS
+from ..cpu import ISA_LEVELS, cpu_vendor
 from ..kernels import KernelFn, NodeContext
 
 FLOAT_DTYPES = ("float32", "bfloat16")
@@ -28,6 +28,17 @@ ONEDNN_UNARY: dict[str, tuple[str, str]] = {
 def enabled() -> bool:
     """IPEXCONVERT_ONEDNN=0 sends every node to the next factory (for debugging and timing)."""
     return os.environ.get("IPEXCONVERT_ONEDNN", "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def mkl_runs_float32_linear() -> bool:
+    """Which library runs float32 linear: MKL's packed sgemm on Intel CPUs, where it measured as fast
+    as or faster than oneDNN (oneDNN has ~35 us more fixed cost per call), and oneDNN on other
+    vendors' CPUs, where MKL takes slower code paths (AMD Zen 4, BERT-base shapes, 2 threads:
+    oneDNN 0.69-0.84 of MKL's time). IPEXCONVERT_MKL_FP32=1/0 overrides (benchmarks/ab.py --env)."""
+    override = os.environ.get("IPEXCONVERT_MKL_FP32", "").strip().lower()
+    if override:
+        return override not in ("0", "false", "off", "no")
+    return cpu_vendor() == "GenuineIntel"
 
 
 def isa_allows(isa: str, dtype: str) -> bool:

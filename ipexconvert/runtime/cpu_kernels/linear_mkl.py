@@ -7,7 +7,8 @@ count is the node's own when its shapes are static; with dynamic dims it is the 
 kernel sees (packed on that call, once), which in a deployment is the steady shape. Measured at
 BERT-base shapes (benchmarks/README.md): 15-20% faster than F.linear at 128 rows, 2.5x at 1 row.
 
-Post-ops run in torch after the call (MKL fuses none), as in the reference.
+Post-ops run in torch after the call (MKL fuses none), as in the reference. Used on Intel CPUs only
+(`_common.mkl_runs_float32_linear`): elsewhere linear_onednn.py runs float32 too.
 """
 from __future__ import annotations
 
@@ -18,12 +19,12 @@ import torch
 
 from ..kernels import Kernel, NodeContext, register_kernel
 from . import probe
-from ._common import consumed, constant_weight_and_bias, enabled, node_dtype, with_tail
+from ._common import consumed, constant_weight_and_bias, enabled, mkl_runs_float32_linear, node_dtype, with_tail
 
 
 @register_kernel("cpu", "linear")
 def linear_mkl(ctx: NodeContext) -> Optional[Kernel]:
-    if ctx.device != "cpu" or not enabled() or node_dtype(ctx) != "float32":
+    if ctx.device != "cpu" or not enabled() or node_dtype(ctx) != "float32" or not mkl_runs_float32_linear():
         return None
     params = constant_weight_and_bias(ctx)
     x_spec = ctx.input_specs[0]

@@ -1,4 +1,4 @@
-"""linear through oneDNN (bfloat16): weight packed once at load, bias and post-ops fused into the call.
+"""linear through oneDNN (bfloat16; float32 on non-Intel CPUs): weight packed once at load, bias and post-ops fused into the call.
 
 torch.ops.mkldnn._linear_pointwise computes x @ W^T + b with one fused unary post-op;
 its .binary overload fuses an add/mul of a tensor of exactly the output's shape (it
@@ -19,20 +19,22 @@ from ...ir.dims import same
 from ...ir.postops import PostOp
 from ..kernels import Kernel, NodeContext, register_kernel
 from . import probe
-from ._common import consumed, constant_weight_and_bias, enabled, isa_allows, node_dtype, plan_post_ops, with_tail
+from ._common import (consumed, constant_weight_and_bias, enabled, isa_allows, mkl_runs_float32_linear, node_dtype,
+                      plan_post_ops, with_tail)
 
 _BINARY_KINDS = frozenset({"add", "mul"})
-# float32 linear goes to MKL's packed GEMM (linear_mkl.py): MKL sgemm measured as fast or faster
-# than oneDNN here (oneDNN has ~35 us more fixed cost per call; fusing a gelu wins <5%).
-# bf16 is where oneDNN wins (1.4-2x over F.linear). build_linear_kernel still takes float32.
-_DTYPES = frozenset({"bfloat16"})
 
 
 @register_kernel("cpu", "linear")
 def linear_onednn(ctx: NodeContext) -> Optional[Kernel]:
-    if ctx.device != "cpu" or not enabled() or node_dtype(ctx) not in _DTYPES:
+    """bf16 linear (1.4-2x over F.linear); float32 too where MKL does not run it (non-Intel CPUs:
+    `_common.mkl_runs_float32_linear`)."""
+    if ctx.device != "cpu" or not enabled():
         return None
-    return build_linear_kernel(ctx)
+    dtype = node_dtype(ctx)
+    if dtype == "bfloat16" or (dtype == "float32" and not mkl_runs_float32_linear()):
+        return build_linear_kernel(ctx)
+    return None
 
 
 def build_linear_kernel(ctx: NodeContext) -> Optional[Kernel]:

@@ -11,7 +11,7 @@ from ipexconvert.api import load_artifact, optimize
 from ipexconvert.examples import get_example
 from ipexconvert.runtime.cpu import selected_isa
 from ipexconvert.runtime.cpu_kernels import probe
-from ipexconvert.runtime.cpu_kernels._common import isa_allows
+from ipexconvert.runtime.cpu_kernels._common import isa_allows, mkl_runs_float32_linear
 
 HAS_BF16 = "bfloat16" in probe.checked_dtypes() and isa_allows(selected_isa(), "bfloat16")
 BF16 = pytest.param("bf16", marks=pytest.mark.skipif(not HAS_BF16, reason="no native bf16"))
@@ -58,8 +58,8 @@ def test_tiny_cnn(convert, dtype):
     model = load_artifact(convert("tiny-cnn", dtype))
     kernels = kernels_by_op(model)
     assert kernels["conv2d"] == {"dnnl:conv2d" if dnnl.usable(selected_isa()) else "onednn:conv2d"}
-    # float32 linear goes to MKL's packed GEMM; bf16 to oneDNN.
-    assert kernels["linear"] == {"onednn:linear" if dtype == "bf16" else "mkl:linear"}
+    # float32 linear goes to MKL's packed GEMM on Intel CPUs, to oneDNN elsewhere; bf16 to oneDNN.
+    assert kernels["linear"] == {"onednn:linear" if dtype == "bf16" or not mkl_runs_float32_linear() else "mkl:linear"}
     check_against_eager("tiny-cnn", model, dtype)
 
 

@@ -81,9 +81,12 @@ def test_dynamic_batch_one_kernel(post_ops, dtype):
         assert rel_err(got, reference("linear", attrs, exact)) < tolerance
 
 
-def test_registered_factory_takes_bf16_only():
+def test_registered_factory_takes_bf16_and_float32_only_where_mkl_does_not(monkeypatch):
     attrs, _, fp32 = make("3d", "gelu", "float32")
+    monkeypatch.setenv("IPEXCONVERT_MKL_FP32", "1")
     assert linear_onednn(context("linear", attrs, fp32, {1, 2})) is None
+    monkeypatch.setenv("IPEXCONVERT_MKL_FP32", "0")
+    assert linear_onednn(context("linear", attrs, fp32, {1, 2})) is not None
     if HAS_BF16:
         bf16 = [t.bfloat16() for t in fp32]
         assert linear_onednn(context("linear", attrs, bf16, {1, 2})) is not None

@@ -1,0 +1,55 @@
+"""Which library runs float32 linear: MKL's packed sgemm on Intel CPUs, oneDNN on others (MKL takes
+slower code paths there), IPEXCONVERT_MKL_FP32 overriding; and oneDNN's float32 kernel against the
+reference wherever it is chosen."""
+from __future__ import annotations
+
+import pytest
+from onednn_helpers import FP32_TOLERANCE, context, reference, rel_err, run
+
+from ipexconvert.runtime import cpu
+from ipexconvert.runtime.cpu_kernels import _common, probe
+from ipexconvert.runtime.cpu_kernels.linear_mkl import linear_mkl
+from ipexconvert.runtime.cpu_kernels.linear_onednn import linear_onednn
+from test_mkl_linear import make
+
+
+@pytest.fixture
+def vendor(monkeypatch):
+    monkeypatch.delenv("IPEXCONVERT_MKL_FP32", raising=False)
+
+    def set_vendor(name: str) -> None:
+        monkeypatch.setattr(_common, "cpu_vendor", lambda: name)
+    return set_vendor
+
+
+def test_vendor_picks_the_library(vendor, monkeypatch):
+    vendor("GenuineIntel")
+    assert _common.mkl_runs_float32_linear()
+    vendor("AuthenticAMD")
+    assert not _common.mkl_runs_float32_linear()
+    monkeypatch.setenv("IPEXCONVERT_MKL_FP32", "1")
+    assert _common.mkl_runs_float32_linear()
+    vendor("GenuineIntel")
+    monkeypatch.setenv("IPEXCONVERT_MKL_FP32", "0")
+    assert not _common.mkl_runs_float32_linear()
+
+
+def test_cpu_vendor_reads_cpuinfo():
+    with open("/proc/cpuinfo") as f:
+        want = next((line.split(":", 1)[1].strip() for line in f if line.startswith("vendor_id")), "unknown")
+    assert cpu.cpu_vendor() == want
+
+
+@pytest.mark.skipif(probe.op_for("mkldnn._linear_pointwise", "float32") is None
+                    or probe.op_for("mkl._mkl_linear", "float32") is None,
+                    reason="this torch build lacks oneDNN's or MKL's linear")
+@pytest.mark.parametrize("post_ops", [[], [{"kind": "gelu"}]])
+def test_exactly_one_factory_takes_a_float32_linear(vendor, post_ops):
+    attrs, tensors = make((2, 3), post_ops=post_ops)
+    for name, want in (("GenuineIntel", "mkl:linear"), ("AuthenticAMD", "onednn:linear")):
+        vendor(name)
+        kernels = [k for k in (linear_mkl(context("linear", attrs, tensors, {1, 2})),
+                               linear_onednn(context("linear", attrs, tensors, {1, 2}))) if k is not None]
+        assert [k.name for k in kernels] == [want]
+        got = run(kernels[0], tensors, {})
+        assert rel_err(got, reference("linear", attrs, tensors)) < FP32_TOLERANCE
