@@ -34,14 +34,7 @@ _SYS_ARCH_PRCTL = 158  # x86-64
 
 @lru_cache(maxsize=1)
 def cpu_flags() -> frozenset[str]:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return frozenset()
+    return frozenset((_cpuinfo_field("flags") or "").split())
 
 
 def _cpuinfo_field(name: str) -> str | None:

@@ -25,9 +25,13 @@ ONEDNN_UNARY: dict[str, tuple[str, str]] = {
 }
 
 
+def _switched_on(value: str) -> bool:
+    return value.strip().lower() not in ("0", "false", "off", "no")
+
+
 def enabled() -> bool:
     """IPEXCONVERT_ONEDNN=0 sends every node to the next factory (for debugging and timing)."""
-    return os.environ.get("IPEXCONVERT_ONEDNN", "1").strip().lower() not in ("0", "false", "off", "no")
+    return _switched_on(os.environ.get("IPEXCONVERT_ONEDNN", "1"))
 
 
 def mkl_runs_float32_linear() -> bool:
@@ -35,10 +39,8 @@ def mkl_runs_float32_linear() -> bool:
     as or faster than oneDNN (oneDNN has ~35 us more fixed cost per call), and oneDNN on other
     vendors' CPUs, where MKL takes slower code paths (AMD Zen 4, BERT-base shapes, 2 threads:
     oneDNN 0.69-0.84 of MKL's time). IPEXCONVERT_MKL_FP32=1/0 overrides (benchmarks/ab.py --env)."""
-    override = os.environ.get("IPEXCONVERT_MKL_FP32", "").strip().lower()
-    if override:
-        return override not in ("0", "false", "off", "no")
-    return cpu_vendor() == "GenuineIntel"
+    override = os.environ.get("IPEXCONVERT_MKL_FP32", "").strip()
+    return _switched_on(override) if override else cpu_vendor() == "GenuineIntel"
 
 
 def isa_allows(isa: str, dtype: str) -> bool:
