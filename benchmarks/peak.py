@@ -1,0 +1,173 @@
+"""This CPU's peak multiply-accumulate rates, and how close each measured system comes to them.
+
+    python benchmarks/peak.py                                            # the peaks
+    python benchmarks/peak.py --results benchmarks/results/NAME.json     # + share of peak, target floors
+    python benchmarks/peak.py --results R.json --out benchmarks/results/peak-NAME.md
+
+Peaks: AVX-512 vfmadd231ps (fp32, 16 MACs), vdpbf16ps (bf16, 32) and vpdpbusd (int8, 64) in 12
+independent chains at --threads threads, median of --rounds (peak/peak.cpp, compiled here with g++).
+Work: the multiply-accumulates of the example model at the case's batch, counted by
+torch.utils.flop_counter (flops / 2: convolutions, linears, matmuls and attention products).
+
+A system's share of peak = MACs / median latency / the peak of its dtype. A target's floor =
+(MACs / peak) / the baseline's median in that run: the ratio a system would reach running every
+multiply-accumulate at the peak and nothing else. A target below its floor (needing more than 100%
+of the peak) cannot be met on this CPU by any implementation doing the same products; only an
+algorithm with fewer (Winograd convolution, for example) could. For int8 the floor counts every
+product at the int8 peak, which only makes it lower (easier). AMX is not measured: where the CPU
+has it, its tile instructions have far higher peaks and these floors do not apply.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+KERNELS = {  # dtype -> (function in peak.cpp, MACs per instruction, cpuinfo flag it needs)
+    "fp32": ("fp32_fma", 16, "avx512f"),
+    "bf16": ("bf16_dot", 32, "avx512_bf16"),
+    "int8": ("int8_dot", 64, "avx512_vnni"),
+}
+CHAINS = 12
+
+
+def cpu_flags() -> set[str]:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def build_library() -> ctypes.CDLL:
+    """peak.cpp as a shared library under benchmarks/.cache (rebuilt when the source is newer)."""
+    source = BENCH_DIR / "peak" / "peak.cpp"
+    library = BENCH_DIR / ".cache" / "peak.so"
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        sys.exit("peak.py needs g++ (or c++) on PATH to build peak/peak.cpp")
+    if not library.exists() or library.stat().st_mtime < source.stat().st_mtime:
+        library.parent.mkdir(parents=True, exist_ok=True)
+        flags = ["-O3", "-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx512vnni", "-mavx512bf16",
+                 "-fopenmp", "-shared", "-fPIC"]
+        subprocess.run([compiler, *flags, str(source), "-o", str(library)], check=True)
+    lib = ctypes.CDLL(str(library))
+    for name, _, _ in KERNELS.values():
+        getattr(lib, name).argtypes = [ctypes.c_long, ctypes.c_int]
+        getattr(lib, name).restype = ctypes.c_float
+    return lib
+
+
+def measure_peak(fn, macs_per_instruction: int, threads: int, rounds: int) -> float:
+    """Median GMAC/s over `rounds` runs of ~0.2 s each."""
+    iters = 1 << 16
+    while True:  # size a run to ~0.2 s
+        start = time.perf_counter()
+        fn(iters, threads)
+        if time.perf_counter() - start > 0.05:
+            break
+        iters *= 4
+    iters = int(iters * 0.2 / max(time.perf_counter() - start, 1e-6))
+    rates = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn(iters, threads)
+        seconds = time.perf_counter() - start
+        rates.append(iters * CHAINS * macs_per_instruction * threads / seconds / 1e9)
+    return statistics.median(rates)
+
+
+def count_macs(model_name: str, batch: int) -> float:
+    """Multiply-accumulates of one forward pass of the example model (flop counter flops / 2)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    sys.path.insert(0, str(BENCH_DIR.parent))
+    from ipexconvert.examples import get_example
+
+    example = get_example(model_name)
+    model, inputs = example.build().eval(), example.example_inputs(batch)
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        model(**inputs)
+    return counter.get_total_flops() / 2
+
+
+def results_tables(results: dict, peaks: dict[str, float]) -> list[str]:
+    """Markdown: each system's share of its dtype's peak, then each target against its floor."""
+    lines = ["", "## Share of peak per case and system", "",
+             "| case | GMAC | system | median ms | GMAC/s | share of its dtype's peak |",
+             "| --- | ---: | --- | ---: | ---: | ---: |"]
+    macs_of: dict[str, float] = {}
+    medians: dict[tuple[str, str], float] = {}  # (case, system) -> median ms
+    for case in results["cases"]:
+        macs = macs_of[case["case"]] = count_macs(case["model"], case["batch"])
+        for name, system in case.get("systems", {}).items():
+            dtype, median = system.get("dtype"), system.get("median_ms")
+            if median is None or dtype not in peaks:
+                continue
+            medians[(case["case"], name)] = median
+            rate = macs / (median / 1e3) / 1e9
+            lines.append(f"| {case['case']} | {macs / 1e9:.2f} | {name} | {median:.2f} | {rate:.0f} "
+                         f"| {rate / peaks[dtype]:.0%} |")
+    lines += ["", "## Targets against their floors", "",
+              "Floor: the ratio reached running every multiply-accumulate at the peak of the target's dtype and "
+              "nothing else. Needs: the share of that peak the whole run must average to meet the target "
+              "(floor / target).", "",
+              "| target | target ratio | floor | needs | measured | |", "| --- | ---: | ---: | ---: | ---: | --- |"]
+    baseline_of = {"fp32": "compile-fp32", "bf16": "compile-bf16", "int8": "compile-bf16"}
+    for target in results.get("targets", []):
+        base = medians.get((target["case"], baseline_of[target["dtype"]]))
+        if base is None or target["dtype"] not in peaks:
+            continue
+        floor = macs_of[target["case"]] / 1e9 / peaks[target["dtype"]] * 1e3 / base
+        needs = floor / target["max_ratio"]
+        verdict = ("not reachable with the same products" if needs > 1.0 else
+                   "at the peak: only in theory" if needs > 0.95 else "reachable in principle")
+        measured = f"{target['ratio']:.3f}" if target.get("ratio") is not None else "-"
+        lines.append(f"| {target['label']} | {target['max_ratio']:.2f} | {floor:.3f} | {needs:.0%} | {measured} "
+                     f"| {verdict} |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--results", type=Path, help="a benchmarks/run.py JSON to compare with the peaks")
+    parser.add_argument("--out", type=Path, help="also write the report (markdown) here")
+    args = parser.parse_args()
+
+    flags = cpu_flags()
+    lib = build_library()
+    peaks = {}
+    for dtype, (name, macs, flag) in KERNELS.items():
+        if flag in flags:
+            peaks[dtype] = measure_peak(getattr(lib, name), macs, args.threads, args.rounds)
+    lines = [f"# Peak multiply-accumulate rates, {args.threads} threads", "",
+             f"Command: `python {' '.join(['benchmarks/peak.py', *sys.argv[1:]])}`", "",
+             "| dtype | instruction | GMAC/s | per thread |", "| --- | --- | ---: | ---: |"]
+    for dtype, rate in peaks.items():
+        name = {"fp32": "vfmadd231ps zmm", "bf16": "vdpbf16ps zmm", "int8": "vpdpbusd zmm"}[dtype]
+        lines.append(f"| {dtype} | {name} | {rate:.0f} | {rate / args.threads:.0f} |")
+    if "amx_tile" in flags:
+        lines += ["", "This CPU has AMX, which is not measured here: its floors would be far lower."]
+    if args.results:
+        results = json.loads(args.results.read_text())
+        lines += ["", f"Results: `{args.results}` ({results.get('command', '')}); the latencies and ratios are "
+                  "from that run, the peaks from this one."]
+        lines += results_tables(results, peaks)
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if args.out:
+        args.out.write_text(report)
+
+
+if __name__ == "__main__":
+    main()
