@@ -102,6 +102,7 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
     from .api import load_artifact
     from .artifact import read_example_inputs
     from .frontend.inputs import load_inputs_file
+    from .runtime import malloc
     from .runtime.cpu import selected_isa
 
     if threads:
@@ -136,7 +137,8 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
                         "throughput": batch / median, "samples_ms": [v * 1e3 for v in values]})
     report = {"artifact": str(artifact), "batch": batch, "threads": torch.get_num_threads(), "isa": selected_isa(),
               "rounds": rounds, "warmup": warmup, "load_ms": load_ms, "results": results,
-              "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+              "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+              "malloc_tuning": malloc.current().state}
     if profile:
         report["profile"] = model.profile(tensors)
     return report

@@ -511,7 +511,8 @@ def bench(
     for row in report["results"]:
         table.add_row(row["name"], f"{row['median_ms']:.2f}", f"{row['p90_ms']:.2f}", f"{row['throughput']:.1f}")
     out.print(table)
-    out.print(f"load {report['load_ms']:.1f} ms; peak RSS {_human_bytes(report['peak_rss_bytes'])}", highlight=False)
+    out.print(f"load {report['load_ms']:.1f} ms; peak RSS {_human_bytes(report['peak_rss_bytes'])}; "
+              f"malloc tuning {report['malloc_tuning']}", highlight=False)
     if report.get("profile"):
         prof = Table(title="time per op kind (one run)", show_edge=False)
         prof.add_column("kernel")

@@ -48,6 +48,19 @@ def _dnnl_report() -> dict:
     return dnnl.report()
 
 
+def _malloc_report() -> dict:
+    """What loading an artifact does (or did) to the process's malloc settings."""
+    from .runtime import malloc
+
+    done = malloc.current()
+    if done.state != "not yet":
+        return done.model_dump()
+    skip = malloc.reason_to_skip(os.environ)
+    return {"state": "skipped" if skip else "at load",
+            "detail": skip or f"mmap threshold {malloc.MMAP_THRESHOLD >> 20} MiB, trim threshold "
+                              f"{malloc.TRIM_THRESHOLD >> 30} GiB (IPEXCONVERT_MALLOC_TUNING=0 turns it off)"}
+
+
 def environment_report() -> dict:
     interesting = sorted(f for f in cpu.cpu_flags() if f.startswith(("avx", "amx", "fma", "f16c")))
     return {
@@ -66,4 +79,5 @@ def environment_report() -> dict:
         "onednn_probe": _onednn_summary(),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "threads": torch.get_num_threads(),
+        "malloc_tuning": _malloc_report(),
     }

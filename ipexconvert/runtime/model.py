@@ -14,6 +14,7 @@ from ..ir import dtypes
 from ..ir.dims import resolve
 from ..ir.spec import DimRange
 from ..manifest import IOSpec, Manifest
+from . import malloc
 from .executor import Executor
 
 SUPPORTED_DEVICES = ("cpu",)
@@ -113,6 +114,8 @@ class LoadedModel:
                 raise UserInputError(f"threads={threads} is not a thread count", "pass a positive number, or None for all cores")
             # Process-wide: torch's intra-op pool (and the native kernels, which follow it) use this.
             torch.set_num_threads(threads)
+        if device == "cpu":
+            malloc.keep_freed_memory()  # process-wide, once: intermediates reuse their pages between calls
         start = time.perf_counter()
         self.path = Path(path)
         self.manifest, program = read_artifact(path, verify=verify)
