@@ -4,8 +4,8 @@ The executor frees each intermediate after its last reader, and torch hands the 
 glibc's malloc. glibc's defaults then return much of it to the kernel: blocks above a dynamic
 threshold get their own mmap, and the top of the heap is trimmed once about twice that threshold
 is free. The next inference's tensors are fresh pages again, each one a minor page fault (about
-3 us here). Measured on ResNet-50 (docs/native.md, "Memory reuse"): batch 16 faulted 6-44
-thousand pages per inference, and int8 batch 1 up to a few hundred.
+3 us here). Measured (docs/architecture.md, "Runtime"): ResNet-50 fp32 batch 16 faulted 23-43
+thousand pages per call, int8 batch 1 up to a few hundred.
 
 So the first artifact loaded on the CPU sets glibc's mmap threshold to its maximum (32 MiB) and
 its trim threshold to 1 GiB, once, for the whole process: blocks up to 32 MiB come from the heap
