@@ -33,7 +33,7 @@ def _native_report() -> dict:
                 "kernels": f"reference (PyTorch ops) only: the native extension is not built ({native.unavailable_reason()})"}
     return {"native_levels": native.supported_levels(),
             "native_kernels": {name: native.kernel_level(name) for name in native.KERNELS},
-            "kernels": "native (ipexconvert._native) for norms/softmax/activations/quantize and bf16 attention (amx or avx512_bf16), direct oneDNN "
+            "kernels": "native (ipexconvert._native) for norms/softmax/activations/quantize and attention (bf16: amx or avx512_bf16; fp32: avx512), direct oneDNN "
                        "(ipexconvert._dnnl) for conv2d/qconv2d/max_pool2d, oneDNN through torch for bf16 linear (fp32 too on "
                        "non-Intel CPUs), qlinear and the convolutions the direct layers decline, MKL for fp32 linear on Intel "
                        "CPUs, else reference (PyTorch ops)"}

@@ -26,7 +26,7 @@ except ImportError as e:  # not built (e.g. a source checkout without `pip insta
     _IMPORT_ERROR = str(e)
 
 KERNELS = ("layer_norm", "rms_norm", "softmax", "gelu", "silu", "silu_mul", "quantize", "dequantize", "requantize",
-           "quantize_last_axis", "embedding", "attention", "to_channels_last",
+           "quantize_last_axis", "embedding", "attention", "attention_f32", "to_channels_last",
            "spatial_mean", "concat_channels")
 
 
@@ -149,17 +149,21 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[
               scale: Optional[float] = None, quantize_to: Optional[tuple[float, int, torch.dtype]] = None,
               quantize_multipliers: Optional[torch.Tensor] = None, max_isa: Optional[str] = None,
               threads: Optional[int] = None) -> torch.Tensor:
-    """softmax(q k^T * scale + mask) v (scale None: 1/sqrt(head_dim)): AMX tile products, or
-    AVX512-BF16 vdpbf16ps products below the amx level.
+    """softmax(q k^T * scale + mask) v (scale None: 1/sqrt(head_dim)).
 
-    q [batch, heads, q_len, head_dim], k and v [batch, heads, kv_len, head_dim]: bfloat16 with a
-    contiguous last dim (other strides are free: views into a packed QKV projection work),
-    head_dim a multiple of 32; mask additive float32/bfloat16, broadcastable to
-    [batch, heads, q_len, kv_len] with a full last dim. Returns [batch, heads, q_len, head_dim]
-    as a view of a [batch, q_len, heads, head_dim] buffer (what a model transposes it into
-    next). Built for the avx512_bf16 and amx levels: below them, this raises RuntimeError.
+    bfloat16 q/k/v (kernel `attention`, head_dim a multiple of 32): AMX tile products, or
+    AVX512-BF16 vdpbf16ps products below the amx level; built for avx512_bf16 and amx.
+    float32 q/k/v (kernel `attention_f32`, head_dim a multiple of 16): fp32 FMA products and
+    softmax throughout; built for avx512. Below its kernel's lowest build this raises
+    RuntimeError.
 
-    quantize_to=(scale, zero_point, torch.uint8 or torch.int8) returns the bf16 output's codes
+    q [batch, heads, q_len, head_dim], k and v [batch, heads, kv_len, head_dim], one dtype, with
+    a contiguous last dim (other strides are free: views into a packed QKV projection work);
+    mask additive float32/bfloat16, broadcastable to [batch, heads, q_len, kv_len] with a full
+    last dim. Returns [batch, heads, q_len, head_dim] as a view of a [batch, q_len, heads,
+    head_dim] buffer (what a model transposes it into next).
+
+    quantize_to=(scale, zero_point, torch.uint8 or torch.int8) returns the output's codes
     instead, as the quantize op makes them of the output viewed as [batch, q_len, heads *
     head_dim]: per tensor, or with quantize_multipliers (heads * head_dim, SmoothQuant) along
     that last axis.
@@ -172,6 +176,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[
         mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
     batch, heads, q_len, head_dim = q.shape
     q_args = {}
+    if quantize_multipliers is not None and quantize_to is None:
+        raise ValueError("quantize_multipliers needs quantize_to (the output quantized)")
     if quantize_to is not None:
         q_scale, zero_point, out_dtype = quantize_to
         q_args = {"q_scale": float(q_scale), "q_zero_point": int(zero_point),

@@ -11,6 +11,7 @@
 // through their strides, as bf16 or, for the int8 layer after attention, as the codes the
 // quantize node would have made of those bf16 values. Keys are padded to a multiple of 32 with
 // zeros that the softmax leaves out.
+#include "attention_simd.h"
 #include "common.h"
 #include "quant.h"
 
@@ -26,31 +27,6 @@ namespace {
 constexpr int64_t kRows = 16;       // rows of every tile: queries per block
 constexpr int64_t kDepth = 32;      // bf16 values along the reduction in one tile row (64 bytes)
 constexpr int64_t kTileHalves = 512;  // bf16 values in one A or B tile
-
-// Transposes a 16 x 16 matrix of 32-bit values held in 16 registers, one row each.
-void transpose_16x16(__m512i m[16]) {
-    __m512i t[16], u[16];
-    for (int i = 0; i < 8; ++i) {  // t[2i], t[2i+1]: rows 2i and 2i+1 interleaved (per 128-bit lane)
-        t[2 * i] = _mm512_unpacklo_epi32(m[2 * i], m[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(m[2 * i], m[2 * i + 1]);
-    }
-    for (int g = 0; g < 4; ++g) {  // u[4g + j], lane L: rows 4g .. 4g+3 of column 4L + j
-        u[4 * g] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
-        u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
-        u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
-        u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
-    }
-    for (int j = 0; j < 4; ++j) {  // gather lane L of u[j], u[4+j], u[8+j], u[12+j] into column 4L + j
-        const __m512i even_lo = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88);
-        const __m512i odd_lo = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xdd);
-        const __m512i even_hi = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88);
-        const __m512i odd_hi = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xdd);
-        m[j] = _mm512_shuffle_i32x4(even_lo, even_hi, 0x88);
-        m[8 + j] = _mm512_shuffle_i32x4(even_lo, even_hi, 0xdd);
-        m[4 + j] = _mm512_shuffle_i32x4(odd_lo, odd_hi, 0x88);
-        m[12 + j] = _mm512_shuffle_i32x4(odd_lo, odd_hi, 0xdd);
-    }
-}
 
 // B operand of S = Q K^T. Tile (key block kb, depth chunk c), row p, column n holds the bf16
 // pair K[16 kb + n][32 c + 2p .. 2p + 1] as one 32-bit value: 16 key rows of 64 bytes, transposed.
@@ -102,26 +78,6 @@ void pack_values(const uint16_t* v, int64_t row_stride, int64_t kv_len, int64_t 
 #else
 #include "attention_dpbf16.h"
 #endif
-
-// e^x for 16 lanes: x = n ln2 + r, |r| <= ln2/2, a degree-5 polynomial for e^r (relative error
-// < 3e-6, far below P's bf16 rounding), scaled by 2^n. Exactly 0 below -87.3 (padding and
-// masked keys): e^-88 would be an fp32 denormal, and arithmetic on denormals takes microcode
-// assists (measured: the whole kernel ran 2x slower with masked keys).
-inline __m512 exp16(__m512 x) {
-    const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_GE_OQ);
-    x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504089f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 120.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_maskz_mov_ps(live, _mm512_scalef_ps(p, n));
-}
 
 // One row of P = e^(s * scale + mask - max) over kv_len keys, rounded to bf16, zeros up to
 // kv_pad; returns 1 / sum(e) (of the unrounded values), which the output is multiplied by

@@ -187,32 +187,36 @@ void softmax(nb::handle x_obj, double scale, nb::handle mask_obj, nb::handle out
     run(lookup_softmax(select(max_isa)), "softmax", a);
 }
 
-// q, k, v, out: bf16 [batch, heads, seq, head_dim] views with a contiguous last dim.
-// out: bf16, or int8/uint8 for the output quantized (q_scale, q_zero_point, optional
-// q_multipliers of heads * head_dim floats; see AttentionArgs).
+// q, k, v, out: [batch, heads, seq, head_dim] views with a contiguous last dim, all bf16 (the
+// `attention` kernel) or all float32 (`attention_f32`). out may instead be int8/uint8, for the
+// output quantized (q_scale, q_zero_point, optional q_multipliers of heads * head_dim
+// floats; see AttentionArgs).
 void attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle mask_obj, nb::handle out_obj,
                double scale, const OptStr& max_isa, int threads, double q_scale, int q_zero_point,
                nb::handle q_multipliers_obj) {
     const TensorArg q(q_obj, "q"), k(k_obj, "k"), v(v_obj, "v"), out(out_obj, "out");
     const auto mask = optional_tensor(mask_obj, "mask");
     const auto q_multipliers = optional_tensor(q_multipliers_obj, "q_multipliers");
+    const bool f32 = q.is_f32();
     AttentionArgs a;
-    a.quantized = !out.is_bf16();
+    a.quantized = is(out, nb::dtype<int8_t>()) || is(out, nb::dtype<uint8_t>());
     for (const TensorArg* t : {&q, &k, &v, &out}) {
         const std::string what = std::string(t->name()) + " " + t->shape_str();
         if (!t->on_cpu()) fail(what + " is not on the CPU; move it with .cpu() first");
-        if (t == &out && a.quantized) {
-            if (!is(out, nb::dtype<int8_t>()) && !is(out, nb::dtype<uint8_t>()))
-                fail("out has dtype " + out.dtype_str() + "; attention writes bfloat16, or int8/uint8 codes");
-        } else if (!t->is_bf16()) {
-            fail(std::string(t->name()) + " has dtype " + t->dtype_str() + "; attention takes bfloat16");
+        if (t == &out && !a.quantized && (f32 ? !out.is_f32() : !out.is_bf16())) {
+            fail("out has dtype " + out.dtype_str() + "; attention writes q's dtype, or int8/uint8 codes");
+        } else if (t != &out && (f32 ? !t->is_f32() : !t->is_bf16())) {
+            fail(std::string(t->name()) + " has dtype " + t->dtype_str() +
+                 "; attention takes bfloat16 or float32 q, k and v, all of one dtype");
         }
         if (t->ndim() != 4) fail(what + " must be 4-D: [batch, heads, seq, head_dim]");
         if (t->stride(3) != 1) fail(what + " needs a contiguous last dim");
     }
     a.batch = q.shape(0), a.heads = q.shape(1), a.q_len = q.shape(2), a.head_dim = q.shape(3), a.kv_len = k.shape(2);
-    if (a.head_dim <= 0 || a.head_dim % 32 != 0)
-        fail("head_dim " + std::to_string(a.head_dim) + " is not a multiple of 32 (what the tiles take)");
+    const int64_t head_multiple = f32 ? 16 : 32;  // one fp32 vector; one bf16 tile row
+    if (a.head_dim <= 0 || a.head_dim % head_multiple != 0)
+        fail("head_dim " + std::to_string(a.head_dim) + " is not a multiple of " + std::to_string(head_multiple) +
+             (f32 ? " (one vector of float32)" : " (what the tiles take)"));
     if (a.kv_len <= 0) fail("k " + k.shape_str() + " has no keys");
     for (const TensorArg* t : {&k, &v})
         if (t->shape(0) != a.batch || t->shape(1) != a.heads || t->shape(2) != a.kv_len || t->shape(3) != a.head_dim)
@@ -257,7 +261,10 @@ void attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle 
     a.q = q.data(), a.k = k.data(), a.v = v.data(), a.out = out.data();
     a.scale = static_cast<float>(scale);
     a.threads = threads;
-    run(lookup_attention(select(max_isa)), "attention", a);
+    if (f32)
+        run(lookup_attention_f32(select(max_isa)), "attention_f32", a);
+    else
+        run(lookup_attention(select(max_isa)), "attention", a);
 }
 
 void gelu(nb::handle x_obj, bool tanh, nb::handle out_obj, const OptStr& max_isa, int threads) {
@@ -627,7 +634,8 @@ NB_MODULE(_native, m) {
     m.def("softmax", &softmax, "x"_a, "scale"_a, "mask"_a.none(), "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("attention", &attention, "q"_a, "k"_a, "v"_a, "mask"_a.none(), "out"_a, "scale"_a, "max_isa"_a.none(),
           "threads"_a, "q_scale"_a = 1.0, "q_zero_point"_a = 0, "q_multipliers"_a = nb::none(),
-          "out = softmax(q k^T * scale + mask) v (bf16; AMX or AVX512-BF16); an int8/uint8 out gets it quantized");
+          "out = softmax(q k^T * scale + mask) v: bf16 (AMX or AVX512-BF16) or float32 (AVX-512); an int8/uint8 "
+          "out gets it quantized");
     m.def("gelu", &gelu, "x"_a, "tanh"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("silu", &silu, "x"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("silu_mul", &silu_mul, "a"_a, "b"_a, "out"_a, "max_isa"_a.none(), "threads"_a);

@@ -125,7 +125,7 @@ def test_bad_arguments_are_refused_clearly():
     q = torch.randn(1, 2, 8, 64).bfloat16()
     with pytest.raises(ValueError, match="multiple of 32"):
         native.attention(q[..., :48], q[..., :48], q[..., :48])
-    with pytest.raises(ValueError, match="attention takes bfloat16"):
+    with pytest.raises(ValueError, match="attention takes bfloat16 or float32 q, k and v, all of one dtype"):
         native.attention(q.float(), q, q)
     with pytest.raises(ValueError, match="does not broadcast"):
         native.attention(q, q, q, torch.zeros(1, 1, 1, 9))
@@ -148,10 +148,11 @@ def test_amx_and_avx512_bf16_builds_agree():
     assert normalised_error(tiles, dots.float()) <= 1e-2
 
 
-def test_runtime_runs_native_attention_for_bf16_only(monkeypatch, tmp_path):
+def test_runtime_runs_native_attention_for_bf16(monkeypatch, tmp_path):
     """A tiny BERT with 32-wide heads in bf16: its sdpa nodes run the native kernel of the best
-    level and agree with torch's attention; fp32 nodes and a cap below avx512_bf16 keep the
-    reference, and a cap at avx512_bf16 on an AMX CPU takes that build."""
+    level and agree with torch's attention; fp32 nodes take the fp32 kernel
+    (test_native_attention_f32.py), a cap below avx512_bf16 keeps the reference, and a cap at
+    avx512_bf16 on an AMX CPU takes that build."""
     monkeypatch.delenv("IPEXCONVERT_MAX_ISA", raising=False)
     model = build_bert(dict(TINY_BERT_CONFIG, num_attention_heads=2), attn_implementation="sdpa", seed=2)
     inputs = tiny_bert_inputs(3)
@@ -173,7 +174,7 @@ def test_runtime_runs_native_attention_for_bf16_only(monkeypatch, tmp_path):
     assert normalised_error(got, want.float()) < 2e-2
 
     fp32 = load_artifact(paths["fp32"])
-    assert {s.kernel_name for s in fp32.executor.steps if s.op == "sdpa"} == {"reference:sdpa"}
+    assert {s.kernel_name for s in fp32.executor.steps if s.op == "sdpa"} == {"native:sdpa@avx512"}
     monkeypatch.setenv("IPEXCONVERT_MAX_ISA", "avx512_vnni")
     capped = load_artifact(paths["bf16"])
     assert {s.kernel_name for s in capped.executor.steps if s.op == "sdpa"} == {"reference:sdpa"}

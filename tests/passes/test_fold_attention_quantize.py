@@ -43,8 +43,8 @@ class SelfAttention(nn.Module):
 
 def folded_and_unfolded(smoothquant="off", dtype="bfloat16") -> tuple[Program, Program, Program, list, int]:
     """bfloat16: the activations between the int8 layers are bf16 (to_bf16 ran), as on a CPU with
-    native bf16, so the native attention kernel runs where this one has AMX; float32: the op's
-    reference runs."""
+    native bf16; float32: they stay fp32. Either way the native attention kernel of that dtype
+    runs where this CPU has it, else the op's reference."""
     before, quantization, data = planned(SelfAttention(), (4, SEQ, HEADS * HEAD_DIM), QuantOptions(smoothquant=smoothquant))
     unfolded = copy.deepcopy(before)
     if dtype == "bfloat16":

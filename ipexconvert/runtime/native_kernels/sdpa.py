@@ -1,15 +1,17 @@
-"""Native attention for bfloat16 sdpa nodes: AMX tile products, or AVX512-BF16 (vdpbf16ps)
-products on CPUs without AMX (the build for the selected level; docs/native.md).
+"""Native attention for sdpa nodes (docs/native.md): bfloat16 on AMX tile products, or AVX512-BF16
+(vdpbf16ps) products on CPUs without AMX; float32 on AVX-512 FMA products (the build for the
+selected level of each).
 
-torch's CPU flash attention, measured at BERT-base shapes (12 heads, seq 128, head_dim 64), is
-slower than the native kernel (benchmarks/results/native-attention.md); the kernel also reads
-q/k/v straight from the packed QKV projection's slices (strided views) and writes its output
-into a [batch, seq, heads, head_dim] buffer, so the transpose + reshape after it are free views.
+torch's CPU flash attention, measured at BERT-base and MiniLM shapes, is slower than the native
+kernels (benchmarks/results/native-attention.md); they also read q/k/v straight from the packed
+QKV projection's slices (strided views) and write their output into a [batch, seq, heads,
+head_dim] buffer, so the transpose + reshape after it are free views.
 
-Covered: bfloat16 q/k/v of rank 4 with one head count, head_dim a multiple of 32, no causal
-flag, an additive float32/bfloat16 mask or none. Everything else (bool masks, fp32, a CPU
-without AVX512-BF16) runs the op's reference, i.e. torch's attention. A quantized sdpa
-(fold_attention_quantize) gets the int8/uint8 codes straight from the kernel's output rows.
+Covered: bfloat16 q/k/v with head_dim a multiple of 32, or float32 with head_dim a multiple of
+16, of rank 4 with one head count, no causal flag, an additive float32/bfloat16 mask or none.
+Everything else (bool masks, other dtypes, a CPU below the kernel's level) runs the op's
+reference, i.e. torch's attention. A quantized sdpa (fold_attention_quantize) gets the
+int8/uint8 codes straight from the kernel's output rows.
 """
 from __future__ import annotations
 
@@ -25,18 +27,24 @@ from ..kernels import Kernel, NodeContext
 from . import _common
 
 _MASK_DTYPES = ("float32", "bfloat16")
+# q/k/v dtype -> (native kernel, the multiple head_dim must be)
+_KERNELS = {"bfloat16": ("attention", 32), "float32": ("attention_f32", 16)}
 
 
 @kernels.register_kernel("cpu", "sdpa")
 def native_sdpa(ctx: NodeContext):
-    if ctx.device != "cpu" or not native.available() or native.kernel_level("attention", ctx.isa) == "none":
-        return None
     a = ctx.attrs
     q, k, v, mask = (list(ctx.input_specs) + [None] * 4)[:4]
-    if a.is_causal or a.enable_gqa or any(s is None or s.dtype != "bfloat16" or s.rank != 4 for s in (q, k, v)):
+    if ctx.device != "cpu" or not native.available() or q is None or q.dtype not in _KERNELS:
+        return None
+    kernel, head_multiple = _KERNELS[q.dtype]
+    if native.kernel_level(kernel, ctx.isa) == "none":
+        return None
+    if a.is_causal or a.enable_gqa or any(s is None or s.dtype != q.dtype or s.rank != 4 for s in (q, k, v)):
         return None
     head_dim = q.shape[-1]
-    if not isinstance(head_dim, int) or head_dim % 32 or k.shape[-1] != head_dim or v.shape[-1] != head_dim:
+    if (not isinstance(head_dim, int) or head_dim % head_multiple or k.shape[-1] != head_dim
+            or v.shape[-1] != head_dim):
         return None
     if mask is not None and (mask.dtype not in _MASK_DTYPES or mask.rank > 4):
         return None
@@ -49,7 +57,7 @@ def native_sdpa(ctx: NodeContext):
     scale = a.scale if a.scale is not None else 1.0 / math.sqrt(head_dim)
     lib, isa = native.raw, ctx.isa
     multiplier = ctx.constants[4].float().contiguous() if has_multiplier else None
-    out_dtype, q_args = torch.bfloat16, {}
+    out_dtype, q_args = getattr(torch, q.dtype), {}
     if a.quantize is not None:
         out_dtype = QTORCH[a.quantize.dtype]
         q_args = {"q_scale": a.quantize.scale, "q_zero_point": a.quantize.zero_point, "q_multipliers": multiplier}
@@ -68,4 +76,4 @@ def native_sdpa(ctx: NodeContext):
         lib.attention(q, k, v, mask, out, scale, isa, torch.get_num_threads(), **q_args)
         return out
 
-    return Kernel(run, _common.kernel_name("sdpa", "attention", ctx.isa), frozenset({4}) if has_multiplier else frozenset())
+    return Kernel(run, _common.kernel_name("sdpa", kernel, ctx.isa), frozenset({4}) if has_multiplier else frozenset())

@@ -181,10 +181,12 @@ struct EmbeddingArgs {
     int threads = 1;
 };
 
-// Attention softmax(q k^T * scale + mask) v over bf16 [batch, heads, seq, head_dim] tensors whose
+// Attention softmax(q k^T * scale + mask) v over [batch, heads, seq, head_dim] tensors whose
 // last dim is contiguous; the other dims may have any element strides (strides[0..2] = batch,
 // head, seq), so q/k/v can be views into one packed QKV projection and out a view into a
-// [batch, seq, heads, head_dim] buffer. head_dim is a multiple of 32. Built for AMX only.
+// [batch, seq, heads, head_dim] buffer. `attention`: bf16, head_dim a multiple of 32, built for
+// avx512_bf16 and amx. `attention_f32`: fp32, head_dim a multiple of 16, built for avx512, never
+// quantized.
 struct AttentionArgs {
     const void* q = nullptr;
     const void* k = nullptr;
@@ -225,6 +227,7 @@ struct AttentionArgs {
     X(quantize_last_axis, QuantizeLastAxisArgs) \
     X(embedding, EmbeddingArgs)                 \
     X(attention, AttentionArgs)                 \
+    X(attention_f32, AttentionArgs)             \
     X(to_channels_last, ChannelsLastArgs)       \
     X(spatial_mean, SpatialMeanArgs)            \
     X(concat_channels, ConcatChannelsArgs)

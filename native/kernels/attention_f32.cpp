@@ -1,0 +1,178 @@
+// attention_f32: softmax(q k^T * scale + mask) v with fp32 q/k/v/out, computed in fp32, built
+// for the avx512 level (the levels above it run this build).
+//
+// Per (batch, head): K is transposed once into Kt [head_dim][kv_pad] (kv_pad: kv_len rounded
+// up to 32, zeros past kv_len), so a block of scores is a broadcast query value times
+// contiguous key vectors; V is read in place. Each block of kRows queries computes S = Q K^T in
+// registers (kRows rows x 4 vectors of 16 keys), P = e^(S * scale + mask - rowmax) in place,
+// O = P V in registers (kRows rows x up to 4 vectors of 16 dims) and stores O / rowsum, as fp32
+// or, for an int8 layer after attention, as the codes the quantize node would make of it. q/k/v
+// rows may be strided (slices of a packed QKV projection), out rows too (a [batch, seq, heads,
+// head_dim] buffer). The bf16 kernel (attention.cpp) has the same shape; this one keeps every
+// value in fp32, so it serves fp32 models, where torch's CPU attention runs at about a quarter
+// of the FMA peak at BERT and MiniLM shapes.
+#include "attention_simd.h"
+#include "common.h"
+#include "quant.h"
+
+namespace ipxc {
+namespace IPXC_NS {
+namespace {
+
+constexpr int64_t kRows = 6;   // queries per block: 6 rows x 4 vectors = 24 accumulators of 32 registers
+constexpr int64_t kKeyPad = 32;  // kv_pad multiple: the score loop takes 4 or 2 vectors of keys
+
+// Kt[c][j] = K[j][c] for j < kv_len, 0 up to kv_pad.
+void transpose_keys(const float* k, int64_t row_stride, int64_t kv_len, int64_t kv_pad, int64_t head_dim, float* kt) {
+    __m512i m[16];
+    for (int64_t j0 = 0; j0 < kv_pad; j0 += 16)
+        for (int64_t c0 = 0; c0 < head_dim; c0 += 16) {
+            for (int64_t n = 0; n < 16; ++n)
+                m[n] = j0 + n < kv_len ? _mm512_loadu_si512(k + (j0 + n) * row_stride + c0) : _mm512_setzero_si512();
+            transpose_16x16(m);
+            for (int p = 0; p < 16; ++p) _mm512_storeu_si512(kt + (c0 + p) * kv_pad + j0, m[p]);
+        }
+}
+
+// scores[r][j0, j0 + 16 V) = sum over c of q_rows[r][c] * Kt[c][j0 ..], for the kRows rows.
+template <int V>
+void score_keys(const float* const* q_rows, const float* kt, int64_t kv_pad, int64_t head_dim, int64_t j0,
+                float* scores) {
+    __m512 acc[kRows][V];
+    for (int r = 0; r < kRows; ++r)
+        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < head_dim; ++c) {
+        const float* kt_row = kt + c * kv_pad + j0;
+        __m512 keys[V];
+        for (int v = 0; v < V; ++v) keys[v] = _mm512_loadu_ps(kt_row + 16 * v);
+        for (int r = 0; r < kRows; ++r) {
+            const __m512 q = _mm512_set1_ps(q_rows[r][c]);
+            for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(q, keys[v], acc[r][v]);
+        }
+    }
+    for (int r = 0; r < kRows; ++r)
+        for (int v = 0; v < V; ++v) _mm512_storeu_ps(scores + r * kv_pad + j0 + 16 * v, acc[r][v]);
+}
+
+// One row of P = e^(s * scale + mask - max) over kv_len keys, in place, zeros up to kv_pad;
+// returns 1 / sum(P). As in the bf16 kernel (and torch's flash attention) P's largest value is
+// 1 and the division happens once, on the output. Two vectors a step so the max and sum chains
+// run two abreast.
+template <class M>
+float softmax_row(float* __restrict s, const M* __restrict mask, float scale, int64_t kv_len, int64_t kv_pad) {
+    const __m512 scale16 = _mm512_set1_ps(scale), minus_inf = _mm512_set1_ps(-__builtin_inff());
+    __m512 max_a = minus_inf, max_b = minus_inf;
+    for (int64_t j = 0; j < kv_pad; j += 32) {
+        const __mmask16 lanes_a = lanes_below(kv_len - j), lanes_b = lanes_below(kv_len - j - 16);
+        const __m512 mask_a = mask ? load16(mask + j, lanes_a) : _mm512_setzero_ps();
+        const __m512 mask_b = mask ? load16(mask + j + 16, lanes_b) : _mm512_setzero_ps();
+        const __m512 a = _mm512_mask_mov_ps(minus_inf, lanes_a, _mm512_fmadd_ps(_mm512_loadu_ps(s + j), scale16, mask_a));
+        const __m512 b =
+            _mm512_mask_mov_ps(minus_inf, lanes_b, _mm512_fmadd_ps(_mm512_loadu_ps(s + j + 16), scale16, mask_b));
+        _mm512_storeu_ps(s + j, a);
+        _mm512_storeu_ps(s + j + 16, b);
+        max_a = _mm512_max_ps(max_a, a);
+        max_b = _mm512_max_ps(max_b, b);
+    }
+    const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(_mm512_max_ps(max_a, max_b)));
+    __m512 sum_a = _mm512_setzero_ps(), sum_b = _mm512_setzero_ps();
+    for (int64_t j = 0; j < kv_pad; j += 32) {
+        const __m512 a = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), max));
+        const __m512 b = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j + 16), max));
+        sum_a = _mm512_add_ps(sum_a, a);
+        sum_b = _mm512_add_ps(sum_b, b);
+        _mm512_storeu_ps(s + j, a);
+        _mm512_storeu_ps(s + j + 16, b);
+    }
+    return 1.0f / _mm512_reduce_add_ps(_mm512_add_ps(sum_a, sum_b));
+}
+
+// store(r, d0 + 16 i, O[r][d0 + 16 i ..] / rowsum) where O[r] = sum over j < kv_len of P[r][j] V[j],
+// for the first `rows` rows (the other rows of P are zeros).
+template <int V, class Store>
+void weigh_values(const float* p, int64_t kv_pad, const float* v, int64_t v_stride, int64_t kv_len, int64_t d0,
+                  const float* inv_sum, int64_t rows, const Store& store) {
+    __m512 acc[kRows][V];
+    for (int r = 0; r < kRows; ++r)
+        for (int i = 0; i < V; ++i) acc[r][i] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < kv_len; ++j) {
+        const float* v_row = v + j * v_stride + d0;
+        __m512 values[V];
+        for (int i = 0; i < V; ++i) values[i] = _mm512_loadu_ps(v_row + 16 * i);
+        for (int r = 0; r < kRows; ++r) {
+            const __m512 weight = _mm512_set1_ps(p[r * kv_pad + j]);
+            for (int i = 0; i < V; ++i) acc[r][i] = _mm512_fmadd_ps(weight, values[i], acc[r][i]);
+        }
+    }
+    for (int64_t r = 0; r < rows; ++r)
+        for (int i = 0; i < V; ++i) store(r, d0 + 16 * i, _mm512_mul_ps(acc[r][i], _mm512_set1_ps(inv_sum[r])));
+}
+
+// One (batch, head): every block of kRows queries.
+template <class M>
+void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
+    const int64_t d = a.head_dim, kv_len = a.kv_len, kv_pad = (kv_len + kKeyPad - 1) / kKeyPad * kKeyPad;
+    float* kt = scratch;               // d x kv_pad
+    float* scores = kt + d * kv_pad;   // kRows x kv_pad: S, then P
+    const float* q = static_cast<const float*>(a.q) + b * a.q_strides[0] + h * a.q_strides[1];
+    const float* k = static_cast<const float*>(a.k) + b * a.k_strides[0] + h * a.k_strides[1];
+    const float* v = static_cast<const float*>(a.v) + b * a.v_strides[0] + h * a.v_strides[1];
+    float* out = static_cast<float*>(a.out) + b * a.out_strides[0] + h * a.out_strides[1];
+    int8_t* out_codes = static_cast<int8_t*>(a.out) + b * a.out_strides[0] + h * a.out_strides[1];  // when quantized
+    const Quantize16 quantize(a.q_multipliers, a.q_scale, a.q_zero_point, a.q_unsigned);
+    const M* mask = a.mask ? static_cast<const M*>(a.mask) + b * a.mask_strides[0] + h * a.mask_strides[1] : nullptr;
+    transpose_keys(k, a.k_strides[2], kv_len, kv_pad, d, kt);
+
+    for (int64_t q0 = 0; q0 < a.q_len; q0 += kRows) {
+        const int64_t rows = a.q_len - q0 < kRows ? a.q_len - q0 : kRows;
+        const float* q_rows[kRows];
+        for (int64_t r = 0; r < kRows; ++r)  // a tail block repeats its last row: computed, never stored
+            q_rows[r] = q + (q0 + (r < rows ? r : rows - 1)) * a.q_strides[2];
+        // Output row r, dims [col, col + 16): fp32, or the codes the quantize node would make of them.
+        const auto store = [&](int64_t r, int64_t col, __m512 o) {
+            const int64_t at = (q0 + r) * a.out_strides[2] + col;
+            if (a.quantized)
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(out_codes + at), quantize(o, h * d + col, 0xFFFF));
+            else
+                _mm512_storeu_ps(out + at, o);
+        };
+        int64_t j0 = 0;
+        for (; j0 + 64 <= kv_pad; j0 += 64) score_keys<4>(q_rows, kt, kv_pad, d, j0, scores);
+        if (j0 < kv_pad) score_keys<2>(q_rows, kt, kv_pad, d, j0, scores);
+        float inv_sum[kRows] = {};
+        for (int64_t r = 0; r < rows; ++r)
+            inv_sum[r] = softmax_row(scores + r * kv_pad, mask ? mask + (q0 + r) * a.mask_strides[2] : nullptr, a.scale,
+                                     kv_len, kv_pad);
+        if (rows < kRows) std::memset(scores + rows * kv_pad, 0, sizeof(float) * (kRows - rows) * kv_pad);
+        for (int64_t d0 = 0; d0 < d;) {
+            switch ((d - d0) / 16 >= 4 ? 4 : (d - d0) / 16) {
+                case 4: weigh_values<4>(scores, kv_pad, v, a.v_strides[2], kv_len, d0, inv_sum, rows, store); d0 += 64; break;
+                case 3: weigh_values<3>(scores, kv_pad, v, a.v_strides[2], kv_len, d0, inv_sum, rows, store); d0 += 48; break;
+                case 2: weigh_values<2>(scores, kv_pad, v, a.v_strides[2], kv_len, d0, inv_sum, rows, store); d0 += 32; break;
+                default: weigh_values<1>(scores, kv_pad, v, a.v_strides[2], kv_len, d0, inv_sum, rows, store); d0 += 16; break;
+            }
+        }
+    }
+}
+
+void attention_f32(const AttentionArgs& a) {
+    const int64_t kv_pad = (a.kv_len + kKeyPad - 1) / kKeyPad * kKeyPad;
+    const int64_t scratch_size = (a.head_dim + kRows) * kv_pad;
+    parallel(a.batch * a.heads, 1, a.threads, [&](int64_t begin, int64_t end) {
+        float* scratch = scratch_floats(scratch_size);
+        for (int64_t unit = begin; unit < end; ++unit) {
+            const int64_t b = unit / a.heads, h = unit % a.heads;
+            if (a.mask && a.mask_dtype == DType::bf16)
+                attend<uint16_t>(a, b, h, scratch);
+            else
+                attend<float>(a, b, h, scratch);
+        }
+    });
+}
+
+}  // namespace
+
+IPXC_REGISTER_KERNEL(attention_f32, attention_f32);
+
+}  // namespace IPXC_NS
+}  // namespace ipxc

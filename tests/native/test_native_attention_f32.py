@@ -1,0 +1,158 @@
+"""The fp32 attention kernel (attention_f32, AVX-512 FMA products) at every level this CPU runs
+it, against the sdpa op's reference computed in float64, its argument checks, and the runtime's
+choice of it for float32 sdpa nodes."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ipexconvert import load_artifact, native, optimize
+from ipexconvert.examples.bert import build_bert
+from ipexconvert.examples.tiny_bert import TINY_BERT_CONFIG, tiny_bert_inputs
+from ipexconvert.ir import get_op
+from ipexconvert.runtime import cpu, kernels
+from ipexconvert.runtime.native_kernels import sdpa as native_sdpa_module
+
+BUILT = native.kernel_levels("attention_f32") if native.available() else []
+# Every level this CPU runs that has the fp32 kernel (the avx512 build, also under higher caps).
+LEVELS = [lvl for lvl in native.supported_levels() if lvl in cpu.ISA_LEVELS[cpu.ISA_LEVELS.index("avx512"):]] \
+    if BUILT and "avx512" in native.supported_levels() else []
+pytestmark = pytest.mark.skipif(not LEVELS, reason="needs the native build on a CPU with AVX-512")
+F32_THRESHOLD = 1e-5  # normalised error against float64, as the other native kernels' fp32 cases
+
+
+def reference(q, k, v, mask, scale=None):
+    sdpa = get_op("sdpa")
+    attrs = sdpa.parse_attrs({"scale": scale})
+    return sdpa.reference([q.double(), k.double(), v.double(), None if mask is None else mask.double()], attrs, {})
+
+
+def normalised_error(got, want) -> float:
+    return ((got.double() - want).abs().max() / want.abs().max()).item()
+
+
+def padding_mask(batch, kv_len, dtype, fill=float("-inf")):
+    mask = torch.zeros(batch, 1, 1, kv_len)
+    mask[-1, ..., kv_len // 2 + 1:] = fill  # the last sequence pads its second half (keeps >= 1 key)
+    return mask.to(dtype)
+
+
+SHAPES = [  # batch, heads, q_len, kv_len, head_dim: BERT-base, MiniLM, tails of the 6-query blocks and
+    # 32-key pads, one key, one query, 16 and 48 wide heads (1 and 3 vectors), wide heads
+    (1, 12, 128, 128, 64), (2, 12, 128, 128, 32), (2, 3, 37, 53, 64), (1, 2, 5, 1, 16), (1, 2, 1, 70, 48),
+    (2, 4, 16, 32, 128), (1, 1, 130, 200, 96),
+]
+
+
+@pytest.fixture(params=LEVELS or ["none"])
+def level(request):
+    return request.param
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "float32", "bfloat16", "finite", "per_query"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_attention_f32_matches_reference(shape, mask_kind, level):
+    batch, heads, q_len, kv_len, head_dim = shape
+    torch.manual_seed(sum(shape))
+    q = torch.randn(batch, heads, q_len, head_dim) * 2
+    k, v = torch.randn(batch, heads, kv_len, head_dim), torch.randn(batch, heads, kv_len, head_dim)
+    mask = {"none": None, "float32": padding_mask(batch, kv_len, torch.float32),
+            "bfloat16": padding_mask(batch, kv_len, torch.bfloat16),
+            "finite": padding_mask(batch, kv_len, torch.float32, torch.finfo(torch.float32).min),
+            "per_query": torch.randn(batch, heads, q_len, kv_len)}[mask_kind]
+    got = native.attention(q, k, v, mask, threads=2, max_isa=level)
+    want = reference(q, k, v, mask)
+    assert got.shape == want.shape and got.dtype == torch.float32
+    assert torch.isfinite(got).all()
+    assert normalised_error(got, want) <= F32_THRESHOLD
+    # As accurate as torch's own fp32 attention, within a factor.
+    theirs = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=None if mask is None else mask.float())
+    assert normalised_error(got, want) <= 3 * normalised_error(theirs, want) + 1e-6
+
+
+def test_strided_views_threads_and_scale(level):
+    """q/k/v as slices of one packed projection give the bits of contiguous copies; thread
+    counts do not change the result; an explicit scale is applied."""
+    torch.manual_seed(0)
+    batch, seq, heads, head_dim = 2, 77, 6, 64
+    qkv = torch.randn(batch, seq, 3 * heads * head_dim)
+    q, k, v = (t.reshape(batch, seq, heads, head_dim).permute(0, 2, 1, 3) for t in qkv.split(heads * head_dim, -1))
+    mask = padding_mask(batch, seq, torch.float32)
+    strided = native.attention(q, k, v, mask, threads=2, max_isa=level)
+    dense = native.attention(q.contiguous(), k.contiguous(), v.contiguous(), mask, threads=1, max_isa=level)
+    assert torch.equal(strided, dense)
+    assert strided.transpose(1, 2).is_contiguous()  # the [batch, seq, heads, head_dim] buffer
+    scaled = native.attention(q, k, v, mask, scale=0.05, max_isa=level)
+    assert normalised_error(scaled, reference(q, k, v, mask, scale=0.05)) <= F32_THRESHOLD
+
+
+@pytest.mark.parametrize("multipliers", [False, True])
+@pytest.mark.parametrize("code_dtype,zero_point", [(torch.uint8, 121), (torch.int8, -5)])
+@pytest.mark.parametrize("shape", [SHAPES[0], SHAPES[2], SHAPES[5]], ids=lambda s: "x".join(map(str, s)))
+def test_quantized_output_is_bit_identical_to_quantizing_the_fp32_output(shape, code_dtype, zero_point, multipliers,
+                                                                        level):
+    """The codes equal the quantize op's (per tensor, or with SmoothQuant multipliers along the
+    hidden axis h * head_dim + d) applied to the fp32 output flattened to [batch, q_len, hidden]:
+    an int8 model whose float ops stay fp32 folds its quantize into attention as well."""
+    batch, heads, q_len, kv_len, head_dim = shape
+    torch.manual_seed(sum(shape) + 1)
+    q = torch.randn(batch, heads, q_len, head_dim) * 2
+    k, v = torch.randn(batch, heads, kv_len, head_dim), torch.randn(batch, heads, kv_len, head_dim)
+    mask = padding_mask(batch, kv_len, torch.float32)
+    scale = 0.01  # outputs up to ~3 saturate some codes at both ends
+    multiplier = torch.rand(heads * head_dim) * 2 / scale if multipliers else None
+    quantize = get_op("quantize")
+    attrs = quantize.parse_attrs({"scale": scale, "zero_point": zero_point, "dtype": str(code_dtype).split(".")[1]})
+    flat = native.attention(q, k, v, mask, max_isa=level).transpose(1, 2).reshape(batch, q_len, heads * head_dim)
+    want = quantize.reference([flat] + ([multiplier] if multipliers else []), attrs, {})
+    got = native.attention(q, k, v, mask, quantize_to=(scale, zero_point, code_dtype), quantize_multipliers=multiplier,
+                           max_isa=level)
+    assert got.dtype == code_dtype and got.shape == (batch, heads, q_len, head_dim)
+    assert torch.equal(got.transpose(1, 2).reshape(batch, q_len, heads * head_dim), want)
+    lo, hi = (0, 255) if code_dtype == torch.uint8 else (-128, 127)
+    assert (want == lo).any() and (want == hi).any()  # the clamp was exercised
+
+
+def test_bad_arguments_are_refused_clearly():
+    q = torch.randn(1, 2, 8, 64)
+    with pytest.raises(ValueError, match="not a multiple of 16"):
+        native.attention(q[..., :40], q[..., :40], q[..., :40])
+    with pytest.raises(ValueError, match="all of one dtype"):
+        native.attention(q, q.bfloat16(), q)
+    with pytest.raises(ValueError, match="attention writes q's dtype, or int8/uint8 codes"):
+        native.attention(q, q, q, quantize_to=(0.1, 0, torch.int32))
+    with pytest.raises(ValueError, match="all of one dtype"):
+        native.attention(q.double(), q.double(), q.double())
+    with pytest.raises(ValueError, match="quantize_multipliers needs quantize_to"):
+        native.attention(q, q, q, quantize_multipliers=torch.ones(128))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        native.attention(q, q, q, torch.zeros(1, 1, 1, 9))
+    with pytest.raises(RuntimeError, match="attention_f32 was not built"):
+        native.attention(q, q, q, max_isa="avx2")
+    assert native.kernel_level("attention_f32", "avx2") == "none"
+
+
+def test_runtime_runs_native_attention_for_fp32(monkeypatch, tmp_path):
+    """A tiny BERT with 32-wide heads in fp32: its sdpa nodes run the fp32 kernel and agree with
+    torch's attention to fp32 precision; a cap below avx512 keeps the reference."""
+    monkeypatch.delenv("IPEXCONVERT_MAX_ISA", raising=False)
+    model = build_bert(dict(TINY_BERT_CONFIG, num_attention_heads=2), attn_implementation="sdpa", seed=2)
+    inputs = tiny_bert_inputs(3)
+    inputs["attention_mask"][1, 5:] = 0  # padding, so the mask matters
+    path = tmp_path / "bert-h32.fp32.ipxc"
+    optimize(model, inputs, dtype="fp32", output=path)
+
+    loaded = load_artifact(path)
+    assert {s.kernel_name for s in loaded.executor.steps if s.op == "sdpa"} == {"native:sdpa@avx512"}
+    got = loaded(**inputs)[0]
+
+    registered = kernels.KERNELS[("cpu", "sdpa")]
+    monkeypatch.setitem(kernels.KERNELS, ("cpu", "sdpa"), [f for f in registered if f is not native_sdpa_module.native_sdpa])
+    want = load_artifact(path)(**inputs)[0]
+    monkeypatch.setitem(kernels.KERNELS, ("cpu", "sdpa"), registered)
+    assert normalised_error(got, want.double()) < 1e-5
+
+    if "avx2" in native.supported_levels():
+        monkeypatch.setenv("IPEXCONVERT_MAX_ISA", "avx2")
+        capped = load_artifact(path)
+        assert {s.kernel_name for s in capped.executor.steps if s.op == "sdpa"} == {"reference:sdpa"}
