@@ -1,10 +1,11 @@
-"""Micro-benchmark behind the native AMX attention (docs/native.md): torch's
-scaled_dot_product_attention (bf16, then the transpose + reshape a model does next) against
-ipexconvert.native.attention on slices of one packed QKV projection, with a padding mask.
+"""Micro-benchmark behind the native attention kernels (docs/native.md): torch's
+scaled_dot_product_attention (then the transpose + reshape a model does next) against
+ipexconvert.native.attention on slices of one packed QKV projection, with a padding mask, in
+bf16 (kernel `attention`: AMX tiles or AVX512-BF16) or fp32 (`attention_f32`: AVX-512 FMA).
 Each pair is checked against an fp32 reference first, then timed in interleaved rounds in one
 process; medians, us per call.
 
-    python benchmarks/attention.py --rounds 9
+    python benchmarks/attention.py --rounds 9 [--dtype float32]
 """
 from __future__ import annotations
 
@@ -17,12 +18,16 @@ from ipexconvert import native
 SHAPES = [(1, 12, 128, 64), (8, 12, 128, 64), (32, 12, 128, 32)]
 
 
-def variants(batch: int, heads: int, seq: int, head_dim: int) -> tuple[dict, torch.Tensor]:
+# normalised error the native kernel must stay within before it is timed
+THRESHOLDS = {"bfloat16": 1e-2, "float32": 1e-5}
+
+
+def variants(batch: int, heads: int, seq: int, head_dim: int, dtype: torch.dtype) -> tuple[dict, torch.Tensor]:
     g = torch.Generator().manual_seed(0)
-    qkv = torch.randn(batch, seq, 3 * heads * head_dim, generator=g).bfloat16()
+    qkv = torch.randn(batch, seq, 3 * heads * head_dim, generator=g).to(dtype)
     q, k, v = (t.reshape(batch, seq, heads, head_dim).permute(0, 2, 1, 3) for t in qkv.split(heads * head_dim, -1))
-    mask = torch.zeros(batch, 1, 1, seq, dtype=torch.bfloat16)
-    mask[..., seq * 3 // 4:] = torch.finfo(torch.bfloat16).min  # the last quarter is padding
+    mask = torch.zeros(batch, 1, 1, seq, dtype=dtype)
+    mask[..., seq * 3 // 4:] = torch.finfo(dtype).min  # the last quarter is padding
     fns = {
         "torch": lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2)
         .reshape(batch, seq, heads * head_dim),
@@ -34,17 +39,19 @@ def variants(batch: int, heads: int, seq: int, head_dim: int) -> tuple[dict, tor
 
 
 def main() -> None:
-    args = timing_arguments(__doc__, calls=20)
+    args = timing_arguments(__doc__, calls=20,
+                            extra=lambda p: p.add_argument("--dtype", choices=sorted(THRESHOLDS), default="bfloat16"))
+    dtype = getattr(torch, args.dtype)
     print("| [batch x heads x seq x head_dim] | torch (us) | native (us) | native / torch | error torch | error native |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     with torch.inference_mode():
         for shape in SHAPES:
-            fns, want = variants(*shape)
+            fns, want = variants(*shape, dtype)
             errors = {name: ((fn().float() - want).abs().max() / want.abs().max()).item() for name, fn in fns.items()}
-            assert errors["native"] < 1e-2, f"{shape}: native attention disagrees ({errors['native']:.3g})"
+            assert errors["native"] < THRESHOLDS[args.dtype], f"{shape}: native attention disagrees ({errors['native']:.3g})"
             t = interleaved(fns, args.rounds, args.calls)
             print(f"| {' x '.join(map(str, shape))} | {t['torch']:.0f} | {t['native']:.0f} | "
-                  f"{t['native'] / t['torch']:.2f} | {errors['torch']:.4f} | {errors['native']:.4f} |")
+                  f"{t['native'] / t['torch']:.2f} | {errors['torch']:.2g} | {errors['native']:.2g} |")
 
 
 if __name__ == "__main__":

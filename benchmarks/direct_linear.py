@@ -60,12 +60,15 @@ def variants(m: int, k: int, n: int) -> dict:
     }
 
 
-def timing_arguments(doc: str, calls: int) -> argparse.Namespace:
-    """--rounds, --calls (per round) and --threads, the latter applied to torch here."""
+def timing_arguments(doc: str, calls: int, extra=None) -> argparse.Namespace:
+    """--rounds, --calls (per round) and --threads, the latter applied to torch here; `extra(parser)`
+    adds a script's own options."""
     parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--calls", type=int, default=calls)
     parser.add_argument("--threads", type=int, default=2)
+    if extra is not None:
+        extra(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     return args
