@@ -89,33 +89,12 @@ void pack_values(const uint16_t* v, int64_t row_stride, int64_t kv_len, int64_t 
 template <class M>
 float softmax_row(float* __restrict s, const M* __restrict mask, float scale, int64_t kv_len, int64_t kv_pad,
                   uint16_t* __restrict p) {
-    const __m512 scale16 = _mm512_set1_ps(scale), minus_inf = _mm512_set1_ps(-__builtin_inff());
-    __m512 max_a = minus_inf, max_b = minus_inf;
-    for (int64_t j = 0; j < kv_pad; j += 32) {
-        const __mmask16 lanes_a = lanes_below(kv_len - j), lanes_b = lanes_below(kv_len - j - 16);
-        const __m512 mask_a = mask ? load16(mask + j, lanes_a) : _mm512_setzero_ps();
-        const __m512 mask_b = mask ? load16(mask + j + 16, lanes_b) : _mm512_setzero_ps();
-        __m512 a = _mm512_fmadd_ps(_mm512_loadu_ps(s + j), scale16, mask_a);
-        __m512 b = _mm512_fmadd_ps(_mm512_loadu_ps(s + j + 16), scale16, mask_b);
-        a = _mm512_mask_mov_ps(minus_inf, lanes_a, a);
-        b = _mm512_mask_mov_ps(minus_inf, lanes_b, b);
-        _mm512_storeu_ps(s + j, a);
-        _mm512_storeu_ps(s + j + 16, b);
-        max_a = _mm512_max_ps(max_a, a);
-        max_b = _mm512_max_ps(max_b, b);
-    }
-    const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(_mm512_max_ps(max_a, max_b)));
-    __m512 sum_a = _mm512_setzero_ps(), sum_b = _mm512_setzero_ps();
-    for (int64_t j = 0; j < kv_pad; j += 32) {
-        const __m512 a = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), max));
-        const __m512 b = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j + 16), max));
-        sum_a = _mm512_add_ps(sum_a, a);
-        sum_b = _mm512_add_ps(sum_b, b);
+    const float row_max = scale_mask_max(s, mask, scale, kv_len, kv_pad);
+    return exp_and_sum(s, row_max, kv_pad, [&](int64_t j, __m512 a, __m512 b) {
         const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512((__m256i)_mm512_cvtneps_pbh(a)),
                                                 (__m256i)_mm512_cvtneps_pbh(b), 1);
         _mm512_storeu_si512(p + j, both);
-    }
-    return 1.0f / _mm512_reduce_add_ps(_mm512_add_ps(sum_a, sum_b));
+    });
 }
 
 // One (batch, head): every block of 16 queries.

@@ -56,35 +56,14 @@ void score_keys(const float* const* q_rows, const float* kt, int64_t kv_pad, int
 
 // One row of P = e^(s * scale + mask - max) over kv_len keys, in place, zeros up to kv_pad;
 // returns 1 / sum(P). As in the bf16 kernel (and torch's flash attention) P's largest value is
-// 1 and the division happens once, on the output. Two vectors a step so the max and sum chains
-// run two abreast.
+// 1 and the division happens once, on the output.
 template <class M>
 float softmax_row(float* __restrict s, const M* __restrict mask, float scale, int64_t kv_len, int64_t kv_pad) {
-    const __m512 scale16 = _mm512_set1_ps(scale), minus_inf = _mm512_set1_ps(-__builtin_inff());
-    __m512 max_a = minus_inf, max_b = minus_inf;
-    for (int64_t j = 0; j < kv_pad; j += 32) {
-        const __mmask16 lanes_a = lanes_below(kv_len - j), lanes_b = lanes_below(kv_len - j - 16);
-        const __m512 mask_a = mask ? load16(mask + j, lanes_a) : _mm512_setzero_ps();
-        const __m512 mask_b = mask ? load16(mask + j + 16, lanes_b) : _mm512_setzero_ps();
-        const __m512 a = _mm512_mask_mov_ps(minus_inf, lanes_a, _mm512_fmadd_ps(_mm512_loadu_ps(s + j), scale16, mask_a));
-        const __m512 b =
-            _mm512_mask_mov_ps(minus_inf, lanes_b, _mm512_fmadd_ps(_mm512_loadu_ps(s + j + 16), scale16, mask_b));
+    const float row_max = scale_mask_max(s, mask, scale, kv_len, kv_pad);
+    return exp_and_sum(s, row_max, kv_pad, [&](int64_t j, __m512 a, __m512 b) {
         _mm512_storeu_ps(s + j, a);
         _mm512_storeu_ps(s + j + 16, b);
-        max_a = _mm512_max_ps(max_a, a);
-        max_b = _mm512_max_ps(max_b, b);
-    }
-    const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(_mm512_max_ps(max_a, max_b)));
-    __m512 sum_a = _mm512_setzero_ps(), sum_b = _mm512_setzero_ps();
-    for (int64_t j = 0; j < kv_pad; j += 32) {
-        const __m512 a = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), max));
-        const __m512 b = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j + 16), max));
-        sum_a = _mm512_add_ps(sum_a, a);
-        sum_b = _mm512_add_ps(sum_b, b);
-        _mm512_storeu_ps(s + j, a);
-        _mm512_storeu_ps(s + j + 16, b);
-    }
-    return 1.0f / _mm512_reduce_add_ps(_mm512_add_ps(sum_a, sum_b));
+    });
 }
 
 // store(r, d0 + 16 i, O[r][d0 + 16 i ..] / rowsum) where O[r] = sum over j < kv_len of P[r][j] V[j],

@@ -56,5 +56,45 @@ inline __m512 exp16(__m512 x) {
     return _mm512_maskz_mov_ps(live, _mm512_scalef_ps(p, n));
 }
 
+// The two passes over a row of scores both softmaxes share. Pass 1: s = s * scale + mask in
+// place, -inf past kv_len (so e = 0 there), returning the row's max. Two vectors a step
+// (kv_pad is a multiple of 32) so the max chains run two abreast.
+template <class M>
+inline float scale_mask_max(float* __restrict s, const M* __restrict mask, float scale, int64_t kv_len,
+                            int64_t kv_pad) {
+    const __m512 scale16 = _mm512_set1_ps(scale), minus_inf = _mm512_set1_ps(-__builtin_inff());
+    __m512 max_a = minus_inf, max_b = minus_inf;
+    for (int64_t j = 0; j < kv_pad; j += 32) {
+        const __mmask16 lanes_a = lanes_below(kv_len - j), lanes_b = lanes_below(kv_len - j - 16);
+        const __m512 mask_a = mask ? load16(mask + j, lanes_a) : _mm512_setzero_ps();
+        const __m512 mask_b = mask ? load16(mask + j + 16, lanes_b) : _mm512_setzero_ps();
+        __m512 a = _mm512_fmadd_ps(_mm512_loadu_ps(s + j), scale16, mask_a);
+        __m512 b = _mm512_fmadd_ps(_mm512_loadu_ps(s + j + 16), scale16, mask_b);
+        a = _mm512_mask_mov_ps(minus_inf, lanes_a, a);
+        b = _mm512_mask_mov_ps(minus_inf, lanes_b, b);
+        _mm512_storeu_ps(s + j, a);
+        _mm512_storeu_ps(s + j + 16, b);
+        max_a = _mm512_max_ps(max_a, a);
+        max_b = _mm512_max_ps(max_b, b);
+    }
+    return _mm512_reduce_max_ps(_mm512_max_ps(max_a, max_b));
+}
+
+// Pass 2: e = e^(s - max), handed to store(j, e[j .. j + 16), e[j + 16 .. j + 32)); returns
+// 1 / sum(e) of the unrounded values. store may overwrite s[j, j + 32) (no restrict on s).
+template <class Store>
+inline float exp_and_sum(const float* s, float row_max, int64_t kv_pad, const Store& store) {
+    const __m512 max = _mm512_set1_ps(row_max);
+    __m512 sum_a = _mm512_setzero_ps(), sum_b = _mm512_setzero_ps();
+    for (int64_t j = 0; j < kv_pad; j += 32) {
+        const __m512 a = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), max));
+        const __m512 b = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j + 16), max));
+        sum_a = _mm512_add_ps(sum_a, a);
+        sum_b = _mm512_add_ps(sum_b, b);
+        store(j, a, b);
+    }
+    return 1.0f / _mm512_reduce_add_ps(_mm512_add_ps(sum_a, sum_b));
+}
+
 }  // namespace IPXC_NS
 }  // namespace ipxc

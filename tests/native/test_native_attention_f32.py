@@ -13,6 +13,8 @@ from ipexconvert.ir import get_op
 from ipexconvert.runtime import cpu, kernels
 from ipexconvert.runtime.native_kernels import sdpa as native_sdpa_module
 
+from attention_cases import assert_quantized_output_matches, normalised_error, padding_mask
+
 BUILT = native.kernel_levels("attention_f32") if native.available() else []
 # Every level this CPU runs that has the fp32 kernel (the avx512 build, also under higher caps).
 LEVELS = [lvl for lvl in native.supported_levels() if lvl in cpu.ISA_LEVELS[cpu.ISA_LEVELS.index("avx512"):]] \
@@ -25,16 +27,6 @@ def reference(q, k, v, mask, scale=None):
     sdpa = get_op("sdpa")
     attrs = sdpa.parse_attrs({"scale": scale})
     return sdpa.reference([q.double(), k.double(), v.double(), None if mask is None else mask.double()], attrs, {})
-
-
-def normalised_error(got, want) -> float:
-    return ((got.double() - want).abs().max() / want.abs().max()).item()
-
-
-def padding_mask(batch, kv_len, dtype, fill=float("-inf")):
-    mask = torch.zeros(batch, 1, 1, kv_len)
-    mask[-1, ..., kv_len // 2 + 1:] = fill  # the last sequence pads its second half (keeps >= 1 key)
-    return mask.to(dtype)
 
 
 SHAPES = [  # batch, heads, q_len, kv_len, head_dim: BERT-base, MiniLM, tails of the 6-query blocks and
@@ -94,23 +86,7 @@ def test_quantized_output_is_bit_identical_to_quantizing_the_fp32_output(shape, 
     """The codes equal the quantize op's (per tensor, or with SmoothQuant multipliers along the
     hidden axis h * head_dim + d) applied to the fp32 output flattened to [batch, q_len, hidden]:
     an int8 model whose float ops stay fp32 folds its quantize into attention as well."""
-    batch, heads, q_len, kv_len, head_dim = shape
-    torch.manual_seed(sum(shape) + 1)
-    q = torch.randn(batch, heads, q_len, head_dim) * 2
-    k, v = torch.randn(batch, heads, kv_len, head_dim), torch.randn(batch, heads, kv_len, head_dim)
-    mask = padding_mask(batch, kv_len, torch.float32)
-    scale = 0.01  # outputs up to ~3 saturate some codes at both ends
-    multiplier = torch.rand(heads * head_dim) * 2 / scale if multipliers else None
-    quantize = get_op("quantize")
-    attrs = quantize.parse_attrs({"scale": scale, "zero_point": zero_point, "dtype": str(code_dtype).split(".")[1]})
-    flat = native.attention(q, k, v, mask, max_isa=level).transpose(1, 2).reshape(batch, q_len, heads * head_dim)
-    want = quantize.reference([flat] + ([multiplier] if multipliers else []), attrs, {})
-    got = native.attention(q, k, v, mask, quantize_to=(scale, zero_point, code_dtype), quantize_multipliers=multiplier,
-                           max_isa=level)
-    assert got.dtype == code_dtype and got.shape == (batch, heads, q_len, head_dim)
-    assert torch.equal(got.transpose(1, 2).reshape(batch, q_len, heads * head_dim), want)
-    lo, hi = (0, 255) if code_dtype == torch.uint8 else (-128, 127)
-    assert (want == lo).any() and (want == hi).any()  # the clamp was exercised
+    assert_quantized_output_matches(shape, torch.float32, code_dtype, zero_point, multipliers, level)
 
 
 def test_bad_arguments_are_refused_clearly():

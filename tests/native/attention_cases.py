@@ -1,0 +1,41 @@
+"""What the bf16 and fp32 attention kernel tests share: the padding mask they use, the error
+measure, and the check that the quantized output equals the quantize op on the float output."""
+from __future__ import annotations
+
+import torch
+
+from ipexconvert import native
+from ipexconvert.ir import get_op
+
+
+def normalised_error(got, want) -> float:
+    return ((got.double() - want.double()).abs().max() / want.double().abs().max()).item()
+
+
+def padding_mask(batch, kv_len, dtype, fill=float("-inf")):
+    mask = torch.zeros(batch, 1, 1, kv_len)
+    mask[-1, ..., kv_len // 2 + 1:] = fill  # the last sequence pads its second half (keeps >= 1 key)
+    return mask.to(dtype)
+
+
+def assert_quantized_output_matches(shape, dtype, code_dtype, zero_point, multipliers, level):
+    """The codes equal the quantize op's (per tensor, or with SmoothQuant multipliers along the
+    hidden axis h * head_dim + d) applied to the kernel's float output flattened to [batch,
+    q_len, hidden], and both ends of the code range are reached."""
+    batch, heads, q_len, kv_len, head_dim = shape
+    torch.manual_seed(sum(shape) + 1)
+    q = (torch.randn(batch, heads, q_len, head_dim) * 2).to(dtype)
+    k, v = (torch.randn(batch, heads, kv_len, head_dim).to(dtype) for _ in range(2))
+    mask = padding_mask(batch, kv_len, torch.float32)
+    scale = 0.01  # outputs up to ~3 saturate some codes at both ends
+    multiplier = torch.rand(heads * head_dim) * 2 / scale if multipliers else None
+    quantize = get_op("quantize")
+    attrs = quantize.parse_attrs({"scale": scale, "zero_point": zero_point, "dtype": str(code_dtype).split(".")[1]})
+    flat = native.attention(q, k, v, mask, max_isa=level).transpose(1, 2).reshape(batch, q_len, heads * head_dim)
+    want = quantize.reference([flat] + ([multiplier] if multipliers else []), attrs, {})
+    got = native.attention(q, k, v, mask, quantize_to=(scale, zero_point, code_dtype), quantize_multipliers=multiplier,
+                           max_isa=level)
+    assert got.dtype == code_dtype and got.shape == (batch, heads, q_len, head_dim)
+    assert torch.equal(got.transpose(1, 2).reshape(batch, q_len, heads * head_dim), want)
+    lo, hi = (0, 255) if code_dtype == torch.uint8 else (-128, 127)
+    assert (want == lo).any() and (want == hi).any()  # the clamp was exercised
