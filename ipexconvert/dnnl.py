@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.metadata as metadata
+import importlib.util
 import os
 import threading
 import warnings
@@ -29,6 +30,9 @@ ONEDNN_ISA = {"avx2": "avx2", "avx512": "avx512_core", "avx512_vnni": "avx512_co
 
 
 def _load():
+    if importlib.util.find_spec(f"{__package__}._dnnl") is None:
+        raise ImportError("ipexconvert._dnnl was not built: the build found no oneDNN headers (install "
+                          "onednn-devel-cpu-gomp==2023.2.0 next to the build requirements and rebuild)")
     for f in metadata.distribution("onednn-cpu-gomp").files or []:
         if f.name == "libdnnl.so.3":
             ctypes.CDLL(str(f.locate().resolve()), mode=ctypes.RTLD_GLOBAL)

@@ -384,6 +384,19 @@ def _spec(shape, dtype="float32"):
     return TensorSpec(dtype=dtype, shape=shape)
 
 
+@pytest.mark.parametrize("shape", [(1, 4, 16, 16), (2, 16, 32, 32), (3, 5, 11, 9)])
+def test_max_pool2d_reference_on_uint8_channels_last(shape):
+    """torch 2.13 refuses some uint8 channels-last max pools; the reference pools them in the
+    contiguous layout and hands back channels-last, equal to pooling the values as floats."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 256, shape, dtype=torch.uint8, generator=g).contiguous(memory_format=torch.channels_last)
+    op = get_op("max_pool2d")
+    attrs = op.parse_attrs({"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1]})
+    got = op.reference([x], attrs, {})
+    assert got.dtype == torch.uint8 and got.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(got, F.max_pool2d(x.float(), 3, 2, 1).to(torch.uint8))
+
+
 def test_conv2d_keeps_batch_name_on_imagenet_shape():
     attrs = get_op("conv2d").parse_attrs({"stride": [2, 2], "padding": [3, 3]})
     out, = get_op("conv2d").infer([_spec(["batch", 3, 224, 224]), _spec([8, 3, 7, 7]), None], attrs)

@@ -1,6 +1,7 @@
 """max_pool2d: 2-D max pooling (values only)."""
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict
 
@@ -48,4 +49,10 @@ class MaxPool2dOp(OpDef):
 
     @classmethod
     def reference(cls, inputs, attrs, dims):
-        return F.max_pool2d(inputs[0], attrs.kernel_size, attrs.stride, attrs.padding, attrs.dilation)
+        x = inputs[0]
+        if not x.is_floating_point() and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last):
+            # torch 2.13 refuses many uint8 channels-last inputs (e.g. 1x4x16x16) with a bogus
+            # "input_depth * input_height * input_width <= max" error; a max is exact in any layout.
+            y = F.max_pool2d(x.contiguous(), attrs.kernel_size, attrs.stride, attrs.padding, attrs.dilation)
+            return y.contiguous(memory_format=torch.channels_last)
+        return F.max_pool2d(x, attrs.kernel_size, attrs.stride, attrs.padding, attrs.dilation)

@@ -312,3 +312,37 @@ def test_isa_cap_reaches_onednn_and_the_self_check_passes_there(cap, onednn_isa)
     result = subprocess.run([sys.executable, "-c", CAPPED], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == onednn_isa
+
+
+def test_int8_cnn_runs_on_torch_operators_alone(monkeypatch, tmp_path):
+    """With the direct layers off (IPEXCONVERT_DNNL=0, or no oneDNN library) an int8 CNN converts
+    and runs on torch's oneDNN operators and the ops' references (its uint8 channels-last max
+    pool included) and gives what the direct layers give."""
+    import ipexconvert
+    from ipexconvert.artifact import read_example_inputs
+
+    path = tmp_path / "tiny-cnn.int8.ipxc"
+    ipexconvert.optimize("example:tiny-cnn", dtype="int8", calib_synthetic=4, output=path)
+    inputs = read_example_inputs(path)
+    direct = ipexconvert.load_artifact(path)
+    assert "dnnl:max_pool2d" in {s.kernel_name for s in direct.executor.steps}
+    want = direct.run_dict(inputs)
+    monkeypatch.setenv("IPEXCONVERT_DNNL", "0")
+    torch_only = ipexconvert.load_artifact(path)
+    names = {s.kernel_name for s in torch_only.executor.steps}
+    assert not any(name.startswith("dnnl:") for name in names) and "reference:max_pool2d" in names
+    got = torch_only.run_dict(inputs)
+    for g, w in zip(got.values(), want.values(), strict=True):
+        assert torch.nn.functional.cosine_similarity(g.float().flatten(), w.float().flatten(), dim=0) > 0.999
+
+
+def test_a_build_without_onednn_says_so(monkeypatch):
+    """Where the build found no oneDNN headers there is no _dnnl module: the reason names the
+    package to install, not Python's circular-import message."""
+    import importlib.util
+
+    from ipexconvert import dnnl
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name.endswith("._dnnl") else real(name, *a))
+    with pytest.raises(ImportError, match="_dnnl was not built.*onednn-devel-cpu-gomp"):
+        dnnl._load()
