@@ -4,7 +4,7 @@ The executor frees each intermediate after its last reader, and torch hands the 
 glibc's malloc. glibc's defaults then return much of it to the kernel: blocks above a dynamic
 threshold get their own mmap, and the top of the heap is trimmed once about twice that threshold
 is free. The next inference's tensors are fresh pages again, each one a minor page fault (about
-3 us here). Measured (docs/architecture.md, "Runtime"): ResNet-50 fp32 batch 16 faulted 23-43
+3 us here). Measured (docs/architecture.md, "Runtime"): ResNet-50 fp32 batch 16 faulted 26-41
 thousand pages per call, int8 batch 1 up to a few hundred.
 
 So the first artifact loaded on the CPU sets glibc's mmap threshold to its maximum (32 MiB) and

@@ -111,13 +111,13 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
     uint16_t* q_pad = probs + kRows * kv_pad;
     float* c_tiles = reinterpret_cast<float*>(q_pad + kRows * d);
 
-    const uint16_t* q = static_cast<const uint16_t*>(a.q) + b * a.q_strides[0] + h * a.q_strides[1];
-    const uint16_t* k = static_cast<const uint16_t*>(a.k) + b * a.k_strides[0] + h * a.k_strides[1];
-    const uint16_t* v = static_cast<const uint16_t*>(a.v) + b * a.v_strides[0] + h * a.v_strides[1];
-    uint16_t* out = static_cast<uint16_t*>(a.out) + b * a.out_strides[0] + h * a.out_strides[1];
-    int8_t* out_codes = static_cast<int8_t*>(a.out) + b * a.out_strides[0] + h * a.out_strides[1];  // when quantized
+    const uint16_t* q = head_at<const uint16_t>(a.q, a.q_strides, b, h);
+    const uint16_t* k = head_at<const uint16_t>(a.k, a.k_strides, b, h);
+    const uint16_t* v = head_at<const uint16_t>(a.v, a.v_strides, b, h);
+    uint16_t* out = head_at<uint16_t>(a.out, a.out_strides, b, h);
+    int8_t* out_codes = head_at<int8_t>(a.out, a.out_strides, b, h);  // when quantized
     const Quantize16 quantize(a.q_multipliers, a.q_scale, a.q_zero_point, a.q_unsigned);
-    const M* mask = a.mask ? static_cast<const M*>(a.mask) + b * a.mask_strides[0] + h * a.mask_strides[1] : nullptr;
+    const M* mask = a.mask ? head_at<const M>(a.mask, a.mask_strides, b, h) : nullptr;
     pack_keys(k, a.k_strides[2], kv_len, kv_pad, d, packed_k);
     pack_values(v, a.v_strides[2], kv_len, kv_pad, d, packed_v);
 

@@ -93,13 +93,13 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
     const int64_t d = a.head_dim, kv_len = a.kv_len, kv_pad = (kv_len + kKeyPad - 1) / kKeyPad * kKeyPad;
     float* kt = scratch;               // d x kv_pad
     float* scores = kt + d * kv_pad;   // kRows x kv_pad: S, then P
-    const float* q = static_cast<const float*>(a.q) + b * a.q_strides[0] + h * a.q_strides[1];
-    const float* k = static_cast<const float*>(a.k) + b * a.k_strides[0] + h * a.k_strides[1];
-    const float* v = static_cast<const float*>(a.v) + b * a.v_strides[0] + h * a.v_strides[1];
-    float* out = static_cast<float*>(a.out) + b * a.out_strides[0] + h * a.out_strides[1];
-    int8_t* out_codes = static_cast<int8_t*>(a.out) + b * a.out_strides[0] + h * a.out_strides[1];  // when quantized
+    const float* q = head_at<const float>(a.q, a.q_strides, b, h);
+    const float* k = head_at<const float>(a.k, a.k_strides, b, h);
+    const float* v = head_at<const float>(a.v, a.v_strides, b, h);
+    float* out = head_at<float>(a.out, a.out_strides, b, h);
+    int8_t* out_codes = head_at<int8_t>(a.out, a.out_strides, b, h);  // when quantized
     const Quantize16 quantize(a.q_multipliers, a.q_scale, a.q_zero_point, a.q_unsigned);
-    const M* mask = a.mask ? static_cast<const M*>(a.mask) + b * a.mask_strides[0] + h * a.mask_strides[1] : nullptr;
+    const M* mask = a.mask ? head_at<const M>(a.mask, a.mask_strides, b, h) : nullptr;
     transpose_keys(k, a.k_strides[2], kv_len, kv_pad, d, kt);
 
     for (int64_t q0 = 0; q0 < a.q_len; q0 += kRows) {

@@ -11,6 +11,13 @@
 namespace ipxc {
 namespace IPXC_NS {
 
+// Element (b, h, 0, 0) of a [batch, heads, seq, head_dim] tensor whose element strides for
+// batch, head and seq are strides[0..2] (AttentionArgs' q/k/v/out/mask).
+template <class T>
+inline T* head_at(const void* base, const int64_t* strides, int64_t b, int64_t h) {
+    return const_cast<T*>(static_cast<const T*>(base)) + b * strides[0] + h * strides[1];
+}
+
 // Transposes a 16 x 16 matrix of 32-bit values held in 16 registers, one row each.
 inline void transpose_16x16(__m512i m[16]) {
     __m512i t[16], u[16];

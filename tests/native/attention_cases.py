@@ -8,6 +8,13 @@ from ipexconvert import native
 from ipexconvert.ir import get_op
 
 
+def reference(q, k, v, mask, scale=None, dtype=torch.float32):
+    """The sdpa op's reference, computed in `dtype` (fp32 for the bf16 kernel, float64 for fp32)."""
+    sdpa = get_op("sdpa")
+    attrs = sdpa.parse_attrs({"scale": scale})
+    return sdpa.reference([t.to(dtype) for t in (q, k, v)] + [None if mask is None else mask.to(dtype)], attrs, {})
+
+
 def normalised_error(got, want) -> float:
     return ((got.double() - want.double()).abs().max() / want.double().abs().max()).item()
 
@@ -39,3 +46,19 @@ def assert_quantized_output_matches(shape, dtype, code_dtype, zero_point, multip
     assert torch.equal(got.transpose(1, 2).reshape(batch, q_len, heads * head_dim), want)
     lo, hi = (0, 255) if code_dtype == torch.uint8 else (-128, 127)
     assert (want == lo).any() and (want == hi).any()  # the clamp was exercised
+
+
+def assert_strided_views_threads_and_scale(dtype, level, threshold, reference_dtype):
+    """q/k/v as slices of one packed projection give the bits of contiguous copies; thread
+    counts do not change the result; an explicit scale is applied."""
+    torch.manual_seed(0)
+    batch, seq, heads, head_dim = 2, 77, 6, 64
+    qkv = torch.randn(batch, seq, 3 * heads * head_dim).to(dtype)
+    q, k, v = (t.reshape(batch, seq, heads, head_dim).permute(0, 2, 1, 3) for t in qkv.split(heads * head_dim, -1))
+    mask = padding_mask(batch, seq, dtype)
+    strided = native.attention(q, k, v, mask, threads=2, max_isa=level)
+    dense = native.attention(q.contiguous(), k.contiguous(), v.contiguous(), mask, threads=1, max_isa=level)
+    assert torch.equal(strided, dense)
+    assert strided.transpose(1, 2).is_contiguous()  # the [batch, seq, heads, head_dim] buffer
+    scaled = native.attention(q, k, v, mask, scale=0.05, max_isa=level)
+    assert normalised_error(scaled, reference(q, k, v, mask, scale=0.05, dtype=reference_dtype)) <= threshold

@@ -3,18 +3,16 @@ against the sdpa op's reference (computed in fp32), its argument checks, and the
 of it for bfloat16 sdpa nodes."""
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 
 from ipexconvert import load_artifact, native, optimize
 from ipexconvert.examples.bert import build_bert
 from ipexconvert.examples.tiny_bert import TINY_BERT_CONFIG, tiny_bert_inputs
-from ipexconvert.ir import get_op
 from ipexconvert.runtime import kernels
 from ipexconvert.runtime.native_kernels import sdpa as native_sdpa_module
 
+import attention_cases
 from attention_cases import assert_quantized_output_matches, normalised_error, padding_mask
 
 LEVELS = [lvl for lvl in native.kernel_levels("attention") if lvl in native.supported_levels()] if native.available() else []
@@ -23,9 +21,7 @@ BF16_THRESHOLD = 1e-2  # normalised error, as the other native kernels' bf16 cas
 
 
 def reference(q, k, v, mask, scale=None):
-    sdpa = get_op("sdpa")
-    attrs = sdpa.parse_attrs({"scale": scale})
-    return sdpa.reference([q.float(), k.float(), v.float(), None if mask is None else mask.float()], attrs, {})
+    return attention_cases.reference(q, k, v, mask, scale, dtype=torch.float32)
 
 
 SHAPES = [  # batch, heads, q_len, kv_len, head_dim: BERT-base, MiniLM, tails of 16/32, one key, wide heads
@@ -60,19 +56,7 @@ def test_attention_matches_reference(shape, mask_kind, level):
 
 
 def test_strided_views_threads_and_scale(level):
-    """q/k/v as slices of one packed projection give the bits of contiguous copies; thread
-    counts do not change the result; an explicit scale is applied."""
-    torch.manual_seed(0)
-    batch, seq, heads, head_dim = 2, 77, 6, 64
-    qkv = torch.randn(batch, seq, 3 * heads * head_dim).bfloat16()
-    q, k, v = (t.reshape(batch, seq, heads, head_dim).permute(0, 2, 1, 3) for t in qkv.split(heads * head_dim, -1))
-    mask = padding_mask(batch, seq, torch.bfloat16)
-    strided = native.attention(q, k, v, mask, threads=2, max_isa=level)
-    dense = native.attention(q.contiguous(), k.contiguous(), v.contiguous(), mask, threads=1, max_isa=level)
-    assert torch.equal(strided, dense)
-    assert strided.transpose(1, 2).is_contiguous()  # the [batch, seq, heads, head_dim] buffer
-    scaled = native.attention(q, k, v, mask, scale=0.05, max_isa=level)
-    assert normalised_error(scaled, reference(q, k, v, mask, scale=0.05)) <= BF16_THRESHOLD
+    attention_cases.assert_strided_views_threads_and_scale(torch.bfloat16, level, BF16_THRESHOLD, reference_dtype=torch.float32)
 
 
 @pytest.mark.parametrize("multipliers", [False, True])

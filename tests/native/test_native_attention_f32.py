@@ -9,24 +9,21 @@ import torch
 from ipexconvert import load_artifact, native, optimize
 from ipexconvert.examples.bert import build_bert
 from ipexconvert.examples.tiny_bert import TINY_BERT_CONFIG, tiny_bert_inputs
-from ipexconvert.ir import get_op
-from ipexconvert.runtime import cpu, kernels
+from ipexconvert.runtime import kernels
 from ipexconvert.runtime.native_kernels import sdpa as native_sdpa_module
 
+import attention_cases
 from attention_cases import assert_quantized_output_matches, normalised_error, padding_mask
 
-BUILT = native.kernel_levels("attention_f32") if native.available() else []
-# Every level this CPU runs that has the fp32 kernel (the avx512 build, also under higher caps).
-LEVELS = [lvl for lvl in native.supported_levels() if lvl in cpu.ISA_LEVELS[cpu.ISA_LEVELS.index("avx512"):]] \
-    if BUILT and "avx512" in native.supported_levels() else []
+# Every level this CPU runs at which the fp32 kernel runs (its avx512 build, also under higher caps).
+LEVELS = [lvl for lvl in native.supported_levels() if native.kernel_level("attention_f32", lvl) != "none"] \
+    if native.available() else []
 pytestmark = pytest.mark.skipif(not LEVELS, reason="needs the native build on a CPU with AVX-512")
 F32_THRESHOLD = 1e-5  # normalised error against float64, as the other native kernels' fp32 cases
 
 
 def reference(q, k, v, mask, scale=None):
-    sdpa = get_op("sdpa")
-    attrs = sdpa.parse_attrs({"scale": scale})
-    return sdpa.reference([q.double(), k.double(), v.double(), None if mask is None else mask.double()], attrs, {})
+    return attention_cases.reference(q, k, v, mask, scale, dtype=torch.float64)
 
 
 SHAPES = [  # batch, heads, q_len, kv_len, head_dim: BERT-base, MiniLM, tails of the 6-query blocks and
@@ -63,19 +60,7 @@ def test_attention_f32_matches_reference(shape, mask_kind, level):
 
 
 def test_strided_views_threads_and_scale(level):
-    """q/k/v as slices of one packed projection give the bits of contiguous copies; thread
-    counts do not change the result; an explicit scale is applied."""
-    torch.manual_seed(0)
-    batch, seq, heads, head_dim = 2, 77, 6, 64
-    qkv = torch.randn(batch, seq, 3 * heads * head_dim)
-    q, k, v = (t.reshape(batch, seq, heads, head_dim).permute(0, 2, 1, 3) for t in qkv.split(heads * head_dim, -1))
-    mask = padding_mask(batch, seq, torch.float32)
-    strided = native.attention(q, k, v, mask, threads=2, max_isa=level)
-    dense = native.attention(q.contiguous(), k.contiguous(), v.contiguous(), mask, threads=1, max_isa=level)
-    assert torch.equal(strided, dense)
-    assert strided.transpose(1, 2).is_contiguous()  # the [batch, seq, heads, head_dim] buffer
-    scaled = native.attention(q, k, v, mask, scale=0.05, max_isa=level)
-    assert normalised_error(scaled, reference(q, k, v, mask, scale=0.05)) <= F32_THRESHOLD
+    attention_cases.assert_strided_views_threads_and_scale(torch.float32, level, F32_THRESHOLD, reference_dtype=torch.float64)
 
 
 @pytest.mark.parametrize("multipliers", [False, True])
