@@ -22,8 +22,14 @@ def _onednn_summary() -> dict:
     from .runtime.cpu_kernels import probe_report
 
     report = probe_report()
-    return {name: ("ok" if info.get("found") and all(info.get("passed", {}).values()) else f"unusable: {info.get('error') or 'failed check'}")
-            for name, info in report.get("ops", {}).items()}
+    def summary(info: dict) -> str:
+        if info.get("not_used"):
+            return info["not_used"]
+        if info.get("found") and info.get("passed") and all(info["passed"].values()):
+            return "ok"
+        return f"unusable: {info.get('error') or 'failed check'}"
+
+    return {name: summary(info) for name, info in report.get("ops", {}).items()}
 
 
 def _native_report() -> dict:
@@ -61,6 +67,15 @@ def _malloc_report() -> dict:
                               f"{malloc.TRIM_THRESHOLD >> 30} GiB (IPEXCONVERT_MALLOC_TUNING=0 turns it off)"}
 
 
+def _library_caps() -> dict:
+    """The ISA ceiling each library we drive was given (isa_caps sets them from IPEXCONVERT_MAX_ISA)."""
+    from . import isa_caps
+
+    names = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
+    return {name: (f"{isa_caps.applied[name][1]} (from IPEXCONVERT_MAX_ISA)" if isa_caps.applied.get(name, ("",))[0] == "set"
+                   else os.environ.get(name) or "unset") for name in names}
+
+
 def environment_report() -> dict:
     interesting = sorted(f for f in cpu.cpu_flags() if f.startswith(("avx", "amx", "fma", "f16c")))
     return {
@@ -78,6 +93,7 @@ def environment_report() -> dict:
         "direct_onednn": _dnnl_report(),
         "onednn_probe": _onednn_summary(),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "library_caps": _library_caps(),
         "threads": torch.get_num_threads(),
         "malloc_tuning": _malloc_report(),
     }

@@ -20,7 +20,6 @@ from ..ir import Program
 from ..manifest import PassRecord
 from ..passes import PassOptions, run_pipeline
 from ..passes.pipeline import QUANTIZATION_STAGE
-from ..runtime.cpu import ISA_LEVELS, selected_isa
 from . import data
 from .calibrate import bind_dims
 from .guard import choose_metric, guard
@@ -33,8 +32,10 @@ SYNTHETIC_WARNING = ("calibrating INT8 on RANDOM synthetic inputs: activation ra
 
 
 def default_float_dtype() -> str:
-    """bfloat16 for ops without an int8 kernel where the CPU computes bf16 natively, else float32."""
-    return "bfloat16" if ISA_LEVELS.index(selected_isa()) >= ISA_LEVELS.index("avx512_bf16") else "float32"
+    """bfloat16 for ops without an int8 kernel, whatever CPU converts: the artifact does not depend
+    on the converting machine. A CPU without native bf16 computes those ops in float32 from the
+    bf16 weights at load (runtime/compute_precision.py)."""
+    return "bfloat16"
 
 
 def _input_specs(program: Program) -> dict:

@@ -21,6 +21,7 @@ import torch
 from ..errors import ArtifactError
 from ..ir import Program
 from ..ir.opdef import get_op
+from . import compute_precision
 from .cpu import selected_isa
 from . import native_kernels  # noqa: F401  (registers the native CPU kernels)
 from .kernels import Kernel, NodeContext, resolve_kernel
@@ -45,7 +46,16 @@ class Step:
 
 
 class Executor:
-    def __init__(self, program: Program, device: str = "cpu"):
+    def __init__(self, program: Program, device: str = "cpu", widen_bf16: bool | None = None):
+        """widen_bf16: compute bf16 nodes in float32; by default where the CPU has no native bf16
+        (runtime/compute_precision.py). False runs bf16 as written (tests of the bf16 passes)."""
+        isa = selected_isa()
+        if widen_bf16 is None:
+            widen_bf16 = compute_precision.bf16_compute_dtype(isa) != "bfloat16"
+        has_bf16 = compute_precision.has_bf16(program.graph)
+        self.bf16_compute = None if not has_bf16 else "float32" if widen_bf16 else "bfloat16"
+        if has_bf16 and widen_bf16:
+            program = compute_precision.widen_bf16(program)
         graph = program.graph
         self.device = device
         slot: dict[str, int] = {}
@@ -85,7 +95,6 @@ class Executor:
         keep = set(graph.outputs) | set(graph.constants)
         dims_only = _dims_only_values(graph)
 
-        isa = selected_isa()
         self.steps: list[Step] = []
         fresh: set[str] = set()  # values made by fresh_output kernels, not views of anything
         view_makers: set[str] = set()  # values read by a kernel that may return a view of them

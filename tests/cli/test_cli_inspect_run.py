@@ -166,7 +166,9 @@ def test_run_two_outputs(cli, bert, tmp_path):
     want = load_artifact(bert["path"]).run_dict(read_example_inputs(bert["path"]))
     assert set(written) == set(want) == {"last_hidden_state", "pooler_output"}
     for name in want:
-        torch.testing.assert_close(written[name], want[name], rtol=0, atol=0)
+        # Two loads, two packed copies of the weights: MKL's AVX2 GEMM may round the last bit
+        # differently with another alignment (seen capped to avx2), so not bit-exact.
+        torch.testing.assert_close(written[name], want[name], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("tensors, fragments", [

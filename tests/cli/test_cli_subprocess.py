@@ -14,7 +14,6 @@ from ipxc_cli_helpers import FACTORY_MODULE, REPO, norm
 def _ipx(*args, cwd, factory_dir):
     env = dict(os.environ)
     env.pop("IPEXCONVERT_DEBUG", None)
-    env.pop("IPEXCONVERT_MAX_ISA", None)
     env.update(COLUMNS="400", PYTHONPATH=os.pathsep.join([str(REPO), str(factory_dir)]))
     return subprocess.run([sys.executable, "-m", "ipexconvert.cli", *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)

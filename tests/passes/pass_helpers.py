@@ -18,8 +18,9 @@ def run_program(program: Program, inputs: dict[str, torch.Tensor], dims: dict[st
 
 
 def run_traced(program: Program, inputs: dict[str, torch.Tensor], dims: dict[str, int]):
-    """Outputs plus every value any node produced during the run, by value name."""
-    executor = Executor(program)
+    """Outputs plus every value any node produced during the run, by value name (bf16 runs as
+    bf16 even where the CPU would compute it in float32, so the specs can be checked)."""
+    executor = Executor(program, widen_bf16=False)
     seen: dict[str, torch.Tensor] = {}
     outputs_of = {n.name: n.outputs for n in program.graph.nodes}
     for step in executor.steps:

@@ -10,7 +10,7 @@ import torch
 
 from ... import dnnl
 from ..kernels import Kernel, NodeContext, register_kernel
-from ._common import FLOAT_DTYPES, enabled
+from ._common import FLOAT_DTYPES, enabled, isa_allows
 from ._dnnl_conv import spatial_out_size
 
 _DTYPES = (*FLOAT_DTYPES, "uint8")
@@ -20,7 +20,7 @@ _DTYPES = (*FLOAT_DTYPES, "uint8")
 def max_pool2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
     a, x = ctx.attrs, ctx.input_specs[0]
     if (ctx.device != "cpu" or not enabled() or x.rank != 4 or x.dtype not in _DTYPES
-            or x.memory_format != "channels_last" or not dnnl.usable(ctx.isa)):
+            or x.memory_format != "channels_last" or not isa_allows(ctx.isa, x.dtype) or not dnnl.usable(ctx.isa)):
         return None
     pool = dnnl.raw.MaxPool(tuple(a.kernel_size), tuple(a.stride), tuple(a.padding), tuple(a.dilation), x.dtype)
 

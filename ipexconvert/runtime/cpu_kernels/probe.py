@@ -24,7 +24,7 @@ from typing import Callable, Optional
 import torch
 import torch.nn.functional as F
 
-from ..cpu import cpu_flags
+from ..cpu import ISA_LEVELS, selected_isa
 
 # The argument names our kernels rely on, in order, per op ("namespace.name[.overload]").
 EXPECTED_ARGS: dict[str, list[str]] = {
@@ -73,6 +73,7 @@ class OpStatus:
     op: Optional[torch._ops.OpOverload] = None  # None: missing or wrong schema
     passed: dict[str, bool] = field(default_factory=dict)  # dtype -> numeric check passed
     error: Optional[str] = None  # the first thing that went wrong
+    not_used: Optional[str] = None  # why this CPU never runs it (decided from the ISA, not probed)
 
     def usable(self, dtype: str) -> bool:
         return self.op is not None and self.passed.get(dtype, False)
@@ -87,13 +88,23 @@ _status: Optional[dict[str, OpStatus]] = None
 _dtypes_checked: list[str] = []
 
 
+def _at_least(level: str) -> bool:
+    return ISA_LEVELS.index(selected_isa()) >= ISA_LEVELS.index(level)
+
+
 def checked_dtypes() -> list[str]:
-    """float32 always; bfloat16 only where the CPU computes it natively."""
+    """float32 always; bfloat16 only where the selected ISA computes it natively (below it bf16
+    artifacts compute in float32, runtime/compute_precision.py)."""
     try:
-        native_bf16 = "avx512_bf16" in cpu_flags() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+        native_bf16 = _at_least("avx512_bf16") and torch.ops.mkldnn._is_mkldnn_bf16_supported()
     except (AttributeError, RuntimeError):  # private too: a torch without it gets float32 only
         native_bf16 = False
     return ["float32", "bfloat16"] if native_bf16 else ["float32"]
+
+
+# Below VNNI, oneDNN's u8*s8 products go through vpmaddubsw, whose 16-bit pair sums saturate:
+# wrong results, so the int8 ops are not used there (a decision from the ISA, not a probe failure).
+INT8_NOT_USED = "not used below avx512_vnni (oneDNN's u8*s8 products saturate without VNNI)"
 
 
 def op_for(name: str, dtype: str) -> Optional[torch._ops.OpOverload]:
@@ -108,7 +119,7 @@ def probe_report() -> dict:
     return {
         "onednn_available": torch.backends.mkldnn.is_available(),
         "dtypes_checked": list(_dtypes_checked),
-        "ops": {name: {"found": s.op is not None, "passed": dict(s.passed), "error": s.error}
+        "ops": {name: {"found": s.op is not None, "passed": dict(s.passed), "error": s.error, "not_used": s.not_used}
                 for name, s in status.items()},
     }
 
@@ -137,7 +148,12 @@ def _run_all() -> dict[str, OpStatus]:
             _check_conv(status, dtype)
             _check_linear(status, dtype)
         _check_mkl_linear(status)
-        _check_int8(status)
+        if _at_least("avx512_vnni"):
+            _check_int8(status)
+        else:
+            for name in EXPECTED_ARGS:
+                if name.startswith("onednn."):
+                    status[name].not_used = INT8_NOT_USED
     return status
 
 
@@ -376,7 +392,7 @@ def _check_int8(status: dict[str, OpStatus]) -> None:
 def _warn_failures(status: dict[str, OpStatus]) -> None:
     """One line naming every op that cannot be used, and why."""
     bad = [f"{name} ({s.error})" for name, s in status.items()
-           if s.op is None or not s.passed or not all(s.passed.values())]
+           if s.not_used is None and (s.op is None or not s.passed or not all(s.passed.values()))]
     if bad:
         warnings.warn("ipexconvert: oneDNN kernels fall back to the reference for: " + "; ".join(bad),
                       RuntimeWarning, stacklevel=2)

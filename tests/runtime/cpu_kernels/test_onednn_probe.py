@@ -9,6 +9,7 @@ import torch
 from onednn_helpers import torch_operators_only  # noqa: F401  (autouse)
 from onednn_helpers import FP32_TOLERANCE, WrongResult, context, probe_with, reference, rel_err, run
 
+from ipexconvert.runtime.cpu import ISA_LEVELS, selected_isa
 from ipexconvert.runtime.cpu_kernels import probe, probe_report
 from ipexconvert.runtime.kernels import resolve_kernel
 
@@ -37,6 +38,9 @@ def test_all_ops_pass_here():
     assert report["onednn_available"]
     for name, result in report["ops"].items():
         assert result["found"] and all(result["passed"].values()) and result["error"] is None, name
+        assert bool(result["passed"]) != bool(result["not_used"]), name  # checked, or not used by decision
+        if result["not_used"]:
+            assert name.startswith("onednn.") and ISA_LEVELS.index(selected_isa()) < ISA_LEVELS.index("avx512_vnni")
     assert "float32" in report["dtypes_checked"]
 
 

@@ -47,11 +47,25 @@ def kernel_names(tensors_linear, tensors_conv) -> tuple[str, str]:
             resolve_kernel(context("qconv2d", ca, ct, {1, 2, 3})).name)
 
 
+@needs_vnni
 def test_int8_ops_pass_here():
     ops = probe_report()["ops"]
     assert len(INT8_OPS) == 5
     for name in INT8_OPS:
         assert ops[name]["found"] and ops[name]["passed"] == {"int8": True} and ops[name]["error"] is None, name
+
+
+@pytest.mark.skipif(int8_allowed(selected_isa()), reason="this CPU runs oneDNN int8 (avx512_vnni and up)")
+def test_below_vnni_int8_ops_are_not_used_and_not_warned_about():
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ops = probe_report()["ops"]
+    assert not [w for w in caught if "oneDNN" in str(w.message)]
+    for name in INT8_OPS:
+        assert ops[name]["not_used"] == probe.INT8_NOT_USED and ops[name]["passed"] == {}, name
+    linear, conv = make_linear("3d", "float32", "relu"), make_conv(1, "float32", "relu")
+    assert kernel_names(linear, conv)[0] != "onednn:qlinear" and kernel_names(linear, conv)[1] != "onednn:qconv2d"
 
 
 @needs_vnni
