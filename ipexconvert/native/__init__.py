@@ -27,7 +27,7 @@ except ImportError as e:  # not built (e.g. a source checkout without `pip insta
 
 KERNELS = ("layer_norm", "rms_norm", "softmax", "gelu", "silu", "silu_mul", "quantize", "dequantize", "requantize",
            "quantize_last_axis", "embedding", "attention", "attention_f32", "to_channels_last",
-           "spatial_mean", "concat_channels")
+           "spatial_mean", "concat_channels", "int8_gemm")
 
 
 def available() -> bool:
@@ -490,3 +490,39 @@ def concat_channels(a: torch.Tensor, b: torch.Tensor, *, max_isa: Optional[str] 
     out = torch.empty((n, h, w, a.shape[1] + b.shape[1]), dtype=a.dtype).permute(0, 3, 1, 2)
     _run(lib.concat_channels, a, b, out, max_isa, _threads(threads))
     return out
+
+
+# ---- int8 GEMM without VNNI -----------------------------------------------------------------
+
+INT8_GEMM_OUTPUTS = (torch.float32, torch.bfloat16, torch.uint8, torch.int8)
+
+
+def pack_int8_weight(weight: torch.Tensor) -> torch.Tensor:
+    """An int8 weight [n, k] in int8_gemm's layout: int16 [n16 / 16, k2 / 2, 16, 2] (n rounded up to
+    16, k to 2, zero padded), the two weights of a pair of k side by side for each of 16 outputs."""
+    weight = _tensor(weight, "weight")
+    if weight.dtype != torch.int8 or weight.dim() != 2:
+        raise ValueError(f"weight must be a 2-D int8 tensor, got {weight.dtype} {tuple(weight.shape)}")
+    n, k = weight.shape
+    n16, k2 = -(-n // 16) * 16, -(-k // 2) * 2
+    padded = torch.zeros(n16, k2, dtype=torch.int16)
+    padded[:n, :k] = weight
+    return padded.view(n16 // 16, 16, k2 // 2, 2).permute(0, 2, 1, 3).contiguous()
+
+
+def int8_gemm(a: torch.Tensor, a_zero_point: int, packed: torch.Tensor, n: int, scales: torch.Tensor,
+              bias: Optional[torch.Tensor] = None, *, relu: bool = False, out_dtype: torch.dtype = torch.float32,
+              out_scale: float = 1.0, out_zero_point: int = 0, max_isa: Optional[str] = None,
+              threads: Optional[int] = None) -> torch.Tensor:
+    """(a - a_zero_point) @ W^T with exact int32 sums, then * scales + bias (+ relu) per output
+    column, as out_dtype (uint8/int8: quantized with out_scale, out_zero_point as quantize does).
+    a: uint8 [..., k]; packed: pack_int8_weight(W) of W [n, k]; scales, bias: float32 [n]."""
+    a = _tensor(a, "a")
+    if out_dtype not in INT8_GEMM_OUTPUTS:
+        raise ValueError(f"out_dtype must be one of {INT8_GEMM_OUTPUTS}, got {out_dtype}")
+    rows = a.reshape(-1, a.shape[-1])
+    out = torch.empty((rows.shape[0], n), dtype=out_dtype)
+    _run(_lib().int8_gemm, rows, int(a_zero_point), packed, int(n), scales.float().contiguous(),
+         None if bias is None else bias.float().contiguous(), bool(relu), out, float(out_scale), int(out_zero_point),
+         max_isa, _threads(threads))
+    return out.view(*a.shape[:-1], n)

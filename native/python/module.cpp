@@ -586,6 +586,56 @@ nb::dict cpu_features_dict() {
     return d;
 }
 
+// int8_gemm: a [m, k] uint8 (rows may be strided, elements contiguous), w packed int16 (see
+// kernels.h), out [m, n] float32 / bfloat16 / uint8 / int8 (rows may be strided).
+void int8_gemm(nb::handle a_obj, int a_zero_point, nb::handle w_obj, int64_t n, nb::handle scales_obj,
+               nb::handle bias_obj, bool relu, nb::handle out_obj, double out_scale, int out_zero_point,
+               const OptStr& max_isa, int threads) {
+    const TensorArg a(a_obj, "a"), w(w_obj, "w"), out(out_obj, "out");
+    const auto bias = optional_tensor(bias_obj, "bias");
+    Int8GemmArgs g;
+    if (!a.on_cpu() || !out.on_cpu() || !w.on_cpu()) fail("int8_gemm takes CPU tensors");
+    if (!is(a, nb::dtype<uint8_t>()) || a.ndim() != 2) fail("a must be a 2-D uint8 tensor, got " + a.dtype_str() + " " + a.shape_str());
+    if (a.stride(1) != 1 || a.stride(0) < a.shape(1)) fail("a " + a.shape_str() + " needs contiguous rows");
+    g.m = a.shape(0);
+    g.k = a.shape(1);
+    g.n = n;
+    if (g.k < 1 || g.k > 65536) fail("k = " + std::to_string(g.k) + " is outside 1..65536 (int32 sums stay exact up to there)");
+    if (n < 1) fail("n must be positive");
+    if (a_zero_point < 0 || a_zero_point > 255) fail("a_zero_point " + std::to_string(a_zero_point) + " is outside 0..255");
+    check_cpu_contiguous(w);
+    const int64_t n16 = (n + 15) / 16 * 16, k2 = (g.k + 1) / 2 * 2;
+    if (!is(w, nb::dtype<int16_t>()) || w.size() != n16 * k2)
+        fail("w must be the packed int16 weight of " + std::to_string(n16 * k2) + " elements (n=" + std::to_string(n) +
+             ", k=" + std::to_string(g.k) + "), got " + w.dtype_str() + " " + w.shape_str());
+    g.scales = f32_vector(TensorArg(scales_obj, "scales"), n);
+    if (bias) g.bias = f32_vector(*bias, n);
+    if (out.ndim() != 2 || out.shape(0) != g.m || out.shape(1) != n)
+        fail("out " + out.shape_str() + " must be [" + std::to_string(g.m) + ", " + std::to_string(n) + "]");
+    if (out.stride(1) != 1 || out.stride(0) < n) fail("out " + out.shape_str() + " needs contiguous rows");
+    if (out.is_f32()) g.out = GemmOut::f32;
+    else if (out.is_bf16()) g.out = GemmOut::bf16;
+    else if (is(out, nb::dtype<uint8_t>())) g.out = GemmOut::u8;
+    else if (is(out, nb::dtype<int8_t>())) g.out = GemmOut::s8;
+    else fail("out has dtype " + out.dtype_str() + "; it must be float32, bfloat16, uint8 or int8");
+    if (g.out == GemmOut::u8 || g.out == GemmOut::s8) {
+        if (!(out_scale > 0.0) || !(out_scale < 1e30)) fail("out_scale must be a positive finite number");
+        const int lo = g.out == GemmOut::u8 ? 0 : -128, hi = g.out == GemmOut::u8 ? 255 : 127;
+        if (out_zero_point < lo || out_zero_point > hi) fail("out_zero_point " + std::to_string(out_zero_point) + " is outside out's range");
+        g.out_inv_scale = static_cast<float>(1.0 / out_scale);
+        g.out_zero_point = out_zero_point;
+    }
+    g.a = static_cast<const uint8_t*>(a.data());
+    g.a_stride = a.stride(0);
+    g.a_zero_point = a_zero_point;
+    g.w = static_cast<const int16_t*>(w.data());
+    g.relu = relu;
+    g.y = out.data();
+    g.y_stride = out.stride(0);
+    g.threads = threads;
+    run(lookup_int8_gemm(select(max_isa)), "int8_gemm", g);
+}
+
 }  // namespace
 }  // namespace ipxc
 
@@ -649,6 +699,9 @@ NB_MODULE(_native, m) {
           "out [N, C] = the mean of x over H and W (x NCHW, or its NHWC view with channels_last)");
     m.def("dequantize", &dequantize, "q"_a, "scales"_a, "zero_points"_a, "per_channel"_a, "out"_a, "max_isa"_a.none(),
           "threads"_a);
+    m.def("int8_gemm", &int8_gemm, "a"_a, "a_zero_point"_a, "w"_a, "n"_a, "scales"_a, "bias"_a.none(), "relu"_a,
+          "out"_a, "out_scale"_a, "out_zero_point"_a, "max_isa"_a.none(), "threads"_a,
+          "out = epilogue((a - a_zero_point) @ W^T), exact int32 products (no VNNI needed); w from pack_int8_weight");
     m.def("requantize", &requantize, "acc"_a, "multipliers"_a, "bias"_a.none(), "zero_point"_a, "out"_a,
           "max_isa"_a.none(), "threads"_a);
     m.def("quantize_last_axis", &quantize_last_axis, "x"_a, "inv_scales"_a, "zero_point"_a, "out"_a, "max_isa"_a.none(),

@@ -6,5 +6,5 @@ or constant activations, normalisation over more than the last dim, softmax over
 a broadcast residual. A kernel also falls back to the reference at run time for a
 non-contiguous input.
 """
-from . import (adaptive_avg_pool2d, add_layer_norm, concat, gelu, layer_norm, quantize, rms_norm, sdpa, silu,  # noqa: F401
-               softmax, to_memory_format)  # (registers)
+from . import (adaptive_avg_pool2d, add_layer_norm, concat, gelu, layer_norm, qconv2d, qlinear, quantize,  # noqa: F401
+               rms_norm, sdpa, silu, softmax, to_memory_format)  # (registers)

@@ -133,6 +133,35 @@ struct QuantizeLastAxisArgs {
     DType dtype = DType::f32;
     int threads = 1;
 };
+// int8_gemm: an exact uint8 x int8 GEMM for CPUs without VNNI, whose vpmaddubsw pair sums
+// saturate (oneDNN's u8*s8 path there: off by ~0.2 relative). Activations minus their zero
+// point and the weights are widened to int16 and multiplied with vpmaddwd into int32: exact
+// for any codes while k < 2^16. Then, per output column n,
+//   v = float(acc) * scales[n] + bias[n]      (scales[n] = x_scale * w_scale[n], folded by the caller)
+//   v = max(v, 0) if relu
+// written as float32, as bf16 (round to nearest even), or as uint8/int8 codes
+// clamp(nearbyint(fmaf(v, out_inv_scale, out_zero_point))).
+// `w` is packed by the caller (ipexconvert.native.pack_int8_weight): int16 [n16 / 16][k2 / 2][16][2]
+// with n16 = n rounded up to 16 and k2 = k rounded up to 2, zero padded: for each pair of k and
+// each block of 16 outputs, the 16 outputs' two weights side by side (one vpmaddwd operand pair).
+enum class GemmOut : int { f32 = 0, bf16 = 1, u8 = 2, s8 = 3 };
+struct Int8GemmArgs {
+    const uint8_t* a = nullptr;      // [m, k], row r at a + r * a_stride
+    int64_t a_stride = 0;
+    int32_t a_zero_point = 0;
+    const int16_t* w = nullptr;      // packed, see above
+    int64_t m = 0, n = 0, k = 0;
+    const float* scales = nullptr;   // n
+    const float* bias = nullptr;     // optional, n
+    bool relu = false;
+    void* y = nullptr;               // [m, n], row r at y + r * y_stride elements
+    int64_t y_stride = 0;
+    GemmOut out = GemmOut::f32;
+    float out_inv_scale = 1.0f;
+    int32_t out_zero_point = 0;
+    int threads = 1;
+};
+
 // y[i, :] = weight[indices[i], :]. The kernel checks every index first; if one is outside
 // [0, vocab) it copies nothing and sets *bad_position to its position (else -1).
 // to_channels_last: x [batch, channels, pixels] (NCHW, H * W flattened) written as y [batch,
@@ -230,7 +259,8 @@ struct AttentionArgs {
     X(attention_f32, AttentionArgs)             \
     X(to_channels_last, ChannelsLastArgs)       \
     X(spatial_mean, SpatialMeanArgs)            \
-    X(concat_channels, ConcatChannelsArgs)
+    X(concat_channels, ConcatChannelsArgs)      \
+    X(int8_gemm, Int8GemmArgs)
 
 #define IPXC_DECLARE_FN(name, Args) using name##_fn = void (*)(const Args&);
 IPXC_KERNELS(IPXC_DECLARE_FN)
