@@ -95,6 +95,16 @@ def _parse_dims(items: list[str]) -> dict[str, int]:
     return sizes
 
 
+def _compute_precision(model) -> str:
+    """What the artifact's arithmetic really runs in here (a bf16 artifact may compute in float32)."""
+    bf16 = model.executor.bf16_compute
+    if bf16 is None:
+        return model.manifest.dtype
+    if bf16 == "bfloat16":
+        return f"{model.manifest.dtype} (bf16 parts in bf16)"
+    return f"{model.manifest.dtype} (bf16 parts in float32 from bf16 weights: this CPU has no native bf16)"
+
+
 def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path], dims: list[str], warmup: int,
               rounds: int, threads: Optional[int], profile: bool, console=None) -> dict:
     from rich.progress import Progress
@@ -138,7 +148,8 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
     report = {"artifact": str(artifact), "batch": batch, "threads": torch.get_num_threads(), "isa": selected_isa(),
               "rounds": rounds, "warmup": warmup, "load_ms": load_ms, "results": results,
               "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-              "malloc_tuning": malloc.current().state}
+              "malloc_tuning": malloc.current().state,
+              "compute": _compute_precision(model)}
     if profile:
         report["profile"] = model.profile(tensors)
     return report

@@ -18,10 +18,11 @@ import importlib.util
 import os
 import threading
 import warnings
-from typing import Optional
+from typing import Callable, Optional, Sequence, TypeVar
 
 import torch
 
+from .errors import ArtifactError
 from .runtime.cpu import ISA_LEVELS, selected_isa
 
 # Our ISA level -> the highest oneDNN may use (oneDNN dispatches within it by itself).
@@ -167,3 +168,51 @@ def _check_int8_linear() -> None:
     worst = (got.int() - want.int()).abs().max().item()
     if worst > 1:
         raise ValueError(f"int8 linear off by {worst} codes")
+
+
+# ---- arguments ----------------------------------------------------------------------------------
+# The layers check every tensor and geometry parameter before a primitive touches memory and raise
+# ValueError / TypeError (native/dnnl/checks.h, native/python/dnnl_module.cpp). The kernels turn
+# those into ArtifactError: the executor hands a layer only what the artifact's graph says
+# (LoadedModel has checked the user's inputs against the signature), so a tensor that does not
+# fit the layer's weights means the graph and its weights disagree.
+
+_FIX = ("re-create the artifact with `ipexconvert optimize`; an artifact whose graph and weights "
+        "disagree was damaged or edited, so do not run it")
+
+T = TypeVar("T")
+
+
+def refused(kernel: str, error: Exception) -> ArtifactError:
+    """The error for a layer that refused its arguments (error: the layer's ValueError / TypeError)."""
+    return ArtifactError(f"{kernel} refused its arguments: {' '.join(str(error).split())}", _FIX)
+
+
+def make_layer(kernel: str, make: Callable[..., T], *args, **kwargs) -> T:
+    """raw.Conv / Linear / MaxPool(*args, **kwargs); a refused geometry or weight is an ArtifactError."""
+    try:
+        return make(*args, **kwargs)
+    except (ValueError, TypeError) as e:
+        raise refused(kernel, e) from None
+
+
+def check_constant(kernel: str, ctx, slot: int, what: str, expected: Sequence[Optional[int]]) -> None:
+    """The constant in input `slot` has the shape and dtype its spec declares, and the shape the
+    node's other specs imply (`expected`; None where a dim is dynamic), before a layer is built
+    from it: a layer sized by an edited weight would read its activations at the wrong width."""
+    tensor, spec = ctx.constants[slot], ctx.input_specs[slot]
+    got = list(tensor.shape)
+    if spec is None or got != list(spec.shape):
+        declared = None if spec is None else list(spec.shape)
+        raise ArtifactError(f"{kernel}: the {what} has shape {got}, but the graph declares {declared}", _FIX)
+    dtype = str(tensor.dtype).removeprefix("torch.")
+    if dtype != spec.dtype:
+        raise ArtifactError(f"{kernel}: the {what} has dtype {dtype}, but the graph declares {spec.dtype}", _FIX)
+    if len(expected) != len(got) or any(e is not None and e != g for e, g in zip(expected, got)):
+        want = ["?" if e is None else e for e in expected]
+        raise ArtifactError(f"{kernel}: the {what} has shape {got}; the node's input and output need {want}", _FIX)
+
+
+def static(dim) -> Optional[int]:
+    """A spec dim if it is a number (None for a dynamic one)."""
+    return dim if isinstance(dim, int) else None

@@ -8,7 +8,7 @@ import platform
 import torch
 
 from . import __version__, native
-from .runtime import cpu
+from .runtime import compute_precision, cpu
 
 
 def _version(package: str) -> str:
@@ -67,6 +67,18 @@ def _malloc_report() -> dict:
                               f"{malloc.TRIM_THRESHOLD >> 30} GiB (IPEXCONVERT_MALLOC_TUNING=0 turns it off)"}
 
 
+def _int8_compute(isa: str) -> str:
+    """Which kernels run int8 layers at this level (decided once per process, not per command)."""
+    from .runtime.cpu_kernels._common import int8_allowed
+
+    if int8_allowed(isa):
+        return f"oneDNN int8 (VNNI or AMX: {isa})"
+    if cpu.ISA_LEVELS.index(isa) >= cpu.ISA_LEVELS.index("avx2") and native.available():
+        return (f"native exact int8 GEMM ({isa}: no VNNI, so oneDNN's u8*s8 products would saturate; "
+                "int16 products summed in int32 instead)")
+    return "reference (float32 PyTorch ops)"
+
+
 def _library_caps() -> dict:
     """The ISA ceiling each library we drive was given (isa_caps sets them from IPEXCONVERT_MAX_ISA)."""
     from . import isa_caps
@@ -92,6 +104,8 @@ def environment_report() -> dict:
         **_native_report(),
         "direct_onednn": _dnnl_report(),
         "onednn_probe": _onednn_summary(),
+        "bf16_compute": compute_precision.describe(cpu.selected_isa()),
+        "int8_compute": _int8_compute(cpu.selected_isa()),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "library_caps": _library_caps(),
         "threads": torch.get_num_threads(),

@@ -3,6 +3,7 @@
 
 #include "engine.h"
 
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -63,14 +64,37 @@ void im2col(const uint8_t* src, int64_t n, int64_t h, int64_t w, int64_t oh, int
     }
 }
 
+// Everything in the config a primitive, the im2col rows or a run's size arithmetic relies on.
+void validate(const ConvConfig& c) {
+    check_range(c.in_channels, 1, "in_channels");
+    check_range(c.out_channels, 1, "out_channels");
+    check_window(c.kernel_h, c.stride[0], c.padding[0], c.dilation[0], "(height)");
+    check_window(c.kernel_w, c.stride[1], c.padding[1], c.dilation[1], "(width)");
+    check_types(c.src, c.dst);
+    // oneDNN reads the residual as sum_type (undef: the output's); another size would misread it.
+    if (c.sum_type != dt::undef && c.sum_type != c.dst)
+        invalid(std::string("sum_type ") + type_name(c.sum_type) + " is not the output's type " + type_name(c.dst));
+    if (!std::isfinite(c.sum_scale)) invalid("sum_scale must be finite");
+    if (c.sum && c.dst == dt::u8 && (c.sum_zero_point < 0 || c.sum_zero_point > 255))
+        invalid("sum_zero_point " + std::to_string(c.sum_zero_point) + " is outside uint8's range");
+    if (c.src == dt::u8) check_quantization(c.x_scale, c.x_zero_point, c.dst == dt::u8, c.y_scale, c.y_zero_point);
+    // The weights' element count (and the im2col row width) in 64 bits.
+    checked_mul(checked_mul(checked_mul(c.out_channels, c.in_channels, "the weight size"), c.kernel_h, "the weight size"),
+                c.kernel_w, "the weight size");
+}
+
 }  // namespace
 
-Conv::Conv(const ConvConfig& config, const void* weight, const float* w_scales, const float* bias)
+Conv::Conv(const ConvConfig& config, const void* weight, size_t weight_bytes, const float* w_scales,
+           const float* bias)
     : config_(config) {
+    validate(config);
     const bool int8 = config.src == dt::u8;
+    if (int8 && !w_scales) invalid("an int8 layer needs per-channel weight scales");
+    if (!int8 && w_scales) invalid("w_scales are for int8 layers only");
     const dt weight_type = int8 ? dt::s8 : config.src;
     const dnnl::memory::dims wdims{config.out_channels, config.in_channels, config.kernel_h, config.kernel_w};
-    weights_.init({wdims, weight_type, tag::oihw}, weight);
+    weights_.init({wdims, weight_type, tag::oihw}, weight, weight_bytes);
     if (bias) {
         bias_ = f32_memory(bias, {config.out_channels});
         // The same values as the matmul's [1, out] bias row.
@@ -81,7 +105,15 @@ Conv::Conv(const ConvConfig& config, const void* weight, const float* w_scales, 
                    config.y_scale, config.y_zero_point);
 }
 
+std::pair<int64_t, int64_t> Conv::output_size(int64_t h, int64_t w) const {
+    const ConvConfig& c = config_;
+    return {out_size(h, c.kernel_h, c.stride[0], c.padding[0], c.dilation[0]),
+            out_size(w, c.kernel_w, c.stride[1], c.padding[1], c.dilation[1])};
+}
+
 std::shared_ptr<LayerPlan> Conv::plan_for(int64_t n, int64_t h, int64_t w) {
+    check_range(n, 1, "the batch size");
+    output_size(h, w);  // h and w in range, and large enough for the kernel
     return plans_.get({n, 0, h, w}, [&] { return make_plan(n, h, w); });
 }
 
@@ -98,9 +130,8 @@ dnnl::primitive_attr Conv::attributes(int weight_mask) const {
 
 LayerPlan Conv::make_plan(int64_t n, int64_t h, int64_t w) {
     const ConvConfig& c = config_;
-    const int64_t oh = out_size(h, c.kernel_h, c.stride[0], c.padding[0], c.dilation[0]);
-    const int64_t ow = out_size(w, c.kernel_w, c.stride[1], c.padding[1], c.dilation[1]);
-    if (as_matmul(c, n, oh, ow)) return make_matmul_plan(n * oh * ow);
+    const auto [oh, ow] = output_size(h, w);
+    if (as_matmul(c, n, oh, ow)) return make_matmul_plan(checked_mul(n, oh * ow, "the output pixel count"));
     const dt weight_type = c.src == dt::u8 ? dt::s8 : c.src;
     dnnl::memory::desc src({n, c.in_channels, h, w}, c.src, tag::nhwc);
     dnnl::memory::desc dst({n, c.out_channels, oh, ow}, c.dst, tag::nhwc);
@@ -149,16 +180,20 @@ LayerPlan Conv::make_matmul_plan(int64_t rows) {
     return plan;
 }
 
-void Conv::run(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int64_t oh, int64_t ow) {
+void Conv::run(const void* src, int64_t n, int64_t c_in, int64_t h, int64_t w, void* dst, int64_t c_out, int64_t oh,
+               int64_t ow) {
+    const ConvConfig& c = config_;
+    if (c_in != c.in_channels || c_out != c.out_channels)
+        invalid("the convolution takes " + std::to_string(c.in_channels) + " channels to " +
+                std::to_string(c.out_channels) + ", not " + std::to_string(c_in) + " to " + std::to_string(c_out));
+    if (output_size(h, w) != std::make_pair(oh, ow)) invalid("output size does not match the convolution");
     const std::shared_ptr<LayerPlan> held = plan_for(n, h, w);
     const LayerPlan& plan = *held;
-    const ConvConfig& c = config_;
-    if (out_size(h, c.kernel_h, c.stride[0], c.padding[0], c.dilation[0]) != oh ||
-        out_size(w, c.kernel_w, c.stride[1], c.padding[1], c.dilation[1]) != ow)
-        throw std::invalid_argument("output size does not match the convolution");
     if (plan.im2col) {
-        const int64_t rows = n * oh * ow, depth = c.kernel_h * c.kernel_w * c.in_channels;
-        auto* cols = static_cast<uint8_t*>(thread_buffer(ThreadBuffer::kIm2col, rows * depth));
+        const int64_t rows = checked_mul(n, oh * ow, "the output pixel count");
+        const int64_t depth = c.kernel_h * c.kernel_w * c.in_channels;  // checked in validate()
+        auto* cols = static_cast<uint8_t*>(
+            thread_buffer(ThreadBuffer::kIm2col, static_cast<size_t>(checked_mul(rows, depth, "the im2col rows"))));
         im2col(static_cast<const uint8_t*>(src), n, h, w, oh, ow, c, static_cast<uint8_t>(c.x_zero_point), cols);
         src = cols;
     }

@@ -25,6 +25,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace ipxc_dnnl {
@@ -51,16 +52,26 @@ struct ConvConfig {
 
 class Conv {
   public:
-    // weight: OIHW (contiguous), int8 (with w_scales, one per output channel) or the src type.
-    // bias: float32 [out_channels] or null. Both are copied: the caller may free them.
-    Conv(const ConvConfig& config, const void* weight, const float* w_scales, const float* bias);
+    // weight: OIHW (contiguous, weight_bytes long), int8 (with w_scales, one per output channel)
+    // or the src type. bias: float32 [out_channels] or null. Both are copied: the caller may free
+    // them. The config is checked first (geometry in range, types, quantization); a weight of
+    // another size than its geometry says is refused.
+    Conv(const ConvConfig& config, const void* weight, size_t weight_bytes, const float* w_scales, const float* bias);
 
-    // src: NHWC [n, in_channels, h, w]; dst: NHWC [n, out_channels, oh, ow], holding the residual
-    // when config.sum is set.
-    void run(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int64_t oh, int64_t ow);
+    // src: NHWC [n, c, h, w]; dst: NHWC [n, oc, oh, ow], holding the residual when config.sum is
+    // set. Throws std::invalid_argument unless c and oc are the layer's channels and (oh, ow) its
+    // output size for (h, w); the caller has checked that the buffers are dense NHWC of these
+    // sizes and of the config's types.
+    void run(const void* src, int64_t n, int64_t c, int64_t h, int64_t w, void* dst, int64_t oc, int64_t oh,
+             int64_t ow);
+
+    // (oh, ow) for an input of (h, w); throws when the input cannot hold the kernel.
+    std::pair<int64_t, int64_t> output_size(int64_t h, int64_t w) const;
 
     // The oneDNN implementation the primitive for this input size uses (e.g. brg_conv_fwd:avx512_core_amx).
     std::string implementation(int64_t n, int64_t h, int64_t w);
+
+    const ConvConfig& config() const { return config_; }
 
     // How many input sizes have a primitive now (at most PlanCache::kMaxPlans).
     size_t plan_count() { return plans_.size(); }

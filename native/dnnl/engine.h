@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "checks.h"  // out_size and the argument checks
+
 namespace ipxc_dnnl {
 
 dnnl::engine& cpu_engine();
@@ -18,11 +20,6 @@ dnnl::stream& thread_stream();
 // (in use while the scratchpad is, hence a buffer of its own).
 enum class ThreadBuffer { kScratchpad = 0, kIm2col = 1 };
 void* thread_buffer(ThreadBuffer which, size_t bytes);
-
-// Output size of a convolution or pooling along one spatial axis (symmetric padding).
-inline int64_t out_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {
-    return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
-}
 
 size_t element_size(dnnl::memory::data_type type);
 // A one-element oneDNN memory holding *value (a scale or zero point passed at run time).

@@ -10,11 +10,24 @@ namespace ipxc_dnnl {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-Linear::Linear(const LinearConfig& config, const void* weight, const float* w_scales, const float* bias)
+Linear::Linear(const LinearConfig& config, const void* weight, size_t weight_bytes, const float* w_scales,
+               const float* bias)
     : config_(config) {
+    check_range(config.in_features, 1, "in_features");
+    check_range(config.out_features, 1, "out_features");
+    check_types(config.src, config.dst);
     const bool int8 = config.src == dt::u8;
+    if (int8) {
+        check_quantization(config.x_scale, config.x_zero_point, config.dst == dt::u8, config.y_scale,
+                           config.y_zero_point);
+        if (!w_scales) invalid("an int8 layer needs per-channel weight scales");
+    } else if (w_scales) {
+        invalid("w_scales are for int8 layers only");
+    }
+    checked_mul(config.in_features, config.out_features, "the weight size");
     // W is stored [out, in] row-major: as the matmul's {K, N} weights that is the "ba" layout.
-    weights_.init({{config.in_features, config.out_features}, int8 ? dt::s8 : config.src, tag::ba}, weight);
+    weights_.init({{config.in_features, config.out_features}, int8 ? dt::s8 : config.src, tag::ba}, weight,
+                  weight_bytes);
     if (bias) bias_ = f32_memory(bias, {1, config.out_features});
     if (!config.multiplier.empty()) {
         if (static_cast<int64_t>(config.multiplier.size()) != config.out_features)
@@ -27,6 +40,7 @@ Linear::Linear(const LinearConfig& config, const void* weight, const float* w_sc
 }
 
 std::shared_ptr<LayerPlan> Linear::plan_for(int64_t rows) {
+    if (rows < 1) invalid("a linear layer needs at least one row, got " + std::to_string(rows));
     return plans_.get({rows, 0, 0, 0}, [&] { return make_plan(rows); });
 }
 

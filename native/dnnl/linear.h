@@ -41,12 +41,17 @@ struct LinearConfig {
 
 class Linear {
   public:
-    // weight: [out_features, in_features] (contiguous), int8 (with w_scales, one per output
-    // feature) or the src type. bias: float32 [out_features] or null. Both are copied.
-    Linear(const LinearConfig& config, const void* weight, const float* w_scales, const float* bias);
+    // weight: [out_features, in_features] (contiguous, weight_bytes long), int8 (with w_scales,
+    // one per output feature) or the src type. bias: float32 [out_features] or null. Both are
+    // copied. The config is checked first; a weight of another size than it says is refused.
+    Linear(const LinearConfig& config, const void* weight, size_t weight_bytes, const float* w_scales,
+           const float* bias);
 
-    // src: [rows, in_features]; dst: [rows, out_features].
+    // src: [rows, in_features]; dst: [rows, out_features], contiguous, of the config's types (the
+    // caller checks the buffers).
     void run(const void* src, int64_t rows, void* dst);
+
+    const LinearConfig& config() const { return config_; }
 
     // The oneDNN implementation the primitive for this row count uses (e.g. brg:avx512_core_amx).
     std::string implementation(int64_t rows);

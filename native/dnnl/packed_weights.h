@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -17,8 +18,12 @@ namespace ipxc_dnnl {
 
 class PackedWeights {
   public:
-    // Copies `data` (laid out as `plain` says): the caller may free it. Called once, before any as().
-    void init(const dnnl::memory::desc& plain, const void* data) {
+    // Copies `data` (laid out as `plain` says, `bytes` long): the caller may free it. Called once,
+    // before any as(). A buffer of another size than the layout's is refused, never over-read.
+    void init(const dnnl::memory::desc& plain, const void* data, size_t bytes) {
+        if (plain.get_size() != bytes)
+            invalid("the weight holds " + std::to_string(bytes) + " bytes; the layer's geometry needs " +
+                    std::to_string(plain.get_size()));
         plain_ = dnnl::memory(plain, cpu_engine());
         std::memcpy(plain_.get_data_handle(), data, plain.get_size());
     }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "layer_plan.h"
 #include "plan_cache.h"
@@ -20,10 +21,18 @@ struct PoolConfig {
 
 class MaxPool {
   public:
-    explicit MaxPool(const PoolConfig& config) : config_(config) {}
+    // Checks the config: window geometry in range, padding at most half the dilated kernel (as
+    // torch's max_pool2d: no window lies wholly in the padding), an activation type.
+    explicit MaxPool(const PoolConfig& config);
 
-    // src: NHWC [n, c, h, w]; dst: NHWC [n, c, oh, ow].
+    // src: NHWC [n, c, h, w]; dst: NHWC [n, c, oh, ow], of the config's type (the caller checks
+    // the buffers). Throws std::invalid_argument unless (oh, ow) is the output size for (h, w).
     void run(const void* src, int64_t n, int64_t c, int64_t h, int64_t w, void* dst, int64_t oh, int64_t ow);
+
+    // (oh, ow) for an input of (h, w); throws when the input cannot hold the kernel.
+    std::pair<int64_t, int64_t> output_size(int64_t h, int64_t w) const;
+
+    const PoolConfig& config() const { return config_; }
 
   private:
     LayerPlan make_plan(int64_t n, int64_t c, int64_t h, int64_t w);

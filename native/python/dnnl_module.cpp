@@ -28,24 +28,47 @@ using Pair = std::tuple<int64_t, int64_t>;
 
 [[noreturn]] void fail(const std::string& message) { throw std::invalid_argument(message); }
 
-dt data_type(const std::string& name) {
+// A type name from Python; "" (undef) only where `optional` (sum_type: the output's).
+dt data_type(const std::string& name, const char* what, bool optional = false) {
     if (name == "uint8") return dt::u8;
     if (name == "bfloat16") return dt::bf16;
     if (name == "float32") return dt::f32;
-    if (name.empty()) return dt::undef;
-    fail("unsupported data type " + name + " (uint8, bfloat16 or float32)");
+    if (name.empty() && optional) return dt::undef;
+    fail(std::string(what) + ": unsupported data type '" + name + "' (uint8, bfloat16 or float32)");
+}
+
+// The oneDNN type of a tensor's dtype (undef for one the layers never take).
+dt tensor_type(const TensorArg& t) {
+    const nb::dlpack::dtype d = t.dtype();
+    if (d == nb::dtype<uint8_t>()) return dt::u8;
+    if (d == nb::dtype<int8_t>()) return dt::s8;
+    if (d == nb::dtype<float>()) return dt::f32;
+    if (t.is_bf16()) return dt::bf16;
+    return dt::undef;
+}
+
+// The buffer holds elements of the type the primitive reads or writes (another size would make
+// it read or write past the buffer).
+void check_type(const TensorArg& t, dt want) {
+    if (tensor_type(t) != want)
+        fail(std::string(t.name()) + " has dtype " + t.dtype_str() + "; this layer takes " + ipxc_dnnl::type_name(want));
 }
 
 void check_cpu_contiguous(const TensorArg& t) {
     if (!t.on_cpu() || !t.is_contiguous()) fail(std::string(t.name()) + " must be a contiguous CPU tensor");
 }
 
-// [n, c, h, w] in channels-last memory order (NHWC), as the primitives read and write it.
+// [n, c, h, w] in dense channels-last memory order (NHWC), as the primitives read and write it:
+// every element at its own place, none overlapping (a dim of size 1 may have any stride; an empty
+// tensor any strides: the layers refuse a zero size or run nothing).
 void check_nhwc(const TensorArg& t) {
-    if (!t.on_cpu() || t.ndim() != 4) fail(std::string(t.name()) + " must be a 4-D CPU tensor");
+    if (!t.on_cpu() || t.ndim() != 4) fail(std::string(t.name()) + " " + t.shape_str() + " must be a 4-D CPU tensor");
+    if (t.size() == 0) return;
     const int64_t c = t.shape(1), h = t.shape(2), w = t.shape(3);
-    const bool nhwc = t.stride(1) == 1 && (w == 1 || t.stride(3) == c) && (h == 1 || t.stride(2) == w * c) &&
-                      (t.shape(0) == 1 || t.stride(0) == h * w * c);
+    const int64_t wc = ipxc_dnnl::checked_mul(w, c, "the tensor size");
+    const int64_t hwc = ipxc_dnnl::checked_mul(h, wc, "the tensor size");
+    const bool nhwc = (c == 1 || t.stride(1) == 1) && (w == 1 || t.stride(3) == c) && (h == 1 || t.stride(2) == wc) &&
+                      (t.shape(0) == 1 || t.stride(0) == hwc);
     if (!nhwc) fail(std::string(t.name()) + " " + t.shape_str() + " must be channels-last (torch.channels_last)");
 }
 
@@ -65,11 +88,19 @@ std::pair<dnnl::algorithm, float> eltwise(const std::string& name) {
     return found->second;
 }
 
-// Weight dtype size must match the activations: int8 weights for uint8, else the same float type.
+// The weight's dtype goes with the activations: int8 weights for uint8, else the same float type.
 void check_weight_dtype(const TensorArg& w, dt src, const std::string& src_name) {
-    const size_t weight_bytes = src == dt::u8 ? 1 : (src == dt::bf16 ? 2 : 4);
-    if (static_cast<size_t>(w.dtype().bits / 8) != weight_bytes)
+    if (tensor_type(w) != (src == dt::u8 ? dt::s8 : src))
         fail("weight has dtype " + w.dtype_str() + ", which does not go with " + src_name + " activations");
+}
+
+// A weight as the layers copy it: a contiguous CPU tensor of `ndim` dims, none empty (its dtype
+// is check_weight_dtype's, its byte size the layer's constructor checks against the geometry).
+void check_weight(const TensorArg& w, int ndim, const char* layout) {
+    check_cpu_contiguous(w);
+    if (w.ndim() != ndim) fail("weight " + w.shape_str() + " must be " + layout);
+    for (int d = 0; d < ndim; ++d)
+        if (w.shape(d) < 1) fail("weight " + w.shape_str() + " has an empty dim; it must be " + layout);
 }
 
 // Optional float32 [channels] vectors (w_scales, bias): null when None.
@@ -93,7 +124,8 @@ void construct(Layer* self, Config& c, const TensorArg& w, const std::string& sr
     std::optional<TensorArg> s, b;
     const float* scales = f32_channels(w_scales, "w_scales", channels, s);
     const float* bias_data = f32_channels(bias, "bias", channels, b);
-    new (self) Layer(c, w.data(), scales, bias_data);
+    const size_t weight_bytes = static_cast<size_t>(w.size()) * ipxc_dnnl::element_size(tensor_type(w));
+    new (self) Layer(c, w.data(), weight_bytes, scales, bias_data);
 }
 
 void init_conv(ipxc_dnnl::Conv* self, nb::handle weight, nb::handle w_scales, nb::handle bias, Pair stride, Pair padding,
@@ -101,15 +133,14 @@ void init_conv(ipxc_dnnl::Conv* self, nb::handle weight, nb::handle w_scales, nb
                            const std::string& sum_type, float sum_scale, int32_t sum_zero_point, float x_scale,
                            int32_t x_zero_point, float y_scale, int32_t y_zero_point, const std::string& lowering) {
     TensorArg w(weight, "weight");
-    check_cpu_contiguous(w);
-    if (w.ndim() != 4) fail("weight must be OIHW");
+    check_weight(w, 4, "OIHW [out_channels, in_channels, kernel_h, kernel_w]");
     ipxc_dnnl::ConvConfig c;
     c.out_channels = w.shape(0), c.in_channels = w.shape(1), c.kernel_h = w.shape(2), c.kernel_w = w.shape(3);
     c.stride[0] = std::get<0>(stride), c.stride[1] = std::get<1>(stride);
     c.padding[0] = std::get<0>(padding), c.padding[1] = std::get<1>(padding);
     c.dilation[0] = std::get<0>(dilation), c.dilation[1] = std::get<1>(dilation);
-    c.src = data_type(src), c.dst = data_type(dst);
-    c.relu = relu, c.sum = sum, c.sum_type = data_type(sum_type), c.sum_scale = sum_scale;
+    c.src = data_type(src, "src"), c.dst = data_type(dst, "dst");
+    c.relu = relu, c.sum = sum, c.sum_type = data_type(sum_type, "sum_type", true), c.sum_scale = sum_scale;
     c.sum_zero_point = sum_zero_point;
     using L = ipxc_dnnl::ConvConfig::Lowering;
     if (lowering == "auto") c.lowering = L::kAuto;
@@ -119,25 +150,42 @@ void init_conv(ipxc_dnnl::Conv* self, nb::handle weight, nb::handle w_scales, nb
     construct(self, c, w, src, w_scales, bias, c.out_channels, x_scale, x_zero_point, y_scale, y_zero_point);
 }
 
+// "[a, b, c, d]"
+std::string dims_str(int64_t a, int64_t b, int64_t c, int64_t d) {
+    return "[" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(c) + ", " + std::to_string(d) + "]";
+}
+
+// x and out (which holds the residual with a sum) dense NHWC, of the layer's types, channels and
+// sizes: exactly the memory the primitive reads and writes.
 void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out) {
+    const ipxc_dnnl::ConvConfig& c = conv.config();
     TensorArg src(x, "x"), dst(out, "out");
     check_nhwc(src);
     check_nhwc(dst);
-    const int64_t n = src.shape(0), h = src.shape(2), w = src.shape(3), oh = dst.shape(2), ow = dst.shape(3);
-    if (dst.shape(0) != n) fail("out has another batch size than x");
+    check_type(src, c.src);
+    check_type(dst, c.dst);
+    const int64_t n = src.shape(0), h = src.shape(2), w = src.shape(3);
+    if (src.shape(1) != c.in_channels)
+        fail("x " + src.shape_str() + " has " + std::to_string(src.shape(1)) + " channels; this layer takes " +
+             std::to_string(c.in_channels));
+    const auto [oh, ow] = conv.output_size(h, w);
+    if (dst.shape(0) != n || dst.shape(1) != c.out_channels || dst.shape(2) != oh || dst.shape(3) != ow)
+        fail("out " + dst.shape_str() + " must be " + dims_str(n, c.out_channels, oh, ow) +
+             ", this layer's output size and channels for x " + src.shape_str() +
+             (c.sum ? " (out holds the residual summed into it)" : ""));
+    if (n == 0) return;  // no images: nothing to read or write
     nb::gil_scoped_release release;
-    conv.run(src.data(), n, h, w, dst.data(), oh, ow);
+    conv.run(src.data(), n, c.in_channels, h, w, dst.data(), c.out_channels, oh, ow);
 }
 
 void init_linear(ipxc_dnnl::Linear* self, nb::handle weight, nb::handle w_scales, nb::handle bias,
                  const std::string& src, const std::string& dst, const std::string& post_op, nb::handle multiplier,
                  float x_scale, int32_t x_zero_point, float y_scale, int32_t y_zero_point) {
     TensorArg w(weight, "weight");
-    check_cpu_contiguous(w);
-    if (w.ndim() != 2) fail("weight must be [out_features, in_features]");
+    check_weight(w, 2, "[out_features, in_features]");
     ipxc_dnnl::LinearConfig c;
     c.out_features = w.shape(0), c.in_features = w.shape(1);
-    c.src = data_type(src), c.dst = data_type(dst);
+    c.src = data_type(src, "src"), c.dst = data_type(dst, "dst");
     std::tie(c.eltwise, c.eltwise_alpha) = eltwise(post_op);
     std::optional<TensorArg> m;
     if (const float* factors = f32_channels(multiplier, "multiplier", c.out_features, m))
@@ -150,6 +198,8 @@ void run_linear(ipxc_dnnl::Linear& linear, nb::handle x, nb::handle out) {
     TensorArg src(x, "x"), dst(out, "out");
     check_cpu_contiguous(src);
     check_cpu_contiguous(dst);
+    check_type(src, linear.config().src);
+    check_type(dst, linear.config().dst);
     const int64_t k = linear.in_features(), n = linear.out_features();
     if (src.ndim() < 1 || src.shape(src.ndim() - 1) != k)
         fail("x " + src.shape_str() + " must end in in_features (" + std::to_string(k) + ")");
@@ -170,24 +220,45 @@ void init_max_pool(ipxc_dnnl::MaxPool* self, Pair kernel, Pair stride, Pair padd
     p.stride[0] = std::get<0>(stride), p.stride[1] = std::get<1>(stride);
     p.padding[0] = std::get<0>(padding), p.padding[1] = std::get<1>(padding);
     p.dilation[0] = std::get<0>(dilation), p.dilation[1] = std::get<1>(dilation);
-    p.type = data_type(type);
+    p.type = data_type(type, "type");
     new (self) ipxc_dnnl::MaxPool(p);
 }
 
+// x and out dense NHWC of the pool's type, out [n, c, oh, ow] for x [n, c, h, w].
 void run_max_pool(ipxc_dnnl::MaxPool& pool, nb::handle x, nb::handle out) {
     TensorArg src(x, "x"), dst(out, "out");
     check_nhwc(src);
     check_nhwc(dst);
-    if (dst.shape(0) != src.shape(0) || dst.shape(1) != src.shape(1)) fail("out must have x's batch and channels");
-    if (!(src.dtype() == dst.dtype())) fail("out must have x's dtype");
+    check_type(src, pool.config().type);
+    check_type(dst, pool.config().type);
+    const int64_t n = src.shape(0), c = src.shape(1), h = src.shape(2), w = src.shape(3);
+    const auto [oh, ow] = pool.output_size(h, w);
+    if (dst.shape(0) != n || dst.shape(1) != c || dst.shape(2) != oh || dst.shape(3) != ow)
+        fail("out " + dst.shape_str() + " must be " + dims_str(n, c, oh, ow) + ", this pooling's output size for x " +
+             src.shape_str());
+    if (n == 0 || c == 0) return;  // nothing to read or write
     nb::gil_scoped_release release;
-    pool.run(src.data(), src.shape(0), src.shape(1), src.shape(2), src.shape(3), dst.data(), dst.shape(2), dst.shape(3));
+    pool.run(src.data(), n, c, h, w, dst.data(), oh, ow);
+}
+
+// oneDNN's own refusals (a primitive it cannot make for these arguments) as ValueError, running
+// out of memory as MemoryError; anything else stays a RuntimeError.
+void translate_dnnl_error(const std::exception_ptr& error, void*) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const dnnl::error& e) {
+        PyObject* type = e.status == dnnl_out_of_memory ? PyExc_MemoryError
+                         : (e.status == dnnl_invalid_arguments || e.status == dnnl_unimplemented) ? PyExc_ValueError
+                                                                                                  : PyExc_RuntimeError;
+        PyErr_SetString(type, (std::string("oneDNN: ") + e.what()).c_str());
+    }
 }
 
 }  // namespace
 
 NB_MODULE(_dnnl, m) {
     m.doc() = "ipexconvert's direct oneDNN layers (see native/dnnl/conv.h)";
+    nb::register_exception_translator(&translate_dnnl_error);
     nb::class_<ipxc_dnnl::Conv>(m, "Conv")
         .def("__init__", &init_conv,
              "weight"_a, "w_scales"_a.none(), "bias"_a.none(), "stride"_a, "padding"_a, "dilation"_a, "src"_a,

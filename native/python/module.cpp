@@ -544,7 +544,8 @@ void embedding(nb::handle weight_obj, nb::handle indices_obj, nb::handle out_obj
     a.n = indices.size();
     check_cpu_contiguous(out);
     check_same_dtype(out, weight);
-    if (out.size() != a.n * a.dim)
+    int64_t rows_size = 0;  // indices.numel() * dim, refused when it wraps (a huge index tensor of a huge dim)
+    if (__builtin_mul_overflow(a.n, a.dim, &rows_size) || out.size() != rows_size)
         fail("out " + out.shape_str() + " must have indices.numel() * " + std::to_string(a.dim) + " elements");
     int64_t bad = -1;
     a.weight = weight.data();
@@ -601,7 +602,8 @@ void int8_gemm(nb::handle a_obj, int a_zero_point, nb::handle w_obj, int64_t n, 
     g.k = a.shape(1);
     g.n = n;
     if (g.k < 1 || g.k > 65536) fail("k = " + std::to_string(g.k) + " is outside 1..65536 (int32 sums stay exact up to there)");
-    if (n < 1) fail("n must be positive");
+    if (n < 1 || n > std::numeric_limits<int32_t>::max())  // also keeps the packed size below from overflowing
+        fail("n = " + std::to_string(n) + " is outside 1.." + std::to_string(std::numeric_limits<int32_t>::max()));
     if (a_zero_point < 0 || a_zero_point > 255) fail("a_zero_point " + std::to_string(a_zero_point) + " is outside 0..255");
     check_cpu_contiguous(w);
     const int64_t n16 = (n + 15) / 16 * 16, k2 = (g.k + 1) / 2 * 2;

@@ -1,6 +1,7 @@
 // TensorArg: DLPack import, fast path first (see tensor_arg.h).
 #include "tensor_arg.h"
 
+#include <stdexcept>
 #include <vector>
 
 namespace ipxc {
@@ -66,7 +67,9 @@ int64_t TensorArg::stride(int i) const {
 
 int64_t TensorArg::size() const {
     int64_t n = 1;
-    for (int d = 0; d < dl_.ndim; ++d) n *= dl_.shape[d];
+    for (int d = 0; d < dl_.ndim; ++d)
+        if (__builtin_mul_overflow(n, dl_.shape[d], &n))  // a shape no memory can hold: never a wrapped count
+            throw std::invalid_argument(std::string(name_) + " " + shape_str() + " has more elements than 64 bits count");
     return n;
 }
 

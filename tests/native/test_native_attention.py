@@ -111,7 +111,7 @@ def test_amx_and_avx512_bf16_builds_agree():
 def test_runtime_runs_native_attention_for_bf16(monkeypatch, tmp_path):
     """A tiny BERT with 32-wide heads in bf16: its sdpa nodes run the native kernel of the best
     level and agree with torch's attention; fp32 nodes take the fp32 kernel
-    (test_native_attention_f32.py), a cap below avx512_bf16 keeps the reference, and a cap at
+    (test_native_attention_f32.py), a cap below avx512_bf16 computes in fp32 (the fp32 kernel), and a cap at
     avx512_bf16 on an AMX CPU takes that build."""
     monkeypatch.delenv("IPEXCONVERT_MAX_ISA", raising=False)
     model = build_bert(dict(TINY_BERT_CONFIG, num_attention_heads=2), attn_implementation="sdpa", seed=2)
@@ -135,9 +135,10 @@ def test_runtime_runs_native_attention_for_bf16(monkeypatch, tmp_path):
 
     fp32 = load_artifact(paths["fp32"])
     assert {s.kernel_name for s in fp32.executor.steps if s.op == "sdpa"} == {"native:sdpa@avx512"}
-    monkeypatch.setenv("IPEXCONVERT_MAX_ISA", "avx512_vnni")
+    monkeypatch.setenv("IPEXCONVERT_MAX_ISA", "avx512_vnni")  # no native bf16: the bf16 graph computes in fp32
     capped = load_artifact(paths["bf16"])
-    assert {s.kernel_name for s in capped.executor.steps if s.op == "sdpa"} == {"reference:sdpa"}
+    assert capped.executor.bf16_compute == "float32"
+    assert {s.kernel_name for s in capped.executor.steps if s.op == "sdpa"} == {"native:sdpa@avx512"}
     monkeypatch.setenv("IPEXCONVERT_MAX_ISA", "avx512_bf16")
     capped = load_artifact(paths["bf16"])
     assert {s.kernel_name for s in capped.executor.steps if s.op == "sdpa"} == {"native:sdpa@avx512_bf16"}

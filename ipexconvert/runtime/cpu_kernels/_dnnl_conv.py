@@ -7,6 +7,7 @@ from typing import Callable, Optional
 
 import torch
 
+from ... import dnnl
 from ...ir.dims import same
 from ...ir.postops import PostOp
 from ...ir.spec import TensorSpec
@@ -31,6 +32,19 @@ def fusable(post_ops: list[PostOp], operand_ok: Callable[[int], bool]) -> Option
 
 def same_shape(a: TensorSpec, b: TensorSpec) -> bool:
     return a.rank == b.rank and all(same(x, y) for x, y in zip(a.shape, b.shape))
+
+
+def check_conv_constants(ctx, kernel: str, bias_slot: int, scales_slot: Optional[int] = None) -> None:
+    """The weight [O, C, kh, kw] (groups 1), the bias and the scales [O] as the specs declare them, C the
+    input's channels and O the output's (dnnl.check_constant)."""
+    x, out, weight = ctx.input_specs[0], ctx.output_specs[0], ctx.constants[1]
+    out_channels, in_channels = dnnl.static(out.shape[1]), dnnl.static(x.shape[1])
+    kernel_hw = list(weight.shape[2:]) if weight.dim() == 4 else [None, None]
+    dnnl.check_constant(kernel, ctx, 1, "weight", [out_channels, in_channels, *kernel_hw])
+    channels = [weight.shape[0]]
+    for slot, what in ((bias_slot, "bias"), (scales_slot, "w_scales")):
+        if slot is not None and ctx.input_specs[slot] is not None:
+            dnnl.check_constant(kernel, ctx, slot, what, channels)
 
 
 def spatial_out_size(h: int, w: int, attrs, kernel: tuple[int, int]) -> tuple[int, int]:
@@ -59,12 +73,15 @@ def conv_kernel(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, o
             if len(geometry) >= 64:  # many input sizes (e.g. any image size): keep the memo small
                 geometry.clear()
             n, _, h, w = shape
-            oh, ow = spatial_out_size(h, w, attrs, (kh, kw))
+            oh, ow = (max(size, 0) for size in spatial_out_size(h, w, attrs, (kh, kw)))  # too small: conv.run says so
             geometry[shape] = (n, out_channels, oh, ow), (oh * ow * out_channels, 1, ow * out_channels, out_channels)
         return geometry[shape]
 
     def launch(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-        conv.run(x, out)
+        try:
+            conv.run(x, out)
+        except (ValueError, TypeError) as e:  # a tensor that does not fit the layer (dnnl.py, arguments)
+            raise dnnl.refused(name, e) from None
         return out.contiguous() if contiguous_out else out
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:

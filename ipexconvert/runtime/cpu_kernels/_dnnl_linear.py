@@ -7,6 +7,7 @@ from typing import Optional
 
 import torch
 
+from ... import dnnl
 from ...ir.postops import UNARY_POST_OPS, PostOp
 from ._common import with_tail
 
@@ -35,14 +36,17 @@ def fused_prefix(post_ops: list[PostOp], constants: tuple, out_features: int) ->
     return LinearPostOps(unary, tail=tuple(rest))
 
 
-def linear_run(linear, out_dtype: torch.dtype, tail: tuple[PostOp, ...]):
+def linear_run(linear, out_dtype: torch.dtype, tail: tuple[PostOp, ...], name: str):
     """The kernel function: out = linear(x) with x's leading dims, then the tail in torch."""
     n = linear.out_features
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0].contiguous()
         out = torch.empty((*x.shape[:-1], n), dtype=out_dtype)
-        linear.run(x, out)
+        try:
+            linear.run(x, out)
+        except (ValueError, TypeError) as e:  # an input that does not fit the layer (dnnl.py, arguments)
+            raise dnnl.refused(name, e) from None
         return out
 
     return with_tail(run, tail)

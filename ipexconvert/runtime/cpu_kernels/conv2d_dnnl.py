@@ -8,7 +8,7 @@ from typing import Optional
 from ... import dnnl
 from ..kernels import Kernel, NodeContext, register_kernel
 from ._common import consumed, constant_weight_and_bias, enabled, isa_allows, node_dtype
-from ._dnnl_conv import conv_kernel, fusable, same_shape
+from ._dnnl_conv import check_conv_constants, conv_kernel, fusable, same_shape
 
 
 @register_kernel("cpu", "conv2d")
@@ -19,8 +19,9 @@ def conv2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
             or not isa_allows(ctx.isa, dtype) or not dnnl.usable(ctx.isa)):
         return None
     params = constant_weight_and_bias(ctx)
-    if params is None or params[0].dim() != 4:
+    if params is None:
         return None
+    check_conv_constants(ctx, "dnnl:conv2d", bias_slot=2)
 
     def operand_ok(slot: int) -> bool:
         operand = ctx.input_specs[slot]
@@ -31,7 +32,7 @@ def conv2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
         return None
     weight, bias = params
     torch_dtype = weight.dtype
-    conv = dnnl.raw.Conv(weight.contiguous(), None, None if bias is None else bias.float().contiguous(),
-                         tuple(a.stride), tuple(a.padding), tuple(a.dilation), dtype, dtype, relu=plan.relu,
-                         sum=plan.sum_operand is not None)
+    conv = dnnl.make_layer("dnnl:conv2d", dnnl.raw.Conv, weight.contiguous(), None,
+                           None if bias is None else bias.float().contiguous(), tuple(a.stride), tuple(a.padding),
+                           tuple(a.dilation), dtype, dtype, relu=plan.relu, sum=plan.sum_operand is not None)
     return conv_kernel(conv, weight.shape, a, torch_dtype, out, plan.sum_operand, "dnnl:conv2d", consumed(ctx))

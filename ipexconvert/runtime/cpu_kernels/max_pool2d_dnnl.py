@@ -22,14 +22,18 @@ def max_pool2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
     if (ctx.device != "cpu" or not enabled() or x.rank != 4 or x.dtype not in _DTYPES
             or x.memory_format != "channels_last" or not isa_allows(ctx.isa, x.dtype) or not dnnl.usable(ctx.isa)):
         return None
-    pool = dnnl.raw.MaxPool(tuple(a.kernel_size), tuple(a.stride), tuple(a.padding), tuple(a.dilation), x.dtype)
+    pool = dnnl.make_layer("dnnl:max_pool2d", dnnl.raw.MaxPool, tuple(a.kernel_size), tuple(a.stride),
+                           tuple(a.padding), tuple(a.dilation), x.dtype)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0].contiguous(memory_format=torch.channels_last)
         n, c, h, w = x.shape
         oh, ow = spatial_out_size(h, w, a, tuple(a.kernel_size))
-        out = torch.empty((n, c, oh, ow), dtype=x.dtype, memory_format=torch.channels_last)
-        pool.run(x, out)
+        out = torch.empty((n, c, max(oh, 0), max(ow, 0)), dtype=x.dtype, memory_format=torch.channels_last)
+        try:
+            pool.run(x, out)
+        except (ValueError, TypeError) as e:  # an input that does not fit the pooling (dnnl.py, arguments)
+            raise dnnl.refused("dnnl:max_pool2d", e) from None
         return out
 
     return Kernel(run, "dnnl:max_pool2d", fresh_output=True)

@@ -16,7 +16,7 @@ from ...ir.ops._quant import dequantize
 from ..kernels import Kernel, NodeContext, register_kernel
 from ..native_kernels._common import dense_view
 from ._common import enabled, int8_allowed, int8_output, int8_weight_params
-from ._dnnl_conv import conv_kernel, fusable, same_shape
+from ._dnnl_conv import check_conv_constants, conv_kernel, fusable, same_shape
 
 _OUTPUTS = frozenset({"uint8", "bfloat16", "float32"})
 
@@ -30,6 +30,7 @@ def qconv2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
     params = int8_weight_params(ctx)
     if params is None:
         return None
+    check_conv_constants(ctx, "dnnl:qconv2d", bias_slot=3, scales_slot=2)
     u8_accum = a.accum_scale is not None
 
     def operand_ok(slot: int) -> bool:
@@ -48,12 +49,12 @@ def qconv2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
     residual = None
     if summed and u8_accum and not in_own_scale:
         residual = _float_residual(a.accum_scale, a.accum_zero_point, out_dtype, ctx.isa)
-    conv = dnnl.raw.Conv(weight.contiguous(), scales, bias, tuple(a.stride), tuple(a.padding), tuple(a.dilation),
-                         "uint8", a.output_dtype, relu=plan.relu, sum=summed,
-                         sum_scale=a.accum_scale if in_own_scale else 1.0,
-                         sum_zero_point=a.accum_zero_point if in_own_scale else 0,
-                         x_scale=a.x_scale, x_zero_point=a.x_zero_point, y_scale=a.output_scale,
-                         y_zero_point=a.output_zero_point)
+    conv = dnnl.make_layer("dnnl:qconv2d", dnnl.raw.Conv, weight.contiguous(), scales, bias, tuple(a.stride),
+                           tuple(a.padding), tuple(a.dilation), "uint8", a.output_dtype, relu=plan.relu, sum=summed,
+                           sum_scale=a.accum_scale if in_own_scale else 1.0,
+                           sum_zero_point=a.accum_zero_point if in_own_scale else 0,
+                           x_scale=a.x_scale, x_zero_point=a.x_zero_point, y_scale=a.output_scale,
+                           y_zero_point=a.output_zero_point)
     return conv_kernel(conv, weight.shape, a, out_dtype, out, plan.sum_operand, "dnnl:qconv2d",
                        frozenset({1, 2, 3}), residual)
 

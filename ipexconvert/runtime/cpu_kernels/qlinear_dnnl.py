@@ -35,6 +35,16 @@ def fold_input_zero_point(weight: torch.Tensor, scales: torch.Tensor, bias: Opti
     return ((0.0 if bias is None else bias.double()) - shift).float().contiguous(), 0
 
 
+def _check_constants(ctx: NodeContext) -> None:
+    """The weight [N, K], its scales and bias [N] as the specs declare them, K the input's last dim
+    and N the output's (dnnl.check_constant)."""
+    x, out, weight = ctx.input_specs[0], ctx.output_specs[0], ctx.constants[1]
+    dnnl.check_constant("dnnl:qlinear", ctx, 1, "weight", [dnnl.static(out.shape[-1]), dnnl.static(x.shape[-1])])
+    for slot, what in ((2, "w_scales"), (3, "bias")):
+        if ctx.input_specs[slot] is not None:
+            dnnl.check_constant("dnnl:qlinear", ctx, slot, what, [weight.shape[0]])
+
+
 @register_kernel("cpu", "qlinear")
 def qlinear_dnnl(ctx: NodeContext) -> Optional[Kernel]:
     setup = qlinear_setup(ctx)
@@ -42,13 +52,14 @@ def qlinear_dnnl(ctx: NodeContext) -> Optional[Kernel]:
         return None
     (weight, scales, bias), _ = setup
     a = ctx.attrs
+    _check_constants(ctx)
     fused = fused_prefix(a.post_ops, ctx.constants, weight.shape[0])
     if fused.tail and a.output_dtype == "uint8":
         return None
     bias, x_zero_point = fold_input_zero_point(weight, scales, bias, a.x_scale, a.x_zero_point)
-    linear = dnnl.raw.Linear(weight.contiguous(), scales, bias, "uint8", a.output_dtype, post_op=fused.unary,
-                             multiplier=fused.multiplier, x_scale=a.x_scale, x_zero_point=x_zero_point,
-                             y_scale=a.output_scale, y_zero_point=a.output_zero_point)
-    run = linear_run(linear, getattr(torch, a.output_dtype), fused.tail)
+    linear = dnnl.make_layer("dnnl:qlinear", dnnl.raw.Linear, weight.contiguous(), scales, bias, "uint8",
+                             a.output_dtype, post_op=fused.unary, multiplier=fused.multiplier, x_scale=a.x_scale,
+                             x_zero_point=x_zero_point, y_scale=a.output_scale, y_zero_point=a.output_zero_point)
+    run = linear_run(linear, getattr(torch, a.output_dtype), fused.tail, "dnnl:qlinear")
     held = {1, 2, 3} if fused.multiplier_slot is None else {1, 2, 3, fused.multiplier_slot}
     return Kernel(run, "dnnl:qlinear", frozenset(held), fresh_output=True)

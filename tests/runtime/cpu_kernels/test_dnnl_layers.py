@@ -262,6 +262,67 @@ def test_binding_refuses_bad_tensors():
         dnnl.raw.Conv(weight.bfloat16(), None, None, (1, 1), (1, 1), (1, 1), "float32", "float32")
 
 
+def test_binding_checks_channels_dtypes_and_geometry():
+    """Checked against the layer before oneDNN touches memory. Only buffers larger than the layer
+    reads or writes here: a regression fails the test instead of corrupting pytest's heap (the
+    smaller, crash-prone ones run in a child process in tests/security/test_native_arguments.py)."""
+    weight = torch.randn(6, 4, 3, 3)
+    conv = dnnl.raw.Conv(weight, None, None, (1, 1), (1, 1), (1, 1), "float32", "float32", sum=True)
+    x = torch.randn(2, 4, 5, 5).contiguous(memory_format=CL)
+    with pytest.raises(ValueError, match=r"out \[2, 8, 5, 5\] must be \[2, 6, 5, 5\].*holds the residual"):
+        conv.run(x, torch.randn(2, 8, 5, 5).contiguous(memory_format=CL))
+    with pytest.raises(ValueError, match=r"x \[2, 5, 5, 5\] has 5 channels; this layer takes 4"):
+        conv.run(torch.randn(2, 5, 5, 5).contiguous(memory_format=CL), torch.randn(2, 6, 5, 5).contiguous(memory_format=CL))
+    with pytest.raises(ValueError, match="x has dtype float64; this layer takes float32"):
+        conv.run(x.double(), torch.randn(2, 6, 5, 5).contiguous(memory_format=CL))
+    with pytest.raises(ValueError, match=r"out \[3, 6, 5, 5\] must be \[2, 6, 5, 5\]"):
+        conv.run(x, torch.randn(3, 6, 5, 5).contiguous(memory_format=CL))
+    for stride, padding, dilation, match in (((0, 1), (1, 1), (1, 1), "stride"), ((1, 1), (-1, 1), (1, 1), "padding"),
+                                             ((1, 1), (1, 1), (1, 0), "dilation")):
+        with pytest.raises(ValueError, match=rf"{match} \(\w+\) is -?\d+; it must be in"):
+            dnnl.raw.Conv(weight, None, None, stride, padding, dilation, "float32", "float32")
+    with pytest.raises(ValueError, match="weight has dtype int32"):  # the same element size, another type
+        dnnl.raw.Conv(weight.int(), None, None, (1, 1), (1, 1), (1, 1), "float32", "float32")
+    pool = dnnl.raw.MaxPool((3, 3), (2, 2), (1, 1), (1, 1), "uint8")
+    with pytest.raises(ValueError, match="x has dtype float32; this layer takes uint8"):
+        pool.run(torch.randn(1, 4, 8, 8).contiguous(memory_format=CL),
+                 torch.zeros(1, 4, 4, 4, dtype=torch.uint8).contiguous(memory_format=CL))
+    with pytest.raises(ValueError, match="more than half the kernel's extent"):
+        dnnl.raw.MaxPool((3, 3), (2, 2), (2, 2), (1, 1), "float32")
+
+
+def test_kernels_report_a_refused_tensor_as_an_artifact_error():
+    """A tensor the graph hands a layer that does not fit its weights (the spec said otherwise):
+    ArtifactError naming the kernel, not a ValueError from the binding."""
+    from ipexconvert.errors import ArtifactError
+
+    attrs, _, tensors = float_cases.make("3x3", float_cases.POST_OPS["add"], "float32", True)
+    kernel = conv2d_dnnl(context("conv2d", attrs, tensors, {1, 2}))
+    wider = torch.cat([tensors[3], tensors[3]], dim=1).contiguous(memory_format=CL)  # twice the channels
+    with pytest.raises(ArtifactError, match=r"dnnl:conv2d refused its arguments: out \[2, 32, 13, 11\] must be"):
+        run(kernel, [*tensors[:3], wider], {})
+    _, in_place = kernel.in_place
+    with pytest.raises(ArtifactError, match="dnnl:conv2d refused its arguments: out has dtype float64"):
+        in_place([tensors[0], None, None, tensors[3].double().contiguous(memory_format=CL)], {})
+    x = torch.randn(1, 4, 9, 9).contiguous(memory_format=CL)
+    pool = max_pool2d_dnnl(context("max_pool2d", {"kernel_size": [3, 3], "stride": [2, 2]}, [x], set()))
+    with pytest.raises(ArtifactError, match="dnnl:max_pool2d refused its arguments: x has dtype float64"):
+        run(pool, [x.double()], {})
+
+
+@INT8
+def test_qlinear_kernel_reports_a_refused_input_as_an_artifact_error():
+    from ipexconvert.errors import ArtifactError
+    from ipexconvert.runtime.cpu_kernels.qlinear_dnnl import qlinear_dnnl
+
+    tensors = [torch.randint(0, 256, (2, 48), dtype=torch.uint8), torch.randint(-127, 128, (24, 48), dtype=torch.int8),
+               torch.full((24,), 0.01), torch.randn(24)]
+    kernel = qlinear_dnnl(context("qlinear", {"x_scale": 0.05, "output_dtype": "float32"}, tensors, {1, 2, 3}))
+    assert kernel is not None and kernel.name == "dnnl:qlinear"
+    with pytest.raises(ArtifactError, match=r"dnnl:qlinear refused its arguments: x \[2, 40\] must end in in_features"):
+        run(kernel, [torch.zeros(2, 40, dtype=torch.uint8), *tensors[1:]], {})
+
+
 @pytest.mark.parametrize("dtype", [*float_cases.DTYPES, "uint8"])
 @pytest.mark.parametrize("geometry", [
     {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1]},          # ResNet's stem pool
