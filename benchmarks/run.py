@@ -26,10 +26,22 @@ Optional systems (off by default, so the runner needs nothing beyond the project
   openvino-bf16     the same with INFERENCE_PRECISION_HINT bf16
   openvino-int8     nncf.quantize() post-training INT8 of the converted model (model_type TRANSFORMER
                     for the transformer models), compiled with hint --openvino-int8-precision (bf16)
-  See benchmarks/peers/openvino_peer.py. INT8 systems have no torch.compile INT8 baseline: their
-  ratio is against compile-bf16 (ratio_vs_compile_bf16), which is how the INT8 targets are stated.
-  Both INT8 systems calibrate on the same --calibration-batches batches (default 4), built like
-  the case's inputs with other seeds (minilm: other real sentences from examples.sentences).
+  onnxruntime-fp32  (--peers onnxruntime) torch.onnx.export(eager model, kwargs=inputs, opset 17,
+                    dynamo=False: the TorchScript exporter), static shapes, InferenceSession on
+                    CPUExecutionProvider with intra_op_num_threads = --threads, inter_op 1,
+                    ORT_SEQUENTIAL, ORT_ENABLE_ALL
+  onnxruntime-int8  quant_pre_process + quantize_static (QDQ, QUInt8 activations, QInt8 per-channel
+                    weights, MinMax calibration, reduce_range --onnxruntime-reduce-range; MatMul/Gemm
+                    only for the transformer models), same session options
+  See benchmarks/peers/openvino_peer.py and onnxruntime_peer.py. INT8 systems have no
+  torch.compile INT8 baseline: their ratio is against compile-bf16 (ratio_vs_compile_bf16), which
+  is how the INT8 targets are stated. Every INT8 system calibrates on the same
+  --calibration-batches batches (default 4), built like the case's inputs with other seeds
+  (minilm: other real sentences from examples.sentences).
+
+Contention case: --background-load N starts N busy processes (`python -c "while True: pass"`)
+for the timed rounds of each case and stops them after (also on errors and Ctrl-C), to see how
+each system degrades when its cores are shared (e.g. with a compiler busy on every core).
 
 Setup (building, compiling, converting, quantizing, loading), the first call and the warm-up
 calls are excluded from the samples but reported. A system that fails (in setup, warm-up or
@@ -47,10 +59,15 @@ OpenVINO peers (a separate venv keeps OpenVINO out of the project's .venv):
   /tmp/ovvenv/bin/pip install torch==2.13.0 openvino nncf
   /tmp/ovvenv/bin/pip install -e ".[examples]"   # ipexconvert + example models (or PYTHONPATH=.)
   /tmp/ovvenv/bin/python benchmarks/run.py --peers openvino --int8 --cases resnet50-b1 --rounds 15
+
+ONNX Runtime peers (optional packages, fine next to torch in .venv):
+  .venv/bin/pip install onnxruntime onnx
+  python benchmarks/run.py --peers onnxruntime --int8 --cases resnet50-b1 --rounds 15
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import datetime as dt
 import gc
@@ -110,7 +127,10 @@ ALL_CASES = {case.name: case for case in DEFAULT_CASES + QUICK_CASES}
 
 BASE_SYSTEMS = ["eager-fp32", "eager-bf16", "compile-fp32", "compile-bf16", "ipexconvert-fp32", "ipexconvert-bf16"]
 INT8_SYSTEMS = ["ipexconvert-int8"]  # --int8
-PEER_SYSTEMS = {"openvino": ["openvino-fp32", "openvino-bf16", "openvino-int8"]}  # --peers NAME
+PEER_SYSTEMS = {  # --peers NAME
+    "openvino": ["openvino-fp32", "openvino-bf16", "openvino-int8"],
+    "onnxruntime": ["onnxruntime-fp32", "onnxruntime-int8"],
+}
 SYSTEMS = BASE_SYSTEMS + INT8_SYSTEMS + [s for peer in PEER_SYSTEMS.values() for s in peer]  # canonical order
 SYSTEM_DTYPE = {name: name.rsplit("-", 1)[1] for name in SYSTEMS}
 BASELINE = {"fp32": "compile-fp32", "bf16": "compile-bf16"}  # ratios are against these, same dtype
@@ -133,6 +153,12 @@ SYSTEM_METHOD = {
     "openvino-int8": "openvino.convert_model -> nncf.quantize(calibration batches; TRANSFORMER model_type for "
                      "transformers) -> compile_model(CPU, precision hint for unquantized ops, threads, LATENCY, "
                      "1 stream)",
+    "onnxruntime-fp32": "torch.onnx.export(model, kwargs=inputs, opset 17, dynamo=False), static shapes -> "
+                        "InferenceSession(CPUExecutionProvider, intra_op_num_threads=threads, inter_op 1, "
+                        "ORT_SEQUENTIAL, ORT_ENABLE_ALL)",
+    "onnxruntime-int8": "torch.onnx.export -> quant_pre_process -> quantize_static(calibration batches, QDQ, "
+                        "QUInt8 activations, QInt8 per-channel weights, MinMax; MatMul/Gemm for transformers) -> "
+                        "InferenceSession(same options)",
 }
 SYSTEM_FLAG = {**{name: "--int8" for name in INT8_SYSTEMS},
                **{name: f"--peers {peer}" for peer, names in PEER_SYSTEMS.items() for name in names}}
@@ -163,6 +189,17 @@ TARGETS = [
     Target("resnet50-b16", "int8", 0.50),
     Target("bert-base-b1", "int8", 0.65),
 ]
+
+# The variables that cap the ISA the libraries under ipexconvert and torch use (ipexconvert/isa_caps.py).
+ISA_CAP_VARIABLES = ["IPEXCONVERT_MAX_ISA", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS"]
+# Contention case (--background-load): one busy process each. PR_SET_PDEATHSIG makes the kernel
+# kill it if the runner dies without its finally block (SIGKILL); the parent check closes the race
+# of a runner that died before the prctl.
+BACKGROUND_LOAD_CODE = (
+    "import ctypes, os, signal, sys\n"
+    "try:\n    ctypes.CDLL(None).prctl(1, signal.SIGKILL)\nexcept (OSError, AttributeError):\n    pass\n"
+    "if os.getppid() != int(sys.argv[1]):\n    sys.exit(0)\n"
+    "while True: pass")
 
 ISA_FLAGS = ["avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16",
              "amx_tile", "amx_bf16", "amx_int8"]
@@ -364,6 +401,24 @@ def prepare(system: SystemRun, case: Case, eager_model: torch.nn.Module, inputs:
 
         def run():
             return ov_model(**inputs)
+    elif name.startswith("onnxruntime-"):
+        from peers import onnxruntime_peer
+
+        system.details["versions"] = onnxruntime_peer.check_available()
+        if system.dtype == "int8":
+            if calibration is None:
+                raise RuntimeError("no calibration batches for int8")
+            transformer = get_example(case.model).task in TRANSFORMER_TASKS
+            ort_model = onnxruntime_peer.build_int8(eager_model, inputs, args.threads, calibration,
+                                                    transformer=transformer,
+                                                    reduce_range=args.onnxruntime_reduce_range)
+        else:
+            ort_model = onnxruntime_peer.BUILDERS[system.dtype](eager_model, inputs, args.threads)
+        system.details.update(settings=ort_model.settings, effective=ort_model.effective, **ort_model.timings_s)
+        system.method += f" [effective: {ort_model.describe()}]"
+
+        def run():
+            return ort_model(**inputs)
     else:
         raise ValueError(f"unknown system {name}")
     system.fn = run
@@ -455,7 +510,10 @@ def run_case(case: Case, system_names: list[str], args: argparse.Namespace) -> d
             system.fail("first call / warm-up", exc)
 
     log(f"  timing {args.rounds} interleaved rounds")
-    time_interleaved(systems, args.rounds)
+    with background_load(args.background_load) as load:
+        time_interleaved(systems, args.rounds)
+    if args.background_load:
+        case_result["background_load"] = load
 
     results = {s.name: summarize(s, case.batch) for s in systems}
 
@@ -475,6 +533,42 @@ def run_case(case: Case, system_names: list[str], args: argparse.Namespace) -> d
     torch._dynamo.reset()
     gc.collect()
     return case_result
+
+
+@contextlib.contextmanager
+def background_load(count: int, settle_s: float = 0.5):
+    """`count` busy processes for the duration of the block; they are stopped however the block ends.
+
+    Yields a dict that records them (pids, and how many were still running at the end: a load
+    process that died early means the rounds after it ran on a less loaded machine).
+    """
+    record: dict[str, Any] = {"processes": count, "pids": [], "running_at_end": None}
+    processes: list[subprocess.Popen] = []
+    try:
+        for _ in range(count):
+            processes.append(subprocess.Popen([sys.executable, "-c", BACKGROUND_LOAD_CODE, str(os.getpid())],
+                                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL))
+        record["pids"] = [p.pid for p in processes]
+        if processes:
+            log(f"    background load: {count} busy process(es) {record['pids']}")
+            time.sleep(settle_s)  # let them start spinning before the first timed call
+        yield record
+        record["running_at_end"] = sum(p.poll() is None for p in processes)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if processes:
+            ended = record["running_at_end"]
+            log("    background load stopped " + (f"({ended} of {count} were running at the end)" if ended is not None
+                                                  else "(the timed rounds were interrupted)"))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -517,6 +611,7 @@ def machine_info(threads: int) -> dict:
     flags = cpu.cpu_flags()
     return {
         "cpu_model": cpu.cpu_model(),
+        "cpu_class": cpu_class(selected),
         "logical_cpus": os.cpu_count(),
         "isa_flags": {flag: flag in flags for flag in ISA_FLAGS},
         "ipexconvert_selected_isa": selected,
@@ -529,6 +624,38 @@ def machine_info(threads: int) -> dict:
         "env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "KMP_AFFINITY", "IPEXCONVERT_MAX_ISA",
                                            "LD_PRELOAD", "PYTHONPATH") if k in os.environ},
     }
+
+
+def cpu_class(selected: str) -> dict:
+    """The CPU's class: best ISA level it supports, vendor, and the caps in force (ipexconvert's and the libraries')."""
+    from ipexconvert import isa_caps
+    from ipexconvert.runtime import cpu
+
+    try:
+        best = cpu.supported_levels()[-1]
+    except Exception as exc:  # noqa: BLE001 - the record must not fail the run
+        best = f"error: {exc}"
+    caps = {name: os.environ[name] for name in ISA_CAP_VARIABLES if os.environ.get(name)}
+    return {
+        "label": best,
+        "vendor": cpu.cpu_vendor(),
+        "ipexconvert_selected_isa": selected,
+        "caps": caps,  # empty: uncapped
+        # "set": ipexconvert wrote it from IPEXCONVERT_MAX_ISA at import; "user": it was set already
+        "caps_source": {name: how for name, (how, _) in isa_caps.applied.items()},
+    }
+
+
+def cpu_class_line(machine: dict) -> str:
+    """One markdown line: e.g. `amx (GenuineIntel), uncapped` or `... capped by IPEXCONVERT_MAX_ISA=avx2, ...`."""
+    record = machine.get("cpu_class")
+    if not record:
+        return "unknown (older results file)"
+    caps = record.get("caps") or {}
+    effective = ("capped by " + ", ".join(f"{k}={v}" for k, v in caps.items())) if caps else "uncapped"
+    selected = record["ipexconvert_selected_isa"]
+    return (f"`{record['label']}` ({record['vendor']}), {effective}; ipexconvert runs `{selected}`"
+            f" (the caps bind ipexconvert, torch's ATen, oneDNN and MKL; the peers pick their kernels themselves)")
 
 
 def git_info() -> dict:
@@ -579,6 +706,7 @@ def markdown_report(report: dict, chart_note: str) -> str:
         f"- date: {report['date']}",
         f"- git: {report['git']['commit']}{' (dirty tree)' if report['git']['dirty'] else ''}",
         f"- CPU: {machine['cpu_model']} ({machine['logical_cpus']} logical CPUs); ISA flags: {flags}",
+        f"- CPU class: {cpu_class_line(machine)}",
         f"- ipexconvert selected ISA: {machine['ipexconvert_selected_isa']}; ipexconvert {machine['ipexconvert_version']}, "
         f"torch {machine['torch_version']}, Python {machine['python']}",
         f"- threads: {settings['threads']} (torch.get_num_threads() = {machine['torch_num_threads']}); "
@@ -587,10 +715,19 @@ def markdown_report(report: dict, chart_note: str) -> str:
         f"- ipexconvert: {settings['ipexconvert']}",
     ]
     if settings.get("openvino"):
-        versions = ", ".join(f"{k} {v}" for k, v in machine.get("peer_versions", {}).items())
+        versions = ", ".join(f"{k} {v}" for k, v in machine.get("peer_versions", {}).items()
+                             if k in ("openvino", "nncf"))
         lines.append(f"- OpenVINO peers ({versions}): {settings['openvino']}")
+    if settings.get("onnxruntime"):
+        versions = ", ".join(f"{k} {v}" for k, v in machine.get("peer_versions", {}).items()
+                             if k in ("onnxruntime", "onnx"))
+        lines.append(f"- ONNX Runtime peers ({versions}): {settings['onnxruntime']}")
     if settings.get("calibration"):
         lines.append(f"- INT8 calibration: {settings['calibration']}")
+    if settings.get("background_load"):
+        lines.append(f"- **contention case**: {settings['background_load']} busy background processes "
+                     f"(`python -c \"while True: pass\"`) ran during the timed rounds of every case; "
+                     f"the latencies are those of a shared machine, not an idle one")
     lines += [
         "",
         "Ratio = median / median of torch.compile+freezing of the same dtype, measured in this run "
@@ -631,11 +768,17 @@ def markdown_report(report: dict, chart_note: str) -> str:
                 note += f", loaded in {fmt(r.get('load_s'), '.2f')} s"
             elif name.startswith("openvino"):
                 note = openvino_note(r.get("details") or {})
+            elif name.startswith("onnxruntime"):
+                note = onnxruntime_note(r.get("details") or {})
             bf16_cell = f" {fmt(r.get('ratio_vs_compile_bf16'), '.3f')} |" if has_int8 else ""
             lines.append(f"| {name} | {fmt(r['median_ms'])} | {fmt(r['p90_ms'])} | "
                          f"{fmt(r.get('ratio_vs_compile_same_dtype'), '.3f')} |{bf16_cell} {fmt(r['items_per_s'], '.1f')} | "
                          f"{fmt(r['setup_s'], '.1f')} | {fmt(r['first_call_s'], '.2f')} | "
                          f"{fmt(r['cosine_vs_eager_fp32'], '.6f')} | {note} |")
+        load = case.get("background_load")
+        if load and load.get("running_at_end") is not None and load["running_at_end"] < load["processes"]:
+            lines.append(f"Background load: only {load['running_at_end']} of {load['processes']} processes were "
+                         f"still running at the end of the timed rounds.")
         lines.append("")
     lines += ["## Chart", "", chart_note, ""]
     return "\n".join(lines)
@@ -644,12 +787,39 @@ def markdown_report(report: dict, chart_note: str) -> str:
 def openvino_note(details: dict) -> str:
     """Markdown note of an OpenVINO row: the effective settings and where its setup time went."""
     effective = details.get("effective", {})
-    parts = [f"precision {effective.get('INFERENCE_PRECISION_HINT', details.get('precision_hint', '?'))}",
-             f"{effective.get('INFERENCE_NUM_THREADS', '?')} threads"]
+    asked = details.get("precision_hint")
+    ran = effective.get("INFERENCE_PRECISION_HINT")
+    # What the compiled model reports, which may differ from the hint (bf16 runs f32 without bf16 support).
+    what = f"NNCF INT8, other ops {ran or '?'}" if details.get("calibration_batches") else (ran or "?")
+    ran_as = f"**ran as {what}**" + (f" (asked {asked})" if asked and ran and asked != ran else "")
+    parts = [ran_as, f"{effective.get('INFERENCE_NUM_THREADS', '?')} threads"]
     if details.get("calibration_batches"):
-        parts.append(f"NNCF INT8 ({details['calibration_batches']} calibration batches, "
-                     f"model_type {details.get('nncf_model_type')})")
+        parts.append(f"{details['calibration_batches']} calibration batches, NNCF model_type "
+                     f"{details.get('nncf_model_type')}")
     steps = [(k.removesuffix("_s"), details[k]) for k in ("convert_s", "quantize_s", "compile_s") if k in details]
+    if steps:
+        parts.append(", ".join(f"{step} {fmt(value, '.1f')} s" for step, value in steps))
+    return "; ".join(parts)
+
+
+def onnxruntime_note(details: dict) -> str:
+    """Markdown note of an ONNX Runtime row: what it ran (providers, quantization) and its setup time."""
+    effective, settings = details.get("effective", {}), details.get("settings", {})
+    providers = ",".join(effective.get("providers", ["?"]))
+    quant = settings.get("quantization")
+    if quant:
+        ops = quant.get("op_types_to_quantize")
+        ops = "+".join(ops) if isinstance(ops, list) else "default ops"
+        qdq = quant.get("qdq_nodes", {})
+        ran_as = (f"**ran as QDQ INT8** (U8 act., S8 per-channel weights, {ops}, reduce_range "
+                  f"{quant.get('reduce_range')}, {qdq.get('QuantizeLinear', '?')} QuantizeLinear; "
+                  f"{quant.get('calibration_batches')} calibration batches)")
+    else:
+        ran_as = "**ran as fp32**"
+    parts = [f"{ran_as} on {providers}", f"{effective.get('intra_op_num_threads', '?')} threads",
+             f"{settings.get('exporter', '?')}, opset {settings.get('opset', '?')}"]
+    steps = [(k.removesuffix("_s"), details[k]) for k in ("export_s", "pre_process_s", "quantize_s", "session_s")
+             if k in details]
     if steps:
         parts.append(", ".join(f"{step} {fmt(value, '.1f')} s" for step, value in steps))
     return "; ".join(parts)
@@ -668,7 +838,8 @@ def bar_chart(report: dict, path: Path) -> str:
         cases = [c for c in report["cases"] if any(r["median_ms"] for r in c["systems"].values())]
         if not cases:
             return "No chart: no system produced samples."
-        colors = {"eager": "#9e9e9e", "compile": "#ee7733", "ipexconvert": "#0077bb", "openvino": "#009988"}
+        colors = {"eager": "#9e9e9e", "compile": "#ee7733", "ipexconvert": "#0077bb", "openvino": "#009988",
+                  "onnxruntime": "#cc3311"}
         fig, axes = plt.subplots(1, len(cases), figsize=(4.2 * len(cases), 4.2), squeeze=False)
         for ax, case in zip(axes[0], cases):
             names = [n for n, r in case["systems"].items() if r["median_ms"]]
@@ -721,8 +892,8 @@ def console_summary(report: dict) -> str:
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Time eager PyTorch, torch.compile+freezing and ipexconvert artifacts (fp32 and bf16; int8 "
-                    "with --int8) and optional peers (--peers openvino) side by side, in interleaved rounds, in "
-                    "one process.")
+                    "with --int8) and optional peers (--peers openvino onnxruntime) side by side, in interleaved "
+                    "rounds, in one process.")
     parser.add_argument("--cases", nargs="+", metavar="CASE",
                         help=f"cases to run (default: {' '.join(c.name for c in DEFAULT_CASES)}); "
                              f"also: {' '.join(c.name for c in QUICK_CASES)}")
@@ -732,7 +903,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                              f"--peers); naming an optional one here turns it on")
     parser.add_argument("--peers", nargs="+", metavar="PEER", choices=sorted(PEER_SYSTEMS), default=[],
                         help="also time other inference stacks: openvino (openvino-fp32/bf16/int8; needs the "
-                             "openvino and nncf packages, see benchmarks/peers/openvino_peer.py)")
+                             "openvino and nncf packages, see benchmarks/peers/openvino_peer.py), onnxruntime "
+                             "(onnxruntime-fp32/int8; needs onnxruntime and onnx, see "
+                             "benchmarks/peers/onnxruntime_peer.py)")
     parser.add_argument("--int8", action="store_true",
                         help='also time ipexconvert-int8 (optimize(dtype="int8", calibration=...)); reported as '
                              "unavailable while ipexconvert has no int8 conversion")
@@ -741,6 +914,12 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                              "seeds (default 4)")
     parser.add_argument("--openvino-int8-precision", choices=["bf16", "f32"], default="bf16",
                         help="OpenVINO INFERENCE_PRECISION_HINT for the ops NNCF leaves unquantized (default bf16)")
+    parser.add_argument("--onnxruntime-reduce-range", action="store_true",
+                        help="onnxruntime-int8: quantize weights to 7 bits (reduce_range=True). ORT's docs advise it "
+                             "on x86 CPUs without VNNI, where its u8 x s8 kernels may saturate; default off")
+    parser.add_argument("--background-load", type=int, default=0, metavar="N",
+                        help="contention case: run N busy processes (python -c 'while True: pass') during the "
+                             "timed rounds of every case (default 0); they are stopped at the end, also on errors")
     parser.add_argument("--rounds", type=int, default=30, help="interleaved timed rounds (default 30)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed calls per system after the first (default 5)")
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
@@ -759,6 +938,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
         parser.error("--rounds and --threads must be >= 1, --warmup >= 0")
     if args.calibration_batches < 1:
         parser.error("--calibration-batches must be >= 1")
+    if args.background_load < 0:
+        parser.error("--background-load must be >= 0")
     return args
 
 
@@ -780,6 +961,10 @@ def check_peers(systems: list[str]) -> dict[str, str]:
         from peers import openvino_peer
 
         versions.update(openvino_peer.check_available(need_nncf="openvino-int8" in openvino_systems))
+    if any(s in PEER_SYSTEMS["onnxruntime"] for s in systems):
+        from peers import onnxruntime_peer
+
+        versions.update(onnxruntime_peer.check_available())
     return versions
 
 
@@ -841,6 +1026,20 @@ def main(argv: Optional[list[str]] = None) -> int:
             f"NUM_STREAMS=1, INFERENCE_PRECISION_HINT f32 / bf16; int8: nncf.quantize (TRANSFORMER model_type for "
             f"transformers) with precision hint {args.openvino_int8_precision} for the unquantized ops")
         report["settings"]["openvino_int8_precision"] = args.openvino_int8_precision
+    if any(s.startswith("onnxruntime-") for s in systems):
+        report["settings"]["onnxruntime"] = (
+            f"torch.onnx.export(eager model, kwargs=inputs, opset 17, TorchScript exporter (dynamo=False)), static "
+            f"shapes; InferenceSession(CPUExecutionProvider) with intra_op_num_threads={args.threads}, "
+            f"inter_op_num_threads=1, ORT_SEQUENTIAL, ORT_ENABLE_ALL; int8: quant_pre_process, then quantize_static "
+            f"(QDQ, QUInt8 activations, QInt8 per-channel weights, MinMax calibration, "
+            f"reduce_range={args.onnxruntime_reduce_range}; MatMul/Gemm only for transformers, ORT's default op "
+            f"types otherwise)")
+        report["settings"]["onnxruntime_reduce_range"] = args.onnxruntime_reduce_range
+    report["settings"]["background_load"] = args.background_load
+    if args.background_load:
+        report["settings"]["background_load_command"] = (
+            f"{args.background_load} x python -c 'while True: pass' (killed with the runner), "
+            f"started before and stopped after the timed rounds of each case")
     if any(SYSTEM_DTYPE[s] == "int8" for s in systems):
         report["settings"]["calibration"] = (
             f"{args.calibration_batches} batches per case, the case's batch size, built like its inputs with seeds "
