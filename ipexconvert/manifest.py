@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .ir.spec import DimRange, TensorSpec
 
-FORMAT_VERSION = 1
+# 2: content_sha256 binds the manifest, graph and each tensor's name, dtype, shape and bytes (artifact.py);
+# version 1 files hashed bytes only and are refused by the loader (inspect still shows them).
+FORMAT_VERSION = 2
 
 
 class _Model(BaseModel):
@@ -71,4 +73,6 @@ class Manifest(_Model):
     op_histogram: dict[str, int] = Field(default_factory=dict)
     fallback_ops: list[str] = Field(default_factory=list, description="ATen ops run through the generic fallback")
     graph_sha256: str = ""
-    tensor_sha256: dict[str, str] = Field(default_factory=dict)
+    tensor_sha256: dict[str, str] = Field(default_factory=dict, description="sha256 of each tensor's bytes")
+    content_sha256: str = Field(default="", description="sha256 over this manifest (without this field), the graph "
+                                "and every tensor's name, dtype, shape and byte hash (see ipexconvert/artifact.py)")

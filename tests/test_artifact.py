@@ -11,7 +11,8 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from ipexconvert.artifact import GRAPH_KEY, MANIFEST_KEY, graph_sha256, read_artifact, read_manifest, write_artifact
+from ipexconvert.artifact import (GRAPH_KEY, MANIFEST_KEY, content_sha256, graph_sha256, read_artifact, read_manifest, rehash,
+                                  write_artifact)
 from ipexconvert.errors import ArtifactError
 from ipexconvert.frontend.dynamic import DynamicDim
 from ipexconvert.frontend.export import program_from_module
@@ -80,8 +81,8 @@ def _graph_json(path) -> dict:
 def _set_graph(path, graph: dict, keep_hash_consistent: bool):
     text = json.dumps(graph)
     manifest = _manifest_json(path)
-    if keep_hash_consistent:
-        manifest["graph_sha256"] = graph_sha256(text)
+    if keep_hash_consistent:  # every hash recomputed: what someone who edits the file on purpose would do
+        manifest = rehash(manifest, text, _contents(path)[0])
     rewrite(path, metadata={GRAPH_KEY: text, MANIFEST_KEY: json.dumps(manifest)})
 
 
@@ -94,7 +95,7 @@ def test_round_trip_keeps_manifest_graph_and_weights(artifact, program_and_manif
     read_back_manifest, read_back = read_artifact(artifact)
 
     assert read_back_manifest == written_manifest
-    assert read_back_manifest.model_copy(update={"graph_sha256": "", "tensor_sha256": {}}) == manifest
+    assert read_back_manifest.model_copy(update={"graph_sha256": "", "tensor_sha256": {}, "content_sha256": ""}) == manifest
     assert read_back.graph == program.graph
     assert set(read_back.weights) == set(program.graph.constants)
     for name in program.graph.constants:
@@ -107,7 +108,10 @@ def test_write_returns_the_manifest_with_hashes_filled_in(tmp_path, program_and_
     final = write_artifact(tmp_path / "m.ipxc", program, manifest)
     assert final.graph_sha256 == graph_sha256(program.graph.model_dump_json())
     assert set(final.tensor_sha256) == set(program.graph.constants)
-    assert manifest.graph_sha256 == ""  # the caller's manifest is not modified
+    tensors, metadata = _contents(tmp_path / "m.ipxc")
+    headers = {name: (str(t.dtype).removeprefix("torch."), list(t.shape)) for name, t in tensors.items()}
+    assert final.content_sha256 == content_sha256(json.loads(metadata[MANIFEST_KEY]), metadata[GRAPH_KEY], headers)
+    assert manifest.graph_sha256 == "" and manifest.content_sha256 == ""  # the caller's manifest is not modified
 
 
 def test_artifact_is_a_plain_safetensors_file(artifact, program_and_manifest):
@@ -234,6 +238,37 @@ def _format_version_from_the_future(path):
     rewrite(path, metadata={MANIFEST_KEY: json.dumps(manifest)})
 
 
+def _format_version_from_the_past(path):
+    manifest = _manifest_json(path)
+    manifest["format_version"] = FORMAT_VERSION - 1
+    del manifest["content_sha256"]  # version 1 had no content hash
+    rewrite(path, metadata={MANIFEST_KEY: json.dumps(manifest)})
+
+
+def _manifest_edited(path):
+    manifest = _manifest_json(path)
+    manifest["dims"]["batch"]["max"] = 1 << 20
+    rewrite(path, metadata={MANIFEST_KEY: json.dumps(manifest)})
+
+
+def _header_size_absurd(path):
+    data = bytearray(path.read_bytes())
+    data[:8] = (1 << 40).to_bytes(8, "little")
+    path.write_bytes(bytes(data))
+
+
+def _tensor_data_overlapping(path):
+    data = bytearray(path.read_bytes())
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + size])
+    first = next(k for k in header if k != "__metadata__")
+    begin, end = header[first]["data_offsets"]
+    header[first]["data_offsets"] = [begin + 4, end + 4]  # same size, shifted over its neighbour
+    text = json.dumps(header, separators=(",", ":")).encode().ljust(size)
+    assert len(text) == size
+    path.write_bytes(bytes(data[:8]) + text + bytes(data[8 + size:]))
+
+
 def _graph_tampered(path):
     graph = _graph_json(path)
     relu = next(n for n in graph["nodes"] if n["op"] == "relu")
@@ -283,6 +318,10 @@ DAMAGE = [
     (_manifest_json_but_not_an_object, "corrupt manifest", "re-create"),
     (_manifest_missing_fields, "invalid manifest", "re-create"),
     (_format_version_from_the_future, f"format version {FORMAT_VERSION + 1}, newer than", "upgrade ipexconvert"),
+    (_format_version_from_the_past, "written by an older ipexconvert", "re-convert it"),
+    (_manifest_edited, "do not match their recorded hash (content_sha256", "do not edit"),
+    (_header_size_absurd, "over the 100 MiB limit", "re-create"),
+    (_tensor_data_overlapping, "truncated or corrupt", "re-create"),
     (_graph_tampered, "graph does not match its recorded hash", "do not edit"),
     (_graph_invalid_with_matching_hash, "invalid graph", "re-create"),
     (_tensor_bytes_flipped, "do not match their recorded hashes", "re-create"),
@@ -309,6 +348,30 @@ def test_load_artifact_reports_damage_as_artifact_error_too(artifact, damage, pr
     damage(artifact)
     with pytest.raises(ArtifactError, match=problem.replace("(", r"\(").replace(")", r"\)")):
         load_artifact(artifact)
+
+
+def test_older_format_is_shown_by_inspect_but_not_loaded(artifact):
+    _format_version_from_the_past(artifact)
+    manifest, _ = read_manifest(artifact)  # `ipexconvert inspect` reads it
+    assert manifest.format_version == FORMAT_VERSION - 1
+    with pytest.raises(ArtifactError, match="older ipexconvert"):
+        read_artifact(artifact, verify=False)  # refused even unverified: it has no content hash to check
+
+
+def test_write_records_the_current_format_version(tmp_path, program_and_manifest):
+    program, manifest = program_and_manifest
+    final = write_artifact(tmp_path / "m.ipxc", program, manifest.model_copy(update={"format_version": 1}))
+    assert final.format_version == FORMAT_VERSION == _manifest_json(tmp_path / "m.ipxc")["format_version"]
+
+
+def test_each_loaded_weight_owns_its_memory(artifact):
+    """Private copies, one allocation each (a weight a kernel repacks is freed on its own); that the file
+    can change under a loaded model is tested in a child process in tests/security/test_artifact_integrity.py."""
+    _, program = read_artifact(artifact)
+    storages = {t.untyped_storage().data_ptr() for t in program.weights.values()}
+    assert len(storages) == len(program.weights)
+    for tensor in program.weights.values():
+        assert tensor.untyped_storage().nbytes() == tensor.nbytes
 
 
 # ---- graphs that are well-formed but may not run ------------------------------------------------------------------------

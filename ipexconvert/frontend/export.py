@@ -19,6 +19,8 @@ from torch.export.graph_signature import InputKind, OutputKind
 from ..errors import UnsupportedOpError, UserInputError
 from ..ir import Graph, Node, Program, TensorSpec
 from ..ir import dtypes
+from ..ir.dims import DimExprError
+from ..ir.dims import check as check_dim
 from ..ir.opdef import Unconvertible, aten_index
 from ..ir.ops.aten import encode_arg, refusal_reason
 from ..ir.spec import DimRange
@@ -128,10 +130,16 @@ class _Converter:
         if isinstance(size, int):
             return size
         expr = size.node.expr if isinstance(size, torch.SymInt) else size
-        expr = sympy.sympify(expr).xreplace(self.symbols)
+        expr = sympy.sympify(expr).xreplace(self.symbols)  # torch's own sympy objects: trusted, conversion side
         if expr.is_Integer:
             return int(expr)
-        return str(expr)
+        text = str(expr)
+        try:
+            check_dim(text)  # the loader parses stored sizes with dims' grammar only: refuse here what it would refuse
+        except DimExprError as e:
+            raise UnsupportedOpError(f"the model computes a size ipexconvert cannot store: {e}",
+                                     "report this model to the ipexconvert maintainers") from None
+        return text
 
     def spec(self, fake: torch.Tensor) -> TensorSpec:
         fmt = "contiguous"

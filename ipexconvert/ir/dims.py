@@ -1,105 +1,133 @@
 """Symbolic dimensions.
 
 A shape entry is an int or a string expression over named dims ("batch", "seq",
-"batch*seq"). Expressions are compiled once and evaluated against the dims bound
-from the actual inputs at run time.
+"batch*seq"). Strings are parsed by our own grammar (dim_expr.py), never by sympify
+or eval: they come from artifacts. The parsed tree becomes sympy objects for the
+symbolic work (simplify, same, mul, ...) and an exact evaluator for run-time sizes.
 """
 from __future__ import annotations
 
-import math
-from fractions import Fraction
 from functools import lru_cache
-from typing import Callable, Sequence, Union
+from typing import Annotated, Sequence, Union
 
 import sympy
-from sympy.printing.pycode import PythonCodePrinter
+from pydantic import AfterValidator
+
+from . import dim_sympy
+from .dim_expr import DimEvalError, DimExprError, compile_int, parse
+from .dim_sympy import to_sympy
+
+__all__ = ["Dim", "DimEntry", "DimEvalError", "DimExprError", "check", "resolve", "resolve_int", "resolve_shape",
+           "is_static", "simplify", "mul", "floordiv", "add", "same", "broadcast", "numel"]
 
 Dim = Union[int, str]
 
 
-# torch.export writes integer division with its own sympy functions.
-_SYMPY_LOCALS = {
-    "FloorDiv": lambda a, b: sympy.floor(a / b),
-    "CleanDiv": lambda a, b: a / b,
-    "CeilDiv": lambda a, b: sympy.ceiling(a / b),
-    "Mod": sympy.Mod,
-    "PythonMod": sympy.Mod,
-    "floor": sympy.floor,
-}
+def check(dim: Dim) -> Dim:
+    """The dim itself if it is an int or an expression in the grammar; DimExprError otherwise."""
+    if isinstance(dim, str):
+        parse(dim)
+    elif type(dim) is not int:
+        raise DimExprError(f"shape entry {dim!r} is neither an integer nor a dim expression")
+    return dim
 
 
-def parse(expr: str) -> sympy.Expr:
-    parsed = sympy.sympify(expr, locals=_SYMPY_LOCALS)
-    # Dims are sizes: positive integers. Saying so lets sympy fold e.g. floor(batch*seq) to batch*seq.
-    return parsed.xreplace({s: sympy.Symbol(s.name, integer=True, positive=True) for s in parsed.free_symbols})
+# A shape entry in a pydantic model: expressions are checked when an artifact is read.
+DimEntry = Annotated[Union[int, str], AfterValidator(check)]
 
 
-class _ExactPrinter(PythonCodePrinter):
-    """Prints rationals as Fractions, so sizes like floor(w/3 - 1/3) + 1 evaluate exactly (floats would round)."""
-
-    def _print_Rational(self, expr):
-        return f"Fraction({expr.p}, {expr.q})"
-
-    _print_Half = _print_Rational
+# ---- sympy, for symbolic reasoning ------------------------------------------
+_NOT_FINITE = (sympy.zoo, sympy.nan, sympy.oo, -sympy.oo)
 
 
 @lru_cache(maxsize=4096)
-def _compile(expr: str) -> Callable[[dict[str, int]], int]:
-    parsed = parse(expr)
-    symbols = sorted(parsed.free_symbols, key=lambda s: s.name)
-    names = [s.name for s in symbols]
-    fn = sympy.lambdify(symbols, parsed, modules=[{"Fraction": Fraction, "math": math}, "math"], printer=_ExactPrinter)
-
-    def evaluate(bound: dict[str, int]) -> int:
-        try:
-            return int(fn(*(bound[n] for n in names)))
-        except KeyError as missing:
-            raise ValueError(f"dimension {missing} is not bound by any input") from None
-
-    return evaluate
+def _sympy_of(dim: Dim) -> sympy.Expr:
+    if isinstance(dim, int):
+        return sympy.Integer(dim)
+    tree = parse(dim)
+    try:
+        expr = to_sympy(tree)
+    except (ArithmeticError, ValueError, TypeError):  # Mod by zero, Max of an infinity, ...
+        expr = sympy.zoo
+    if expr.has(*_NOT_FINITE):
+        raise DimExprError(f"dim expression {dim!r} is refused: it divides by zero")
+    return expr
 
 
+# Strings this module printed from sympy objects it built, and those objects: intermediate
+# results (numel of a long shape) may be longer than the grammar allows a stored entry to be,
+# and are read back from here instead of being parsed. Only our own output gets in.
+_PRINTED: dict[str, sympy.Expr] = {}
+_PRINTED_LIMIT = 8192
+
+
+def _canonical(expr: sympy.Expr) -> Dim:
+    """ints stay ints, expressions that fold to a number become ints, the rest sympy's string."""
+    if expr.has(*_NOT_FINITE):
+        raise DimExprError(f"dim arithmetic divides by zero ({expr})")
+    if expr.is_Integer:
+        return int(expr)
+    text = str(expr)
+    if len(_PRINTED) >= _PRINTED_LIMIT:
+        _PRINTED.clear()
+    _PRINTED[text] = expr
+    return text
+
+
+def parse_sympy(dim: Dim) -> sympy.Expr:
+    """The sympy form of a shape entry (for symbolic reasoning only; built, not sympified)."""
+    printed = _PRINTED.get(dim) if isinstance(dim, str) else None
+    return printed if printed is not None else _sympy_of(check(dim))
+
+
+# ---- evaluation -------------------------------------------------------------
 def resolve(dim: Dim, bound: dict[str, int]) -> int:
-    """The concrete size of one shape entry."""
+    """The concrete size of one shape entry. ValueError if it names a dim no input binds;
+    DimEvalError (a UserInputError) if these dims give it no size (negative, division by zero)."""
     if isinstance(dim, int):
         return dim
-    return _compile(dim)(bound)
+    return compile_int(dim)(bound)
+
+
+def resolve_int(dim: Dim, bound: dict[str, int]) -> int:
+    """Like resolve, for a symbolic integer argument (an aten `$sym`), which may be negative."""
+    if isinstance(dim, int):
+        return dim
+    return compile_int(dim, signed=True)(bound)
 
 
 def resolve_shape(shape: Sequence[Dim], bound: dict[str, int]) -> list[int]:
-    return [d if isinstance(d, int) else _compile(d)(bound) for d in shape]
+    return [d if isinstance(d, int) else compile_int(d)(bound) for d in shape]
 
 
 def is_static(shape: Sequence[Dim]) -> bool:
     return all(isinstance(d, int) for d in shape)
 
 
+# ---- symbolic arithmetic ----------------------------------------------------
 def simplify(dim: Dim) -> Dim:
     """Canonical form: ints stay ints, expressions that fold to a number become ints."""
     if isinstance(dim, int):
         return dim
-    expr = parse(dim)
-    if expr.is_Integer:
-        return int(expr)
-    return str(expr)
+    return _canonical(parse_sympy(dim))
 
 
 def mul(a: Dim, b: Dim) -> Dim:
     if isinstance(a, int) and isinstance(b, int):
         return a * b
-    return simplify(f"({a})*({b})")
+    return _canonical(parse_sympy(a) * parse_sympy(b))
 
 
 def floordiv(a: Dim, b: Dim) -> Dim:
     if isinstance(a, int) and isinstance(b, int):
         return a // b
-    return simplify(f"floor(({a})/({b}))")
+    return _canonical(dim_sympy.floordiv(parse_sympy(a), parse_sympy(b)))
 
 
 def add(a: Dim, b: Dim) -> Dim:
     if isinstance(a, int) and isinstance(b, int):
         return a + b
-    return simplify(f"({a})+({b})")
+    return _canonical(parse_sympy(a) + parse_sympy(b))
 
 
 def same(a: Dim, b: Dim) -> bool:

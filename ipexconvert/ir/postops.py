@@ -8,7 +8,7 @@ from typing import Callable, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 UNARY_POST_OPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": torch.relu,
@@ -30,6 +30,15 @@ class PostOp(BaseModel):
 
     kind: str
     operand: Optional[int] = None  # index into the node's inputs, for binary post-ops
+
+    @model_validator(mode="after")
+    def _known_kind(self) -> "PostOp":
+        # apply_post_ops and the fused kernels look the kind up by whether an operand is set.
+        if self.operand is None and self.kind not in UNARY_POST_OPS:
+            raise ValueError(f"post-op {self.kind!r} is not a unary post-op ({', '.join(UNARY_POST_OPS)})")
+        if self.operand is not None and self.kind not in BINARY_POST_OPS:
+            raise ValueError(f"post-op {self.kind!r} with an operand is not a binary post-op ({', '.join(BINARY_POST_OPS)})")
+        return self
 
     def describe(self) -> str:
         return self.kind

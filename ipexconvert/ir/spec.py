@@ -1,13 +1,13 @@
 """TensorSpec: what the IR knows about a value without running the model."""
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import dtypes
-from .dims import Dim
+from .dims import Dim, DimEntry
 
 MemoryFormat = Literal["contiguous", "channels_last"]
 
@@ -16,7 +16,7 @@ class TensorSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     dtype: str = Field(description="dtype name, e.g. float32, bfloat16, int64")
-    shape: list[Union[int, str]] = Field(description="ints, or expressions over named dynamic dims")
+    shape: list[DimEntry] = Field(description="ints, or expressions over named dynamic dims")
     memory_format: MemoryFormat = "contiguous"
 
     @property

@@ -91,7 +91,7 @@ def test_leaves_symbolic_reshape_and_graph_outputs():
     values = {
         "x": TensorSpec(dtype="float32", shape=["batch", 8]),
         "c": TensorSpec.of(weights["c"]),
-        "r": TensorSpec(dtype="float32", shape=["batch", "8/batch"]),
+        "r": TensorSpec(dtype="float32", shape=["batch", "8//batch"]),
         "neg": TensorSpec(dtype="float32", shape=[8]),
         "y": TensorSpec(dtype="float32", shape=["batch", 8]),
     }

@@ -1,10 +1,18 @@
 """Small helpers shared by op definitions (not an op)."""
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Annotated, Optional, Sequence
+
+from pydantic import Field
 
 from ..dims import Dim, simplify
 from ..spec import TensorSpec
+
+
+# 2-D window attrs (conv, pool): a stride, dilation or kernel of 0 divides by zero or indexes out of
+# bounds in the kernels, so artifacts holding one are refused when the attrs are parsed.
+Positive2 = Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=2, max_length=2)]
+NonNegative2 = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
 
 
 def norm_axis(axis: int, rank: int) -> int:

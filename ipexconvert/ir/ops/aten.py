@@ -1,9 +1,11 @@
-"""aten: fallback node that calls one core ATen op.
+"""aten: fallback node that calls one ATen op.
 
-Only ops tagged `core` by PyTorch (plus a short list below) may appear, and never
-ones that mutate inputs or draw random numbers: an artifact can name no
-arbitrary code. Arguments are stored as JSON with tagged objects for tensors
-(`$in`), symbolic ints (`$sym`), dtypes, devices, layouts and memory formats.
+Only the ops listed in aten_allowlist.ALLOWED may appear (forward ops the frontend emits; never
+ones that mutate inputs, draw random numbers, or index memory with caller-supplied offsets), and
+each call runs the op's argument check first: sizes, indices and an output budget. The frontend
+and the loader decide with the same function, refusal_reason. Arguments are stored as JSON with
+tagged objects for tensors (`$in`), symbolic ints (`$sym`), dtypes, devices, layouts and memory
+formats.
 """
 from __future__ import annotations
 
@@ -11,15 +13,13 @@ import math
 from typing import Any, Callable
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ...errors import ArtifactError, IpexConvertError
 from .. import dtypes
-from ..dims import resolve
+from ..dims import check, resolve_int
 from ..opdef import OpDef, register_op
-
-# Non-core ATen ops that are still pure and safe to run, and that torch's default
-# decomposition table leaves in place (F.normalize lowers to linalg_vector_norm).
-EXTRA_ALLOWED = {"aten.scalar_tensor.default", "aten.linalg_vector_norm.default"}
+from .aten_allowlist import ALLOWED, Refused, max_tensor_bytes
 
 _MEMORY_FORMATS = {
     "contiguous_format": torch.contiguous_format,
@@ -35,31 +35,74 @@ class AtenAttrs(BaseModel):
     args: list[Any] = Field(default_factory=list)
     kwargs: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("args", "kwargs")
+    @classmethod
+    def _check_symbolic_ints(cls, value):
+        _check_syms(value)
+        return value
+
+
+def _check_syms(value: Any) -> None:
+    """Every {"$sym": ...} must hold a dim expression of our grammar (artifacts are untrusted)."""
+    if isinstance(value, dict) and "$sym" in value:
+        check(value["$sym"])
+    for item in value.values() if isinstance(value, dict) else value:
+        if isinstance(item, (list, dict)):
+            _check_syms(item)
+
 
 def resolve_target(target: str) -> torch._ops.OpOverload:
     parts = target.split(".")
     if len(parts) != 3 or parts[0] != "aten":
         raise ValueError(f"{target!r} is not an ATen op name")
     packet = getattr(torch.ops.aten, parts[1], None)
-    overload = getattr(packet, parts[2], None) if packet is not None else None
-    if overload is None:
+    overload = getattr(packet, parts[2], None) if isinstance(packet, torch._ops.OpOverloadPacket) else None
+    if not isinstance(overload, torch._ops.OpOverload):
         raise ValueError(f"{target} does not exist in this PyTorch ({torch.__version__})")
     return overload
 
 
 def refusal_reason(target: str) -> str | None:
-    """Why this ATen op may not appear in an artifact, or None if it may."""
+    """Why this ATen op may not appear in an artifact (the frontend's and the loader's one rule), or None
+    if it may: only targets on the allow-list, whatever else is true of them."""
     try:
         op = resolve_target(target)
     except ValueError as e:
         return str(e)
-    if op._schema.is_mutable:
+    if op._schema.is_mutable:  # never listed; said first because it is the clearest reason
         return "it mutates its inputs"
     if torch.Tag.nondeterministic_seeded in op.tags:
         return "it draws random numbers"
-    if torch.Tag.core not in op.tags and target not in EXTRA_ALLOWED:
+    if target in ALLOWED:
+        return None
+    if torch.Tag.core not in op.tags:
         return "it is not a core ATen op"
-    return None
+    return "it is not on the list of ATen ops ipexconvert runs (ipexconvert/ir/ops/aten_allowlist.py)"
+
+
+def _argument_names(op: torch._ops.OpOverload, attrs: AtenAttrs) -> list[str]:
+    """The schema names of the positional arguments; refuses a call torch could not bind."""
+    schema = op._schema.arguments
+    positional = [a.name for a in schema if not a.kwarg_only]
+    if len(attrs.args) > len(positional):
+        raise ValueError(f"{attrs.target} takes {len(positional)} positional arguments, the node gives {len(attrs.args)}")
+    given = set(positional[:len(attrs.args)])
+    for name in attrs.kwargs:
+        if name not in {a.name for a in schema} or name in given:
+            raise ValueError(f"{attrs.target} has no argument {name!r} to give by keyword")
+    missing = [a.name for a in schema if a.name not in given and a.name not in attrs.kwargs and not a.has_default_value()]
+    if missing:
+        raise ValueError(f"{attrs.target} needs argument(s) {', '.join(missing)}, which the node does not give")
+    return positional
+
+
+def _mentions_runtime_values(value: Any) -> bool:
+    """True if an argument holds a tensor input or a symbolic int (known only per call)."""
+    if isinstance(value, dict):
+        return "$in" in value or "$sym" in value
+    if isinstance(value, list):
+        return any(_mentions_runtime_values(v) for v in value)
+    return False
 
 
 def encode_arg(value: Any, tensor_index: Callable[[Any], int], symbolic: Callable[[Any], Any]) -> Any:
@@ -95,8 +138,8 @@ def _decoder(value: Any) -> Callable[[list, dict], Any]:
         (tag, payload), = value.items()
         if tag == "$in":
             return lambda ins, dims: ins[payload]
-        if tag == "$sym":
-            return lambda ins, dims: resolve(payload, dims)
+        if tag == "$sym":  # a symbolic int (AtenAttrs checked its expression); it may be negative
+            return lambda ins, dims: resolve_int(payload, dims)
         constant = {
             "$dtype": lambda: dtypes.to_torch(payload),
             "$device": lambda: torch.device("cpu"),  # the executor's device
@@ -119,12 +162,36 @@ class AtenOp(OpDef):
         if reason is not None:
             raise ValueError(f"artifact names {attrs.target}, which is refused: {reason}")
         op = resolve_target(attrs.target)
+        names = _argument_names(op, attrs)
+        arg_check = ALLOWED[attrs.target]
+        budget = max_tensor_bytes()
         args = _decoder(attrs.args)
         kwargs = {k: _decoder(v) for k, v in attrs.kwargs.items()}
 
         def run(inputs, dims):
-            return op(*args(inputs, dims), **{k: f(inputs, dims) for k, f in kwargs.items()})
+            a = args(inputs, dims)
+            kw = {k: f(inputs, dims) for k, f in kwargs.items()}
+            try:
+                if arg_check is not None:
+                    arg_check({**dict(zip(names, a)), **kw}, budget)
+                return op(*a, **kw)
+            except Refused as e:
+                raise e.error(attrs.target, budget) from None
+            except IpexConvertError:
+                raise
+            except (RuntimeError, TypeError, ValueError, IndexError, ArithmeticError) as e:
+                # torch refusing the arguments: the artifact's doing (the inputs were checked against its signature)
+                raise ArtifactError(f"{attrs.target} failed: {' '.join(str(e).split())[:300]}",
+                                    "re-create the artifact with `ipexconvert optimize`; if it was just made, "
+                                    "report this with the model") from None
 
+        if arg_check is not None and not _mentions_runtime_values([attrs.args, list(attrs.kwargs.values())]):
+            try:  # constant arguments (a `full` of fixed size): refuse at load, not on the first call
+                arg_check({**dict(zip(names, args([], {}))), **{k: f([], {}) for k, f in kwargs.items()}}, budget)
+            except Refused as e:
+                raise ValueError(e.error(attrs.target, budget).problem) from None
+            except (TypeError, ArithmeticError, IndexError) as e:  # a check meeting a value it did not foresee
+                raise ValueError(f"{attrs.target}: arguments refused ({e})") from None
         return run
 
     @classmethod

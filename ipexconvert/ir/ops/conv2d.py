@@ -9,14 +9,15 @@ from ..dims import add, floordiv
 from ..opdef import OpDef, Unconvertible, register_op
 from ..postops import PostOp, apply_post_ops
 from ..spec import TensorSpec
+from ._common import NonNegative2, Positive2
 
 
 class Conv2dAttrs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    stride: list[int] = [1, 1]
-    padding: list[int] = [0, 0]
-    dilation: list[int] = [1, 1]
-    groups: int = 1
+    stride: Positive2 = [1, 1]
+    padding: NonNegative2 = [0, 0]
+    dilation: Positive2 = [1, 1]
+    groups: int = Field(default=1, ge=1)
     post_ops: list[PostOp] = Field(default_factory=list)
 
 

@@ -7,15 +7,15 @@ from pydantic import BaseModel, ConfigDict
 
 from ..dims import add, floordiv
 from ..opdef import OpDef, Unconvertible, register_op
-from ._common import like
+from ._common import NonNegative2, Positive2, like
 
 
 class MaxPool2dAttrs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    kernel_size: list[int]
-    stride: list[int]
-    padding: list[int] = [0, 0]
-    dilation: list[int] = [1, 1]
+    kernel_size: Positive2
+    stride: Positive2
+    padding: NonNegative2 = [0, 0]
+    dilation: Positive2 = [1, 1]
 
 
 def _pair(v, default):

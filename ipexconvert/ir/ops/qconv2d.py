@@ -13,15 +13,16 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from ..opdef import OpDef, register_op
+from ._common import NonNegative2, Positive2
 from ._quant import Int8LayerAttrs, dequantize, finish, float_operands
 from .conv2d import Conv2dOp
 
 
 class QConv2dAttrs(Int8LayerAttrs):
-    stride: list[int] = [1, 1]
-    padding: list[int] = [0, 0]
-    dilation: list[int] = [1, 1]
-    groups: int = 1
+    stride: Positive2 = [1, 1]
+    padding: NonNegative2 = [0, 0]
+    dilation: Positive2 = [1, 1]
+    groups: int = Field(default=1, ge=1)
     accum_scale: Optional[float] = Field(default=None, description="set: the add operand is uint8 with these params")
     accum_zero_point: int = 0
 

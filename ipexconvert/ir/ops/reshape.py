@@ -1,18 +1,16 @@
 """reshape: view/reshape to a shape that may name dynamic dims."""
 from __future__ import annotations
 
-from typing import Union
-
 from pydantic import BaseModel, ConfigDict
 
-from ..dims import floordiv, numel, resolve_shape
+from ..dims import DimEntry, floordiv, numel, resolve_shape
 from ..opdef import OpDef, register_op
 from ._common import like
 
 
 class ReshapeAttrs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    shape: list[Union[int, str]]  # may hold one -1
+    shape: list[DimEntry]  # may hold one -1
 
 
 @register_op
