@@ -42,7 +42,13 @@ class OutputAccuracy(_Model):
     name: str
     max_abs_error: float
     max_rel_error: float = Field(description="max |artifact - eager| / max |eager|")
-    cosine: float
+    cosine: float = Field(description="cosine similarity of the whole output")
+    sample_cosine_min: Optional[float] = Field(default=None, description="lowest cosine of one sample (dim 0) of the output")
+    sample_cosine_mean: Optional[float] = None
+    top1_agreement: Optional[float] = Field(default=None, description="[batch, classes] outputs: share of samples "
+                                            "whose arg-max is the eager one's")
+    neighbour_agreement: Optional[float] = Field(default=None, description="[batch, dim] outputs of 3+ samples: share "
+                                                 "of samples whose nearest other sample (cosine) is the eager one's")
 
 
 class AccuracyRecord(_Model):
@@ -50,6 +56,9 @@ class AccuracyRecord(_Model):
     dtype: str
     budget_rel_error: float
     budget_min_cosine: float
+    judged_by: str = Field(default="max relative error and cosine",
+                           description="which measurements decide `passed` (the others are recorded)")
+    computed_in: Optional[str] = Field(default=None, description="what the converting CPU computed bf16 parts in")
     passed: bool
     outputs: list[OutputAccuracy]
 

@@ -1,0 +1,71 @@
+"""accuracy.py: what is measured per output, and what decides per dtype (fp32 element-wise; bf16 and
+int8 by every sample's cosine, so one element far off in a 0.998-cosine embedding does not fail)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ipexconvert.accuracy import ELEMENTWISE, PER_SAMPLE, compare_output, describe_failure, measure
+
+
+def embeddings(n=8, dim=64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, dim, generator=g)
+
+
+def test_one_element_far_off_in_a_close_embedding_passes_int8_but_not_fp32():
+    want = embeddings()
+    got = want.clone()
+    got[3, 5] += 0.3 * want.abs().max()  # 30% of the largest value, in one element
+    record = measure(["emb"], [got], [want], "int8", "eager")
+    (o,) = record.outputs
+    assert o.max_rel_error > 0.25  # over the old int8 budget
+    assert o.sample_cosine_min > 0.98 and record.passed and record.judged_by == PER_SAMPLE
+    fp32 = measure(["emb"], [got], [want], "fp32", "eager")
+    assert not fp32.passed and fp32.judged_by == ELEMENTWISE
+    assert "max relative error" in describe_failure(fp32)
+
+
+def test_one_bad_sample_fails_even_when_the_whole_cosine_is_high():
+    want = embeddings(n=64)
+    got = want.clone()
+    got[10] = -got[10]  # one sample reversed
+    (o,) = measure(["emb"], [got], [want], "bf16", "eager").outputs
+    assert o.cosine > 0.95 and o.sample_cosine_min == pytest.approx(-1.0)
+    record = measure(["emb"], [got], [want], "bf16", "eager")
+    assert not record.passed
+    assert "lowest sample cosine -1.000000" in describe_failure(record)
+
+
+def test_an_explicit_relative_budget_is_judged_too():
+    want = embeddings()
+    got = want.clone()
+    got[0, 0] += 0.5 * want.abs().max()
+    record = measure(["emb"], [got], [want], "int8", "eager", max_rel_error=0.1)
+    assert not record.passed and "relative" in record.judged_by
+    assert "max relative error" in describe_failure(record)
+
+
+def test_top1_and_neighbour_agreement():
+    want = embeddings(n=6, dim=10, seed=1)
+    o = compare_output("logits", want.clone(), want)
+    assert o.top1_agreement == 1.0 and o.neighbour_agreement == 1.0 and o.sample_cosine_min == pytest.approx(1.0)
+    swapped = want.clone()
+    row = swapped[2]
+    top = row.argmax()
+    row[top], row[(top + 1) % 10] = row[(top + 1) % 10].item(), row[top].item()
+    assert compare_output("logits", swapped, want).top1_agreement == pytest.approx(5 / 6)
+    assert compare_output("two", want[:2], want[:2]).neighbour_agreement is None  # needs 3 samples
+
+
+def test_shapes_without_samples_and_zero_outputs():
+    o = compare_output("scalar", torch.tensor(2.0), torch.tensor(2.0))
+    assert o.sample_cosine_min is None and o.cosine == 1.0
+    zeros = compare_output("zeros", torch.zeros(3, 4), torch.zeros(3, 4))
+    assert zeros.sample_cosine_min == 1.0 and zeros.max_rel_error == 0.0
+    assert measure(["x"], [torch.zeros(3, 4)], [torch.zeros(3, 4)], "int8", "eager").passed
+
+
+def test_shape_mismatch_is_an_error():
+    with pytest.raises(ValueError, match="artifact shape"):
+        measure(["x"], [torch.zeros(2, 3)], [torch.zeros(3, 2)], "fp32", "eager")
