@@ -11,15 +11,16 @@ from typing import Callable, Iterable, Mapping, Optional, Union
 import torch
 
 from . import __version__
-from .accuracy import flatten_outputs, measure
+from .accuracy import describe_failure, flatten_outputs, measure
 from .artifact import write_artifact
 from .errors import AccuracyError, UserInputError
 from .frontend.dynamic import DynamicDim, DynamicDims
 from .frontend.export import decompose, export_module, program_from_exported
-from .frontend.inputs import InputArg, make_example_inputs
+from .frontend.inputs import InputArg, check_example_inputs, make_example_inputs
 from .frontend.sources import ResolvedSource, SourceRequest, from_module, resolve_source
 from .ir import Program
 from .manifest import AccuracyRecord, IOSpec, Manifest
+from .output_path import check_writable, scratch_folder, write_errors
 from .passes import PassOptions, pipeline_for, run_pipeline
 from .quant.options import QuantOptions
 from .runtime.model import LoadedModel
@@ -69,6 +70,7 @@ def _prepare_inputs(source: ResolvedSource, example_inputs: Optional[Mapping[str
         raise UserInputError("no example inputs: ipexconvert needs them to trace the model",
                              "pass --input NAME:SHAPE:DTYPE (e.g. --input x:batch,3,224,224:float32) "
                              "or --example-inputs inputs.safetensors")
+    check_example_inputs(source.example_inputs)
 
 
 def optimize(
@@ -94,6 +96,7 @@ def optimize(
     qconfig_out: Union[str, Path, None] = None,
     progress_bar=None,
     tune=None,
+    on_output: Optional[Callable[[Path], None]] = None,
 ) -> OptimizeResult:
     """Convert a model into an .ipxc artifact, check it against eager PyTorch, and return where it is.
 
@@ -106,6 +109,7 @@ def optimize(
     `quant` holds the int8 settings (observer, SmoothQuant, accuracy guard, qconfig import);
     `qconfig_out` writes the final quantization plan as editable JSON. `tune` (a
     quant.convert.TuneSettings) searches settings until a user metric is within tolerance of fp32.
+    `on_output` is called with the artifact's path once it is known, before anything is written there.
     """
     say = progress or (lambda _msg: None)
     names = pipeline_for(dtype, passes, skip_passes)  # validate before any slow work
@@ -115,6 +119,10 @@ def optimize(
         check_calibration_args(calibration, calib_text, calib_synthetic)
         if qconfig_out is not None and not Path(qconfig_out).parent.is_dir():
             raise UserInputError(f"the folder for --qconfig-out {qconfig_out} does not exist", "create it first")
+        if qconfig_out is not None:
+            check_writable(Path(qconfig_out), "--qconfig-out")
+    if output is not None:  # before the slow work
+        check_writable(Path(output), "-o")
     say("loading model")
     if isinstance(model, torch.nn.Module):
         source = from_module(model)
@@ -146,28 +154,35 @@ def optimize(
         manifest.quantization = quantization.model_dump(mode="json")
 
     out_path = Path(output) if output is not None else _default_output(source, dtype)
+    if output is None:
+        check_writable(out_path, "-o")
+    if on_output is not None:
+        on_output(out_path)
     say("writing artifact and checking accuracy against eager")
     # int8 is checked on a held-out calibration batch: real data, where the example inputs may be
     # random (e.g. token ids of a Hugging Face folder) and outside what the model was calibrated for.
     check_inputs = held_out[0] if held_out else source.example_inputs
     where = "a held-out calibration batch" if held_out else "the example inputs"
-    accuracy = _measure_accuracy(program, manifest, source, dtype, out_path, max_rel_error, min_cosine,
-                                 check_inputs, where)
-    final = write_artifact(out_path, program, manifest.model_copy(update={"accuracy": accuracy}), source.example_inputs)
+    # Every temp file (the checked artifact, the final one before its rename) lives in one scratch folder
+    # next to the output, removed however this ends; the output appears complete or not at all.
+    with scratch_folder(out_path, "-o") as folder:
+        accuracy = _measure_accuracy(program, manifest, source, dtype, out_path, folder / "check.ipxc",
+                                     max_rel_error, min_cosine, check_inputs, where)
+        with write_errors(out_path, "-o"):
+            final = write_artifact(folder / "artifact.ipxc", program, manifest.model_copy(update={"accuracy": accuracy}),
+                                   source.example_inputs)
+            os.replace(folder / "artifact.ipxc", out_path)
     if quantization is not None and qconfig_out is not None:
-        Path(qconfig_out).write_text(quantization.model_dump_json(indent=2) + "\n")
+        with write_errors(Path(qconfig_out), "--qconfig-out"):
+            Path(qconfig_out).write_text(quantization.model_dump_json(indent=2) + "\n")
     return OptimizeResult(path=out_path, manifest=final, source=source, example_inputs=source.example_inputs)
 
 
 def _load_in_memory(program: Program, manifest: Manifest) -> LoadedModel:
     """A candidate program as a loaded model, through a temporary artifact (what a user would load)."""
-    fd, tmp = tempfile.mkstemp(prefix=".ipexconvert-candidate.", suffix=".ipxc")
-    os.close(fd)
-    try:
-        write_artifact(tmp, program, manifest)
-        return load_artifact(tmp)
-    finally:
-        os.unlink(tmp)
+    with scratch_folder(Path(tempfile.gettempdir()) / "ipexconvert-candidate", "a temporary file") as folder:
+        write_artifact(folder / "candidate.ipxc", program, manifest)
+        return load_artifact(folder / "candidate.ipxc")
 
 
 def _ensure_example_inputs(program: Program, source: ResolvedSource) -> None:
@@ -181,6 +196,7 @@ def _ensure_example_inputs(program: Program, source: ResolvedSource) -> None:
                  for d in spec.shape]
         args.append(InputArg(name=name, shape=shape, dtype=spec.dtype))
     source.example_inputs, _ = make_example_inputs(args)
+    check_example_inputs(source.example_inputs)
 
 
 def _manifest(program: Program, source: ResolvedSource, dtype: str, records) -> Manifest:
@@ -201,28 +217,24 @@ def _manifest(program: Program, source: ResolvedSource, dtype: str, records) -> 
 
 
 def _measure_accuracy(program: Program, manifest: Manifest, source: ResolvedSource, dtype: str, out_path: Path,
-                      max_rel_error: Optional[float], min_cosine: Optional[float],
+                      tmp: Path, max_rel_error: Optional[float], min_cosine: Optional[float],
                       inputs: Mapping[str, torch.Tensor], where: str) -> AccuracyRecord:
-    """Write to a temp file, load it like a user would, and compare with eager on `inputs`."""
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".check.ipxc", dir=out_path.parent)
-    os.close(fd)
-    try:
+    """Write to the temp path `tmp` (next to `out_path`, so a full disk shows now, not at the final
+    write), load it like a user would, and compare with eager on `inputs`."""
+    with write_errors(out_path, "-o"):
         write_artifact(tmp, program, manifest)
-        loaded = load_artifact(tmp)
-        got = loaded.run_list([inputs[n] for n in loaded.signature.input_names])
-    finally:
-        os.unlink(tmp)
+    loaded = load_artifact(tmp)
+    got = loaded.run_list([inputs[n] for n in loaded.signature.input_names])
+    os.unlink(tmp)
     with torch.no_grad():
         want = flatten_outputs(source.eager(**inputs))
+    computed_in = None if loaded.executor.bf16_compute is None else f"bf16 parts in {loaded.executor.bf16_compute}"
     record = measure(loaded.signature.output_names, got, want, dtype, f"eager PyTorch fp32 on {where}",
-                     max_rel_error, min_cosine)
+                     max_rel_error, min_cosine, computed_in)
     if not record.passed:
-        worst = max(record.outputs, key=lambda o: o.max_rel_error)
         raise AccuracyError(
-            f"the {dtype} artifact is too far from eager PyTorch: output {worst.name} has max relative error "
-            f"{worst.max_rel_error:.3g} (budget {record.budget_rel_error:g}) and cosine {worst.cosine:.6f} "
-            f"(budget {record.budget_min_cosine:g}); nothing was written",
+            f"the {dtype} artifact is too far from eager PyTorch ({record.judged_by} decide): "
+            f"{describe_failure(record)}; nothing was written",
             "raise the budget with --max-rel-error / --min-cosine if this is expected, or skip the pass that "
             "causes it (--skip-pass NAME) and report the model")
     return record

@@ -106,7 +106,7 @@ def _compute_precision(model) -> str:
 
 
 def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path], dims: list[str], warmup: int,
-              rounds: int, threads: Optional[int], profile: bool, console=None) -> dict:
+              rounds: int, threads: Optional[int], profile: bool, console=None, trust_pickle: bool = False) -> dict:
     from rich.progress import Progress
 
     from .api import load_artifact
@@ -130,7 +130,7 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
     if against:
         from .frontend.sources import SourceRequest, resolve_source
 
-        eager = resolve_source(SourceRequest(location=against)).eager
+        eager = resolve_source(SourceRequest(location=against, trust_pickle=trust_pickle)).eager
 
         def run_eager():
             with torch.inference_mode():

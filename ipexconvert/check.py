@@ -1,4 +1,10 @@
-"""`ipexconvert check`: the CI regression gate (artifact vs golden outputs or an eager model)."""
+"""`ipexconvert check`: the CI regression gate (artifact vs golden outputs or an eager model).
+
+NaN and Inf: errors are measured where both sides are finite. With check_finite (the default)
+an output also fails when its NaN/Inf values are not where the reference has them: NaN or Inf
+where the reference is finite, or a number where the reference is NaN/Inf (a kernel that
+swallowed a NaN, e.g. oneDNN's max pooling or a relu fused into a oneDNN convolution). Without
+it, those positions are counted in the report but do not fail the check."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,9 +40,43 @@ def _reference_outputs(reference: str, names: list[str], tensors: dict[str, torc
         return flatten_outputs(source.eager(**tensors))
 
 
+def nonfinite_counts(t: torch.Tensor) -> tuple[int, int]:
+    """(NaN count, Inf count) of a tensor; (0, 0) for integer and bool tensors."""
+    if not t.is_floating_point():
+        return 0, 0
+    nan = int(torch.isnan(t).sum())
+    return nan, int((~torch.isfinite(t)).sum()) - nan
+
+
+def _finite_agreement(got: torch.Tensor, want: torch.Tensor) -> tuple[torch.Tensor, dict[str, int]]:
+    """Where both are finite (a bool mask), and how the non-finite values disagree."""
+    g_ok = torch.isfinite(got) if got.is_floating_point() else torch.ones_like(got, dtype=torch.bool)
+    w_ok = torch.isfinite(want) if want.is_floating_point() else torch.ones_like(want, dtype=torch.bool)
+    both_bad = ~g_ok & ~w_ok
+    same_kind = (torch.isnan(got) & torch.isnan(want)) | (got == want) if both_bad.any() else both_bad
+    counts = {
+        "artifact": int((~g_ok).sum()), "reference": int((~w_ok).sum()),
+        "nonfinite_where_reference_finite": int((~g_ok & w_ok).sum()),
+        "finite_where_reference_nonfinite": int((g_ok & ~w_ok).sum()),
+        "different_nonfinite": int((both_bad & ~same_kind).sum()),
+    }
+    return g_ok & w_ok, counts
+
+
+def _nonfinite_message(c: dict[str, int]) -> str:
+    parts = []
+    if c["nonfinite_where_reference_finite"]:
+        parts.append(f"{c['nonfinite_where_reference_finite']} value(s) NaN/Inf where the reference is finite")
+    if c["finite_where_reference_nonfinite"]:
+        parts.append(f"{c['finite_where_reference_nonfinite']} value(s) finite where the reference is NaN/Inf")
+    if c["different_nonfinite"]:
+        parts.append(f"{c['different_nonfinite']} value(s) a different NaN/Inf than the reference")
+    return "; ".join(parts)
+
+
 def run_check(artifact: Path, reference: str, inputs_path: Optional[Path], rtol: Optional[float], atol: float,
               min_cosine: Optional[float], model_factory: Optional[str] = None, model_kwargs: Optional[str] = None,
-              trust_pickle: bool = False) -> dict:
+              trust_pickle: bool = False, check_finite: bool = True) -> dict:
     from .api import load_artifact
     from .artifact import read_example_inputs
     from .frontend.inputs import load_inputs_file
@@ -60,14 +100,19 @@ def run_check(artifact: Path, reference: str, inputs_path: Optional[Path], rtol:
             outputs.append({"name": name, "passed": False, "message": f"shape {tuple(g.shape)} != reference {tuple(w.shape)}",
                             "max_abs_error": float("inf"), "max_rel_error": float("inf"), "cosine": 0.0, "tolerance": 0.0})
             continue
-        acc = compare_output(name, g, w)
-        tolerance = atol + rtol * float(w.detach().abs().max()) if w.numel() else atol
-        passed = acc.max_abs_error <= tolerance and acc.cosine >= min_cosine
+        finite, counts = _finite_agreement(g.detach(), w.detach())
+        g_f, w_f = g.detach()[finite], w.detach()[finite]
+        acc = compare_output(name, g_f, w_f)
+        tolerance = atol + rtol * float(w_f.abs().max()) if w_f.numel() else atol
+        within = acc.max_abs_error <= tolerance and acc.cosine >= min_cosine
+        mismatch = _nonfinite_message(counts)
+        passed = within and not (check_finite and mismatch)
+        message = "; ".join(m for m in ("" if within else "outside tolerance", mismatch if check_finite else "") if m)
         outputs.append({"name": name, "passed": passed, "max_abs_error": acc.max_abs_error,
                         "max_rel_error": acc.max_rel_error, "cosine": acc.cosine, "tolerance": tolerance,
-                        "message": "" if passed else "outside tolerance"})
+                        "nonfinite": counts, "message": message})
     return {"artifact": str(artifact), "reference": reference, "rtol": rtol, "atol": atol, "min_cosine": min_cosine,
-            "passed": all(o["passed"] for o in outputs), "outputs": outputs}
+            "check_finite": check_finite, "passed": all(o["passed"] for o in outputs), "outputs": outputs}
 
 
 def write_junit(report: dict, path: Path) -> None:
@@ -79,6 +124,8 @@ def write_junit(report: dict, path: Path) -> None:
         case = f'  <testcase classname={quoteattr(Path(report["artifact"]).name)} name={quoteattr(o["name"])}'
         detail = (f"max_abs_error={o['max_abs_error']:.6g} tolerance={o['tolerance']:.6g} "
                   f"cosine={o['cosine']:.6f} min_cosine={report['min_cosine']}")
+        if o.get("nonfinite") and (o["nonfinite"]["artifact"] or o["nonfinite"]["reference"]):
+            detail += f" nonfinite_artifact={o['nonfinite']['artifact']} nonfinite_reference={o['nonfinite']['reference']}"
         if o["passed"]:
             lines.append(case + f'><system-out>{detail}</system-out></testcase>')
         else:

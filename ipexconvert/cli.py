@@ -9,7 +9,9 @@ import functools
 import json
 import math
 import os
+import signal
 import sys
+import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +26,68 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from .errors import IpexConvertError, UserInputError
+from .output_path import WriteLedger, check_writable, scratch_folder, write_errors
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Convert PyTorch models into fast, safe single-file artifacts (.ipxc) and run them.")
 out = Console()
 err = Console(stderr=True)
+# The files the running command may write (-o, --qconfig-out, --junit), so that an interrupt can say
+# which of them now exist complete (every writer renames a finished temp file into place).
+written = WriteLedger()
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM as an exception, so that `finally` blocks remove temp files before the process ends."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
+
+
+class _StopSignals:
+    """While a command runs (main thread only), SIGINT and SIGTERM raise inside it, then the old handlers return.
+
+    Python drops (prints as "ignored") an exception raised in a weakref callback or __del__, and a
+    signal can land there; such a signal is delivered again 10 ms later, outside that callback."""
+
+    def __enter__(self):
+        self.saved = None
+        if threading.current_thread() is threading.main_thread():
+            self.saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)}
+            self.hook, self.again = sys.unraisablehook, signal.SIGINT
+            signal.signal(signal.SIGINT, _stop)
+            signal.signal(signal.SIGTERM, _stop)
+            signal.signal(signal.SIGALRM, lambda _s, frame: _stop(self.again, frame))
+            sys.unraisablehook = self._swallowed
+        return self
+
+    def _swallowed(self, unraisable) -> None:
+        e = unraisable.exc_value
+        if not isinstance(e, KeyboardInterrupt):
+            return self.hook(unraisable)
+        self.again = e.signum if isinstance(e, Terminated) else signal.SIGINT
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+
+    def __exit__(self, *exc) -> None:
+        if self.saved is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            sys.unraisablehook = self.hook
+            for s, handler in self.saved.items():
+                signal.signal(s, handler)
+
+
+def _interrupted_message(e: KeyboardInterrupt) -> tuple[str, int]:
+    what, code = ("terminated", 128 + e.signum) if isinstance(e, Terminated) else ("interrupted", 130)
+    done = written.written()
+    if not done:
+        return f"{what}; nothing was written", code
+    names = ", ".join(str(p) for p in done)
+    return f"{what}; {names} had already been written and is complete", code
 
 
 def handle_errors(fn: Callable) -> Callable:
@@ -39,16 +98,20 @@ def handle_errors(fn: Callable) -> Callable:
         warnings.filterwarnings("ignore", category=FutureWarning)
         warnings.filterwarnings("ignore", category=UserWarning, module="torch")
         _quiet_third_party_progress()
+        global written
+        written = WriteLedger()
         try:
-            return fn(*args, **kwargs)
+            with _StopSignals():
+                return fn(*args, **kwargs)
         except IpexConvertError as e:
             err.print(f"[bold red]error:[/] {escape(e.problem)}", highlight=False)
             if e.fix:
                 err.print(f"  [bold]fix:[/] {escape(e.fix)}", highlight=False)
             raise typer.Exit(e.exit_code)
-        except KeyboardInterrupt:
-            err.print("interrupted; nothing was written")
-            raise typer.Exit(130)
+        except KeyboardInterrupt as e:
+            message, code = _interrupted_message(e)
+            err.print(escape(message), highlight=False)
+            raise typer.Exit(code)
         except (typer.Exit, typer.Abort):
             raise
         except Exception as e:  # a bug in ipexconvert, not the user's fault
@@ -66,6 +129,16 @@ def _quiet_third_party_progress() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers is first imported
     if "transformers" in sys.modules:  # already imported (in-process use): switch its bars off directly
         sys.modules["transformers"].utils.logging.disable_progress_bar()
+
+
+def _accuracy_line(acc: dict) -> str:
+    """One output's accuracy numbers: element-wise, then per sample where the output has samples."""
+    text = f"max rel error {acc['max_rel_error']:.2e}, cosine {acc['cosine']:.6f}"
+    if acc.get("sample_cosine_min") is not None:
+        text += f", sample cosine min {acc['sample_cosine_min']:.6f} mean {acc['sample_cosine_mean']:.6f}"
+    if acc.get("neighbour_agreement") is not None:
+        text += f", nearest neighbour kept {acc['neighbour_agreement']:.0%}"
+    return text
 
 
 def _human_bytes(n: float) -> str:
@@ -280,7 +353,9 @@ def optimize(
     example_inputs: Optional[Path] = typer.Option(None, "--example-inputs", help="safetensors file with one tensor per input"),
     model_factory: Optional[str] = typer.Option(None, "--model-factory", help="package.module:function building the model"),
     model_kwargs: Optional[str] = typer.Option(None, "--model-kwargs", help="JSON keyword arguments for the factory"),
-    trust_pickle: bool = typer.Option(False, "--trust-pickle", help="allow loading a pickled nn.Module (runs code from the file)"),
+    trust_pickle: bool = typer.Option(False, "--trust-pickle", help="allow sources that run code from the file when loaded: "
+                                      "a pickled nn.Module checkpoint, or a .pt2 archive (torch.export.load unpickles and "
+                                      "evaluates code in it); only for files from someone you trust"),
     passes: Optional[str] = typer.Option(None, "--passes", help="comma-separated pass list replacing the dtype's pipeline"),
     skip_pass: List[str] = typer.Option([], "--skip-pass", help="pass to leave out (repeatable)"),
     max_rel_error: Optional[float] = typer.Option(None, "--max-rel-error", help="accuracy budget: max |artifact-eager| / max |eager|"),
@@ -334,6 +409,8 @@ def optimize(
     input_args = [parse_input_arg(text) for text in input]
     tensors = load_inputs_file(example_inputs) if example_inputs else None
     kwargs = parse_model_kwargs(model_kwargs)
+    if qconfig_out is not None:
+        written.expect(qconfig_out)
     with ConversionProgress(err) as progress, warnings.catch_warnings():
         warnings.showwarning = _loud_warning
         result = run_optimize(
@@ -342,7 +419,7 @@ def optimize(
             max_rel_error=max_rel_error, min_cosine=min_cosine, model_factory=model_factory, model_kwargs=kwargs,
             trust_pickle=trust_pickle, progress=progress.say, calibration=calib, calib_text=calib_text,
             calib_synthetic=calib_synthetic or 0, quant=quant, qconfig_out=qconfig_out, progress_bar=progress.stage,
-            tune=tune_settings)
+            tune=tune_settings, on_output=written.expect)
         timings = None
         if timing:
             progress.say("timing eager vs artifact")
@@ -366,8 +443,9 @@ def optimize(
     ops = ", ".join(f"{k} {v}" for k, v in manifest.op_histogram.items())
     out.print(f"[bold]ops[/] ({sum(manifest.op_histogram.values())}): {ops}", highlight=False)
     for acc in manifest.accuracy.outputs:
-        out.print(f"[bold]accuracy[/] {acc.name}: max rel error {acc.max_rel_error:.2e}, cosine {acc.cosine:.6f} "
-                  f"(budget {manifest.accuracy.budget_rel_error:g} / {manifest.accuracy.budget_min_cosine:g})", highlight=False)
+        out.print(f"[bold]accuracy[/] {acc.name}: {_accuracy_line(acc.model_dump())} "
+                  f"(judged by {manifest.accuracy.judged_by}; budget rel {manifest.accuracy.budget_rel_error:g}, "
+                  f"cosine {manifest.accuracy.budget_min_cosine:g})", highlight=False)
     if manifest.quantization is not None:
         _print_quant_summary(manifest.quantization)
     if timings:
@@ -417,8 +495,7 @@ def inspect(
     out.print("weights: " + ", ".join(f"{k} {_human_bytes(v)}" for k, v in summary["weight_bytes_by_dtype"].items()), highlight=False)
     if m["accuracy"]:
         for acc in m["accuracy"]["outputs"]:
-            out.print(f"accuracy at conversion, {acc['name']}: max rel error {acc['max_rel_error']:.2e}, cosine {acc['cosine']:.6f}",
-                      highlight=False)
+            out.print(f"accuracy at conversion, {acc['name']}: {_accuracy_line(acc)}", highlight=False)
     if m.get("quantization"):
         _print_quant_table(artifact, m["quantization"])
 
@@ -455,31 +532,67 @@ def run(
     inputs: Optional[Path] = typer.Option(None, "--inputs", help="safetensors file with one tensor per input (default: the stored example inputs)"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="where to write outputs (safetensors)"),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="intra-op threads (default: all cores)"),
+    check_finite: bool = typer.Option(False, "--check-finite", help="exit 1 if an output holds NaN or Inf "
+                                      "(outputs and inputs holding them are reported either way)"),
 ):
-    """Run an artifact on inputs from a safetensors file and write the outputs."""
-    from safetensors.torch import save_file
+    """Run an artifact on inputs from a safetensors file and write the outputs.
 
+    Each output's line says how many NaN/Inf values it holds. oneDNN kernels (max pooling, a relu
+    fused into a convolution or linear) turn NaN into numbers, so with NaN in the inputs an output
+    may be finite where eager PyTorch gives NaN: `ipexconvert check` compares the two."""
     from .api import load_artifact
     from .artifact import read_example_inputs
+    from .check import nonfinite_counts
     from .frontend.inputs import load_inputs_file
 
-    if output is not None and output.is_dir():
-        raise UserInputError(f"-o {output} is a folder, not a file path", f"pass a file path, e.g. -o {output / 'outputs.safetensors'}")
+    if output is not None:
+        check_writable(output, "-o")
+        written.expect(output)
     model = load_artifact(artifact, threads=threads)
     tensors = load_inputs_file(inputs, model.signature.input_names) if inputs else read_example_inputs(artifact)
     results = model.run_dict(tensors)
+    nonfinite_outputs = []
     for name, t in results.items():
-        out.print(f"{name}: {tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}", highlight=False, markup=False)
+        line = f"{name}: {tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}"
+        nan, inf = nonfinite_counts(t)
+        if nan or inf:
+            nonfinite_outputs.append(name)
+            line += f" (holds {nan} NaN, {inf} Inf of {t.numel()} values)"
+        out.print(line, highlight=False, markup=False)
+    _note_nonfinite_inputs(model, tensors)
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        tmp = output.with_name(f".{output.name}.tmp")
-        try:
-            save_file({k: v.contiguous() for k, v in results.items()}, str(tmp))
-            os.replace(tmp, output)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        _save_outputs(results, output)
         out.print(f"wrote {escape(str(output))}", highlight=False)
+    if check_finite and nonfinite_outputs:
+        err.print(f"[bold red]non-finite:[/] output(s) {escape(', '.join(nonfinite_outputs))} hold NaN or Inf", highlight=False)
+        raise typer.Exit(1)
+
+
+def _note_nonfinite_inputs(model, tensors: dict) -> None:
+    """Say which inputs hold NaN/Inf and which of this artifact's kernels may turn NaN into numbers."""
+    from .check import nonfinite_counts
+
+    flagged = {n: nonfinite_counts(t) for n, t in tensors.items()}
+    flagged = {n: c for n, c in flagged.items() if c[0] or c[1]}
+    if not flagged:
+        return
+    for name, (nan, inf) in flagged.items():
+        err.print(f"[yellow]note:[/] input {escape(name)} holds {nan} NaN, {inf} Inf", highlight=False)
+    onednn = sorted({s.kernel_name for s in getattr(model.executor, "steps", [])
+                     if s.kernel_name.startswith(("dnnl:", "onednn:"))})
+    if onednn:
+        err.print(f"[yellow]note:[/] this artifact runs oneDNN kernels ({escape(', '.join(onednn))}); oneDNN's max pooling "
+                  "and a relu fused into a convolution or linear turn NaN into numbers, so an output can be finite where "
+                  "eager PyTorch gives NaN (compare with `ipexconvert check --reference SOURCE --inputs FILE`)", highlight=False)
+
+
+def _save_outputs(results: dict, output: Path) -> None:
+    """Outputs as safetensors, written in a scratch folder next to `output` and renamed over it."""
+    from safetensors.torch import save_file
+
+    with scratch_folder(output, "-o") as folder, write_errors(output, "-o"):
+        save_file({k: v.contiguous() for k, v in results.items()}, str(folder / "outputs.safetensors"))
+        os.replace(folder / "outputs.safetensors", output)
 
 
 # --------------------------------------------------------------------------- bench
@@ -488,6 +601,8 @@ def run(
 def bench(
     artifact: Path = typer.Argument(..., help="an .ipxc file"),
     against: Optional[str] = typer.Option(None, "--against", help="also time this eager model (same SOURCE forms as optimize)"),
+    trust_pickle: bool = typer.Option(False, "--trust-pickle", help="allow an --against source that runs code from the file "
+                                      "(a pickled nn.Module, a .pt2 archive)"),
     inputs: Optional[Path] = typer.Option(None, "--inputs", help="safetensors inputs (default: stored example inputs)"),
     dim: List[str] = typer.Option([], "--dim", help="NAME=SIZE for a dynamic dim, e.g. batch=16 (resizes the example inputs)"),
     warmup: int = typer.Option(3, "--warmup", min=0),
@@ -500,7 +615,7 @@ def bench(
     from .bench import run_bench
 
     report = run_bench(artifact, against=against, inputs_path=inputs, dims=dim, warmup=warmup, rounds=rounds,
-                       threads=threads, profile=profile, console=err)
+                       threads=threads, profile=profile, console=err, trust_pickle=trust_pickle)
     if as_json:
         out.print_json(json.dumps(report))
         return
@@ -513,6 +628,7 @@ def bench(
     out.print(table)
     out.print(f"load {report['load_ms']:.1f} ms; peak RSS {_human_bytes(report['peak_rss_bytes'])}; "
               f"malloc tuning {report['malloc_tuning']}", highlight=False)
+    out.print(f"computes in: {report['compute']}", highlight=False)
     if report.get("profile"):
         prof = Table(title="time per op kind (one run)", show_edge=False)
         prof.add_column("kernel")
@@ -536,24 +652,40 @@ def check(
     min_cosine: Optional[float] = typer.Option(None, "--min-cosine", help="min cosine similarity (default per dtype)"),
     model_factory: Optional[str] = typer.Option(None, "--model-factory"),
     model_kwargs: Optional[str] = typer.Option(None, "--model-kwargs"),
-    trust_pickle: bool = typer.Option(False, "--trust-pickle"),
+    trust_pickle: bool = typer.Option(False, "--trust-pickle", help="allow a --reference that runs code from the file "
+                                      "(a pickled nn.Module, a .pt2 archive)"),
+    check_finite: bool = typer.Option(True, "--check-finite/--no-check-finite",
+                                      help="fail an output whose NaN/Inf values are not where the reference has them "
+                                           "(NaN/Inf where the reference is finite, or a number where it is NaN/Inf); "
+                                           "--no-check-finite only reports them. Errors are measured where both are finite"),
     junit: Optional[Path] = typer.Option(None, "--junit", help="write a JUnit XML report here"),
     as_json: bool = typer.Option(False, "--json"),
 ):
     """CI gate: compare an artifact's outputs with a reference. Exit 0 within tolerance, 1 on regression, 2 on usage error."""
     from .check import run_check, write_junit
 
-    report = run_check(artifact, reference, inputs_path=inputs, rtol=rtol, atol=atol, min_cosine=min_cosine,
-                       model_factory=model_factory, model_kwargs=model_kwargs, trust_pickle=trust_pickle)
     if junit is not None:
-        write_junit(report, junit)
+        check_writable(junit, "--junit")
+        written.expect(junit)
+    report = run_check(artifact, reference, inputs_path=inputs, rtol=rtol, atol=atol, min_cosine=min_cosine,
+                       model_factory=model_factory, model_kwargs=model_kwargs, trust_pickle=trust_pickle,
+                       check_finite=check_finite)
+    if junit is not None:
+        with write_errors(junit, "--junit"):
+            write_junit(report, junit)
     if as_json:
         out.print_json(json.dumps(_json_safe(report)))
     else:
         for o in report["outputs"]:
             status = "[green]ok[/]" if o["passed"] else "[bold red]REGRESSION[/]"
-            out.print(f"{status} {o['name']}: max abs err {o['max_abs_error']:.3e}, rel {o['max_rel_error']:.3e} "
-                      f"(tol {o['tolerance']:.3e}), cosine {o['cosine']:.6f} (min {report['min_cosine']:g})", highlight=False)
+            line = (f"{status} {escape(o['name'])}: max abs err {o['max_abs_error']:.3e}, rel {o['max_rel_error']:.3e} "
+                    f"(tol {o['tolerance']:.3e}), cosine {o['cosine']:.6f} (min {report['min_cosine']:g})")
+            counts = o.get("nonfinite") or {}
+            if counts.get("artifact") or counts.get("reference"):
+                line += f"; NaN/Inf: artifact {counts['artifact']}, reference {counts['reference']}"
+            if not o["passed"] and o.get("message"):
+                line += f" ({escape(o['message'])})"
+            out.print(line, highlight=False)
         out.print("[bold green]PASS[/]" if report["passed"] else "[bold red]FAIL[/]")
     raise typer.Exit(0 if report["passed"] else 1)
 

@@ -24,10 +24,15 @@ def summarize(path: Path) -> dict:
     manifest, graph = _read(path)
     by_dtype: dict[str, int] = {}
     for name in graph.constants:
-        spec = graph.values[name]
+        spec = graph.values.get(name)
+        if spec is None or not all(isinstance(d, int) and not isinstance(d, bool) for d in spec.shape):
+            # a weight has one fixed shape; a dim name or expression here means a corrupt or edited file
+            shape = "?" if spec is None else spec.describe()
+            raise ArtifactError(f"{path}: constant {name} has shape {shape}, not a list of integers",
+                                "re-create the artifact with `ipexconvert optimize`; do not edit .ipxc files by hand")
         count = 1
         for d in spec.shape:
-            count *= int(d)
+            count *= d
         by_dtype[spec.dtype] = by_dtype.get(spec.dtype, 0) + count * dtypes.to_torch(spec.dtype).itemsize
     ins = ", ".join(f"{i.name}: {i.spec.describe()}" for i in manifest.inputs)
     outs = ", ".join(f"{o.name}: {o.spec.describe()}" for o in manifest.outputs)

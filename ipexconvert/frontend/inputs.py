@@ -3,12 +3,15 @@
 SHAPE is dims separated by `,` or else by `x` (with commas, names may contain `x`): numbers are static, names are dynamic dims
 (`batch`, `seq`), optionally with a range: `batch[1..64]`. Example sizes used for
 tracing: 2 for a dim named batch, 8 for other named dims (clamped to the range).
+
+Example inputs must hold data (no zero-size dim: an empty batch traces nothing and its accuracy
+check compares nothing), and generated ones are capped at MAX_EXAMPLE_BYTES each.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
 import torch
 from pydantic import BaseModel, ConfigDict
@@ -19,6 +22,7 @@ from .dynamic import DynamicDim, DynamicDims
 
 _DIM = re.compile(r"^(?:(?P<num>\d+)|(?P<name>[A-Za-wyz_][A-Za-z0-9_]*)(?:\[(?P<lo>\d+)\.\.(?P<hi>\d+)\])?)$")
 DEFAULT_DIM_MAX = 4096
+MAX_EXAMPLE_BYTES = 1 << 30  # one generated example tensor; real example inputs are a few MiB at most
 
 
 class InputArg(BaseModel):
@@ -48,6 +52,9 @@ def parse_input_arg(text: str) -> InputArg:
         if not m:
             raise UserInputError(f"--input {text!r}: cannot read dimension {token!r}", usage + "; ranges look like batch[1..64]")
         if m["num"] is not None:
+            if int(m["num"]) == 0:
+                raise UserInputError(f"--input {text!r}: dim {len(shape)} is 0, so the example input would be empty",
+                                     "give every static dim a size of at least 1 (an empty example checks nothing)")
             shape.append(int(m["num"]))
         else:
             lo, hi = (int(m["lo"]), int(m["hi"])) if m["lo"] else (1, DEFAULT_DIM_MAX)
@@ -76,6 +83,7 @@ def make_example_inputs(args: list[InputArg], int_high: int = 100, seed: int = 0
             else:
                 sizes.append(d)
         dtype = dtypes.to_torch(arg.dtype)
+        _check_size(arg.name, sizes, dtype)
         if dtype.is_floating_point:
             tensors[arg.name] = torch.randn(sizes, generator=generator).to(dtype)
         elif dtype == torch.bool:
@@ -83,6 +91,40 @@ def make_example_inputs(args: list[InputArg], int_high: int = 100, seed: int = 0
         else:
             tensors[arg.name] = torch.randint(0, int_high, sizes, generator=generator, dtype=dtype)
     return tensors, dynamic
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return ""
+
+
+def _check_size(name: str, sizes: list[int], dtype: torch.dtype) -> None:
+    """Refuse an example tensor too large to make (python ints: no overflow whatever the dims)."""
+    nbytes = dtype.itemsize
+    for s in sizes:
+        nbytes *= s
+    if nbytes > MAX_EXAMPLE_BYTES:
+        shape = "x".join(map(str, sizes))
+        raise UserInputError(f"--input {name}: an example of shape {shape} {dtypes.to_name(dtype)} would take "
+                             f"{_human(nbytes)}, over the {_human(MAX_EXAMPLE_BYTES)} ipexconvert allows for one example input",
+                             "give smaller static sizes (the example only has to be representative), or name the dim "
+                             "(e.g. batch or seq[1..4096]) so it stays dynamic with a small example size")
+
+
+def check_example_inputs(tensors: Mapping[str, object]) -> None:
+    """Example inputs (from any source) must be tensors that hold data."""
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise UserInputError(f"example input {name} is a {type(t).__name__}, not a tensor",
+                                 "pass one torch.Tensor per model input")
+        if t.numel() == 0:
+            raise UserInputError(f"example input {name} is empty (shape {tuple(t.shape)}): conversion would trace and "
+                                 "check the model on no data",
+                                 "use an example with at least one element along every dim (e.g. batch 1 or 2); "
+                                 "name the dim (--input NAME:batch,...) if the model should accept other sizes")
 
 
 def load_inputs_file(path: str | Path, expected: Optional[list[str]] = None) -> dict[str, torch.Tensor]:

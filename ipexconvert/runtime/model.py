@@ -59,9 +59,13 @@ def check_inputs(inputs: Sequence[IOSpec], dims: dict[str, DimRange], tensors: S
     """Validate dtypes and shapes of tensors (in the order of inputs) against their specs; returns the bound dynamic dims.
 
     Shared by Signature.check and calibration-data loading (ipexconvert.quant.data)."""
+    if len(tensors) != len(inputs):
+        raise UserInputError(f"the model takes {len(inputs)} input(s) ({', '.join(i.name for i in inputs)}), got {len(tensors)}",
+                             "pass one tensor per input, in the signature's order")
     bound: dict[str, int] = {}
     for io, t in zip(inputs, tensors):
         want = io.spec
+        _check_plain_tensor(io.name, t, want.dtype)
         if dtypes.to_name(t.dtype) != want.dtype:
             raise UserInputError(f"input {io.name} has dtype {dtypes.to_name(t.dtype)}, the model expects {want.dtype}",
                                  f"convert it first, e.g. tensor.to(torch.{want.dtype})")
@@ -95,11 +99,39 @@ def check_inputs(inputs: Sequence[IOSpec], dims: dict[str, DimRange], tensors: S
     return bound
 
 
+def _check_plain_tensor(name: str, t: Any, want_dtype: str) -> None:
+    """A dense CPU tensor of a dtype the IR names: the kernels read its memory directly, so sparse,
+    nested, mkldnn, quantized and meta tensors (no plain strided data on the CPU) are refused here."""
+    if not isinstance(t, torch.Tensor):
+        raise UserInputError(f"input {name} is a {type(t).__name__}, not a tensor", "pass a torch.Tensor or numpy array")
+    if t.is_nested:
+        raise UserInputError(f"input {name} is a nested tensor", f"pass one dense {want_dtype} tensor (pad the sequences)")
+    if t.layout != torch.strided:
+        raise UserInputError(f"input {name} is a {str(t.layout).removeprefix('torch.')} tensor; the model takes dense tensors",
+                             "convert it with tensor.to_dense()")
+    if t.device.type != "cpu":
+        fix = ("a meta tensor holds no data: pass a real tensor" if t.device.type == "meta"
+               else "move it first: tensor.cpu()")
+        raise UserInputError(f"input {name} is on device {t.device}; the model runs on the CPU", fix)
+    if t.is_quantized:
+        raise UserInputError(f"input {name} is a quantized tensor ({str(t.dtype).removeprefix('torch.')}); the model expects "
+                             f"{want_dtype}", f"pass the float values: tensor.dequantize().to(torch.{want_dtype})")
+    try:
+        dtypes.to_name(t.dtype)
+    except ValueError:
+        raise UserInputError(f"input {name} has dtype {str(t.dtype).removeprefix('torch.')}, which ipexconvert does not take; "
+                             f"the model expects {want_dtype}", f"convert it first, e.g. tensor.to(torch.{want_dtype})") from None
+
+
 def _as_tensor(name: str, value: Any) -> torch.Tensor:
     if isinstance(value, torch.Tensor):
         return value
     if isinstance(value, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(value))
+        try:
+            return torch.from_numpy(np.ascontiguousarray(value))
+        except (TypeError, ValueError) as e:  # object arrays, a byte order torch cannot take
+            raise UserInputError(f"input {name} is a numpy array torch cannot read ({e})",
+                                 "pass a numeric array in native byte order, e.g. array.astype(np.float32)") from None
     raise UserInputError(f"input {name} is a {type(value).__name__}", "pass a torch.Tensor or numpy array")
 
 

@@ -46,10 +46,12 @@ inline void transpose_16x16(__m512i m[16]) {
 // e^x for 16 lanes: x = n ln2 + r, |r| <= ln2/2, a degree-5 polynomial for e^r (relative error
 // < 3e-6, far below P's bf16 rounding), scaled by 2^n. Exactly 0 below -87.3 (padding and
 // masked keys): e^-88 would be an fp32 denormal, and arithmetic on denormals takes microcode
-// assists (measured: the whole kernel ran 2x slower with masked keys).
+// assists (measured: the whole kernel ran 2x slower with masked keys). NaN stays NaN, as in
+// torch: a NaN score makes its row NaN (the compare is unordered-true, and min_ps returns its
+// second operand when one is NaN, so x goes second).
 inline __m512 exp16(__m512 x) {
-    const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_GE_OQ);
-    x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
+    const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_NLT_UQ);
+    x = _mm512_min_ps(_mm512_set1_ps(88.0f), x);
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504089f)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);

@@ -58,7 +58,7 @@ def test_example_human_output(bert):
 
 def test_from_pt2_with_explicit_pass_list(cli, small_pt2, factory, tmp_path):
     out = tmp_path / "from_pt2.ipxc"
-    result = cli("optimize", small_pt2, "-o", out, "--passes", "remove_identity, dead_code", "--no-timing")
+    result = cli("optimize", small_pt2, "--trust-pickle", "-o", out, "--passes", "remove_identity, dead_code", "--no-timing")
     expect_exit(result, 0)
     manifest, _ = read_manifest(out)
     assert manifest.source.kind == "export"
@@ -75,7 +75,7 @@ def test_from_pt2_with_explicit_pass_list(cli, small_pt2, factory, tmp_path):
 
 def test_from_pt2_default_pipeline(cli, small_pt2, tmp_path):
     out = tmp_path / "default.ipxc"
-    expect_exit(cli("optimize", small_pt2, "-o", out, "--no-timing"), 0)
+    expect_exit(cli("optimize", small_pt2, "--trust-pickle", "-o", out, "--no-timing"), 0)
     assert _passes(out) == FP32_PIPELINE
 
 
@@ -149,7 +149,7 @@ def test_pickled_module_accepted_with_trust(cli, factory, tmp_path):
 
 def test_bf16(cli, small_pt2, tmp_path):
     out = tmp_path / "bf16.ipxc"
-    result = cli("optimize", small_pt2, "--dtype", "bf16", "-o", out, "--json", "--no-timing")
+    result = cli("optimize", small_pt2, "--trust-pickle", "--dtype", "bf16", "-o", out, "--json", "--no-timing")
     expect_exit(result, 0)
     data = json.loads(result.stdout)
     assert data["manifest"]["dtype"] == "bf16"
@@ -211,7 +211,7 @@ def test_missing_source(cli, tmp_path, source, fragment):
 
 
 def test_output_path_is_a_folder(cli, small_pt2, tmp_path):
-    result = cli("optimize", small_pt2, "-o", tmp_path, "--no-timing")
+    result = cli("optimize", small_pt2, "--trust-pickle", "-o", tmp_path, "--no-timing")
     expect_usage_error(result, "is a folder")
     assert list(tmp_path.iterdir()) == []
 
@@ -220,7 +220,7 @@ def test_accuracy_failure_writes_nothing(cli, small_pt2, tmp_path):
     outdir = tmp_path / "out"
     outdir.mkdir()
     out = outdir / "m.ipxc"
-    result = cli("optimize", small_pt2, "-o", out, "--max-rel-error", "0", "--min-cosine", "1.1")
+    result = cli("optimize", small_pt2, "--trust-pickle", "-o", out, "--max-rel-error", "0", "--min-cosine", "1.1")
     expect_exit(result, 1)
     text = norm(result.stderr)
     assert text.startswith("error:")
@@ -236,7 +236,7 @@ def test_random_op_is_refused(cli, factory, tmp_path):
     torch.export.save(torch.export.export(factory.WithRand(), (torch.randn(2, 16),)), str(pt2))
     outdir = tmp_path / "out"
     outdir.mkdir()
-    result = cli("optimize", pt2, "-o", outdir / "m.ipxc")
+    result = cli("optimize", pt2, "--trust-pickle", "-o", outdir / "m.ipxc")
     expect_usage_error(result, "aten.rand", "random")
     assert FACTORY_MODULE in norm(result.stderr)  # points at the model's source line
     assert list(outdir.iterdir()) == []

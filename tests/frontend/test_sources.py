@@ -75,7 +75,7 @@ def test_pt2_round_trip_matches_the_original_module(factory, tmp_path):
     ep = torch.export.export(module, (_image(2),), dynamic_shapes=({0: batch},))
     torch.export.save(ep, tmp_path / "model.pt2")
 
-    result = optimize(tmp_path / "model.pt2", output=tmp_path / "model.ipxc", passes=PASSES)
+    result = optimize(tmp_path / "model.pt2", output=tmp_path / "model.ipxc", passes=PASSES, trust_pickle=True)
 
     assert result.manifest.source.kind == "export"
     assert result.manifest.source.sha256

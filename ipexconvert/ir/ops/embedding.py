@@ -1,7 +1,14 @@
-"""embedding: row lookup in a weight table. inputs: weight [V, D], indices (int)."""
+"""embedding: row lookup in a weight table. inputs: weight [V, D], indices (int).
+
+The indices come from the caller (token ids): each run checks them against the table (one min/max
+over the ids, tiny next to the lookup) so an id outside the vocabulary is a clear input error,
+not an IndexError from inside torch."""
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
+
+from ...errors import UserInputError
 
 from ..opdef import OpDef, register_op
 from ..spec import TensorSpec
@@ -23,4 +30,19 @@ class EmbeddingOp(OpDef):
 
     @classmethod
     def reference(cls, inputs, attrs, dims):
-        return F.embedding(inputs[1], inputs[0])
+        weight, indices = inputs
+        check_indices(indices, weight.shape[0])
+        return F.embedding(indices, weight)
+
+
+def check_indices(indices: torch.Tensor, rows: int) -> None:
+    """Every index in 0..rows-1, else a UserInputError naming the id and the valid range."""
+    if indices.numel() == 0:
+        return
+    lo, hi = torch.aminmax(indices)
+    lo, hi = int(lo), int(hi)
+    if lo < 0 or hi >= rows:
+        bad = lo if lo < 0 else hi
+        raise UserInputError(f"an id input of the model (token ids such as input_ids or token_type_ids) holds {bad}, outside "
+                             f"an embedding table of {rows} rows: valid ids are 0..{rows - 1} (the ids given span {lo}..{hi})",
+                             f"pass ids from this model's tokenizer/vocabulary, each in 0..{rows - 1}")
