@@ -1,0 +1,62 @@
+"""The seed corpus: valid tiny artifacts made by ipexconvert itself, cached in a folder.
+
+They are made in a separate process (conversion runs torch.export, transformers and multi-threaded
+kernels, none of which the forking fuzzer process should hold), and checked by the driver before use:
+a seed that no longer loads (the artifact format changed) is made again.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# name -> (source, dtype, extra optimize() arguments)
+SEEDS: dict[str, tuple[str, str, dict]] = {
+    "tiny-cnn.fp32": ("example:tiny-cnn", "fp32", {}),
+    "tiny-cnn.bf16": ("example:tiny-cnn", "bf16", {}),
+    "tiny-cnn.int8": ("example:tiny-cnn", "int8", {"calib_synthetic": 4}),
+    "tiny-bert.fp32": ("example:tiny-bert", "fp32", {}),
+    "tiny-bert.bf16": ("example:tiny-bert", "bf16", {}),
+    "tiny-bert.int8": ("example:tiny-bert", "int8", {"calib_synthetic": 4}),
+}
+
+_MAKE = r"""
+import sys, warnings
+warnings.simplefilter("ignore")
+import ipexconvert
+folder = sys.argv[1]
+for spec in sys.argv[2:]:
+    name, source, dtype, extra = spec.split("|")
+    kwargs = {k: int(v) for k, v in (kv.split("=") for kv in extra.split(",") if kv)}
+    ipexconvert.optimize(source, dtype=dtype, output=f"{folder}/{name}.ipxc", **kwargs)
+    print("made", name, flush=True)
+"""
+
+
+def seed_path(folder: Path, name: str) -> Path:
+    return Path(folder) / f"{name}.ipxc"
+
+
+def make_seeds(folder: Path, names: list[str], env: dict[str, str] | None = None) -> None:
+    """Convert these seeds into folder (one child process for all of them)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    specs = []
+    for name in names:
+        source, dtype, extra = SEEDS[name]
+        specs.append(f"{name}|{source}|{dtype}|{','.join(f'{k}={v}' for k, v in extra.items())}")
+        seed_path(folder, name).unlink(missing_ok=True)
+    done = subprocess.run([sys.executable, "-c", _MAKE, str(folder), *specs], env=env or dict(os.environ),
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"making the seed artifacts failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+
+
+def ensure_seeds(folder: Path, names: list[str], env: dict[str, str] | None = None) -> dict[str, Path]:
+    """The seeds' paths, converting the ones missing from folder."""
+    missing = [n for n in names if not seed_path(folder, n).is_file()]
+    if missing:
+        print(f"making seed artifacts {', '.join(missing)} in {folder} (about 15 s each)...", file=sys.stderr, flush=True)
+        make_seeds(folder, missing, env)
+    return {n: seed_path(folder, n) for n in names}
