@@ -537,9 +537,8 @@ def run(
 ):
     """Run an artifact on inputs from a safetensors file and write the outputs.
 
-    Each output's line says how many NaN/Inf values it holds. oneDNN kernels (max pooling, a relu
-    fused into a convolution or linear) turn NaN into numbers, so with NaN in the inputs an output
-    may be finite where eager PyTorch gives NaN: `ipexconvert check` compares the two."""
+    Each output's line says how many NaN/Inf values it holds. Float inputs holding NaN/Inf run a
+    NaN-safe plan (NaN propagates as in eager PyTorch); an int8 artifact refuses them (exit 2)."""
     from .api import load_artifact
     from .artifact import read_example_inputs
     from .check import nonfinite_counts
@@ -578,12 +577,9 @@ def _note_nonfinite_inputs(model, tensors: dict) -> None:
         return
     for name, (nan, inf) in flagged.items():
         err.print(f"[yellow]note:[/] input {escape(name)} holds {nan} NaN, {inf} Inf", highlight=False)
-    onednn = sorted({s.kernel_name for s in getattr(model.executor, "steps", [])
-                     if s.kernel_name.startswith(("dnnl:", "onednn:"))})
-    if onednn:
-        err.print(f"[yellow]note:[/] this artifact runs oneDNN kernels ({escape(', '.join(onednn))}); oneDNN's max pooling "
-                  "and a relu fused into a convolution or linear turn NaN into numbers, so an output can be finite where "
-                  "eager PyTorch gives NaN (compare with `ipexconvert check --reference SOURCE --inputs FILE`)", highlight=False)
+    if model.manifest.dtype != "int8":
+        err.print("[yellow]note:[/] these inputs run a NaN-safe plan (no oneDNN max pooling or fused relu, which turn NaN "
+                  "into numbers), so NaN propagates as in eager PyTorch", highlight=False)
 
 
 def _save_outputs(results: dict, output: Path) -> None:

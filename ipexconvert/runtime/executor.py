@@ -46,9 +46,10 @@ class Step:
 
 
 class Executor:
-    def __init__(self, program: Program, device: str = "cpu", widen_bf16: bool | None = None):
+    def __init__(self, program: Program, device: str = "cpu", widen_bf16: bool | None = None, nan_safe: bool = False):
         """widen_bf16: compute bf16 nodes in float32; by default where the CPU has no native bf16
-        (runtime/compute_precision.py). False runs bf16 as written (tests of the bf16 passes)."""
+        (runtime/compute_precision.py). False runs bf16 as written (tests of the bf16 passes).
+        nan_safe: only kernels that propagate NaN (kernels.NodeContext.nan_safe)."""
         isa = selected_isa()
         if widen_bf16 is None:
             widen_bf16 = compute_precision.bf16_compute_dtype(isa) != "bfloat16"
@@ -106,7 +107,8 @@ class Executor:
                     op=node.op, attrs=attrs,
                     constants=tuple(constant_tensors.get(v) for v in node.inputs),
                     input_specs=tuple(None if v is None else graph.values[v] for v in node.inputs),
-                    output_specs=tuple(graph.values[v] for v in node.outputs), device=device, isa=isa)
+                    output_specs=tuple(graph.values[v] for v in node.outputs), device=device, isa=isa,
+                    nan_safe=nan_safe)
                 return resolve_kernel(ctx)
             except (KeyError, ValueError) as e:  # unknown op, bad attrs (pydantic), refused aten target
                 detail = " ".join(str(e.args[0] if isinstance(e, KeyError) else e).split())

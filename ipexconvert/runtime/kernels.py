@@ -33,6 +33,9 @@ class NodeContext:
     output_specs: tuple[TensorSpec, ...]
     device: str
     isa: str
+    # A plan for inputs that hold NaN or Inf: kernels that turn NaN into numbers (oneDNN's max
+    # pooling and its fused relu compute max(x, 0)) decline, so NaN propagates as in eager PyTorch.
+    nan_safe: bool = False
 
 
 @dataclass(frozen=True)

@@ -153,11 +153,17 @@ class LoadedModel:
         self.manifest, program = read_artifact(path, verify=verify)
         self.graph = program.graph
         self.signature = Signature(self.manifest)
-        try:
-            self.executor = Executor(program, device)
-        except ArtifactError as e:  # a node the runtime cannot build: say which file
-            raise ArtifactError(f"{path}: {e.problem}", e.fix) from None
+        self.device, self.verify = device, verify
+        self.executor = self._build(program)
+        self._nan_safe: Executor | None = None  # built on the first call whose float inputs hold NaN or Inf
+        self._float_inputs = [i for i, io in enumerate(self.signature.inputs) if io.spec.dtype.startswith(("float", "bfloat"))]
         self.load_seconds = time.perf_counter() - start
+
+    def _build(self, program, nan_safe: bool = False) -> Executor:
+        try:
+            return Executor(program, self.device, nan_safe=nan_safe)
+        except ArtifactError as e:  # a node the runtime cannot build: say which file
+            raise ArtifactError(f"{self.path}: {e.problem}", e.fix) from None
 
     def __call__(self, *args: Any, **kwargs: Any):
         outputs = self.run_list(self.signature.bind(args, kwargs))
@@ -165,7 +171,33 @@ class LoadedModel:
 
     def run_list(self, tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         dims = self.signature.check(tensors)
-        return self.executor.run(tensors, dims)
+        return self._executor_for(tensors).run(tensors, dims)
+
+    def _executor_for(self, tensors: Sequence[torch.Tensor]) -> Executor:
+        """The plan for these inputs. Some fast kernels (oneDNN's max pooling and fused relu) turn NaN
+        into numbers, so inputs holding NaN or Inf (checked here, one pass over the float inputs) run
+        a plan without them: NaN in gives NaN out, as in eager PyTorch. Integer codes cannot carry
+        NaN, so an int8 artifact refuses such inputs instead of answering with plausible numbers."""
+        bad = next((i for i in self._float_inputs if not bool(torch.isfinite(tensors[i]).all())), None)
+        if bad is None:
+            return self.executor
+        name = self.signature.input_names[bad]
+        if self.manifest.dtype == "int8":
+            raise UserInputError(f"input {name} holds NaN or Inf, which an int8 artifact cannot represent "
+                                 "(its layers compute on integer codes)",
+                                 "clean the input (torch.nan_to_num), or run the fp32/bf16 artifact, where NaN propagates")
+        if self._nan_safe is None:
+            self._nan_safe = self._build(self._reread(), nan_safe=True)
+        return self._nan_safe
+
+    def _reread(self):
+        """The program again, for a second plan (the first one let go of the original weights); the
+        file must be the one loaded."""
+        manifest, program = read_artifact(self.path, verify=self.verify)
+        if manifest.content_sha256 != self.manifest.content_sha256:
+            raise ArtifactError(f"{self.path} changed since it was loaded (needed again for an input holding NaN/Inf)",
+                                "load the artifact again")
+        return program
 
     def run_dict(self, inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
         outputs = self.run_list(self.signature.bind((), inputs))

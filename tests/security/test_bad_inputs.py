@@ -439,37 +439,55 @@ def nan_image(tmp_path_factory) -> Path:
     return path
 
 
-def test_check_fails_when_the_artifact_swallows_a_nan(tiny_cnn_artifact, nan_image):
-    """oneDNN's max pooling and fused relu (which tiny-cnn runs on) map NaN to numbers: eager gives NaN
-    logits, the artifact finite ones. check must not call that a pass."""
-    model = ipexconvert.load_artifact(tiny_cnn_artifact)
+def test_nan_in_an_image_gives_nan_logits_like_eager(tiny_cnn_artifact, nan_image):
+    """oneDNN's max pooling and fused relu (which tiny-cnn runs on) map NaN to numbers; inputs holding
+    NaN run a NaN-safe plan instead, so the logits are NaN where eager's are, and check passes."""
     from safetensors.torch import load_file
 
-    got = model.run_dict(load_file(str(nan_image)))["logits"]
+    model = ipexconvert.load_artifact(tiny_cnn_artifact)
+    image = load_file(str(nan_image))
+    got = model.run_dict(image)["logits"]
+    assert torch.isnan(got).all()  # eager: every logit NaN
+    clean = {"pixel_values": torch.nan_to_num(image["pixel_values"])}
+    assert torch.isfinite(model.run_dict(clean)["logits"]).all()  # the fast plan still serves finite inputs
+    assert model._nan_safe is not None and model._nan_safe is not model.executor
+    assert not any(s.kernel_name.startswith(("dnnl:max_pool", "onednn:")) for s in model._nan_safe.steps)
     result = cli("check", tiny_cnn_artifact, "--reference", "example:tiny-cnn", "--inputs", nan_image, "--json")
     report = json.loads(result.stdout)
-    counts = report["outputs"][0]["nonfinite"]
-    assert counts["reference"] == 10  # eager: every logit NaN
-    assert counts["finite_where_reference_nonfinite"] == int(torch.isfinite(got).sum())
-    if torch.isfinite(got).any():  # the oneDNN kernels ran (they are not built everywhere)
-        assert result.exit_code == 1 and report["passed"] is False
-        assert "finite where the reference is NaN/Inf" in report["outputs"][0]["message"]
-        relaxed = cli("check", tiny_cnn_artifact, "--reference", "example:tiny-cnn", "--inputs", nan_image,
-                      "--no-check-finite")
-        assert relaxed.exit_code == 0, relaxed.stdout
-        assert "NaN/Inf: artifact 0, reference 10" in norm(relaxed.stdout)
-    else:
-        assert result.exit_code == 0, result.stdout  # NaN where eager has NaN: a match
+    assert report["outputs"][0]["nonfinite"]["reference"] == 10
+    assert result.exit_code == 0 and report["passed"] is True, result.stdout
 
 
-def test_run_says_which_kernels_can_turn_nan_into_numbers(tiny_cnn_artifact, nan_image):
+def test_run_says_nan_inputs_run_the_nan_safe_plan(tiny_cnn_artifact, nan_image):
     result = cli("run", tiny_cnn_artifact, "--inputs", nan_image)
     assert result.exit_code == 0, result.stderr
     text = norm(result.stderr)
     assert "input pixel_values holds 1 NaN, 0 Inf" in text
-    onednn = any(s.kernel_name.startswith(("dnnl:", "onednn:"))
-                 for s in ipexconvert.load_artifact(tiny_cnn_artifact).executor.steps)
-    assert ("turn NaN into numbers" in text) == onednn
+    assert "NaN-safe plan" in text
+
+
+def test_int8_artifact_refuses_nan_inputs(tmp_path, nan_image):
+    path = tmp_path / "cnn.int8.ipxc"
+    ipexconvert.optimize("example:tiny-cnn", dtype="int8", output=path, calib_synthetic=4)
+    result = cli("run", path, "--inputs", nan_image)
+    expect(result, 2, "holds NaN or Inf, which an int8 artifact cannot represent")
+
+
+def test_a_file_changed_after_load_is_not_read_for_the_nan_safe_plan(tiny_cnn_artifact, nan_image, tmp_path):
+    import shutil
+
+    from safetensors.torch import load_file
+
+    from ipexconvert.errors import ArtifactError
+
+    path = tmp_path / "copy.ipxc"
+    shutil.copy(tiny_cnn_artifact, path)
+    model = ipexconvert.load_artifact(path)
+    other = tmp_path / "other.ipxc"
+    ipexconvert.optimize("example:tiny-cnn", dtype="bf16", output=other)
+    shutil.copy(other, path)
+    with pytest.raises(ArtifactError, match="changed since it was loaded"):
+        model.run_dict(load_file(str(nan_image)))
 
 
 def test_check_passes_when_nan_is_where_the_reference_has_it(attention_artifact, tmp_path):

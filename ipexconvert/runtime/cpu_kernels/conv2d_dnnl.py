@@ -15,7 +15,7 @@ from ._dnnl_conv import check_conv_constants, conv_kernel, fusable, same_shape
 def conv2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
     a, x, out = ctx.attrs, ctx.input_specs[0], ctx.output_specs[0]
     dtype = node_dtype(ctx)
-    if (ctx.device != "cpu" or not enabled() or dtype is None or x.rank != 4 or a.groups != 1
+    if (ctx.device != "cpu" or not enabled() or ctx.nan_safe or dtype is None or x.rank != 4 or a.groups != 1
             or not isa_allows(ctx.isa, dtype) or not dnnl.usable(ctx.isa)):
         return None
     params = constant_weight_and_bias(ctx)

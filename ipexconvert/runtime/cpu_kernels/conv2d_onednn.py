@@ -42,7 +42,7 @@ def _operand_fits(operand: TensorSpec, out: TensorSpec, dtype: str) -> bool:
 
 @register_kernel("cpu", "conv2d")
 def conv2d_onednn(ctx: NodeContext) -> Optional[Kernel]:
-    if ctx.device != "cpu" or not enabled():
+    if ctx.device != "cpu" or not enabled() or ctx.nan_safe:
         return None
     dtype = node_dtype(ctx)
     params = constant_weight_and_bias(ctx)

@@ -29,7 +29,7 @@ _BINARY_KINDS = frozenset({"add", "mul"})
 def linear_onednn(ctx: NodeContext) -> Optional[Kernel]:
     """bf16 linear (1.4-2x over F.linear); float32 too where MKL does not run it (non-Intel CPUs:
     `_common.mkl_runs_float32_linear`)."""
-    if ctx.device != "cpu" or not enabled():
+    if ctx.device != "cpu" or not enabled() or ctx.nan_safe:
         return None
     dtype = node_dtype(ctx)
     if dtype == "bfloat16" or (dtype == "float32" and not mkl_runs_float32_linear()):

@@ -19,7 +19,7 @@ _DTYPES = (*FLOAT_DTYPES, "uint8")
 @register_kernel("cpu", "max_pool2d")
 def max_pool2d_dnnl(ctx: NodeContext) -> Optional[Kernel]:
     a, x = ctx.attrs, ctx.input_specs[0]
-    if (ctx.device != "cpu" or not enabled() or x.rank != 4 or x.dtype not in _DTYPES
+    if (ctx.device != "cpu" or not enabled() or ctx.nan_safe or x.rank != 4 or x.dtype not in _DTYPES
             or x.memory_format != "channels_last" or not isa_allows(ctx.isa, x.dtype) or not dnnl.usable(ctx.isa)):
         return None
     pool = dnnl.make_layer("dnnl:max_pool2d", dnnl.raw.MaxPool, tuple(a.kernel_size), tuple(a.stride),
