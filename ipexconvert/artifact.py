@@ -23,8 +23,8 @@ keys and no spaces; the byte hashes are the manifest's `tensor_sha256` (so the c
 hash covers them too) and every one is checked against the bytes read. This detects
 corruption and edits that were not re-hashed; it is not a signature: whoever can write
 the file can re-hash it, which is why the loader also checks that the graph, the
-manifest and the tensors agree with each other (see `_check_consistency` and
-`ir.graph.check_graph`).
+manifest and the tensors agree with each other (see `_check_consistency`,
+`ir.graph.check_graph` and `ir.validate.check_nodes`).
 """
 from __future__ import annotations
 
@@ -44,7 +44,9 @@ from safetensors.torch import save_file
 from .errors import ArtifactError
 from .ir import Graph, Program, dtypes
 from .ir.graph import check_graph
+from .ir.validate import check_nodes
 from .manifest import FORMAT_VERSION, Manifest
+from .quant.plan import QuantPlan
 
 MANIFEST_KEY = "ipexconvert.manifest"
 GRAPH_KEY = "ipexconvert.graph"
@@ -349,7 +351,22 @@ def _read_metadata(f: _ArtifactFile) -> tuple[dict[str, Any], Manifest, str]:
     except ValidationError as e:
         raise ArtifactError(f"{path} has an invalid manifest: {e.errors()[0]['msg']} at {e.errors()[0]['loc']}",
                             _RECREATE) from None
+    quant_plan(path, manifest)
     return raw, manifest, metadata[GRAPH_KEY]
+
+
+def quant_plan(path: Path, manifest: Manifest) -> QuantPlan | None:
+    """The manifest's `quantization` record (stored as a dict) as a QuantPlan, validated strictly (exact JSON
+    types, no unknown fields): `inspect` prints it, so a record that is not one is a corrupt manifest."""
+    if manifest.quantization is None:
+        return None
+    try:
+        return QuantPlan.model_validate(manifest.quantization, strict=True)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(map(str, first["loc"]))[:200] or "the record"  # loc holds layer names: bounded, escaped
+        raise ArtifactError(f"{path} has an invalid quantization record in its manifest: {first['msg']} at "
+                            f"{ascii(where)} ({e.error_count()} error(s))", _RECREATE) from None
 
 
 def read_manifest(path: str | Path) -> tuple[Manifest, str]:
@@ -445,6 +462,10 @@ def read_artifact(path: str | Path, verify: bool = True) -> tuple[Manifest, Prog
         except ArtifactError as e:
             raise ArtifactError(f"{path}: {e.problem}", e.fix) from None
         _check_consistency(f, manifest, graph)
+        try:  # after the tensors are known to be what their specs say: each node against its op
+            check_nodes(graph)
+        except ArtifactError as e:
+            raise ArtifactError(f"{path}: {e.problem}", e.fix) from None
         weights, hashes = f.read_tensors(list(graph.constants))
     if verify:
         bad = sorted(name for name, digest in hashes.items() if manifest.tensor_sha256.get(name) != digest)

@@ -9,13 +9,14 @@ import functools
 import json
 import math
 import os
+import re
 import signal
 import sys
 import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
 import typer
 from rich import box
@@ -27,6 +28,9 @@ from rich.text import Text
 
 from .errors import IpexConvertError, UserInputError
 from .output_path import WriteLedger, check_writable, scratch_folder, write_errors
+
+if TYPE_CHECKING:  # imported where used (quant.plan imports torch, which a command loads only when it needs it)
+    from .quant.plan import LayerPlan, QuantPlan
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Convert PyTorch models into fast, safe single-file artifacts (.ipxc) and run them.")
@@ -104,9 +108,9 @@ def handle_errors(fn: Callable) -> Callable:
             with _StopSignals():
                 return fn(*args, **kwargs)
         except IpexConvertError as e:
-            err.print(f"[bold red]error:[/] {escape(e.problem)}", highlight=False)
+            err.print(f"[bold red]error:[/] {_show(e.problem, keep_newlines=True)}", highlight=False)
             if e.fix:
-                err.print(f"  [bold]fix:[/] {escape(e.fix)}", highlight=False)
+                err.print(f"  [bold]fix:[/] {_show(e.fix, keep_newlines=True)}", highlight=False)
             raise typer.Exit(e.exit_code)
         except KeyboardInterrupt as e:
             message, code = _interrupted_message(e)
@@ -131,10 +135,30 @@ def _quiet_third_party_progress() -> None:
         sys.modules["transformers"].utils.logging.disable_progress_bar()
 
 
+# Characters that must not reach a terminal raw: C0/C1 controls (escape sequences, carriage returns), the
+# invisible bidi and zero-width formatting marks, and lone surrogates (unencodable: printing one raises).
+_OTHER_UNPRINTABLE = r"\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff"
+_UNPRINTABLE = re.compile(rf"[\x00-\x1f{_OTHER_UNPRINTABLE}]")
+_UNPRINTABLE_BUT_NEWLINES = re.compile(rf"[\x00-\x09\x0b-\x1f{_OTHER_UNPRINTABLE}]")
+_MAX_SHOWN = 2000  # characters of one printed string: rich wraps a long unbroken line in quadratic time
+
+
+def _show(value: Any, keep_newlines: bool = False) -> str:
+    """Text from an artifact, a path or an error, ready to print with markup on: unprintable characters as
+    escapes (\\x1b, \\ud800) and rich markup escaped, so a name can neither break the output nor restyle it;
+    cut at _MAX_SHOWN characters (--json has the whole text)."""
+    text = str(value)
+    pattern = _UNPRINTABLE_BUT_NEWLINES if keep_newlines else _UNPRINTABLE
+    shown = pattern.sub(lambda m: ascii(m.group())[1:-1], text[:_MAX_SHOWN])
+    if len(shown) > _MAX_SHOWN or len(text) > _MAX_SHOWN:
+        shown = f"{shown[:_MAX_SHOWN]}... ({len(text)} characters in all)"
+    return escape(shown)
+
+
 def _accuracy_line(acc: dict) -> str:
     """One output's accuracy numbers: element-wise, then per sample where the output has samples."""
     text = f"max rel error {acc['max_rel_error']:.2e}, cosine {acc['cosine']:.6f}"
-    if acc.get("sample_cosine_min") is not None:
+    if acc.get("sample_cosine_min") is not None and acc.get("sample_cosine_mean") is not None:
         text += f", sample cosine min {acc['sample_cosine_min']:.6f} mean {acc['sample_cosine_mean']:.6f}"
     if acc.get("neighbour_agreement") is not None:
         text += f", nearest neighbour kept {acc['neighbour_agreement']:.0%}"
@@ -319,25 +343,22 @@ def _loud_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 
 # --------------------------------------------------------------------------- int8 summary
-def _print_quant_summary(q: dict) -> None:
-    """What the int8 conversion decided: layers, SmoothQuant, accuracy guard, calibration."""
+def _print_quant_summary(plan: QuantPlan) -> None:
+    """What the int8 conversion decided (a QuantPlan): layers, SmoothQuant, accuracy guard, calibration."""
     from .inspection import quant_overview
 
-    o = quant_overview(q)
+    o = quant_overview(plan)
     out.print(f"[bold]int8[/]: {o['quantized']} layer(s) quantized, {o['float']} kept in float "
-              f"(observer {q['observer']}, activations {q['activation_dtype']}, weights {q['weight_dtype']} "
-              f"{q['weight_scheme']}, other ops {q['float_dtype']})", highlight=False)
+              + _show(f"(observer {plan.observer}, activations {plan.activation_dtype}, weights {plan.weight_dtype} "
+                      f"{plan.weight_scheme}, other ops {plan.float_dtype})"), highlight=False)
     for name, reason in o["fallbacks"].items():
-        out.print(f"  float: {escape(name)}: {escape(reason or 'no reason recorded')}", highlight=False)
-    out.print(f"[bold]SmoothQuant[/]: {o['smoothquant']}", highlight=False)
-    out.print(f"[bold]accuracy guard[/]: {o['guard']}", highlight=False)
-    if q.get("tuning"):
-        t = q["tuning"]
-        last = t["trials"][-1] if t["trials"] else {}
-        out.print(f"[bold]tuning[/]: fp32 score {t['baseline_score']:.6g}, {len(t['trials'])} trial(s), final score "
-                  f"{last.get('score', float('nan')):.6g} (tolerable loss {t['tolerable_loss']:g})", highlight=False)
-    out.print(f"[bold]calibration[/]: {escape(o['calibration'])}", highlight=False)
-    if q.get("calibration_synthetic"):
+        out.print(f"  float: {_show(name)}: {_show(reason or 'no reason recorded')}", highlight=False)
+    out.print(f"[bold]SmoothQuant[/]: {_show(o['smoothquant'])}", highlight=False)
+    out.print(f"[bold]accuracy guard[/]: {_show(o['guard'])}", highlight=False)
+    if o["tuning"] is not None:
+        out.print(f"[bold]tuning[/]: {_show(o['tuning'])}", highlight=False)
+    out.print(f"[bold]calibration[/]: {_show(o['calibration'])}", highlight=False)
+    if plan.calibration_synthetic:
         out.print("[bold yellow]WARNING: calibrated on RANDOM synthetic inputs; accuracy on real data is unknown "
                   "(pass --calib or --calib-text with real samples)[/]", highlight=False)
 
@@ -447,7 +468,9 @@ def optimize(
                   f"(judged by {manifest.accuracy.judged_by}; budget rel {manifest.accuracy.budget_rel_error:g}, "
                   f"cosine {manifest.accuracy.budget_min_cosine:g})", highlight=False)
     if manifest.quantization is not None:
-        _print_quant_summary(manifest.quantization)
+        from .quant.plan import QuantPlan
+
+        _print_quant_summary(QuantPlan.model_validate(manifest.quantization))
     if timings:
         out.print(f"[bold]latency[/] (median of {timings['rounds']}): eager {timings['eager_ms']:.2f} ms, "
                   f"artifact {timings['artifact_ms']:.2f} ms (x{timings['eager_ms'] / timings['artifact_ms']:.2f})", highlight=False)
@@ -465,46 +488,53 @@ def inspect(
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ):
     """Show what an artifact holds: manifest, passes, ops, fallbacks, weights, signature."""
-    from .inspection import summarize
+    from .inspection import inspect_artifact
 
-    summary = summarize(artifact)
+    # Everything below comes from the artifact, an untrusted file: inspect_artifact has validated its types
+    # (or refused it), and every string goes through _show (JSON: ASCII escapes) before it is printed.
+    report = inspect_artifact(artifact)
+    summary = report.summary
     if as_json:
-        out.print_json(json.dumps(summary))
+        out.print_json(json.dumps(_json_safe(summary)), ensure_ascii=True)
         return
     m = summary["manifest"]
-    out.print(f"[bold]{escape(str(artifact))}[/] — format v{m['format_version']}, {m['dtype']}, device {m['device']}, "
+    out.print(f"[bold]{_show(artifact)}[/] — format v{m['format_version']}, {m['dtype']}, device {m['device']}, "
               f"{_human_bytes(summary['file_bytes'])}", highlight=False)
-    out.print(f"source: {m['source']['kind']} {m['source']['location']}; made by {m['producer']} with torch {m['torch_version']} "
-              f"at {m['created_at']}", highlight=False)
-    out.print(f"signature: {escape(summary['signature'])}", highlight=False)
+    src = m["source"]
+    out.print(_show(f"source: {src['kind']} {src['location']}; made by {m['producer']} with torch {m['torch_version']} "
+                    f"at {m['created_at']}"), highlight=False)
+    out.print(f"signature: {_show(summary['signature'])}", highlight=False)
     if m["dims"]:
-        out.print("dynamic dims: " + ", ".join(f"{k} {v['min']}..{v['max']}" for k, v in m["dims"].items()), highlight=False)
+        out.print("dynamic dims: " + _show(", ".join(f"{k} {v['min']}..{v['max']}" for k, v in m["dims"].items())),
+                  highlight=False)
     passes = Table(title="passes", show_edge=False)
     passes.add_column("pass")
     passes.add_column("changes")
     for p in m["passes"]:
-        passes.add_row(p["name"], ", ".join(f"{k}={v}" for k, v in p["changes"].items() if v) or "-")
+        passes.add_row(_show(p["name"]), _show(", ".join(f"{k}={v}" for k, v in p["changes"].items() if v) or "-"))
     out.print(passes)
     ops = Table(title="ops", show_edge=False)
     ops.add_column("op")
     ops.add_column("count", justify="right")
     for name, count in m["op_histogram"].items():
-        ops.add_row(name, str(count))
+        ops.add_row(_show(name), str(count))
     out.print(ops)
-    out.print("fallback ATen ops: " + (", ".join(m["fallback_ops"]) or "none"), highlight=False)
-    out.print("weights: " + ", ".join(f"{k} {_human_bytes(v)}" for k, v in summary["weight_bytes_by_dtype"].items()), highlight=False)
+    out.print("fallback ATen ops: " + (_show(", ".join(m["fallback_ops"])) or "none"), highlight=False)
+    out.print("weights: " + _show(", ".join(f"{k} {_human_bytes(v)}" for k, v in summary["weight_bytes_by_dtype"].items())),
+              highlight=False)
     if m["accuracy"]:
         for acc in m["accuracy"]["outputs"]:
-            out.print(f"accuracy at conversion, {acc['name']}: {_accuracy_line(acc)}", highlight=False)
-    if m.get("quantization"):
-        _print_quant_table(artifact, m["quantization"])
+            out.print(f"accuracy at conversion, {_show(acc['name'])}: {_accuracy_line(acc)}", highlight=False)
+    if report.plan is not None and m["quantization"]:  # an empty record ({}) has nothing to show
+        _print_quant_table(report.plan, report.layers)
 
 
-def _print_quant_table(artifact: Path, q: dict) -> None:
-    """inspect for an int8 artifact: the plan's settings, then one row per linear/conv layer."""
-    from .inspection import QUANT_COLUMNS, quant_layers
+def _print_quant_table(plan: QuantPlan, layers: list[LayerPlan]) -> None:
+    """inspect for an int8 artifact (its QuantPlan and LayerPlans in graph order): the plan's settings, then one
+    row per linear/conv layer."""
+    from .inspection import QUANT_COLUMNS
 
-    _print_quant_summary(q)
+    _print_quant_summary(plan)
     # Ten columns: no vertical rules, and cells wrap (at spaces) rather than truncate, since a cut-off
     # scale or layer name would mislead.
     table = Table(title="quantization by layer (SmoothQuant: alpha -> where 1/s is folded)", box=box.SIMPLE_HEAD,
@@ -513,15 +543,15 @@ def _print_quant_table(artifact: Path, q: dict) -> None:
         table.add_column(header, justify="right" if header in ("in scale", "zero pt", "sensitivity") else "left",
                          overflow="fold")
     notes = []
-    for layer in quant_layers(artifact, q):
+    for layer in layers:
         cells = [QUANT_COLUMNS[h](layer) for h in QUANT_COLUMNS]
-        if not layer["quantized"]:  # reasons are long: a numbered note under the table keeps the rows readable
-            notes.append(f"({len(notes) + 1}) {layer['node']}: {layer.get('fallback_reason') or 'no reason recorded'}")
+        if not layer.quantized:  # reasons are long: a numbered note under the table keeps the rows readable
+            notes.append(f"({len(notes) + 1}) {layer.node}: {layer.fallback_reason or 'no reason recorded'}")
             cells[list(QUANT_COLUMNS).index("precision")] += f" ({len(notes)})"
-        table.add_row(*map(escape, cells))
+        table.add_row(*map(_show, cells))
     out.print(table)
     for note in notes:
-        out.print(f"  {escape(note)}", highlight=False)
+        out.print(f"  {_show(note)}", highlight=False)
 
 
 # --------------------------------------------------------------------------- run

@@ -1,34 +1,51 @@
-"""`ipexconvert inspect`: a summary of an artifact, without running it."""
+"""`ipexconvert inspect`: a summary of an artifact, without running it.
+
+An artifact is untrusted: everything shown here comes from records the reader validated (the manifest
+model with its strictly typed quantization record, and a graph that passed check_graph), so a hostile
+file is refused with an ArtifactError instead of breaking the report. Printing it safely (markup, lone
+surrogates, control characters) is the CLI's job.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Optional
 
-from pydantic import ValidationError
-
-from .artifact import read_manifest
+from .artifact import _parse_graph, quant_plan, read_manifest
 from .errors import ArtifactError
 from .ir import Graph, dtypes
+from .ir.graph import check_graph
+from .manifest import Manifest
+from .quant.plan import ActivationQuant, LayerPlan, QuantPlan
 
 
-def _read(path: Path):
+def _read(path: Path) -> tuple[Manifest, Graph]:
+    """Manifest and graph, both checked (no tensors read and no hashes checked: older formats are shown too)."""
     manifest, graph_json = read_manifest(path)
+    graph = _parse_graph(Path(path), graph_json)
     try:
-        graph = Graph.model_validate_json(graph_json)
-    except ValidationError as e:
-        raise ArtifactError(f"{path} has an invalid graph: {e.errors()[0]['msg']}",
-                            "re-create it with `ipexconvert optimize`") from None
+        check_graph(graph)  # every spec's dtype and shape are sane before they are summed up below
+    except ArtifactError as e:
+        raise ArtifactError(f"{path}: {e.problem}", e.fix) from None
     return manifest, graph
 
 
-def summarize(path: Path) -> dict:
+@dataclass
+class Inspection:
+    summary: dict  # what `inspect --json` prints
+    plan: Optional[QuantPlan] = None  # the manifest's quantization record, validated
+    layers: list[LayerPlan] = field(default_factory=list)  # the plan's layers in graph order
+
+
+def inspect_artifact(path: Path) -> Inspection:
+    """The summary, and for an int8 artifact its plan and layers, from one read of the file."""
     manifest, graph = _read(path)
     by_dtype: dict[str, int] = {}
     for name in graph.constants:
-        spec = graph.values.get(name)
-        if spec is None or not all(isinstance(d, int) and not isinstance(d, bool) for d in spec.shape):
+        spec = graph.values[name]  # check_graph: every constant has a spec with a known dtype
+        if not all(isinstance(d, int) and not isinstance(d, bool) for d in spec.shape):
             # a weight has one fixed shape; a dim name or expression here means a corrupt or edited file
-            shape = "?" if spec is None else spec.describe()
-            raise ArtifactError(f"{path}: constant {name} has shape {shape}, not a list of integers",
+            raise ArtifactError(f"{path}: constant {name} has shape {spec.describe()}, not a list of integers",
                                 "re-create the artifact with `ipexconvert optimize`; do not edit .ipxc files by hand")
         count = 1
         for d in spec.shape:
@@ -36,88 +53,110 @@ def summarize(path: Path) -> dict:
         by_dtype[spec.dtype] = by_dtype.get(spec.dtype, 0) + count * dtypes.to_torch(spec.dtype).itemsize
     ins = ", ".join(f"{i.name}: {i.spec.describe()}" for i in manifest.inputs)
     outs = ", ".join(f"{o.name}: {o.spec.describe()}" for o in manifest.outputs)
-    return {
+    summary = {
         "file_bytes": Path(path).stat().st_size,
         "signature": f"({ins}) -> ({outs})",
         "weight_bytes_by_dtype": by_dtype,
         "node_count": len(graph.nodes),
         "manifest": manifest.model_dump(mode="json", exclude={"tensor_sha256"}),
     }
+    plan = quant_plan(Path(path), manifest)
+    if plan is None:
+        return Inspection(summary)
+    position = {node.name: i for i, node in enumerate(graph.nodes)}
+    # graph order (the plan lists smoothed layers first); layers the graph does not have go last
+    layers = sorted(plan.layers.values(), key=lambda layer: position.get(layer.node, len(position)))
+    return Inspection(summary, plan, layers)
+
+
+def summarize(path: Path) -> dict:
+    return inspect_artifact(path).summary
 
 
 # --------------------------------------------------------------------------- int8 artifacts
-# The manifest's `quantization` is a QuantPlan dumped to JSON (quant/plan.py); these read it as a dict,
-# so an artifact stays inspectable even if the plan model gains fields.
+# The manifest stores the plan as a dict; artifact.quant_plan validates it into a QuantPlan (strictly: exact
+# JSON types, no unknown fields), and everything below reads that model. Optional numbers can be null (a NaN
+# written as JSON), so they are formatted with _num.
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 'es' if word.endswith('ch') else 's'}"
+
+
+def _num(value: Optional[float], fmt: str) -> str:
+    return "n/a" if value is None else format(value, fmt)
 
 
 def _span(lo: float, hi: float, fmt: str = ".4g") -> str:
     return f"{lo:{fmt}}" if lo == hi else f"{lo:{fmt}} .. {hi:{fmt}}"  # spaces: a narrow terminal wraps there
 
 
-def _smoothquant_line(q: dict) -> str:
-    smoothed = [layer["smoothing"] for layer in q["layers"].values() if layer.get("smoothing")]
-    setting = q.get("smoothquant", "off")
+def _smoothquant_line(plan: QuantPlan) -> str:
+    smoothed = [layer.smoothing for layer in plan.layers.values() if layer.smoothing is not None]
+    setting = plan.smoothquant
     if not smoothed:
         return setting if setting.startswith("off") else f"{setting}: no layer smoothed (it did not lower the error)"
-    alphas = [s["alpha"] for s in smoothed]
-    norms = {s["folded_into"] for s in smoothed if s["folded_into"] != "quantize"}
-    in_quantize = sum(s["folded_into"] == "quantize" for s in smoothed)
+    alphas = [s.alpha for s in smoothed]
+    norms = {s.folded_into for s in smoothed if s.folded_into != "quantize"}
+    in_quantize = sum(s.folded_into == "quantize" for s in smoothed)
     where = []
     if norms:
         where.append(f"{_plural(len(norms), 'norm')} ({', '.join(sorted(norms))})")
     if in_quantize:
         where.append(f"the quantize step of {_plural(in_quantize, 'layer')}")
-    return (f"{setting}: {len(smoothed)} of {_plural(len(q['layers']), 'layer')} smoothed, alpha {_span(min(alphas), max(alphas), 'g')}, "
-            f"1/s folded into {' and '.join(where)}")
+    return (f"{setting}: {len(smoothed)} of {_plural(len(plan.layers), 'layer')} smoothed, "
+            f"alpha {_span(min(alphas), max(alphas), 'g')}, 1/s folded into {' and '.join(where)}")
 
 
-def _guard_line(q: dict) -> str:
-    g = q.get("guard")
-    if not g:
+def _guard_line(plan: QuantPlan) -> str:
+    g = plan.guard  # a GuardRecord's dump (validated)
+    if g is None:
         return "off (--no-guard): every layer the plan quantized stays int8"
-    moved = g["rounds"][-1]["fallback_layers"] if g.get("rounds") else 0
+    moved = g["rounds"][-1]["fallback_layers"] if g["rounds"] else 0
     verdict = "passed" if g["passed"] else "NOT met"
-    return (f"{g['metric']} error {g['final_error']:.4g}, budget {g['budget']:g}, {verdict} "
+    return (f"{g['metric']} error {_num(g['final_error'], '.4g')}, budget {g['budget']:g}, {verdict} "
             f"(on {_plural(g['held_out_batches'], 'held-out batch')}; {_plural(moved, 'layer')} moved to float in "
-            f"{_plural(len(g.get('rounds', [])), 'round')})")
+            f"{_plural(len(g['rounds']), 'round')})")
 
 
-def quant_overview(q: dict) -> dict:
-    """Plan-level facts for the optimize summary and inspect: counts, SmoothQuant, guard, calibration."""
-    layers = q["layers"]
-    fallbacks = {name: layer.get("fallback_reason") or "" for name, layer in layers.items() if not layer["quantized"]}
-    calibration = (f"{q['calibration']}: {_plural(q['calibration_batches'], 'batch')} to calibrate, "
-                   f"{q['held_out_batches']} held out for the accuracy guard")
-    return {"quantized": len(layers) - len(fallbacks), "float": len(fallbacks), "fallbacks": fallbacks,
-            "smoothquant": _smoothquant_line(q), "guard": _guard_line(q), "calibration": calibration}
+def _tuning_line(plan: QuantPlan) -> Optional[str]:
+    t = plan.tuning  # a TuningRecord's dump (validated)
+    if t is None:
+        return None
+    final = t["trials"][-1]["score"] if t["trials"] else None
+    return (f"fp32 score {_num(t['baseline_score'], '.6g')}, {len(t['trials'])} trial(s), final score "
+            f"{_num(final, '.6g')} (tolerable loss {t['tolerable_loss']:g})")
 
 
-# Columns of the per-layer table: header -> cell text from a LayerPlan dict.
-def _input(key: str, fmt: str):
-    return lambda layer: "-" if not layer.get("input") else format(layer["input"][key], fmt)
+def quant_overview(plan: QuantPlan) -> dict:
+    """Plan-level facts for the optimize summary and inspect: counts, SmoothQuant, guard, tuning, calibration."""
+    fallbacks = plan.fallback_layers()
+    calibration = (f"{plan.calibration}: {_plural(plan.calibration_batches, 'batch')} to calibrate, "
+                   f"{plan.held_out_batches} held out for the accuracy guard")
+    return {"quantized": len(plan.layers) - len(fallbacks), "float": len(fallbacks), "fallbacks": fallbacks,
+            "smoothquant": _smoothquant_line(plan), "guard": _guard_line(plan), "tuning": _tuning_line(plan),
+            "calibration": calibration}
 
 
-QUANT_COLUMNS = {
-    "layer": lambda layer: layer["node"],
-    "op": lambda layer: layer["op"],
-    "precision": lambda layer: "int8" if layer["quantized"] else "float",
-    "in scale": _input("scale", ".3g"),
-    "zero pt": _input("zero_point", "d"),
-    "in range": lambda layer: "-" if not layer.get("input") else f"[{layer['input']['lo']:.3g}, {layer['input']['hi']:.3g}]",
-    "observer": _input("observer", "s"),
-    "weight scale": lambda layer: "-" if layer.get("weight_scale_min") is None else
-    _span(layer["weight_scale_min"], layer["weight_scale_max"], ".3g"),
-    "SmoothQuant": lambda layer: "-" if not layer.get("smoothing") else
-    f"{layer['smoothing']['alpha']:g} -> {layer['smoothing']['folded_into']}",
-    "sensitivity": lambda layer: "-" if layer.get("sensitivity") is None else f"{layer['sensitivity']:.3g}",
+# Columns of the per-layer table: header -> cell text from a LayerPlan.
+def _input(cell: Callable[[ActivationQuant], str]) -> Callable[[LayerPlan], str]:
+    return lambda layer: "-" if layer.input is None else cell(layer.input)
+
+
+def _weight_scale(layer: LayerPlan) -> str:
+    ends = [v for v in (layer.weight_scale_min, layer.weight_scale_max) if v is not None]
+    return "-" if not ends else _span(ends[0], ends[-1], ".3g")
+
+
+QUANT_COLUMNS: dict[str, Callable[[LayerPlan], str]] = {
+    "layer": lambda layer: layer.node,
+    "op": lambda layer: layer.op,
+    "precision": lambda layer: "int8" if layer.quantized else "float",
+    "in scale": _input(lambda q: f"{q.scale:.3g}"),
+    "zero pt": _input(lambda q: str(q.zero_point)),
+    "in range": _input(lambda q: f"[{q.lo:.3g}, {q.hi:.3g}]"),
+    "observer": _input(lambda q: q.observer),
+    "weight scale": _weight_scale,
+    "SmoothQuant": lambda layer: "-" if layer.smoothing is None else
+    f"{layer.smoothing.alpha:g} -> {layer.smoothing.folded_into}",
+    "sensitivity": lambda layer: "-" if layer.sensitivity is None else f"{layer.sensitivity:.3g}",
 }
-
-
-def quant_layers(path: Path, q: dict) -> list[dict]:
-    """The plan's layers in graph order (the plan lists smoothed layers first)."""
-    _, graph = _read(path)
-    position = {node.name: i for i, node in enumerate(graph.nodes)}
-    return sorted(q["layers"].values(), key=lambda layer: position.get(layer["node"], len(position)))

@@ -110,7 +110,11 @@ def check_graph(graph: Graph) -> None:
     a node reading a value that is neither an input, a constant nor the output of an EARLIER node
     (reversed order, cycles, dangling names), a value produced twice, an op outside the opset, attrs its
     op's Attrs model refuses, an attr naming an input index the node does not have, a missing output,
-    a dynamic dim no input binds or an expression naming something that is not a dynamic dim."""
+    a dynamic dim no input binds or an expression naming something that is not a dynamic dim.
+
+    Structure only: whether each node fits its op (arity, shape rule, post-op operands, output budget) is
+    ir/validate.py: check_nodes, which the loader runs next, once the constants' tensors are known to be
+    what their specs say."""
     from ..errors import ArtifactError
     from . import dtypes
     from .opdef import get_op

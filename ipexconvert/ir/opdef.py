@@ -7,6 +7,7 @@ oracle and the run-time fallback).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Optional, Sequence
 
 import torch
@@ -23,10 +24,28 @@ class Unconvertible(Exception):
     """Raised by from_aten when this call's arguments fall outside what the op models."""
 
 
+class SpecError(ValueError):
+    """Raised by a shape rule (OpDef.infer) when the input specs cannot be this op's inputs
+    (a weight of the wrong shape, ranks or dtypes the op does not take, shapes that do not broadcast)."""
+
+
+@dataclass(frozen=True)
+class Arity:
+    """The inputs a node of an op reads: `min`..`max` of its own (max None: any number; the positions in
+    `optional` may be None, e.g. a missing bias), then, for ops with post-ops (post_op_operands), one more
+    per binary post-op operand after all `max` of its own."""
+
+    min: int
+    max: Optional[int]
+    optional: frozenset[int] = frozenset()
+    post_op_operands: bool = False
+
+
 class OpDef:
     name: ClassVar[str]
     Attrs: ClassVar[type[BaseModel]] = NoAttrs
     aten_targets: ClassVar[tuple[str, ...]] = ()
+    arity: ClassVar[Arity] = Arity(1, 1)
 
     # ---- frontend ------------------------------------------------------
     @classmethod
@@ -44,7 +63,14 @@ class OpDef:
         return cls.Attrs.model_validate(attrs)
 
     @classmethod
+    def input_arity(cls, attrs: Any) -> Arity:
+        """The inputs a node with these attrs reads (checked at load, before any kernel sees the node)."""
+        return cls.arity
+
+    @classmethod
     def infer(cls, inputs: Sequence[Optional[TensorSpec]], attrs: Any) -> list[TensorSpec]:
+        """The output specs for these input specs. Raises SpecError when the inputs cannot be this op's
+        (the loader refuses such nodes), NotImplementedError when it cannot tell (e.g. symbolic sizes)."""
         raise NotImplementedError(f"{cls.name} has no shape rule")
 
     @classmethod

@@ -7,10 +7,10 @@ export, edit and feed back (--qconfig-out / --qconfig-in).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 QCONFIG_VERSION = 1
 
@@ -57,7 +57,55 @@ class LayerPlan(_Model):
         default=None, description="relative error of this layer's output with only this layer quantized (held-out data)")
 
 
+class _Record(_Model):
+    # Written by our own code (guard.py, convert.py) and read back from artifacts: exact JSON types only.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class GuardRound(_Record):
+    fallback_layers: int = Field(description="layers kept in float in this round")
+    error: Optional[float] = Field(description="the guard metric's worst error (None: it was NaN)")
+
+
+class GuardRecord(_Record):
+    """The accuracy guard's metric, budget, result and rounds (QuantPlan.guard, stored as a dict)."""
+
+    metric: str
+    meaning: str
+    budget: float
+    held_out_batches: int
+    passed: bool
+    final_error: Optional[float]
+    rounds: list[GuardRound]
+
+
+class TuneTrial(_Record):
+    observer: str
+    smoothquant: str
+    fallback_layers: int
+    score: Optional[float]
+    loss: Optional[float]
+
+
+class TuningRecord(_Record):
+    """--tune: the fp32 score and every trial (QuantPlan.tuning, stored as a dict)."""
+
+    baseline_score: Optional[float]
+    tolerable_loss: float
+    met: bool
+    trials: list[TuneTrial]
+
+
+def _checked_as(model: type[BaseModel]):
+    """A dict field whose content must be a valid `model`; it stays a dict (readers index it), normalised."""
+    return AfterValidator(lambda value: model.model_validate(value).model_dump())
+
+
 class QuantPlan(_Model):
+    # validate_assignment: the guard and tuning records are assigned as dicts after the plan is made; checking
+    # them then keeps what is written in step with what a reader of the artifact accepts.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
     version: int = QCONFIG_VERSION
     activation_dtype: Literal["uint8", "int8"] = "uint8"
     weight_dtype: Literal["int8"] = "int8"
@@ -70,8 +118,10 @@ class QuantPlan(_Model):
     calibration_synthetic: bool = False
     calibration_batches: int = 0
     held_out_batches: int = 0
-    guard: Optional[dict] = Field(default=None, description="the accuracy guard's metric, budget, result and rounds")
-    tuning: Optional[dict] = Field(default=None, description="--tune: the fp32 score and every trial")
+    guard: Optional[Annotated[dict[str, Any], _checked_as(GuardRecord)]] = Field(
+        default=None, description="the accuracy guard's metric, budget, result and rounds (a GuardRecord)")
+    tuning: Optional[Annotated[dict[str, Any], _checked_as(TuningRecord)]] = Field(
+        default=None, description="--tune: the fp32 score and every trial (a TuningRecord)")
     layers: dict[str, LayerPlan] = Field(default_factory=dict)
 
     def quantized_layers(self) -> list[str]:

@@ -73,6 +73,32 @@ def test_inspect_json(cli, cnn):
     assert data["signature"].startswith("(pixel_values: float32[batchx3x64x64])")
 
 
+def test_inspect_json_is_ascii_and_strict_json(cli, cnn):
+    """Every string is escaped (an artifact's text cannot break the output) and there is no NaN literal."""
+    result = cli("inspect", cnn["path"], "--json")
+    expect_exit(result, 0)
+    assert result.stdout.isascii()
+    json.loads(result.stdout, parse_constant=lambda name: pytest.fail(f"{name} in --json output"))
+
+
+def test_inspect_shows_an_older_format(cli, cnn, tmp_path):
+    """inspect still shows artifacts that `run` refuses as too old (format 1 had no content hash)."""
+    with safe_open(str(cnn["path"]), framework="pt") as f:
+        metadata = dict(f.metadata())
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    manifest = json.loads(metadata[MANIFEST_KEY])
+    manifest["format_version"] = 1
+    del manifest["content_sha256"]
+    metadata[MANIFEST_KEY] = json.dumps(manifest)
+    old = tmp_path / "old.ipxc"
+    save_file(tensors, str(old), metadata=metadata)
+    result = cli("inspect", old)
+    expect_exit(result, 0)
+    assert "format v1" in norm(result.stdout) and "signature: (pixel_values" in norm(result.stdout)
+    assert json.loads(cli("inspect", old, "--json").stdout)["manifest"]["format_version"] == 1
+    expect_usage_error(cli("run", old), "older ipexconvert")
+
+
 def _corrupt(kind: str, cnn_path, tmp_path):
     blob = cnn_path.read_bytes()
     target = tmp_path / f"{kind}.ipxc"

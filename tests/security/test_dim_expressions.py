@@ -68,8 +68,9 @@ def _sym_args(value):
 
 
 def _in_aten_sym(graph, expr):
-    node = node_of(graph, "aten", lambda n: any(True for _ in _sym_args(n["attrs"])))
-    next(_sym_args(node["attrs"]))["$sym"] = expr
+    """A `$sym` that is "batch" (so the plain expression "batch" leaves the graph as it was)."""
+    node = node_of(graph, "aten", lambda n: any(s["$sym"] == "batch" for s in _sym_args(n["attrs"])))
+    next(s for s in _sym_args(node["attrs"]) if s["$sym"] == "batch")["$sym"] = expr
 
 
 # location -> (which tiny artifact, which JSON part, the edit)

@@ -1,11 +1,12 @@
 """Small helpers shared by op definitions (not an op)."""
 from __future__ import annotations
 
-from typing import Annotated, Optional, Sequence
+from typing import Annotated, Literal, Optional, Sequence
 
 from pydantic import Field
 
-from ..dims import Dim, simplify
+from ..dims import Dim, same, simplify
+from ..opdef import SpecError
 from ..spec import TensorSpec
 
 
@@ -13,6 +14,12 @@ from ..spec import TensorSpec
 # bounds in the kernels, so artifacts holding one are refused when the attrs are parsed.
 Positive2 = Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=2, max_length=2)]
 NonNegative2 = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
+
+
+# A dtype name in attrs (to_dtype's target ...): one of dtypes.py's names (tests/ir/test_validate.py keeps them equal),
+# so an artifact's string never reaches torch.
+DtypeName = Literal["float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool"]
+FloatDtypeName = Literal["float32", "float16", "bfloat16", "float64"]
 
 
 def norm_axis(axis: int, rank: int) -> int:
@@ -38,3 +45,55 @@ def promote(specs: Sequence[Optional[TensorSpec]]) -> str:
     for d in present[1:]:
         out = torch.promote_types(out, d)
     return dtypes.to_name(out)
+
+
+# ---- input checks of the shape rules (infer): a hostile artifact's specs are refused at load ---------------------------
+
+
+def require(ok: bool, problem: str) -> None:
+    """SpecError(problem) unless ok."""
+    if not ok:
+        raise SpecError(problem)
+
+
+def same_dim(a: Dim, b: Dim) -> bool:
+    """The same size: ints equal, expressions equal once simplified (dims.same)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    return same(a, b)
+
+
+def same_shape(a: Sequence[Dim], b: Sequence[Dim]) -> bool:
+    return len(a) == len(b) and all(same_dim(x, y) for x, y in zip(a, b))
+
+
+def expect_rank(spec: TensorSpec, ranks: Sequence[int], what: str) -> None:
+    require(spec.rank in ranks, f"{what} is {spec.describe()}, not of rank {' or '.join(map(str, ranks))}")
+
+
+def expect_dtype(spec: TensorSpec, names: Sequence[str], what: str) -> None:
+    require(spec.dtype in names, f"{what} is {spec.describe()}, not {' or '.join(names)}")
+
+
+def expect_shape(spec: Optional[TensorSpec], shape: Sequence[Dim], what: str) -> None:
+    """spec (skipped when None: an absent optional input) has exactly this shape."""
+    if spec is not None:
+        require(same_shape(spec.shape, shape), f"{what} is {spec.describe()}, not of shape {list(shape)}")
+
+
+def trailing(x: TensorSpec, normalized_shape: Sequence[int], what: str = "the input") -> None:
+    """x's last dims are normalized_shape (the norms)."""
+    n = len(normalized_shape)
+    require(0 < n <= x.rank and same_shape(x.shape[x.rank - n:], normalized_shape),
+            f"{what} {x.describe()} does not end in the normalized shape {list(normalized_shape)}")
+
+
+def broadcast_to(shape: Sequence[Dim], operand: TensorSpec, what: str) -> None:
+    """operand broadcasts to `shape` without growing it (a binary post-op operand, an additive mask)."""
+    from ..dims import broadcast
+
+    try:
+        ok = operand.rank <= len(shape) and same_shape(broadcast(shape, operand.shape), shape)
+    except ValueError:
+        ok = False
+    require(ok, f"{what} {operand.describe()} does not broadcast to {list(shape)}")

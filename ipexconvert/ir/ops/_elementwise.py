@@ -4,10 +4,10 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence, Union
 
 import torch
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..dims import broadcast
-from ..opdef import OpDef, Unconvertible
+from ..opdef import Arity, OpDef, SpecError, Unconvertible
 from ..spec import TensorSpec
 from ._common import like
 
@@ -40,6 +40,12 @@ class BinaryAttrs(BaseModel):
     lhs_scalar: Optional[Union[bool, int, float]] = None
     rhs_scalar: Optional[Union[bool, int, float]] = None
 
+    @model_validator(mode="after")
+    def _one_scalar(self) -> "BinaryAttrs":
+        if self.lhs_scalar is not None and self.rhs_scalar is not None:
+            raise ValueError("lhs_scalar and rhs_scalar are both set (at most one operand is a number)")
+        return self
+
 
 def _is_scalar(v: Any) -> bool:
     return isinstance(v, (int, float, bool)) and not hasattr(v, "meta")
@@ -59,7 +65,11 @@ def _result_dtype(fn: Callable[[Any, Any], torch.Tensor], inputs: Sequence[Optio
     from .. import dtypes
 
     metas = [None if s is None else torch.empty([1] * s.rank, dtype=dtypes.to_torch(s.dtype), device="meta") for s in inputs]
-    return dtypes.to_name(fn(*_operands(metas, attrs)).dtype)
+    try:  # torch refuses some pairs (bool - bool) and scalars out of an integer dtype's range
+        return dtypes.to_name(fn(*_operands(metas, attrs)).dtype)
+    except (RuntimeError, TypeError, ValueError, OverflowError) as e:
+        raise SpecError(f"{fn.__name__} of {' and '.join(s.dtype for s in inputs if s is not None)} "
+                        f"{'with a scalar ' if len(inputs) == 1 else ''}is refused by torch: {' '.join(str(e).split())[:200]}") from None
 
 
 def binary_op(op_name: str, fn: Callable[[Any, Any], torch.Tensor], targets: tuple[str, ...]) -> type[OpDef]:
@@ -80,9 +90,17 @@ def binary_op(op_name: str, fn: Callable[[Any, Any], torch.Tensor], targets: tup
             return [lhs, rhs], {}
 
         @classmethod
+        def input_arity(cls, attrs):
+            n = 1 if attrs.lhs_scalar is not None or attrs.rhs_scalar is not None else 2
+            return Arity(n, n)
+
+        @classmethod
         def infer(cls, inputs, attrs):
             tensors = [s for s in inputs if s is not None]
-            shape = tensors[0].shape if len(tensors) == 1 else broadcast(tensors[0].shape, tensors[1].shape)
+            try:
+                shape = tensors[0].shape if len(tensors) == 1 else broadcast(tensors[0].shape, tensors[1].shape)
+            except ValueError as e:
+                raise SpecError(str(e)) from None
             out = like(tensors[0], shape, _result_dtype(fn, inputs, attrs))
             if len(tensors) == 2 and tensors[0].shape == tensors[1].shape:
                 out = out.with_(memory_format=tensors[0].memory_format)

@@ -7,32 +7,74 @@ reference and kernel agree bit for bit.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated, Literal, Optional
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from .. import dtypes
 from ..postops import PostOp, apply_post_ops
+from ..spec import TensorSpec
+from ._common import expect_dtype, expect_rank, expect_shape
 
 QRANGE = {"uint8": (0, 255), "int8": (-128, 127)}
 QTORCH = {"uint8": torch.uint8, "int8": torch.int8}
+
+# The kernels hold scales in float32 and divide by them: a scale must be a normal positive float32 (NaN, 0,
+# 5e-324 or 1e39 make inf or NaN codes, and the native layers refuse them with a ValueError).
+_FLOAT32_TINY, _FLOAT32_MAX = float(torch.finfo(torch.float32).tiny), float(torch.finfo(torch.float32).max)
+
+
+def _positive_float32(value: float) -> float:
+    if not _FLOAT32_TINY <= value <= _FLOAT32_MAX:  # NaN fails the comparison too
+        raise ValueError(f"scale {value} is not a positive, finite float32 (the kernels divide by it)")
+    return value
+
+
+Scale = Annotated[float, AfterValidator(_positive_float32)]
+ZeroPoint = Annotated[int, Field(ge=-128, le=255)]  # a uint8 or int8 code; the dtype's own range is checked with it
+
+
+def check_zero_point(zero_point: int, dtype: str, what: str) -> None:
+    """ValueError unless zero_point is a code of dtype (uint8 or int8)."""
+    lo, hi = QRANGE[dtype]
+    if not lo <= zero_point <= hi:
+        raise ValueError(f"{what} {zero_point} is outside {dtype}'s range {lo}..{hi}")
 
 
 class OutputQuant(BaseModel):
     """What an int8 GEMM/conv returns: a float dtype, or a requantized uint8/int8 tensor."""
 
     model_config = ConfigDict(extra="forbid")
-    output_dtype: str = Field(default="float32", description="float32, bfloat16, uint8 or int8")
-    output_scale: float = 1.0
-    output_zero_point: int = 0
+    output_dtype: Literal["float32", "bfloat16", "uint8", "int8"] = "float32"
+    output_scale: Scale = 1.0
+    output_zero_point: ZeroPoint = 0
+
+    @model_validator(mode="after")
+    def _output_code_range(self) -> "OutputQuant":
+        if self.output_dtype in QRANGE:
+            check_zero_point(self.output_zero_point, self.output_dtype, "output_zero_point")
+        return self
 
 
 class Int8LayerAttrs(OutputQuant):
     """What qlinear and qconv2d share: the per-tensor input quantization and the post-ops."""
 
-    x_scale: float
-    x_zero_point: int = 0
+    x_scale: Scale
+    x_zero_point: ZeroPoint = 0
     post_ops: list[PostOp] = Field(default_factory=list)
+
+
+def check_int8_operands(x: TensorSpec, w: TensorSpec, scales: TensorSpec, bias: Optional[TensorSpec]) -> None:
+    """The own inputs of qlinear/qconv2d: codes, int8 weight [O, ...], float32 scales [O], float32 bias [O] or None
+    (SpecError otherwise; the shapes x and the weight must agree on are the op's own check)."""
+    expect_dtype(x, tuple(QRANGE), "the input")
+    expect_dtype(w, ("int8",), "the weight")
+    expect_rank(w, (2, 4), "the weight")
+    expect_dtype(scales, ("float32",), "the weight scales")
+    expect_shape(scales, [w.shape[0]], "the weight scales")
+    if bias is not None:
+        expect_dtype(bias, ("float32",), "the bias")
 
 
 def float_operands(inputs, attrs: Int8LayerAttrs) -> tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
@@ -70,4 +112,4 @@ def finish(y: torch.Tensor, post_ops: list[PostOp], inputs, out: OutputQuant) ->
     y = apply_post_ops(y, post_ops, operands)
     if out.output_dtype in QRANGE:
         return quantize(y, out.output_scale, out.output_zero_point, out.output_dtype)
-    return y.to(getattr(torch, out.output_dtype))
+    return y.to(dtypes.to_torch(out.output_dtype))

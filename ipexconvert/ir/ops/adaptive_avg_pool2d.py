@@ -5,12 +5,12 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict
 
 from ..opdef import OpDef, register_op
-from ._common import like
+from ._common import Positive2, expect_rank, like
 
 
 class AdaptiveAvgPool2dAttrs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    output_size: list[int]
+    output_size: Positive2
 
 
 @register_op
@@ -27,6 +27,7 @@ class AdaptiveAvgPool2dOp(OpDef):
     @classmethod
     def infer(cls, inputs, attrs):
         x = inputs[0]
+        expect_rank(x, (3, 4), "the input")
         return [like(x, [*x.shape[:-2], *attrs.output_size]).with_(memory_format=x.memory_format)]
 
     @classmethod

@@ -7,8 +7,8 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict
 
 from ..dims import broadcast
-from ..opdef import OpDef, register_op
-from ._common import like, promote
+from ..opdef import Arity, OpDef, SpecError, register_op
+from ._common import expect_shape, like, promote, trailing
 from ._quant import quantize
 from .layer_norm import layer_norm_fp32
 from .quantize import QuantizeAttrs
@@ -31,9 +31,21 @@ class AddLayerNormOp(OpDef):
     Attrs = AddLayerNormAttrs
 
     @classmethod
+    def input_arity(cls, attrs):
+        return Arity(4, 5 if attrs.quantize is not None else 4, frozenset({2, 3, 4}))
+
+    @classmethod
     def infer(cls, inputs, attrs):
         x, r = inputs[0], inputs[1]
-        out = like(x, broadcast(x.shape, r.shape), promote([x, r]))
+        try:
+            out = like(x, broadcast(x.shape, r.shape), promote([x, r]))
+        except ValueError as e:
+            raise SpecError(f"x and residual: {e}") from None
+        trailing(out, attrs.normalized_shape, "the sum")
+        expect_shape(inputs[2], attrs.normalized_shape, "the weight")
+        expect_shape(inputs[3], attrs.normalized_shape, "the bias")
+        if len(inputs) > 4:
+            expect_shape(inputs[4], [out.shape[-1]], "the quantize multiplier")
         outs = [out, out] if attrs.return_sum else [out]
         if attrs.quantize is not None:
             outs.append(like(out, dtype=attrs.quantize.dtype))

@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...errors import ArtifactError, IpexConvertError
 from .. import dtypes
-from ..dims import check, resolve_int
-from ..opdef import OpDef, register_op
+from ..dims import check, resolve_int, resolve_shape
+from ..opdef import Arity, OpDef, register_op
 from .aten_allowlist import ALLOWED, Refused, max_tensor_bytes
 
 _MEMORY_FORMATS = {
@@ -151,10 +151,27 @@ def _decoder(value: Any) -> Callable[[list, dict], Any]:
     return lambda ins, dims: value
 
 
+def _input_slots(value: Any) -> set[int]:
+    """The node inputs an argument reads ({"$in": i} anywhere in it)."""
+    if isinstance(value, dict):
+        if set(value) == {"$in"} and type(value["$in"]) is int:
+            return {value["$in"]}
+        value = list(value.values())
+    if isinstance(value, list):
+        return set().union(*(_input_slots(v) for v in value))
+    return set()
+
+
 @register_op
 class AtenOp(OpDef):
     name = "aten"
     Attrs = AtenAttrs
+
+    @classmethod
+    def input_arity(cls, attrs: AtenAttrs) -> Arity:
+        """As many inputs as the arguments read: input i is read by a `{"$in": i}` (none left over)."""
+        n = 1 + max(_input_slots([attrs.args, attrs.kwargs]), default=-1)
+        return Arity(n, n)
 
     @classmethod
     def compile(cls, attrs: AtenAttrs):
@@ -199,16 +216,18 @@ class AtenOp(OpDef):
         return cls.compile(attrs)(inputs, dims)
 
     @classmethod
-    def infer(cls, inputs, attrs):
-        """Run the op on meta tensors (static shapes only)."""
+    def infer(cls, inputs, attrs, dims: dict[str, int] | None = None):
+        """Run the op on meta tensors, with its argument check: static shapes, or, given `dims`, every
+        symbolic size and `$sym` argument evaluated at those dims (the result is then that point's, with ints)."""
         from ..dims import is_static
         from ..spec import TensorSpec
 
-        if not all(s is None or is_static(s.shape) for s in inputs) or '"$sym"' in attrs.model_dump_json():
+        if dims is None and (not all(s is None or is_static(s.shape) for s in inputs) or '"$sym"' in attrs.model_dump_json()):
             raise NotImplementedError("aten shape rule needs static shapes")
-        metas = [None if s is None else torch.empty(s.shape, dtype=dtypes.to_torch(s.dtype), device="meta").contiguous(
+        metas = [None if s is None else torch.empty(resolve_shape(s.shape, dims or {}), dtype=dtypes.to_torch(s.dtype),
+                                                    device="meta").contiguous(
             memory_format=_MEMORY_FORMATS["channels_last" if s.memory_format == "channels_last" else "contiguous_format"])
             for s in inputs]
-        out = cls.compile(attrs)(metas, {})
+        out = cls.compile(attrs)(metas, dims or {})
         outs = out if isinstance(out, (tuple, list)) else [out]
         return [TensorSpec.of(o) for o in outs]

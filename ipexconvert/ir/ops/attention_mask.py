@@ -8,12 +8,12 @@ from pydantic import BaseModel, ConfigDict
 
 from .. import dtypes
 from ..opdef import OpDef, register_op
-from ._common import like
+from ._common import FloatDtypeName, expect_dtype, like
 
 
 class AttentionMaskAttrs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    dtype: str  # the attention's activations dtype
+    dtype: FloatDtypeName  # the attention's activations dtype
 
 
 @register_op
@@ -23,6 +23,7 @@ class AttentionMaskOp(OpDef):
 
     @classmethod
     def infer(cls, inputs, attrs):
+        expect_dtype(inputs[0], ("bool", *sorted(dtypes.FLOAT_DTYPES)), "the mask")
         return [like(inputs[0], dtype=attrs.dtype)]
 
     @classmethod

@@ -4,8 +4,8 @@ from __future__ import annotations
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict
 
-from ..opdef import OpDef, Unconvertible, register_op
-from ._common import like
+from ..opdef import Arity, OpDef, Unconvertible, register_op
+from ._common import expect_shape, like, require
 
 
 class BatchNormAttrs(BaseModel):
@@ -20,6 +20,7 @@ class BatchNormOp(OpDef):
     name = "batch_norm"
     Attrs = BatchNormAttrs
     aten_targets = ("aten._native_batch_norm_legit_no_training.default", "aten.batch_norm.default")
+    arity = Arity(5, 5, frozenset({1, 2}))
 
     @classmethod
     def from_aten(cls, target, args):
@@ -29,7 +30,11 @@ class BatchNormOp(OpDef):
 
     @classmethod
     def infer(cls, inputs, attrs):
-        return [like(inputs[0])]
+        x = inputs[0]
+        require(x.rank >= 2, f"the input {x.describe()} has no channel axis")
+        for spec, what in zip(inputs[1:], ("weight", "bias", "running mean", "running variance")):
+            expect_shape(spec, [x.shape[1]], f"the {what}")
+        return [like(x)]
 
     @classmethod
     def reference(cls, inputs, attrs, dims):

@@ -5,11 +5,11 @@ import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..dims import add, floordiv
-from ..opdef import OpDef, Unconvertible, register_op
+from ..dims import add, floordiv, mul
+from ..opdef import Arity, OpDef, Unconvertible, register_op
 from ..postops import PostOp, apply_post_ops
 from ..spec import TensorSpec
-from ._common import NonNegative2, Positive2
+from ._common import NonNegative2, Positive2, expect_rank, expect_shape, require, same_dim
 
 
 class Conv2dAttrs(BaseModel):
@@ -19,6 +19,28 @@ class Conv2dAttrs(BaseModel):
     dilation: Positive2 = [1, 1]
     groups: int = Field(default=1, ge=1)
     post_ops: list[PostOp] = Field(default_factory=list)
+
+
+def conv_output(x: TensorSpec, w: TensorSpec, bias: TensorSpec | None, attrs, dtype: str) -> TensorSpec:
+    """The output spec of a 2-D convolution (conv2d, qconv2d); SpecError if x, weight and bias do not fit."""
+    expect_rank(x, (4,), "the input")
+    expect_rank(w, (4,), "the weight")
+    out_channels, groups = w.shape[0], attrs.groups
+    require(same_dim(x.shape[1], mul(w.shape[1], groups)) and (not isinstance(out_channels, int) or out_channels % groups == 0),
+            f"the input {x.describe()} does not fit the weight {w.describe()} with groups {groups}")
+    expect_shape(bias, [out_channels], "the bias")
+
+    def out_size(i: int):
+        k, s, p, d = w.shape[2 + i], attrs.stride[i], attrs.padding[i], attrs.dilation[i]
+        require(isinstance(k, int), f"the weight {w.describe()} has a symbolic kernel size")
+        size = add(floordiv(add(x.shape[2 + i], 2 * p - d * (k - 1) - 1), s), 1)
+        require(not isinstance(size, int) or size >= 1,
+                f"the kernel {w.shape[2:]} (dilation {attrs.dilation}) does not fit the input {x.describe()} "
+                f"padded by {attrs.padding}")
+        return size
+
+    return TensorSpec(dtype=dtype, shape=[x.shape[0], out_channels, out_size(0), out_size(1)],
+                      memory_format=x.memory_format)
 
 
 def _pair(v) -> list[int]:
@@ -33,6 +55,7 @@ class Conv2dOp(OpDef):
     name = "conv2d"
     Attrs = Conv2dAttrs
     aten_targets = ("aten.conv2d.default", "aten.convolution.default")
+    arity = Arity(3, 3, frozenset({2}), post_op_operands=True)
 
     @classmethod
     def from_aten(cls, target, args):
@@ -52,16 +75,11 @@ class Conv2dOp(OpDef):
 
     @classmethod
     def infer(cls, inputs, attrs):
-        x, w = inputs[0], inputs[1]
-        n, _, h, wd = x.shape
-        kh, kw = w.shape[2], w.shape[3]
-
-        def out_size(size, k, s, p, d):
-            return add(floordiv(add(size, 2 * p - d * (k - 1) - 1), s), 1)
-
-        shape = [n, w.shape[0], out_size(h, kh, attrs.stride[0], attrs.padding[0], attrs.dilation[0]),
-                 out_size(wd, kw, attrs.stride[1], attrs.padding[1], attrs.dilation[1])]
-        return [TensorSpec(dtype=x.dtype, shape=shape, memory_format=x.memory_format)]
+        x, w, bias = inputs[0], inputs[1], inputs[2]
+        require(w.dtype == x.dtype and (bias is None or bias.dtype in (x.dtype, "float32")),
+                f"the input {x.describe()}, weight {w.describe()} and bias "
+                f"{'none' if bias is None else bias.describe()} differ in dtype")
+        return [conv_output(x, w, bias, attrs, x.dtype)]
 
     @classmethod
     def reference(cls, inputs, attrs, dims):

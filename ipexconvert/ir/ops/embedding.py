@@ -10,14 +10,16 @@ import torch.nn.functional as F
 
 from ...errors import UserInputError
 
-from ..opdef import OpDef, register_op
+from ..opdef import Arity, OpDef, register_op
 from ..spec import TensorSpec
+from ._common import expect_dtype, expect_rank
 
 
 @register_op
 class EmbeddingOp(OpDef):
     name = "embedding"
     aten_targets = ("aten.embedding.default",)
+    arity = Arity(2, 2)
 
     @classmethod
     def from_aten(cls, target, args):
@@ -26,6 +28,8 @@ class EmbeddingOp(OpDef):
     @classmethod
     def infer(cls, inputs, attrs):
         w, idx = inputs
+        expect_rank(w, (2,), "the weight")
+        expect_dtype(idx, ("int64", "int32"), "the indices")
         return [TensorSpec(dtype=w.dtype, shape=[*idx.shape, w.shape[1]])]
 
     @classmethod

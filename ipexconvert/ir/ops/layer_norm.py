@@ -5,8 +5,8 @@ import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict
 
-from ..opdef import OpDef, register_op
-from ._common import like
+from ..opdef import Arity, OpDef, register_op
+from ._common import expect_shape, like, trailing
 
 
 class LayerNormAttrs(BaseModel):
@@ -27,6 +27,7 @@ class LayerNormOp(OpDef):
     name = "layer_norm"
     Attrs = LayerNormAttrs
     aten_targets = ("aten.layer_norm.default", "aten.native_layer_norm.default")
+    arity = Arity(3, 3, frozenset({1, 2}))
 
     @classmethod
     def from_aten(cls, target, args):
@@ -35,6 +36,9 @@ class LayerNormOp(OpDef):
 
     @classmethod
     def infer(cls, inputs, attrs):
+        trailing(inputs[0], attrs.normalized_shape)
+        expect_shape(inputs[1], attrs.normalized_shape, "the weight")
+        expect_shape(inputs[2], attrs.normalized_shape, "the bias")
         return [like(inputs[0])]
 
     @classmethod

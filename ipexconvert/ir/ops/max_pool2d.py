@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..dims import add, floordiv
 from ..opdef import OpDef, Unconvertible, register_op
-from ._common import NonNegative2, Positive2, like
+from ._common import NonNegative2, Positive2, expect_rank, like, require
 
 
 class MaxPool2dAttrs(BaseModel):
@@ -40,10 +40,16 @@ class MaxPool2dOp(OpDef):
     @classmethod
     def infer(cls, inputs, attrs):
         x = inputs[0]
+        expect_rank(x, (3, 4), "the input")
 
         def out(size, i):
             k, s, p, d = attrs.kernel_size[i], attrs.stride[i], attrs.padding[i], attrs.dilation[i]
-            return add(floordiv(add(size, 2 * p - d * (k - 1) - 1), s), 1)
+            require(2 * p <= k, f"padding {attrs.padding} is more than half the kernel {attrs.kernel_size} (torch refuses it)")
+            size = add(floordiv(add(size, 2 * p - d * (k - 1) - 1), s), 1)
+            require(not isinstance(size, int) or size >= 1,
+                    f"the kernel {attrs.kernel_size} (dilation {attrs.dilation}) does not fit the input {x.describe()} "
+                    f"padded by {attrs.padding}")
+            return size
 
         return [like(x, [*x.shape[:-2], out(x.shape[-2], 0), out(x.shape[-1], 1)]).with_(memory_format=x.memory_format)]
 

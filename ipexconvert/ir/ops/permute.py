@@ -4,7 +4,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from ..opdef import OpDef, register_op
-from ._common import like, norm_axis
+from ._common import like, norm_axis, require
 
 
 class PermuteAttrs(BaseModel):
@@ -32,6 +32,8 @@ class PermuteOp(OpDef):
 
     @classmethod
     def infer(cls, inputs, attrs):
+        require(sorted(attrs.perm) == list(range(inputs[0].rank)),
+                f"perm {attrs.perm} is not an order of the {inputs[0].rank} axes of {inputs[0].describe()}")
         return [like(inputs[0], [inputs[0].shape[p] for p in attrs.perm])]
 
     @classmethod

@@ -12,10 +12,10 @@ from typing import Optional
 import torch.nn.functional as F
 from pydantic import Field
 
-from ..opdef import OpDef, register_op
+from ..opdef import Arity, OpDef, register_op
 from ._common import NonNegative2, Positive2
-from ._quant import Int8LayerAttrs, dequantize, finish, float_operands
-from .conv2d import Conv2dOp
+from ._quant import Int8LayerAttrs, Scale, check_int8_operands, dequantize, finish, float_operands
+from .conv2d import conv_output
 
 
 class QConv2dAttrs(Int8LayerAttrs):
@@ -23,8 +23,8 @@ class QConv2dAttrs(Int8LayerAttrs):
     padding: NonNegative2 = [0, 0]
     dilation: Positive2 = [1, 1]
     groups: int = Field(default=1, ge=1)
-    accum_scale: Optional[float] = Field(default=None, description="set: the add operand is uint8 with these params")
-    accum_zero_point: int = 0
+    accum_scale: Optional[Scale] = Field(default=None, description="set: the add operand is uint8 with these params")
+    accum_zero_point: int = Field(default=0, ge=0, le=255)  # a uint8 code
 
 
 def dequantize_accum(inputs: list, attrs: QConv2dAttrs) -> list:
@@ -39,11 +39,13 @@ def dequantize_accum(inputs: list, attrs: QConv2dAttrs) -> list:
 class QConv2dOp(OpDef):
     name = "qconv2d"
     Attrs = QConv2dAttrs
+    arity = Arity(4, 4, frozenset({3}), post_op_operands=True)
 
     @classmethod
     def infer(cls, inputs, attrs):
-        (spec,) = Conv2dOp.infer(inputs, attrs)
-        return [spec.with_(dtype=attrs.output_dtype)]
+        x, w, scales, bias = inputs[:4]
+        check_int8_operands(x, w, scales, bias)
+        return [conv_output(x, w, bias, attrs, attrs.output_dtype)]
 
     @classmethod
     def reference(cls, inputs, attrs, dims):

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import torch.nn.functional as F
 
-from ..opdef import OpDef, register_op
-from ._common import like
-from ._quant import Int8LayerAttrs, finish, float_operands
+from ..opdef import Arity, OpDef, register_op
+from ._quant import Int8LayerAttrs, check_int8_operands, finish, float_operands
+from .linear import linear_output
 
 
 class QLinearAttrs(Int8LayerAttrs):
@@ -22,11 +22,13 @@ class QLinearAttrs(Int8LayerAttrs):
 class QLinearOp(OpDef):
     name = "qlinear"
     Attrs = QLinearAttrs
+    arity = Arity(4, 4, frozenset({3}), post_op_operands=True)
 
     @classmethod
     def infer(cls, inputs, attrs):
-        x, w = inputs[0], inputs[1]
-        return [like(x, [*x.shape[:-1], w.shape[0]], dtype=attrs.output_dtype)]
+        x, w, scales, bias = inputs[:4]
+        check_int8_operands(x, w, scales, bias)
+        return [linear_output(x, w, bias, attrs.output_dtype)]
 
     @classmethod
     def reference(cls, inputs, attrs, dims):

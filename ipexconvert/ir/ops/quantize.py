@@ -11,28 +11,41 @@ from __future__ import annotations
 from typing import Literal, Optional
 
 import torch
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
-from ..opdef import OpDef, register_op
-from ._common import like
-from ._quant import quantize
+from .. import dtypes
+from ..opdef import Arity, OpDef, register_op
+from ._common import expect_dtype, expect_rank, expect_shape, like
+from ._quant import Scale, ZeroPoint, check_zero_point, quantize
 
 
 class QuantizeAttrs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    scale: float
-    zero_point: int = 0
-    dtype: str = "uint8"
+    scale: Scale
+    zero_point: ZeroPoint = 0
+    dtype: Literal["uint8", "int8"] = "uint8"
     memory_format: Optional[Literal["channels_last"]] = None
+
+    @model_validator(mode="after")
+    def _code_range(self) -> "QuantizeAttrs":
+        check_zero_point(self.zero_point, self.dtype, "zero_point")
+        return self
 
 
 @register_op
 class QuantizeOp(OpDef):
     name = "quantize"
     Attrs = QuantizeAttrs
+    arity = Arity(1, 2)
 
     @classmethod
     def infer(cls, inputs, attrs):
+        expect_dtype(inputs[0], sorted(dtypes.FLOAT_DTYPES), "the input")
+        if len(inputs) > 1:
+            expect_dtype(inputs[1], ("float32",), "the multiplier")
+            expect_shape(inputs[1], [inputs[0].shape[-1]] if inputs[0].rank else [1], "the multiplier")
+        if attrs.memory_format:
+            expect_rank(inputs[0], (4,), "the input of a channels_last quantize")
         out = like(inputs[0], dtype=attrs.dtype)
         return [out.with_(memory_format=attrs.memory_format) if attrs.memory_format else out]
 

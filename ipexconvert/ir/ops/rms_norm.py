@@ -6,8 +6,8 @@ from typing import Optional
 import torch
 from pydantic import BaseModel, ConfigDict
 
-from ..opdef import OpDef, register_op
-from ._common import like
+from ..opdef import Arity, OpDef, register_op
+from ._common import expect_shape, like, trailing
 
 
 class RmsNormAttrs(BaseModel):
@@ -23,6 +23,7 @@ class RmsNormOp(OpDef):
     name = "rms_norm"
     Attrs = RmsNormAttrs
     aten_targets = ("aten.rms_norm.default",)
+    arity = Arity(2, 2, frozenset({1}))
 
     @classmethod
     def from_aten(cls, target, args):
@@ -32,6 +33,8 @@ class RmsNormOp(OpDef):
 
     @classmethod
     def infer(cls, inputs, attrs):
+        trailing(inputs[0], attrs.normalized_shape)
+        expect_shape(inputs[1], attrs.normalized_shape, "the weight")
         return [like(inputs[0])]
 
     @classmethod

@@ -8,8 +8,10 @@ from typing import Optional
 import torch
 from pydantic import BaseModel, ConfigDict
 
-from ..opdef import OpDef, Unconvertible, register_op
-from ._common import like
+from .. import dtypes
+from ..dims import mul
+from ..opdef import Arity, OpDef, Unconvertible, register_op
+from ._common import broadcast_to, expect_dtype, expect_rank, expect_shape, like, require, same_dim, same_shape
 from ._quant import quantize
 from .quantize import QuantizeAttrs
 
@@ -43,8 +45,33 @@ class SdpaOp(OpDef):
         return [args["query"], args["key"], args["value"], args.get("attn_mask")], attrs
 
     @classmethod
+    def input_arity(cls, attrs):
+        return Arity(4, 5 if attrs.quantize is not None else 4, frozenset({3, 4}))
+
+    @classmethod
     def infer(cls, inputs, attrs):
-        q, v = inputs[0], inputs[2]
+        q, k, v, mask = inputs[:4]
+        require(q.rank >= 2, f"the query {q.describe()} has fewer than 2 dims")
+        for spec, what in ((q, "query"), (k, "key"), (v, "value")):
+            expect_rank(spec, (q.rank,), f"the {what}")
+            expect_dtype(spec, sorted(dtypes.FLOAT_DTYPES), f"the {what}")
+        require(k.dtype == q.dtype and v.dtype == q.dtype, f"q, k, v are {q.dtype}, {k.dtype}, {v.dtype} (one dtype)")
+        require(same_dim(q.shape[-1], k.shape[-1]) and same_dim(k.shape[-2], v.shape[-2]),
+                f"q {q.describe()}, k {k.describe()} and v {v.describe()} do not fit ([..., L, E], [..., S, E], [..., S, Ev])")
+        require(same_shape(k.shape[:-2], v.shape[:-2]), f"k {k.describe()} and v {v.describe()} differ in batch dims")
+        if attrs.enable_gqa and q.rank == 4:  # q heads are a multiple of k/v heads
+            hq, hk = q.shape[1], k.shape[1]
+            require(same_dim(q.shape[0], k.shape[0]) and (not (isinstance(hq, int) and isinstance(hk, int)) or hk > 0 and hq % hk == 0),
+                    f"q {q.describe()} and k {k.describe()} do not fit grouped-query attention")
+        else:
+            require(same_shape(q.shape[:-2], k.shape[:-2]), f"q {q.describe()} and k {k.describe()} differ in batch dims")
+        if mask is not None:
+            expect_dtype(mask, ("bool", *sorted(dtypes.FLOAT_DTYPES)), "the mask")
+            broadcast_to([*q.shape[:-1], k.shape[-2]], mask, "the mask")
+        if attrs.quantize is not None:
+            expect_rank(q, (4,), "the query of a quantized sdpa")
+            if len(inputs) > 4:
+                expect_shape(inputs[4], [mul(q.shape[1], v.shape[-1])], "the quantize multiplier")
         out = like(q, [*q.shape[:-1], v.shape[-1]])
         return [out if attrs.quantize is None else like(out, dtype=attrs.quantize.dtype)]
 

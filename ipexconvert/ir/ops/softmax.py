@@ -5,7 +5,7 @@ import torch
 from pydantic import BaseModel, ConfigDict
 
 from ..opdef import OpDef, Unconvertible, register_op
-from ._common import like
+from ._common import like, require
 
 
 class SoftmaxAttrs(BaseModel):
@@ -27,6 +27,8 @@ class SoftmaxOp(OpDef):
 
     @classmethod
     def infer(cls, inputs, attrs):
+        rank = max(inputs[0].rank, 1)
+        require(-rank <= attrs.dim < rank, f"softmax dim {attrs.dim} of {inputs[0].describe()}")
         return [like(inputs[0])]
 
     @classmethod

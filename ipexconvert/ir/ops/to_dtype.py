@@ -5,12 +5,12 @@ from pydantic import BaseModel, ConfigDict
 
 from .. import dtypes
 from ..opdef import OpDef, Unconvertible, register_op
-from ._common import like
+from ._common import DtypeName, like
 
 
 class ToDtypeAttrs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    dtype: str
+    dtype: DtypeName
 
 
 @register_op

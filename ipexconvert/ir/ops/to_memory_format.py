@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .. import dtypes
 from ..opdef import OpDef, register_op
-from ._common import like
+from ._common import expect_dtype, expect_rank, like
 
 _FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
 
@@ -27,6 +27,10 @@ class ToMemoryFormatOp(OpDef):
 
     @classmethod
     def infer(cls, inputs, attrs):
+        if attrs.memory_format == "channels_last":
+            expect_rank(inputs[0], (4,), "the input of to_memory_format(channels_last)")
+        if attrs.dtype is not None:
+            expect_dtype(inputs[0], sorted(dtypes.FLOAT_DTYPES), "the input of a converting to_memory_format")
         return [like(inputs[0], dtype=attrs.dtype).with_(memory_format=attrs.memory_format)]
 
     @classmethod

@@ -9,6 +9,10 @@ BERT-base shapes (benchmarks/README.md): 15-20% faster than F.linear at 128 rows
 
 Post-ops run in torch after the call (MKL fuses none), as in the reference. Used on Intel CPUs only
 (`_common.mkl_runs_float32_linear`): elsewhere linear_onednn.py runs float32 too.
+
+_mkl_linear checks neither the bias length nor x's feature count against the weight (a bias of 0
+elements segfaults, one of 1 element is read 63 floats past its end), so this kernel checks both, at
+build and on every call, although the loader's shape rules (ir/validate.py) already refuse such nodes.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from typing import Optional
 
 import torch
 
+from ...errors import ArtifactError
 from ..kernels import Kernel, NodeContext, register_kernel
 from . import probe
 from ._common import consumed, constant_weight_and_bias, enabled, mkl_runs_float32_linear, node_dtype, with_tail
@@ -37,6 +42,11 @@ def linear_mkl(ctx: NodeContext) -> Optional[Kernel]:
     weight, bias = params
     weight = weight.contiguous()
     bias = None if bias is None else bias.float().contiguous()
+    out_features, in_features = weight.shape
+    if in_features == 0:
+        return None  # nothing to multiply; torch's linear handles it
+    if bias is not None and tuple(bias.shape) != (out_features,):
+        raise _mismatch(ctx, f"a bias of shape {list(bias.shape)} for a weight {list(weight.shape)}")
     lead = x_spec.shape[:-1]
     # [row count, packed weight]; filled at load for static rows, else on the first call.
     packed: list = [None, None]
@@ -45,6 +55,8 @@ def linear_mkl(ctx: NodeContext) -> Optional[Kernel]:
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
+        if x.dim() < 2 or x.shape[-1] != in_features or x.dtype != torch.float32:
+            raise _mismatch(ctx, f"an input {x.dtype} {list(x.shape)} for a weight {list(weight.shape)}")
         rows = x.numel() // x.shape[-1]
         if packed[1] is None:
             packed[:] = [rows, pack(weight, rows)]
@@ -53,3 +65,8 @@ def linear_mkl(ctx: NodeContext) -> Optional[Kernel]:
         return mkl_linear(x, packed[1], weight, bias, rows)
 
     return Kernel(with_tail(run, tuple(ctx.attrs.post_ops)), "mkl:linear", consumed(ctx))
+
+
+def _mismatch(ctx: NodeContext, what: str) -> ArtifactError:
+    return ArtifactError(f"a float32 linear node got {what}, which MKL cannot run (the graph does not fit its weights)",
+                         "re-create the artifact with `ipexconvert optimize`; this graph was not written by it or was edited")

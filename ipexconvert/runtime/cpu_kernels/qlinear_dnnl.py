@@ -15,6 +15,7 @@ from typing import Optional
 import torch
 
 from ... import dnnl
+from ...ir import dtypes
 from ..kernels import Kernel, NodeContext, register_kernel
 from ._common import qlinear_setup
 from ._dnnl_linear import fused_prefix, linear_run
@@ -60,6 +61,6 @@ def qlinear_dnnl(ctx: NodeContext) -> Optional[Kernel]:
     linear = dnnl.make_layer("dnnl:qlinear", dnnl.raw.Linear, weight.contiguous(), scales, bias, "uint8",
                              a.output_dtype, post_op=fused.unary, multiplier=fused.multiplier, x_scale=a.x_scale,
                              x_zero_point=x_zero_point, y_scale=a.output_scale, y_zero_point=a.output_zero_point)
-    run = linear_run(linear, getattr(torch, a.output_dtype), fused.tail, "dnnl:qlinear")
+    run = linear_run(linear, dtypes.to_torch(a.output_dtype), fused.tail, "dnnl:qlinear")
     held = {1, 2, 3} if fused.multiplier_slot is None else {1, 2, 3, fused.multiplier_slot}
     return Kernel(run, "dnnl:qlinear", frozenset(held), fresh_output=True)

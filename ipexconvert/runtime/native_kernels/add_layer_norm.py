@@ -6,6 +6,7 @@ import dataclasses
 
 import torch
 
+from ...ir import dtypes
 from ...ir.opdef import get_op
 from .. import kernels
 from ..kernels import Kernel, NodeContext
@@ -28,7 +29,7 @@ def native_add_layer_norm(ctx: NodeContext):
     lib, isa, eps, return_sum = _common.native.raw, ctx.isa, float(attrs.eps), attrs.return_sum
     reference = get_op("add_layer_norm").compile(attrs)
     quant = attrs.quantize
-    q_dtype = None if quant is None else getattr(torch, quant.dtype)
+    q_dtype = None if quant is None else dtypes.to_torch(quant.dtype)
     q_args = {} if quant is None else {"q_scale": quant.scale, "q_zero_point": quant.zero_point}
 
     def run(inputs, dims):

@@ -20,6 +20,7 @@ import math
 import torch
 
 from ... import native
+from ...ir import dtypes
 from ...ir.opdef import get_op
 from ...ir.ops._quant import QTORCH
 from .. import kernels
@@ -57,7 +58,7 @@ def native_sdpa(ctx: NodeContext):
     scale = a.scale if a.scale is not None else 1.0 / math.sqrt(head_dim)
     lib, isa = native.raw, ctx.isa
     multiplier = ctx.constants[4].float().contiguous() if has_multiplier else None
-    out_dtype, q_args = getattr(torch, q.dtype), {}
+    out_dtype, q_args = dtypes.to_torch(q.dtype), {}
     if a.quantize is not None:
         out_dtype = QTORCH[a.quantize.dtype]
         q_args = {"q_scale": a.quantize.scale, "q_zero_point": a.quantize.zero_point, "q_multipliers": multiplier}
