@@ -8,8 +8,9 @@
 //
 // Blocking: the activations of up to kActivationBytes (a block of rows, all of k) are widened
 // once into a per-thread buffer that stays in L2, then every 16-column weight panel the thread
-// owns runs over it in tiles of 6 rows x 16 columns: 12 accumulators in registers for the whole
-// of k, two weight vectors and one broadcast per pair of k. A panel is 64 bytes per pair of k,
+// owns runs over it in tiles of 4 rows x 16 columns: 8 accumulators in registers for the whole
+// of k, two weight vectors and one broadcast per pair of k (6 rows needed 12 accumulators plus
+// the broadcasts gcc hoists: more than AVX2's 16 registers, and the spills halved the rate). A panel is 64 bytes per pair of k,
 // streamed from L2/L3 at ~11 bytes a cycle, well inside what the caches deliver. The epilogue
 // (scale, bias, relu, output conversion) runs on the tile while it is in registers.
 #include <immintrin.h>
@@ -19,7 +20,7 @@
 namespace ipxc {
 namespace IPXC_NS {
 
-constexpr int kMR = 6;                               // rows per register tile
+constexpr int kMR = 4;                               // rows per register tile (8 accumulators: 6 spilled, 16 ymm)
 constexpr int kNR = 16;                              // columns per tile (two vectors of 8 int32)
 constexpr int64_t kActivationBytes = 192 * 1024;     // widened rows kept per thread (in L2)
 constexpr int64_t kMinMacsPerTask = 1 << 18;         // below this a task is not worth a thread
@@ -181,9 +182,7 @@ static void int8_gemm(const Int8GemmArgs& g) {
                         case 1: tile<1>(g, a, k2, panel, r0 + r, cb); break;
                         case 2: tile<2>(g, a, k2, panel, r0 + r, cb); break;
                         case 3: tile<3>(g, a, k2, panel, r0 + r, cb); break;
-                        case 4: tile<4>(g, a, k2, panel, r0 + r, cb); break;
-                        case 5: tile<5>(g, a, k2, panel, r0 + r, cb); break;
-                        default: tile<6>(g, a, k2, panel, r0 + r, cb); break;
+                        default: tile<4>(g, a, k2, panel, r0 + r, cb); break;
                     }
                 }
             }
