@@ -137,3 +137,65 @@ def test_bad_arguments_are_clear_errors(change, message):
     with pytest.raises(ValueError, match=message):
         native.raw.int8_gemm(args["a"], args["a_zero_point"], args["w"], args["n"], args["scales"], args["bias"],
                              args["relu"], args["out"], args["out_scale"], args["out_zero_point"], None, 1)
+
+
+@pytest.mark.parametrize("geometry", [
+    dict(k=3, stride=1, pad=1, dilation=1), dict(k=3, stride=2, pad=1, dilation=1), dict(k=1, stride=2, pad=0, dilation=1),
+    dict(k=7, stride=2, pad=3, dilation=1), dict(k=3, stride=1, pad=2, dilation=2), dict(k=1, stride=1, pad=0, dilation=1),
+])
+def test_convolution_rows_gathered_from_the_image(geometry):
+    """conv=(...): the rows are the patches of an NHWC image, taps in the padding add nothing."""
+    g = torch.Generator().manual_seed(6)
+    x = torch.randint(0, 256, (2, 5, 9, 11), dtype=torch.uint8, generator=g)  # NCHW codes
+    k = geometry["k"]
+    w = torch.randint(-128, 128, (20, 5, k, k), dtype=torch.int8, generator=g)
+    scales, bias = torch.rand(20, generator=g) * 1e-3, torch.randn(20, generator=g)
+    zp = 77
+    want = torch.nn.functional.conv2d((x.double() - zp), w.double(), None, geometry["stride"], geometry["pad"],
+                                      geometry["dilation"]) * scales.double().view(1, -1, 1, 1) + bias.double().view(1, -1, 1, 1)
+    packed = native.pack_int8_weight(w.permute(0, 2, 3, 1).reshape(20, -1).contiguous())
+    n, _, oh, ow = want.shape
+    out = torch.empty(n * oh * ow, 20)
+    conv = [k, k, geometry["stride"], geometry["stride"], geometry["pad"], geometry["pad"], geometry["dilation"],
+            geometry["dilation"]]
+    native.raw.int8_gemm(x.permute(0, 2, 3, 1).contiguous(), zp, packed, 20, scales, bias, False, out, 1.0, 0, None, 2,
+                         None, 1.0, 0, conv)
+    got = out.view(n, oh, ow, 20).permute(0, 3, 1, 2)
+    assert ((got.double() - want).abs().max() / want.abs().max()).item() < 1e-6
+
+
+@pytest.mark.parametrize("kind", ["uint8", "float32"])
+@pytest.mark.parametrize("relu", [False, True])
+def test_residual_added_before_relu(kind, relu):
+    a, w, scales, bias = operands(10, 40, 70, seed=8)
+    g = torch.Generator().manual_seed(9)
+    if kind == "uint8":
+        residual = torch.randint(0, 256, (10, 40), dtype=torch.uint8, generator=g)
+        added, r_scale, r_zp = (residual.double() - 120) * 0.05, 0.05, 120
+    else:
+        residual = torch.randn(10, 40, generator=g)
+        added, r_scale, r_zp = residual.double(), 1.0, 0
+    out = torch.empty(10, 40)
+    native.raw.int8_gemm(a, 3, native.pack_int8_weight(w), 40, scales, bias, relu, out, 1.0, 0, None, 1,
+                         residual, r_scale, r_zp, None)
+    want = exact(a, 3, w, scales, bias, False) + added
+    want = want.clamp_min(0) if relu else want
+    assert ((out.double() - want).abs().max() / want.abs().max()).item() < 1e-6
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(conv=[3, 3, 1, 1, 1, 1, 1]), "conv must be"),
+    (dict(conv=[3, 3, 0, 1, 1, 1, 1, 1]), "out of range"),
+    (dict(conv=[9, 9, 1, 1, 0, 0, 1, 1]), "does not fit"),
+    (dict(residual=torch.zeros(4, 15)), "residual"),
+    (dict(residual=torch.zeros(4, 16, dtype=torch.int32)), "residual has dtype"),
+    (dict(residual=torch.zeros(4, 16, dtype=torch.uint8), residual_scale=0.0), "residual_scale"),
+])
+def test_bad_conv_and_residual_arguments(change, message):
+    image = torch.zeros(1, 4, 4, 2, dtype=torch.uint8)
+    w = torch.zeros(16, 18 if "conv" in change else 8, dtype=torch.int8)
+    a = image if "conv" in change else torch.zeros(4, 8, dtype=torch.uint8)
+    args = {**dict(residual=None, residual_scale=1.0, residual_zero_point=0, conv=None), **change}
+    with pytest.raises(ValueError, match=message):
+        native.raw.int8_gemm(a, 0, native.pack_int8_weight(w), 16, torch.ones(16), None, False, torch.empty(4, 16), 1.0,
+                             0, None, 1, args["residual"], args["residual_scale"], args["residual_zero_point"], args["conv"])

@@ -1,9 +1,14 @@
 """What the native int8 GEMM kernels (qlinear, qconv2d) share: when they run, the packed weight
-and folded scales, and the GEMM call with its epilogue.
+and folded scales, which post-ops the kernel fuses, and the call.
 
 They run where oneDNN's int8 does not: below avx512_vnni, oneDNN's u8 x s8 products saturate
 (runtime/cpu_kernels/_common.int8_allowed), so without these every int8 layer ran its float
 reference. The kernel (native/kernels/int8_gemm.cpp) widens to int16 and sums exactly.
+
+The kernel's epilogue fuses scale and bias, a residual add (uint8 codes dequantized, or float32)
+and a relu, in the orders [relu], [add], [add, relu], then writes the output dtype. Other post-op
+chains (a transformer FFN's [gelu, mul]) get a float32 result and run the rest in torch, then the
+native quantize kernel (the quantize formula of ir/ops/_quant.py, bit for bit).
 """
 from __future__ import annotations
 
@@ -13,12 +18,14 @@ from typing import Optional
 import torch
 
 from ... import native
-from ...ir.ops._quant import finish
+from ...ir.dtypes import to_torch
+from ...ir.postops import apply_post_ops
 from ..cpu import ISA_LEVELS
 from ..cpu_kernels._common import enabled, int8_allowed, int8_weight_params
 from ..kernels import NodeContext
+from ._common import dense_view
 
-_OUT_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "uint8": torch.uint8, "int8": torch.int8}
+_OUT_DTYPES = ("float32", "bfloat16", "uint8", "int8")
 
 
 def runs_here(ctx: NodeContext) -> bool:
@@ -32,10 +39,21 @@ def runs_here(ctx: NodeContext) -> bool:
     return ctx.input_specs[0].dtype == "uint8" and ctx.attrs.output_dtype in _OUT_DTYPES
 
 
+def _fused_prefix(post_ops) -> tuple[Optional[int], bool, int]:
+    """(residual operand index or None, relu, how many post-ops the kernel takes)."""
+    kinds = [(p.kind, p.operand) for p in post_ops]
+    if kinds[:1] == [("relu", None)]:
+        return None, True, 1
+    if kinds and kinds[0][0] == "add" and kinds[0][1] is not None:
+        relu = len(kinds) > 1 and kinds[1] == ("relu", None)
+        return kinds[0][1], relu, 2 if relu else 1
+    return None, False, 0
+
+
 @dataclass
 class Int8Gemm:
-    """One layer's GEMM: weight [n, k] packed once, scales x_scale * w_scale folded, the leading relu
-    fused, the other post-ops (and a quantized output after them) in the reference's epilogue."""
+    """One layer: weight [n, k] packed once, scales x_scale * w_scale folded, the post-ops split
+    between the kernel's epilogue and a torch tail."""
 
     packed: torch.Tensor
     n: int
@@ -43,12 +61,14 @@ class Int8Gemm:
     scales: torch.Tensor
     bias: Optional[torch.Tensor]
     relu: bool
-    fully_fused: bool  # no post-ops left: the kernel writes the output dtype itself
+    residual: Optional[int]  # input index of the fused residual add
+    residual_quant: Optional[tuple[float, int]]  # (scale, zero point) of a uint8 residual
+    tail: list  # post-ops after the fused ones (run in torch on a float32 result)
     attrs: object
     isa: str
 
     @classmethod
-    def build(cls, ctx: NodeContext, weight_2d: torch.Tensor) -> Optional["Int8Gemm"]:
+    def build(cls, ctx: NodeContext, weight_2d: torch.Tensor, residual_quant=None) -> Optional["Int8Gemm"]:
         params = int8_weight_params(ctx)
         if params is None:
             return None
@@ -57,22 +77,48 @@ class Int8Gemm:
         n, k = weight_2d.shape
         if k > 65536 or w_scales.numel() != n or (bias is not None and bias.numel() != n):
             return None
-        post = a.post_ops
-        relu = bool(post) and post[0].kind == "relu" and post[0].operand is None
-        tail = post[1:] if relu else post
+        residual, relu, fused = _fused_prefix(a.post_ops)
+        if residual is not None and (ctx.input_specs[residual] is None
+                                     or ctx.input_specs[residual].shape != list(ctx.output_specs[0].shape)):
+            residual, relu, fused = None, False, 0  # a broadcast operand: the torch tail adds it
         scales = (torch.tensor(a.x_scale, dtype=torch.float64) * w_scales.double()).float().contiguous()
-        return cls(native.pack_int8_weight(weight_2d.contiguous()), n, k, scales, bias, relu, not tail, a, ctx.isa)
+        return cls(native.pack_int8_weight(weight_2d.contiguous()), n, k, scales, bias, relu, residual,
+                   residual_quant if residual is not None else None, list(a.post_ops[fused:]), a, ctx.isa)
 
-    def __call__(self, rows: torch.Tensor) -> torch.Tensor:
-        """rows: uint8 [m, k] -> [m, n]: the output dtype when fully_fused, else float32 awaiting finish()."""
-        a = self.attrs
-        out_dtype = _OUT_DTYPES[a.output_dtype] if self.fully_fused else torch.float32
-        out = torch.empty((rows.shape[0], self.n), dtype=out_dtype)
-        native.raw.int8_gemm(rows, a.x_zero_point, self.packed, self.n, self.scales, self.bias, self.relu, out,
-                             a.output_scale, a.output_zero_point, self.isa, torch.get_num_threads())
+    def residual_rows(self, inputs: list, to_rows) -> Optional[torch.Tensor]:
+        """The residual operand as [m, n] rows (uint8 codes or float32), or None when none is fused."""
+        if self.residual is None:
+            return None
+        r = inputs[self.residual]
+        r = r if self.residual_quant is not None or r.dtype == torch.float32 else r.float()
+        rows = to_rows(r)
+        return rows if rows.stride(-1) == 1 else rows.contiguous()
+
+    def __call__(self, a: torch.Tensor, m: int, inputs: list, to_rows, conv=None) -> torch.Tensor:
+        """[m, n] in the output dtype, every post-op applied. a: uint8 rows [m, k], or with conv
+        an NHWC image whose patches are the rows."""
+        attrs = self.attrs
+        out_dtype = to_torch(attrs.output_dtype) if not self.tail else torch.float32
+        out = torch.empty((m, self.n), dtype=out_dtype)
+        r_scale, r_zp = self.residual_quant or (1.0, 0)
+        native.raw.int8_gemm(a, attrs.x_zero_point, self.packed, self.n, self.scales, self.bias, self.relu, out,
+                             attrs.output_scale, attrs.output_zero_point, self.isa, torch.get_num_threads(),
+                             self.residual_rows(inputs, to_rows), r_scale, r_zp, conv)
         return out
 
     def finish(self, y: torch.Tensor, operands: list) -> torch.Tensor:
-        """The post-ops after the fused relu, then the output dtype, as the reference does them."""
-        a = self.attrs
-        return finish(y, a.post_ops[1:] if self.relu else a.post_ops, operands, a)
+        """The post-ops the kernel did not take, in torch on float32, then the output dtype."""
+        if not self.tail:
+            return y
+        attrs = self.attrs
+        y = apply_post_ops(y, self.tail, [None if t is None else (t.float() if t.is_floating_point() else t)
+                                         for t in operands])
+        if attrs.output_dtype in ("uint8", "int8"):  # per tensor: any layout, as long as both share it
+            view = dense_view(y)
+            x, undo = view if view is not None else (y.contiguous(), lambda q: q)
+            codes = torch.empty(x.shape, dtype=to_torch(attrs.output_dtype))
+            native.raw.quantize(x, torch.tensor([attrs.output_scale], dtype=torch.float32),
+                                torch.tensor([attrs.output_zero_point], dtype=torch.int32), False, codes, self.isa,
+                                torch.get_num_threads())
+            return undo(codes)
+        return y.to(to_torch(attrs.output_dtype))

@@ -14,12 +14,14 @@ def native_qlinear(ctx: NodeContext) -> Optional[Kernel]:
     gemm = Int8Gemm.build(ctx, ctx.constants[1])
     if gemm is None:
         return None
-    k = gemm.k
+    k, n = gemm.k, gemm.n
 
     def run(inputs: list, dims: dict[str, int]):
         x = inputs[0]
-        y = gemm(x.reshape(-1, k).contiguous()).view(*x.shape[:-1], gemm.n)
-        return y if gemm.fully_fused else gemm.finish(y, inputs)
+        rows = x.reshape(-1, k)
+        rows = rows if rows.stride(-1) == 1 else rows.contiguous()
+        y = gemm(rows, rows.shape[0], inputs, lambda r: r.reshape(-1, n)).view(*x.shape[:-1], n)
+        return gemm.finish(y, inputs)
 
     held = {1, 2, 3} if ctx.input_specs[3] is not None else {1, 2}
     return Kernel(run, f"native:qlinear@{ctx.isa}", frozenset(held), fresh_output=True)

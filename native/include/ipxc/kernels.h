@@ -160,6 +160,20 @@ struct Int8GemmArgs {
     float out_inv_scale = 1.0f;
     int32_t out_zero_point = 0;
     int threads = 1;
+    // Optional: a residual added after scale and bias, before relu: v += (r - r_zero_point) * r_scale
+    // for uint8 r, v += r for float32 r; [m, n], row r at residual + r * residual_stride elements.
+    const void* residual = nullptr;
+    bool residual_u8 = false;
+    int64_t residual_stride = 0;
+    float residual_scale = 1.0f;
+    int32_t residual_zero_point = 0;
+    // Optional: the rows of `a` are a convolution's patches, gathered while widening (no im2col
+    // buffer): a is a dense NHWC uint8 image [batch, in_h, in_w, channels], row r is output pixel
+    // (b, oh, ow) and k runs over (kh, kw, channel); taps outside the image read the zero point
+    // (they add nothing). m = batch * out_h * out_w, k = kh * kw * channels.
+    bool conv = false;
+    int64_t in_h = 0, in_w = 0, channels = 0, out_h = 0, out_w = 0;
+    int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
 };
 
 // y[i, :] = weight[indices[i], :]. The kernel checks every index first; if one is outside
