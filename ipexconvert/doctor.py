@@ -93,7 +93,8 @@ def environment_report() -> dict:
     return {
         "ipexconvert": __version__,
         "python": platform.python_version(),
-        "versions": {p: _version(p) for p in ("torch", "onednn-cpu-gomp", "safetensors", "pydantic", "typer", "transformers", "onnx")},
+        "versions": {"torch": torch.__version__,  # the build's own (2.11.0+cu130), which package metadata may shorten
+                     **{p: _version(p) for p in ("onednn-cpu-gomp", "safetensors", "pydantic", "typer", "transformers", "onnx")}},
         "cpu": cpu.cpu_model(),
         "cpu_flags": interesting,
         "amx_os_permission": cpu.amx_permission(),

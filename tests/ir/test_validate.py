@@ -20,6 +20,13 @@ from ipexconvert.ir.spec import DimRange
 from ipexconvert.ir.validate import NodeError, check_nodes
 
 
+# torch.export of transformers' Llama on torch < 2.13 (seen: 2.11 on the GPU machine's host) stops at a
+# guard its solver cannot prove (min(32*seq, 64*seq) == 32*seq), and conversion fails with that message
+# (a UserInputError): a limit of the older exporter, noted in docs/architecture.md.
+LLAMA_EXPORTS = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
+                                   reason="torch.export < 2.13 cannot prove a guard in transformers' Llama")
+
+
 def spec(shape, dtype="float32", memory_format="contiguous") -> TensorSpec:
     return TensorSpec(dtype=dtype, shape=list(shape), memory_format=memory_format)
 
@@ -282,7 +289,7 @@ def converted(tmp_path_factory):
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16", "int8"])
-@pytest.mark.parametrize("name", ["tiny-cnn", "tiny-bert", "tiny-bert-eager", "tiny-llama"])
+@pytest.mark.parametrize("name", ["tiny-cnn", "tiny-bert", "tiny-bert-eager", pytest.param("tiny-llama", marks=LLAMA_EXPORTS)])
 def test_every_converted_tiny_example_passes_the_node_checks(converted, name, dtype):
     """optimize loads what it wrote (so a refusal fails the conversion); checked here once more, explicitly, with
     the count of nodes checked so a check that silently did nothing would show."""

@@ -1,6 +1,7 @@
 """fuse_rms_norm: hand-written RMSNorm becomes one rms_norm node, outputs unchanged."""
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -9,6 +10,13 @@ from ipexconvert.frontend.dynamic import DynamicDim
 from ipexconvert.frontend.export import program_from_module
 from ipexconvert.passes.base import PASSES, PassOptions
 from pass_helpers import assert_same_outputs, copy_program
+
+
+# torch.export of transformers' Llama on torch < 2.13 (seen: 2.11 on the GPU machine's host) stops at a
+# guard its solver cannot prove (min(32*seq, 64*seq) == 32*seq), and conversion fails with that message
+# (a UserInputError): a limit of the older exporter, noted in docs/architecture.md.
+LLAMA_EXPORTS = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
+                                   reason="torch.export < 2.13 cannot prove a guard in transformers' Llama")
 
 
 def _fuse(program):
@@ -60,6 +68,7 @@ def test_intermediate_read_elsewhere_is_not_fused():
     assert after.graph.op_histogram() == before.graph.op_histogram()
 
 
+@LLAMA_EXPORTS
 def test_tiny_llama_norms_all_fused():
     example = get_example("tiny-llama")
     module = example.build()
