@@ -93,9 +93,8 @@ if str(REPO_ROOT) not in sys.path:  # so `python benchmarks/run.py` works withou
 if str(BENCH_DIR) not in sys.path:  # benchmarks/peers/ (optional peer systems), imported lazily
     sys.path.insert(0, str(BENCH_DIR))
 
+import ipexconvert  # noqa: E402  (before torch: ISA caps and the OpenMP spin count apply to every system here)
 import torch  # noqa: E402
-
-import ipexconvert  # noqa: E402
 from ipexconvert.errors import UserInputError  # noqa: E402
 from ipexconvert.examples import get_example  # noqa: E402
 
@@ -724,6 +723,8 @@ def markdown_report(report: dict, chart_note: str) -> str:
         lines.append(f"- ONNX Runtime peers ({versions}): {settings['onnxruntime']}")
     if settings.get("calibration"):
         lines.append(f"- INT8 calibration: {settings['calibration']}")
+    if settings.get("openmp_wait"):
+        lines.append(f"- OpenMP wait (every system in this process): {settings['openmp_wait']}")
     if settings.get("background_load"):
         lines.append(f"- **contention case**: {settings['background_load']} busy background processes "
                      f"(`python -c \"while True: pass\"`) ran during the timed rounds of every case; "
@@ -1036,6 +1037,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             f"types otherwise)")
         report["settings"]["onnxruntime_reduce_range"] = args.onnxruntime_reduce_range
     report["settings"]["background_load"] = args.background_load
+    report["settings"]["openmp_wait"] = ipexconvert.openmp_wait.state
     if args.background_load:
         report["settings"]["background_load_command"] = (
             f"{args.background_load} x python -c 'while True: pass' (killed with the runner), "

@@ -7,7 +7,7 @@ import platform
 
 import torch
 
-from . import __version__, native
+from . import __version__, native, openmp_wait
 from .runtime import compute_precision, cpu
 
 
@@ -110,5 +110,6 @@ def environment_report() -> dict:
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "library_caps": _library_caps(),
         "threads": torch.get_num_threads(),
+        "openmp_wait": openmp_wait.state,
         "malloc_tuning": _malloc_report(),
     }
