@@ -4,7 +4,9 @@
     python benchmarks/peak.py --results benchmarks/results/NAME.json     # + share of peak, target floors
     python benchmarks/peak.py --results R.json --out benchmarks/results/peak-NAME.md
 
-Peaks: AVX-512 vfmadd231ps (fp32, 16 MACs), vdpbf16ps (bf16, 32) and vpdpbusd (int8, 64) in 12
+Peaks: AVX-512 vfmadd231ps (fp32, 16 MACs), vdpbf16ps (bf16, 32) and vpdpbusd (int8, 64), or with
+--isa avx2 (the default when IPEXCONVERT_MAX_ISA=avx2 or without AVX-512) AVX2 vfmadd231ps (fp32 and
+bf16, which computes in fp32 there, 8 MACs) and vpmaddwd + vpaddd (int8's exact int16 path, 16), in 12
 independent chains at --threads threads, median of --rounds (peak/peak.cpp, compiled here with g++).
 Work: the multiply-accumulates of the example model at the case's batch, counted by
 torch.utils.flop_counter (flops / 2: convolutions, linears, matmuls and attention products).
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -30,10 +33,17 @@ import time
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
-KERNELS = {  # dtype -> (function in peak.cpp, MACs per instruction, cpuinfo flag it needs)
-    "fp32": ("fp32_fma", 16, "avx512f"),
-    "bf16": ("bf16_dot", 32, "avx512_bf16"),
-    "int8": ("int8_dot", 64, "avx512_vnni"),
+KERNELS = {  # dtype -> (function in peak.cpp, MACs per step, cpuinfo flag it needs, instruction)
+    "fp32": ("fp32_fma", 16, "avx512f", "vfmadd231ps zmm"),
+    "bf16": ("bf16_dot", 32, "avx512_bf16", "vdpbf16ps zmm"),
+    "int8": ("int8_dot", 64, "avx512_vnni", "vpdpbusd zmm"),
+}
+# What a CPU without AVX-512 computes with (and what IPEXCONVERT_MAX_ISA=avx2 runs): bf16 is widened
+# to fp32 there, and int8 is our exact int16 path (int8_gemm).
+KERNELS_AVX2 = {
+    "fp32": ("fp32_fma_avx2", 8, "avx2", "vfmadd231ps ymm"),
+    "bf16": ("fp32_fma_avx2", 8, "avx2", "vfmadd231ps ymm (bf16 computes in fp32)"),
+    "int8": ("int8_madd_avx2", 16, "avx2", "vpmaddwd + vpaddd ymm (int16 pairs)"),
 }
 CHAINS = 12
 
@@ -54,11 +64,11 @@ def build_library() -> ctypes.CDLL:
         sys.exit("peak.py needs g++ (or c++) on PATH to build peak/peak.cpp")
     if not library.exists() or library.stat().st_mtime < source.stat().st_mtime:
         library.parent.mkdir(parents=True, exist_ok=True)
-        flags = ["-O3", "-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx512vnni", "-mavx512bf16",
-                 "-fopenmp", "-shared", "-fPIC"]
+        flags = ["-O3", "-mavx2", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx512vnni",
+                 "-mavx512bf16", "-fopenmp", "-shared", "-fPIC"]
         subprocess.run([compiler, *flags, str(source), "-o", str(library)], check=True)
     lib = ctypes.CDLL(str(library))
-    for name, _, _ in KERNELS.values():
+    for name, *_ in [*KERNELS.values(), *KERNELS_AVX2.values()]:
         getattr(lib, name).argtypes = [ctypes.c_long, ctypes.c_int]
         getattr(lib, name).restype = ctypes.c_float
     return lib
@@ -142,21 +152,29 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--results", type=Path, help="a benchmarks/run.py JSON to compare with the peaks")
     parser.add_argument("--out", type=Path, help="also write the report (markdown) here")
+    parser.add_argument("--isa", choices=["auto", "avx2", "avx512"], default="auto",
+                        help="which instructions set the peaks (auto: avx2 when IPEXCONVERT_MAX_ISA=avx2 or the CPU "
+                             "has no AVX-512)")
     args = parser.parse_args()
 
     flags = cpu_flags()
+    isa = args.isa
+    if isa == "auto":
+        capped = os.environ.get("IPEXCONVERT_MAX_ISA", "").strip().lower() in ("avx2", "generic")
+        isa = "avx2" if capped or "avx512f" not in flags else "avx512"
+    kernels = KERNELS_AVX2 if isa == "avx2" else KERNELS
     lib = build_library()
-    peaks = {}
-    for dtype, (name, macs, flag) in KERNELS.items():
+    peaks, instructions = {}, {}
+    for dtype, (name, macs, flag, instruction) in kernels.items():
         if flag in flags:
             peaks[dtype] = measure_peak(getattr(lib, name), macs, args.threads, args.rounds)
+            instructions[dtype] = instruction
     lines = [f"# Peak multiply-accumulate rates, {args.threads} threads", "",
              f"Command: `python {' '.join(['benchmarks/peak.py', *sys.argv[1:]])}`", "",
              "| dtype | instruction | GMAC/s | per thread |", "| --- | --- | ---: | ---: |"]
     for dtype, rate in peaks.items():
-        name = {"fp32": "vfmadd231ps zmm", "bf16": "vdpbf16ps zmm", "int8": "vpdpbusd zmm"}[dtype]
-        lines.append(f"| {dtype} | {name} | {rate:.0f} | {rate / args.threads:.0f} |")
-    if "amx_tile" in flags:
+        lines.append(f"| {dtype} | {instructions[dtype]} | {rate:.0f} | {rate / args.threads:.0f} |")
+    if "amx_tile" in flags and isa != "avx2":
         lines += ["", "This CPU has AMX, which is not measured here: its floors would be far lower."]
     if args.results:
         results = json.loads(args.results.read_text())

@@ -501,11 +501,11 @@ def manifest_quantization(rng, parts):
     """The quantization record is a free-form dict that `inspect` reads key by key."""
     m = _manifest(parts)
     q = m.get("quantization")
-    if not isinstance(q, dict):
+    paths = _paths(q) if isinstance(q, dict) else []
+    if not paths:  # absent, not a dict, or an empty one: replace it whole
         m["quantization"] = rng.choice([{}, {"layers": {}}, {"layers": []}, {"layers": {"a": {}}}, "x", [1]])
         note(parts, f"manifest: quantization = {m['quantization']!r}")
         return parts
-    paths = _paths(q)
     path = rng.choice(paths)
     action = rng.choice(["delete", "value", "type"])
     if action == "delete":

@@ -1,8 +1,10 @@
-// Peak multiply-accumulate rate of this CPU's AVX-512 dot-product instructions, for benchmarks/peak.py.
+// Peak multiply-accumulate rate of this CPU's AVX-512 and AVX2 multiply-add instructions, for benchmarks/peak.py.
 // Each function runs `iters` steps of 12 independent accumulator chains (enough to cover the
 // instruction's latency at one issue per cycle) on `threads` OpenMP threads and returns a value
-// derived from every accumulator so nothing is optimised away. MACs per instruction: vfmadd231ps
-// zmm 16 (fp32), vdpbf16ps zmm 32 (bf16 pairs), vpdpbusd zmm 64 (u8 x s8 quads).
+// derived from every accumulator so nothing is optimised away. MACs per step: vfmadd231ps
+// zmm 16 (fp32), vdpbf16ps zmm 32 (bf16 pairs), vpdpbusd zmm 64 (u8 x s8 quads); AVX2 (what a CPU
+// without AVX-512 has): vfmadd231ps ymm 8, and vpmaddwd + vpaddd ymm 16 (int16 pairs summed into
+// int32: the exact int8 path of our int8_gemm on CPUs without VNNI).
 #include <immintrin.h>
 #include <omp.h>
 
@@ -25,6 +27,25 @@ float run_chains(long iters, int threads, Step step) {
     }
     return total;
 }
+
+template <class Step>
+float run_chains_256(long iters, int threads, Step step) {
+    float total = 0.0f;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+    {
+        __m256 acc[kChains];
+        for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(1e-3f * (omp_get_thread_num() + i));
+        for (long it = 0; it < iters; ++it)
+#pragma GCC unroll 12
+            for (int i = 0; i < kChains; ++i) acc[i] = step(acc[i]);
+        __m256 sum = acc[0];
+        for (int i = 1; i < kChains; ++i) sum = _mm256_add_ps(sum, acc[i]);
+        alignas(32) float lanes[8];
+        _mm256_store_ps(lanes, sum);
+        for (float lane : lanes) total += lane;
+    }
+    return total;
+}
 }  // namespace
 
 extern "C" {
@@ -42,6 +63,18 @@ float int8_dot(long iters, int threads) {
     const __m512i a = _mm512_set1_epi32(0x01010101), b = _mm512_set1_epi32(0x01010101);
     return run_chains(iters, threads, [&](__m512 c) {
         return _mm512_castsi512_ps(_mm512_dpbusd_epi32(_mm512_castps_si512(c), a, b));
+    });
+}
+
+float fp32_fma_avx2(long iters, int threads) {
+    const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-6f);
+    return run_chains_256(iters, threads, [&](__m256 c) { return _mm256_fmadd_ps(a, c, b); });
+}
+
+float int8_madd_avx2(long iters, int threads) {
+    const __m256i a = _mm256_set1_epi16(3), b = _mm256_set1_epi16(-2);
+    return run_chains_256(iters, threads, [&](__m256 c) {
+        return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(c), _mm256_madd_epi16(a, b)));
     });
 }
 }
