@@ -31,7 +31,8 @@ print(statistics.median(samples) * 1000, ipexconvert.openmp_wait.state)
 
 SETTINGS = {
     "libgomp default (300000)": {"GOMP_SPINCOUNT": "300000"},
-    "ipexconvert (10000)": {},
+    "ipexconvert (30000)": {},
+    "10000": {"GOMP_SPINCOUNT": "10000"},
     "3000": {"GOMP_SPINCOUNT": "3000"},
     "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
 }
@@ -43,17 +44,19 @@ def main() -> None:
     parser.add_argument("--loads", type=int, nargs="+", default=[0, 2], help="busy background processes per run")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=15)
+    parser.add_argument("--spins", type=int, nargs="*", default=[], help="more GOMP_SPINCOUNT values to try")
     args = parser.parse_args()
+    settings = {**SETTINGS, **{str(n): {"GOMP_SPINCOUNT": str(n)} for n in args.spins}}
     base_env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     print(f"artifact {args.artifact}; {args.calls} calls per process, median; {args.rounds} interleaved rounds;"
           f" IPEXCONVERT_MAX_ISA={os.environ.get('IPEXCONVERT_MAX_ISA', 'unset')}")
     for load in args.loads:
         busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(load)]
-        results: dict[str, list[float]] = {name: [] for name in SETTINGS}
+        results: dict[str, list[float]] = {name: [] for name in settings}
         try:
             time.sleep(0.5)
             for _ in range(args.rounds):
-                for name, extra in SETTINGS.items():
+                for name, extra in settings.items():
                     done = subprocess.run([sys.executable, "-c", CHILD, args.artifact, str(args.calls)],
                                           env={**base_env, **extra}, capture_output=True, text=True, check=True)
                     results[name].append(float(done.stdout.split()[0]))

@@ -4,10 +4,11 @@ torch, the oneDNN wheel, MKL and our native kernels all run on one libgomp threa
 parallel regions its idle threads spin, by default for 300000 iterations (milliseconds on CPUs
 with a slow `pause`). On a quiet host that saves a wake-up; on a host whose cores are shared
 (containers, a compiler running beside us) the spinning threads hold cores the working ones
-need and every barrier waits for a preempted thread. Measured on 2 Xeon cores with 2 busy
-background processes, ResNet-50 b1 fp32: 504 ms with the default, 78 ms with a 10000-iteration
-spin, 61 ms fully passive; without the load 31.4 / 31.7 / 37.0 ms (benchmarks/results/contention.md).
-10000 keeps the quiet-host speed and removes most of the collapse.
+need and every barrier waits for a preempted thread. Measured on 2 Xeon cores, ResNet-50 b1 fp32,
+quiet host / 2 busy background processes (benchmarks/results/contention.md): default 37.1 / 500 ms,
+100000 35.3 / 228, 30000 37.7 / 116, 10000 41.7 / 83, passive 46.4 / 67. 30000 is the shortest
+spin that costs nothing measurable on a quiet host; on a host known to be shared, set
+GOMP_SPINCOUNT=10000 (or OMP_WAIT_POLICY=PASSIVE) yourself.
 
 libgomp reads GOMP_SPINCOUNT once, when it is loaded, so this only takes effect when
 `import ipexconvert` comes before `import torch` (the CLI always does). A user's own
@@ -18,7 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-SPIN_COUNT = "10000"
+SPIN_COUNT = "30000"
 
 
 def _libgomp_loaded() -> bool:
