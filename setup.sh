@@ -33,4 +33,4 @@ echo "==> ipexconvert optimize example:minilm --dtype int8 (calibrated on built-
 .venv/bin/python -c "from ipexconvert.examples.sentences import CALIBRATION_SENTENCES as s; open('build/calib.txt', 'w').write('\n'.join(s) + '\n')"
 .venv/bin/ipexconvert optimize example:minilm --dtype int8 --calib-text build/calib.txt -o build/minilm.int8.ipxc --no-timing
 echo "==> ipexconvert bench (int8)"
-.venv/bin/ipexconvert bench build/minilm.int8.ipxc --rounds 10
+.venv/bin/ipexconvert bench build/minilm.int8.ipxc --against example:minilm --rounds 10

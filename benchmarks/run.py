@@ -913,8 +913,10 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--calibration-batches", type=int, default=4,
                         help="calibration batches for the INT8 systems, built like the case's inputs with other "
                              "seeds (default 4)")
-    parser.add_argument("--openvino-int8-precision", choices=["bf16", "f32"], default="bf16",
-                        help="OpenVINO INFERENCE_PRECISION_HINT for the ops NNCF leaves unquantized (default bf16)")
+    parser.add_argument("--openvino-int8-precision", choices=["bf16", "f32"], default=None,
+                        help="OpenVINO INFERENCE_PRECISION_HINT for the ops NNCF leaves unquantized (default bf16; "
+                             "f32 when IPEXCONVERT_MAX_ISA caps below avx512_bf16: OpenVINO reads the "
+                             "ONEDNN_MAX_CPU_ISA that the cap sets, and its bf16 Softmax then fails to compile)")
     parser.add_argument("--onnxruntime-reduce-range", action="store_true",
                         help="onnxruntime-int8: quantize weights to 7 bits (reduce_range=True). ORT's docs advise it "
                              "on x86 CPUs without VNNI, where its u8 x s8 kernels may saturate; default off")
@@ -941,6 +943,10 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
         parser.error("--calibration-batches must be >= 1")
     if args.background_load < 0:
         parser.error("--background-load must be >= 0")
+    if args.openvino_int8_precision is None:
+        capped_below_bf16 = os.environ.get("IPEXCONVERT_MAX_ISA", "").strip().lower() in (
+            "generic", "avx2", "avx512", "avx512_vnni")
+        args.openvino_int8_precision = "f32" if capped_below_bf16 else "bf16"
     return args
 
 
