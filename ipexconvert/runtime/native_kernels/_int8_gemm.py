@@ -39,6 +39,9 @@ def runs_here(ctx: NodeContext) -> bool:
     return ctx.input_specs[0].dtype == "uint8" and ctx.attrs.output_dtype in _OUT_DTYPES
 
 
+_NATIVE_GELU = {"gelu": False, "gelu_tanh": True}  # post-op kind -> tanh approximation
+
+
 def _fused_prefix(post_ops) -> tuple[Optional[int], bool, int]:
     """(residual operand index or None, relu, how many post-ops the kernel takes)."""
     kinds = [(p.kind, p.operand) for p in post_ops]
@@ -111,8 +114,12 @@ class Int8Gemm:
         if not self.tail:
             return y
         attrs = self.attrs
-        y = apply_post_ops(y, self.tail, [None if t is None else (t.float() if t.is_floating_point() else t)
-                                         for t in operands])
+        tail = self.tail
+        if tail[0].kind in _NATIVE_GELU and y.is_contiguous():  # a transformer FFN's gelu: torch's took ~3 % of BERT
+            native.raw.gelu(y, _NATIVE_GELU[tail[0].kind], y, self.isa, torch.get_num_threads())
+            tail = tail[1:]
+        y = apply_post_ops(y, tail, [None if t is None else (t.float() if t.is_floating_point() else t)
+                                    for t in operands])
         if attrs.output_dtype in ("uint8", "int8"):  # per tensor: any layout, as long as both share it
             view = dense_view(y)
             x, undo = view if view is not None else (y.contiguous(), lambda q: q)
