@@ -54,6 +54,14 @@ def reshape_constant(name: str, shape: list[int]) -> Edit:
     return edit
 
 
+def cast_constant(name: str, dtype: torch.dtype, graph_dtype: str) -> Edit:
+    """A constant stored in another dtype, its graph spec made to match: a consistent file."""
+    def edit(parts: Parts) -> None:
+        parts.tensors[name] = TensorRec.of(parts.tensors[name].as_torch().to(dtype).contiguous())
+        parts.graph["values"][name]["dtype"] = graph_dtype
+    return edit
+
+
 def set_attr(output: str, key: str, value) -> Edit:
     return lambda parts: node(parts, output)["attrs"].__setitem__(key, value)
 
@@ -149,6 +157,8 @@ REPRODUCERS: dict[str, tuple[str, str, Edit]] = {
                                                        "observer": 1})),
     "inspect_constant_dtype_unknown": ("tiny-bert.fp32", "ValueError from dtypes.to_torch in inspection.summarize (inspect --json)",
                                        lambda parts: parts.graph["values"]["bert.pooler.dense.bias"].__setitem__("dtype", "object")),
+    "conv2d_bf16_float32_bias": ("tiny-cnn.bf16", "RuntimeError in conv2d's reference: float32 bias on a bf16 conv",
+                                 cast_constant("layer1.0.conv1.bias_2", torch.float32, "float32")),
     "inspect_lone_surrogate": ("tiny-cnn.fp32", "UnicodeEncodeError printing a manifest string", passes_name("\ud800")),
 }
 

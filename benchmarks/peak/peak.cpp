@@ -11,38 +11,39 @@
 namespace {
 constexpr int kChains = 12;
 
-template <class Step>
+// The vector type a kernel's chains run in: its set1, add and horizontal sum.
+struct Zmm {
+    using V = __m512;
+    static V set1(float x) { return _mm512_set1_ps(x); }
+    static V add(V a, V b) { return _mm512_add_ps(a, b); }
+    static float sum(V v) { return _mm512_reduce_add_ps(v); }
+};
+struct Ymm {
+    using V = __m256;
+    static V set1(float x) { return _mm256_set1_ps(x); }
+    static V add(V a, V b) { return _mm256_add_ps(a, b); }
+    static float sum(V v) {
+        alignas(32) float lanes[8];
+        _mm256_store_ps(lanes, v);
+        float total = 0.0f;
+        for (float lane : lanes) total += lane;
+        return total;
+    }
+};
+
+template <class T, class Step>
 float run_chains(long iters, int threads, Step step) {
     float total = 0.0f;
 #pragma omp parallel num_threads(threads) reduction(+ : total)
     {
-        __m512 acc[kChains];
-        for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(1e-3f * (omp_get_thread_num() + i));
+        typename T::V acc[kChains];
+        for (int i = 0; i < kChains; ++i) acc[i] = T::set1(1e-3f * (omp_get_thread_num() + i));
         for (long it = 0; it < iters; ++it)
 #pragma GCC unroll 12
             for (int i = 0; i < kChains; ++i) acc[i] = step(acc[i]);  // unrolled: acc stays in registers
-        __m512 sum = acc[0];
-        for (int i = 1; i < kChains; ++i) sum = _mm512_add_ps(sum, acc[i]);
-        total += _mm512_reduce_add_ps(sum);
-    }
-    return total;
-}
-
-template <class Step>
-float run_chains_256(long iters, int threads, Step step) {
-    float total = 0.0f;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-    {
-        __m256 acc[kChains];
-        for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(1e-3f * (omp_get_thread_num() + i));
-        for (long it = 0; it < iters; ++it)
-#pragma GCC unroll 12
-            for (int i = 0; i < kChains; ++i) acc[i] = step(acc[i]);
-        __m256 sum = acc[0];
-        for (int i = 1; i < kChains; ++i) sum = _mm256_add_ps(sum, acc[i]);
-        alignas(32) float lanes[8];
-        _mm256_store_ps(lanes, sum);
-        for (float lane : lanes) total += lane;
+        typename T::V sum = acc[0];
+        for (int i = 1; i < kChains; ++i) sum = T::add(sum, acc[i]);
+        total += T::sum(sum);
     }
     return total;
 }
@@ -51,29 +52,29 @@ float run_chains_256(long iters, int threads, Step step) {
 extern "C" {
 float fp32_fma(long iters, int threads) {
     const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-6f);
-    return run_chains(iters, threads, [&](__m512 c) { return _mm512_fmadd_ps(a, c, b); });
+    return run_chains<Zmm>(iters, threads, [&](__m512 c) { return _mm512_fmadd_ps(a, c, b); });
 }
 
 float bf16_dot(long iters, int threads) {
     const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80), b = (__m512bh)_mm512_set1_epi32(0x33d633d6);
-    return run_chains(iters, threads, [&](__m512 c) { return _mm512_dpbf16_ps(c, a, b); });
+    return run_chains<Zmm>(iters, threads, [&](__m512 c) { return _mm512_dpbf16_ps(c, a, b); });
 }
 
 float int8_dot(long iters, int threads) {
     const __m512i a = _mm512_set1_epi32(0x01010101), b = _mm512_set1_epi32(0x01010101);
-    return run_chains(iters, threads, [&](__m512 c) {
+    return run_chains<Zmm>(iters, threads, [&](__m512 c) {
         return _mm512_castsi512_ps(_mm512_dpbusd_epi32(_mm512_castps_si512(c), a, b));
     });
 }
 
 float fp32_fma_avx2(long iters, int threads) {
     const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-6f);
-    return run_chains_256(iters, threads, [&](__m256 c) { return _mm256_fmadd_ps(a, c, b); });
+    return run_chains<Ymm>(iters, threads, [&](__m256 c) { return _mm256_fmadd_ps(a, c, b); });
 }
 
 float int8_madd_avx2(long iters, int threads) {
     const __m256i b = _mm256_set1_epi16(1);
-    return run_chains_256(iters, threads, [&](__m256 c) {  // the product reads the chain: nothing to hoist
+    return run_chains<Ymm>(iters, threads, [&](__m256 c) {  // the product reads the chain: nothing to hoist
         const __m256i acc = _mm256_castps_si256(c);
         return _mm256_castsi256_ps(_mm256_add_epi32(acc, _mm256_madd_epi16(acc, b)));
     });

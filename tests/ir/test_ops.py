@@ -641,3 +641,19 @@ def test_frontend_program_matches_eager_at_other_sizes(frontend_programs, model:
 def test_flatten_from_aten_maps_arguments():
     inputs, attrs = get_op("flatten").from_aten("aten.flatten.using_ints", {"self": "x", "start_dim": 1, "end_dim": -1})
     assert inputs == ["x"] and attrs == {"start_dim": 1, "end_dim": -1}
+
+
+@pytest.mark.parametrize("op_name, x, w, attrs", [
+    ("conv2d", torch.randn(1, 4, 6, 6), torch.randn(3, 4, 3, 3), {"stride": [1, 1], "padding": [1, 1]}),
+    ("linear", torch.randn(2, 5, 4), torch.randn(3, 4), {}),
+])
+def test_bf16_layer_with_float32_bias_runs_its_reference(op_name, x, w, attrs):
+    """infer accepts a float32 bias on a bf16 conv/linear (kernels take either); the reference must run it
+    too, not raise torch's dtype error (found by the fuzzer: a re-hashed artifact with the bias cast to F32)."""
+    op = get_op(op_name)
+    x, w, bias = x.bfloat16(), w.bfloat16(), torch.randn(3)
+    parsed = op.parse_attrs(attrs)
+    op.infer([_spec(list(x.shape), "bfloat16"), _spec(list(w.shape), "bfloat16"), _spec([3], "float32")], parsed)
+    got = op.reference([x, w, bias], parsed, {})
+    want = op.reference([x, w, bias.bfloat16()], parsed, {})
+    assert got.dtype == torch.bfloat16 and torch.equal(got, want)

@@ -97,3 +97,9 @@ def broadcast_to(shape: Sequence[Dim], operand: TensorSpec, what: str) -> None:
     except ValueError:
         ok = False
     require(ok, f"{what} {operand.describe()} does not broadcast to {list(shape)}")
+
+
+def bias_as_input(bias, x):
+    """A float32 bias of a bf16 conv/linear (which infer allows: kernels take either) in x's dtype,
+    since torch's conv2d and linear need the two to match."""
+    return bias if bias is None or bias.dtype == x.dtype else bias.to(x.dtype)

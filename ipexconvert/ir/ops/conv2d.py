@@ -9,7 +9,7 @@ from ..dims import add, floordiv, mul
 from ..opdef import Arity, OpDef, Unconvertible, register_op
 from ..postops import PostOp, apply_post_ops
 from ..spec import TensorSpec
-from ._common import NonNegative2, Positive2, expect_rank, expect_shape, require, same_dim
+from ._common import NonNegative2, Positive2, bias_as_input, expect_rank, expect_shape, require, same_dim
 
 
 class Conv2dAttrs(BaseModel):
@@ -84,5 +84,5 @@ class Conv2dOp(OpDef):
     @classmethod
     def reference(cls, inputs, attrs, dims):
         x, w, b = inputs[0], inputs[1], inputs[2]
-        y = F.conv2d(x, w, b, attrs.stride, attrs.padding, attrs.dilation, attrs.groups)
+        y = F.conv2d(x, w, bias_as_input(b, x), attrs.stride, attrs.padding, attrs.dilation, attrs.groups)
         return apply_post_ops(y, attrs.post_ops, inputs)

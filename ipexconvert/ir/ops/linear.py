@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..opdef import Arity, OpDef, register_op
 from ..postops import PostOp, apply_post_ops
 from ..spec import TensorSpec
-from ._common import expect_rank, expect_shape, like, require, same_dim
+from ._common import bias_as_input, expect_rank, expect_shape, like, require, same_dim
 
 
 def linear_output(x: TensorSpec, w: TensorSpec, bias: TensorSpec | None, dtype: str) -> TensorSpec:
@@ -47,5 +47,5 @@ class LinearOp(OpDef):
 
     @classmethod
     def reference(cls, inputs, attrs, dims):
-        y = F.linear(inputs[0], inputs[1], inputs[2])
+        y = F.linear(inputs[0], inputs[1], bias_as_input(inputs[2], inputs[0]))
         return apply_post_ops(y, attrs.post_ops, inputs)
