@@ -13,11 +13,12 @@ import argparse
 import json
 from pathlib import Path
 
+from ipexconvert.runtime import compute_precision
+from ipexconvert.runtime.cpu import ISA_LEVELS
+
 PEERS = {"fp32": ("compile-fp32", "openvino-fp32", "onnxruntime-fp32"),
          "bf16": ("compile-bf16", "openvino-bf16"),
          "int8": ("openvino-int8", "onnxruntime-int8")}
-NATIVE_BF16_LEVELS = ("avx512_bf16", "amx")
-VNNI_LEVELS = ("avx512_vnni", "avx512_bf16", "amx")
 
 
 def median(case: dict, system: str) -> float | None:
@@ -36,9 +37,9 @@ def verdict(ratio: float | None, target: float) -> str:
 
 
 def report(results: dict) -> list[str]:
-    level = results["machine"].get("ipexconvert_selected_isa", "")
-    bf16_native = level in NATIVE_BF16_LEVELS
-    int8_target = 0.55 if level in VNNI_LEVELS else 0.70
+    level = results["machine"].get("ipexconvert_selected_isa", "generic")
+    bf16_native = compute_precision.bf16_compute_dtype(level) == "bfloat16"
+    int8_target = 0.55 if ISA_LEVELS.index(level) >= ISA_LEVELS.index("avx512_vnni") else 0.70
     lines = [f"# Every-CPU-class targets: `{results['name']}`", "",
              f"From `{results['command']}` (git {(results.get('git') or {}).get('commit', '?')[:7]}); "
              f"ipexconvert ran at level `{level}`; bf16 {'computes in bf16' if bf16_native else 'computes in fp32 (no bf16 arithmetic at this level): compared with the best fp32 peer'}.",

@@ -915,8 +915,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                              "seeds (default 4)")
     parser.add_argument("--openvino-int8-precision", choices=["bf16", "f32"], default=None,
                         help="OpenVINO INFERENCE_PRECISION_HINT for the ops NNCF leaves unquantized (default bf16; "
-                             "f32 when IPEXCONVERT_MAX_ISA caps below avx512_bf16: OpenVINO reads the "
-                             "ONEDNN_MAX_CPU_ISA that the cap sets, and its bf16 Softmax then fails to compile)")
+                             "f32 below avx512_bf16, capped or not: OpenVINO reads the ONEDNN_MAX_CPU_ISA a cap "
+                             "sets, and its bf16 Softmax then fails to compile)")
     parser.add_argument("--onnxruntime-reduce-range", action="store_true",
                         help="onnxruntime-int8: quantize weights to 7 bits (reduce_range=True). ORT's docs advise it "
                              "on x86 CPUs without VNNI, where its u8 x s8 kernels may saturate; default off")
@@ -943,10 +943,10 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
         parser.error("--calibration-batches must be >= 1")
     if args.background_load < 0:
         parser.error("--background-load must be >= 0")
-    if args.openvino_int8_precision is None:
-        capped_below_bf16 = os.environ.get("IPEXCONVERT_MAX_ISA", "").strip().lower() in (
-            "generic", "avx2", "avx512", "avx512_vnni")
-        args.openvino_int8_precision = "f32" if capped_below_bf16 else "bf16"
+    if args.openvino_int8_precision is None:  # what our own bf16 parts compute in at the selected level
+        from ipexconvert.runtime import compute_precision, cpu
+        native_bf16 = compute_precision.bf16_compute_dtype(cpu.selected_isa()) == "bfloat16"
+        args.openvino_int8_precision = "bf16" if native_bf16 else "f32"
     return args
 
 
