@@ -1,7 +1,7 @@
 """Same-process A/B of one artifact against a variant of itself: interleaved rounds, medians.
 
     python benchmarks/ab.py ART.ipxc --env IPEXCONVERT_DNNL           # loaded with VAR=1 vs VAR=0
-    python benchmarks/ab.py ART.ipxc --without qlinear_dnnl            # kernel factory removed in B
+    python benchmarks/ab.py ART.ipxc --without onednn_direct_qlinear            # kernel factory removed in B
     python benchmarks/ab.py ART.ipxc --no-in-place                     # the executor's in-place variants off in B
     python benchmarks/ab.py ART.ipxc --no-view-chains                  # every view node its own step in B
     python benchmarks/ab.py ART.ipxc --no-dims-cache                   # B runs dims-only nodes on every call
@@ -28,7 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ipexconvert  # noqa: E402
-from ipexconvert import dnnl  # noqa: E402
+from ipexconvert.backends.cpu import onednn_direct as dnnl  # noqa: E402
 import ipexconvert.runtime.executor as executor_module  # noqa: E402
 from ipexconvert.artifact import read_example_inputs  # noqa: E402
 from ipexconvert.bench import resize_inputs, time_interleaved  # noqa: E402

@@ -9,10 +9,14 @@ process; medians, us per call.
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import torch
 
 from direct_linear import interleaved, timing_arguments
-from ipexconvert import native
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "native"))
+import native_ops as native  # noqa: E402  (the torch harness over the native kernels)
 
 # batch, heads, seq, head_dim: BERT-base at batch 1 and 8, all-MiniLM-L6-v2 at batch 32.
 SHAPES = [(1, 12, 128, 64), (8, 12, 128, 64), (32, 12, 128, 32)]

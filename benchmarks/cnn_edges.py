@@ -10,11 +10,15 @@ Timed in interleaved rounds in one process; medians, us per call.
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import torch
 
 from direct_linear import interleaved, timing_arguments
-from ipexconvert import native
-from ipexconvert.runtime.native_kernels._common import to_channels_last as channels_last_kernel
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "native"))
+import native_ops as native  # noqa: E402  (the torch harness over the native kernels)
+from ipexconvert.backends.cpu.kernels._native import to_channels_last as channels_last_kernel
 
 CL = torch.channels_last
 SCALE, ZERO_POINT = 0.0308, 129  # ResNet-50's input quantization, roughly

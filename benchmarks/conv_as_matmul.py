@@ -14,7 +14,7 @@ import argparse
 import torch
 from direct_linear import interleaved  # same folder: the interleaved-rounds timer
 
-from ipexconvert import dnnl
+from ipexconvert.backends.cpu import onednn_direct as dnnl
 
 # (batch, in channels, input height = width, out channels, kernel, stride): 1x1 layers at 56, 14
 # and 7 pixels, then the 3x3 stride-2 layers of the last three stages.

@@ -13,8 +13,8 @@ import argparse
 import json
 from pathlib import Path
 
-from ipexconvert.runtime import compute_precision
-from ipexconvert.runtime.cpu import ISA_LEVELS
+from ipexconvert.backends.cpu import compute_precision
+from ipexconvert.backends.cpu.isa import ISA_LEVELS
 
 PEERS = {"fp32": ("compile-fp32", "openvino-fp32", "onnxruntime-fp32"),
          "bf16": ("compile-bf16", "openvino-bf16"),

@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from ipexconvert import dnnl
+from ipexconvert.backends.cpu import onednn_direct as dnnl
 
 SHAPES = [(128, 768, 2304), (128, 768, 768), (128, 768, 3072), (128, 3072, 768), (1, 768, 768)]
 

@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from ipexconvert import dnnl
+from ipexconvert.backends.cpu import onednn_direct as dnnl
 
 
 def main() -> None:

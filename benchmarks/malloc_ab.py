@@ -23,7 +23,7 @@ import json, resource, statistics, sys, time
 import ipexconvert
 from ipexconvert.artifact import read_example_inputs
 from ipexconvert.bench import resize_inputs
-from ipexconvert.runtime import malloc
+from ipexconvert.backends.cpu import malloc
 path, batch, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 model = ipexconvert.load_artifact(path, threads=int(sys.argv[4]))
 inputs = read_example_inputs(path)

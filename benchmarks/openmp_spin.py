@@ -26,7 +26,7 @@ for _ in range(3):
 samples = []
 for _ in range(int(sys.argv[2])):
     start = time.perf_counter(); model.run_dict(inputs); samples.append(time.perf_counter() - start)
-print(statistics.median(samples) * 1000, ipexconvert.openmp_wait.state)
+print(statistics.median(samples) * 1000, ipexconvert.backends.cpu.openmp_wait.state)
 """
 
 SETTINGS = {

@@ -601,7 +601,7 @@ def summarize(system: SystemRun, batch: int) -> dict:
 # --------------------------------------------------------------------------------------------
 
 def machine_info(threads: int) -> dict:
-    from ipexconvert.runtime import cpu
+    from ipexconvert.backends.cpu import isa as cpu
 
     try:
         selected = cpu.selected_isa()
@@ -627,8 +627,8 @@ def machine_info(threads: int) -> dict:
 
 def cpu_class(selected: str) -> dict:
     """The CPU's class: best ISA level it supports, vendor, and the caps in force (ipexconvert's and the libraries')."""
-    from ipexconvert import isa_caps
-    from ipexconvert.runtime import cpu
+    from ipexconvert.backends.cpu import isa_caps
+    from ipexconvert.backends.cpu import isa as cpu
 
     try:
         best = cpu.supported_levels()[-1]
@@ -944,7 +944,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     if args.background_load < 0:
         parser.error("--background-load must be >= 0")
     if args.openvino_int8_precision is None:  # what our own bf16 parts compute in at the selected level
-        from ipexconvert.runtime import compute_precision, cpu
+        from ipexconvert.backends.cpu import compute_precision, cpu
         native_bf16 = compute_precision.bf16_compute_dtype(cpu.selected_isa()) == "bfloat16"
         args.openvino_int8_precision = "bf16" if native_bf16 else "f32"
     return args
@@ -1043,7 +1043,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             f"types otherwise)")
         report["settings"]["onnxruntime_reduce_range"] = args.onnxruntime_reduce_range
     report["settings"]["background_load"] = args.background_load
-    report["settings"]["openmp_wait"] = ipexconvert.openmp_wait.state
+    report["settings"]["openmp_wait"] = ipexconvert.backends.cpu.openmp_wait.state
     if args.background_load:
         report["settings"]["background_load_command"] = (
             f"{args.background_load} x python -c 'while True: pass' (killed with the runner), "

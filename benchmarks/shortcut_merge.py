@@ -10,10 +10,16 @@ summed over the four blocks.
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import torch
 
 from direct_linear import interleaved, timing_arguments
-from ipexconvert import dnnl, native
+from ipexconvert.backends.cpu import onednn_direct as dnnl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "native"))
+import native_ops as native  # noqa: E402  (the torch harness over the native kernels)
 
 CL = torch.channels_last
 # ResNet-50's projection blocks: (block input channels, its size, main-path channels, output size, out channels, stride)

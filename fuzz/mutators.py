@@ -476,11 +476,13 @@ def manifest_format_version(rng, parts):
 
 @mutator()
 def manifest_fields(rng, parts):
-    """A manifest field (dtype, device, prepack_isa, passes, accuracy, ...) set to an odd value."""
+    """A manifest field (dtype, target, the older device / prepack_isa, passes, accuracy, ...) set to an odd value."""
     m = _manifest(parts)
     key, choices = rng.choice([
         ("dtype", ["fp32", "bf16", "int8", "fp16", "", None]),
         ("device", ["cpu", "xpu", "cuda", "", None]),
+        ("target", [{"device": "cpu"}, {"device": "cpu", "level": "amx"}, {"device": "cpu", "level": "avx9"},
+                    {"device": "cuda"}, {"device": "cpu", "level": None}, "cpu", None, []]),
         ("prepack_isa", [None, "avx512_core_amx", "avx2", "avx512_core_vnni", "garbage", "", 5]),
         ("format", ["ipexconvert", "safetensors", ""]),
         ("op_histogram", [{}, {"aten:x": -1}, {"conv2d": 2**63}, []]),

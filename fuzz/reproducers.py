@@ -104,7 +104,7 @@ def passes_name(value: str) -> Edit:
 # name -> (seed, what it shows, edit)
 REPRODUCERS: dict[str, tuple[str, str, Edit]] = {
     # -- native memory safety ------------------------------------------------------------------------------------
-    "mkl_linear_bias_len0": ("tiny-bert.fp32", "SIGSEGV in torch.ops.mkl._mkl_linear (linear_mkl.py): bias [0] for 64 outputs",
+    "mkl_linear_bias_len0": ("tiny-bert.fp32", "SIGSEGV in torch.ops.mkl._mkl_linear (torch_mkl_linear.py): bias [0] for 64 outputs",
                              reshape_constant("bert.encoder.layer.1.attention.output.dense.bias", [0])),
     "mkl_linear_bias_len1": ("tiny-bert.fp32", "runs 'ok': _mkl_linear reads 63 floats past a 1-element bias (silent over-read)",
                              reshape_constant("bert.encoder.layer.1.attention.output.dense.bias", [1])),
@@ -121,9 +121,9 @@ REPRODUCERS: dict[str, tuple[str, str, Edit]] = {
                                set_input("embedding", 1, None)),
     "linear_input_dropped": ("tiny-bert.fp32", "IndexError at run in linear reference", drop_input("linear_6", 1)),
     # -- attrs that validate but no kernel can build ---------------------------------------------------------------
-    "conv2d_groups_2pow31": ("tiny-cnn.fp32", "RuntimeError from oneDNN at load (conv2d_onednn)",
+    "conv2d_groups_2pow31": ("tiny-cnn.fp32", "RuntimeError from oneDNN at load (torch_onednn_conv2d)",
                              set_attr("relu_3", "groups", 2**31)),
-    "qconv2d_groups_3": ("tiny-cnn.int8", "RuntimeError from oneDNN at load (qconv2d_onednn)",
+    "qconv2d_groups_3": ("tiny-cnn.int8", "RuntimeError from oneDNN at load (torch_onednn_qconv2d)",
                          set_attr("relu_12", "groups", 3)),
     "reshape_shape_empty": ("tiny-cnn.fp32", "RuntimeError in reshape reference", set_attr("view", "shape", [])),
     "permute_perm_32768": ("tiny-bert.fp32", "IndexError in permute reference", set_attr("transpose", "perm", [0, 2, 1, 32768])),

@@ -13,17 +13,19 @@ import torch
 from . import __version__
 from .accuracy import describe_failure, flatten_outputs, measure
 from .artifact import write_artifact
-from .errors import AccuracyError, UserInputError
-from .frontend.dynamic import DynamicDim, DynamicDims
-from .frontend.export import decompose, export_module, program_from_exported
-from .frontend.inputs import InputArg, check_example_inputs, make_example_inputs
-from .frontend.sources import ResolvedSource, SourceRequest, from_module, resolve_source
+from .backends import get_backend
+from .errors import AccuracyError, ArtifactError, UserInputError
+from .frontend.torch.export import decompose, export_module, program_from_exported
+from .frontend.torch.inputs import InputArg, check_example_inputs, make_example_inputs
+from .frontend.torch.sources import ResolvedSource, SourceRequest, from_module, resolve_source
 from .ir import Program
+from .ir.dynamic_dims import DynamicDim, DynamicDims
 from .manifest import AccuracyRecord, IOSpec, Manifest
 from .output_path import check_writable, scratch_folder, write_errors
 from .passes import PassOptions, pipeline_for, run_pipeline
 from .quant.options import QuantOptions
 from .runtime.model import LoadedModel
+from .target import Target
 
 Progress = Callable[[str], None]
 
@@ -40,10 +42,11 @@ class OptimizeResult:
         return self.manifest.accuracy
 
 
-def load_artifact(path: Union[str, Path], device: str = "cpu", verify: bool = True,
+def load_artifact(path: Union[str, Path], device: Optional[str] = None, verify: bool = True,
                   threads: Optional[int] = None) -> LoadedModel:
     """Load an .ipxc artifact; the result is callable with torch tensors or numpy arrays.
 
+    `device` picks the backend that runs it ("cpu"); None: the device the artifact was made for.
     `threads` sets the (process-wide) intra-op thread count; None keeps torch's default (all cores).
     """
     return LoadedModel(path, device=device, verify=verify, threads=threads)
@@ -78,6 +81,7 @@ def optimize(
     example_inputs: Optional[Mapping[str, torch.Tensor]] = None,
     *,
     dtype: str = "fp32",
+    target: Union[str, Target, None] = None,
     output: Union[str, Path, None] = None,
     inputs: Optional[list[InputArg]] = None,
     dynamic_dims: Optional[DynamicDims] = None,
@@ -110,9 +114,12 @@ def optimize(
     `qconfig_out` writes the final quantization plan as editable JSON. `tune` (a
     quant.convert.TuneSettings) searches settings until a user metric is within tolerance of fp32.
     `on_output` is called with the artifact's path once it is known, before anything is written there.
+    `target` ("cpu", "cpu:avx2", a Target; default: a portable CPU artifact) is recorded in the manifest.
     """
     say = progress or (lambda _msg: None)
-    names = pipeline_for(dtype, passes, skip_passes)  # validate before any slow work
+    target = Target.parse(target)
+    names = pipeline_for(dtype, passes, skip_passes, device=target.device)  # validate before any slow work
+    _check_target_runs_here(target)
     if dtype == "int8":
         from .quant.convert import check_calibration_args
 
@@ -144,12 +151,13 @@ def optimize(
 
         program, records, quantization, held_out = quantize_program(
             program, names, source, quant or QuantOptions(), calibration=calibration, calib_text=calib_text,
-            calib_synthetic=calib_synthetic, say=say, progress_bar=progress_bar, tune=tune,
-            load=lambda candidate, kind: _load_in_memory(candidate, _manifest(candidate, source, kind, [])))
+            calib_synthetic=calib_synthetic, say=say, progress_bar=progress_bar, tune=tune, target=target,
+            load=lambda candidate, kind: _load_in_memory(candidate, _manifest(candidate, source, kind, [], target)))
     else:
-        records = run_pipeline(program, names, PassOptions(dtype=dtype), on_pass=lambda n: say(f"pass {n}"))
+        records = run_pipeline(program, names, PassOptions(dtype=dtype, target=target),
+                               on_pass=lambda n: say(f"pass {n}"))
         quantization, held_out = None, None
-    manifest = _manifest(program, source, dtype, records)
+    manifest = _manifest(program, source, dtype, records, target)
     if quantization is not None:
         manifest.quantization = quantization.model_dump(mode="json")
 
@@ -178,6 +186,16 @@ def optimize(
     return OptimizeResult(path=out_path, manifest=final, source=source, example_inputs=source.example_inputs)
 
 
+def _check_target_runs_here(target: Target) -> None:
+    """The converted artifact is loaded and checked against eager here, so this host must run the target."""
+    try:
+        get_backend(target.device).check_target(target, "the artifact")
+    except ArtifactError as e:
+        raise UserInputError(f"cannot convert for --target {target} on this machine: {e.problem}",
+                             "the conversion checks the artifact by running it: convert on a machine of the target "
+                             "class, or use --target cpu (portable)") from None
+
+
 def _load_in_memory(program: Program, manifest: Manifest) -> LoadedModel:
     """A candidate program as a loaded model, through a temporary artifact (what a user would load)."""
     with scratch_folder(Path(tempfile.gettempdir()) / "ipexconvert-candidate", "a temporary file") as folder:
@@ -199,9 +217,10 @@ def _ensure_example_inputs(program: Program, source: ResolvedSource) -> None:
     check_example_inputs(source.example_inputs)
 
 
-def _manifest(program: Program, source: ResolvedSource, dtype: str, records) -> Manifest:
+def _manifest(program: Program, source: ResolvedSource, dtype: str, records, target: Target) -> Manifest:
     graph = program.graph
     return Manifest(
+        target=target,
         producer=f"ipexconvert {__version__}",
         torch_version=torch.__version__,
         created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -111,9 +111,9 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
 
     from .api import load_artifact
     from .artifact import read_example_inputs
-    from .frontend.inputs import load_inputs_file
-    from .runtime import malloc
-    from .runtime.cpu import selected_isa
+    from .frontend.torch.inputs import load_inputs_file
+    from .backends.cpu import malloc
+    from .backends.cpu.isa import selected_isa
 
     if threads:
         torch.set_num_threads(threads)
@@ -128,7 +128,7 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
 
     candidates: dict[str, Callable[[], Any]] = {f"artifact ({model.manifest.dtype})": lambda: model.run_dict(tensors)}
     if against:
-        from .frontend.sources import SourceRequest, resolve_source
+        from .frontend.torch.sources import SourceRequest, resolve_source
 
         eager = resolve_source(SourceRequest(location=against, trust_pickle=trust_pickle)).eager
 

@@ -32,7 +32,7 @@ def _reference_outputs(reference: str, names: list[str], tensors: dict[str, torc
             raise UserInputError(f"golden file {reference} lacks output(s) {', '.join(missing)} (has: {', '.join(golden)})",
                                  f"save the outputs under the names {', '.join(names)} (see `ipexconvert run -o`)")
         return [golden[n] for n in names]
-    from .frontend.sources import SourceRequest, parse_model_kwargs, resolve_source
+    from .frontend.torch.sources import SourceRequest, parse_model_kwargs, resolve_source
 
     source = resolve_source(SourceRequest(location=reference, model_factory=model_factory,
                                           model_kwargs=parse_model_kwargs(model_kwargs), trust_pickle=trust_pickle))
@@ -79,7 +79,7 @@ def run_check(artifact: Path, reference: str, inputs_path: Optional[Path], rtol:
               trust_pickle: bool = False, check_finite: bool = True) -> dict:
     from .api import load_artifact
     from .artifact import read_example_inputs
-    from .frontend.inputs import load_inputs_file
+    from .frontend.torch.inputs import load_inputs_file
 
     model = load_artifact(artifact)
     tensors = load_inputs_file(inputs_path, model.signature.input_names) if inputs_path else read_example_inputs(artifact)

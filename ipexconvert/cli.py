@@ -369,6 +369,8 @@ def _print_quant_summary(plan: QuantPlan) -> None:
 def optimize(
     source: str = typer.Argument(..., help="model.pt2, a Hugging Face folder, a checkpoint (.safetensors/.pt), or example:NAME"),
     dtype: str = typer.Option("fp32", "--dtype", help="fp32, bf16 or int8 (int8 needs --calib, --calib-text or --calib-synthetic)"),
+    target: str = typer.Option("cpu", "--target", help="cpu (portable: any x86-64 CPU, kernels chosen at load) or "
+                               "cpu:LEVEL (only CPUs with that ISA level or above, e.g. cpu:avx512_bf16)"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="artifact path (default: NAME.DTYPE.ipxc)"),
     input: List[str] = typer.Option([], "--input", help="NAME:SHAPE:DTYPE, e.g. x:batch,3,224,224:float32 (repeatable)"),
     example_inputs: Optional[Path] = typer.Option(None, "--example-inputs", help="safetensors file with one tensor per input"),
@@ -416,8 +418,8 @@ def optimize(
     """Convert a model into an .ipxc artifact and check it against eager PyTorch."""
     from .api import load_artifact
     from .api import optimize as run_optimize
-    from .frontend.inputs import load_inputs_file, parse_input_arg
-    from .frontend.sources import parse_model_kwargs
+    from .frontend.torch.inputs import load_inputs_file, parse_input_arg
+    from .frontend.torch.sources import parse_model_kwargs
 
     if output is not None and output.is_dir():
         raise UserInputError(f"-o {output} is a folder, not an artifact path", f"pass a file path, e.g. -o {output / 'model.ipxc'}")
@@ -435,7 +437,7 @@ def optimize(
     with ConversionProgress(err) as progress, warnings.catch_warnings():
         warnings.showwarning = _loud_warning
         result = run_optimize(
-            source, tensors, dtype=dtype, output=output, inputs=input_args or None,
+            source, tensors, dtype=dtype, target=target, output=output, inputs=input_args or None,
             passes=[p.strip() for p in passes.split(",") if p.strip()] if passes else None, skip_passes=skip_pass,
             max_rel_error=max_rel_error, min_cosine=min_cosine, model_factory=model_factory, model_kwargs=kwargs,
             trust_pickle=trust_pickle, progress=progress.say, calibration=calib, calib_text=calib_text,
@@ -480,6 +482,15 @@ def optimize(
                   highlight=False)
 
 
+def _target_text(manifest: dict) -> str:
+    """The manifest's target as "cpu" / "cpu:avx2" (hardened: inspect shows damaged manifests too)."""
+    target = manifest.get("target")
+    if not isinstance(target, dict):
+        return str(manifest.get("device", "cpu"))
+    level = target.get("level", "portable")
+    return f"{target.get('device')}" + ("" if level == "portable" else f":{level}")
+
+
 # --------------------------------------------------------------------------- inspect
 @app.command()
 @handle_errors
@@ -498,7 +509,7 @@ def inspect(
         out.print_json(json.dumps(_json_safe(summary)), ensure_ascii=True)
         return
     m = summary["manifest"]
-    out.print(f"[bold]{_show(artifact)}[/] — format v{m['format_version']}, {m['dtype']}, device {m['device']}, "
+    out.print(f"[bold]{_show(artifact)}[/] — format v{m['format_version']}, {m['dtype']}, target {_show(_target_text(m))}, "
               f"{_human_bytes(summary['file_bytes'])}", highlight=False)
     src = m["source"]
     out.print(_show(f"source: {src['kind']} {src['location']}; made by {m['producer']} with torch {m['torch_version']} "
@@ -572,7 +583,7 @@ def run(
     from .api import load_artifact
     from .artifact import read_example_inputs
     from .check import nonfinite_counts
-    from .frontend.inputs import load_inputs_file
+    from .frontend.torch.inputs import load_inputs_file
 
     if output is not None:
         check_writable(output, "-o")
@@ -719,10 +730,31 @@ def check(
 # --------------------------------------------------------------------------- doctor
 @app.command()
 @handle_errors
-def doctor(as_json: bool = typer.Option(False, "--json")):
+def doctor(as_json: bool = typer.Option(False, "--json"),
+           kernels: bool = typer.Option(False, "--kernels", help="list every op's registered kernels, in preference "
+                                        "order, and which of them this machine would run"),
+           markdown: bool = typer.Option(False, "--markdown", help="with --kernels: the table as Markdown, without this "
+                                         "machine's answers (docs/kernels.md is made this way)")):
     """Versions, CPU features, and the ISA level the runtime will use."""
-    from .doctor import environment_report
+    from .doctor import environment_report, kernel_table, kernels_markdown
 
+    if kernels and markdown:
+        print(kernels_markdown(), end="")
+        return
+    if kernels:
+        rows = kernel_table()
+        if as_json:
+            out.print_json(json.dumps(rows))
+            return
+        table = Table(title=f"CPU kernels at {rows[0]['isa'] if rows else '?'} (the first that can run here and accepts "
+                            "a node runs it; the op's reference when all decline)", show_edge=False)
+        for column in ("op", "factories, in preference order", "can run here", "cannot, and why"):
+            table.add_column(column)
+        for row in rows:
+            table.add_row(row["op"], " > ".join(row["factories"]) + " > reference", row["runs_here"],
+                          "; ".join(f"{n}: {why}" for n, why in row["not_here"].items()) or "-")
+        out.print(table)
+        return
     report = environment_report()
     if as_json:
         out.print_json(json.dumps(report))

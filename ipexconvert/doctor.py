@@ -7,8 +7,9 @@ import platform
 
 import torch
 
-from . import __version__, native, openmp_wait
-from .runtime import compute_precision, cpu
+from . import __version__
+from .backends.cpu import compute_precision, native_lib, openmp_wait
+from .backends.cpu import isa as cpu
 
 
 def _version(package: str) -> str:
@@ -19,9 +20,9 @@ def _version(package: str) -> str:
 
 
 def _onednn_summary() -> dict:
-    from .runtime.cpu_kernels import probe_report
+    from .backends.cpu.self_check import torch_ops
 
-    report = probe_report()
+    report = torch_ops.probe_report()
     def summary(info: dict) -> str:
         if info.get("not_used"):
             return info["not_used"]
@@ -34,29 +35,27 @@ def _onednn_summary() -> dict:
 
 def _native_report() -> dict:
     """The native kernel library: the levels it detects, and the build each kernel runs now."""
-    if not native.available():
+    if not native_lib.available():
         return {"native_levels": None,
-                "kernels": f"reference (PyTorch ops) only: the native extension is not built ({native.unavailable_reason()})"}
-    return {"native_levels": native.supported_levels(),
-            "native_kernels": {name: native.kernel_level(name) for name in native.KERNELS},
-            "kernels": "native (ipexconvert._native) for norms/softmax/activations/quantize and attention (bf16: amx or avx512_bf16; fp32: avx512), direct oneDNN "
-                       "(ipexconvert._dnnl) for conv2d/qconv2d/max_pool2d, oneDNN through torch for bf16 linear (fp32 too on "
-                       "non-Intel CPUs), qlinear and the convolutions the direct layers decline, MKL for fp32 linear on Intel "
-                       "CPUs, else reference (PyTorch ops)"}
+                "kernels": f"no native kernels: the native extension is not built ({native_lib.unavailable_reason()}); "
+                           "`ipexconvert doctor --kernels` lists what runs"}
+    return {"native_levels": native_lib.supported_levels(),
+            "native_kernels": {name: native_lib.kernel_level(name) for name in native_lib.kernel_names()},
+            "kernels": "`ipexconvert doctor --kernels` lists every op's kernels and which of them run here"}
 
 
 def _dnnl_report() -> dict:
     """The direct oneDNN layers: loaded or not (and why), checked, and the ISA cap they run under."""
-    from . import dnnl
+    from .backends.cpu import onednn_direct
 
-    if dnnl.available():
-        dnnl.usable(cpu.selected_isa())  # runs the one-time check, so the report says how it went
-    return dnnl.report()
+    if onednn_direct.available():
+        onednn_direct.usable(cpu.selected_isa())  # runs the one-time check, so the report says how it went
+    return onednn_direct.report()
 
 
 def _malloc_report() -> dict:
     """What loading an artifact does (or did) to the process's malloc settings."""
-    from .runtime import malloc
+    from .backends.cpu import malloc
 
     done = malloc.current()
     if done.state != "not yet":
@@ -69,11 +68,11 @@ def _malloc_report() -> dict:
 
 def _int8_compute(isa: str) -> str:
     """Which kernels run int8 layers at this level (decided once per process, not per command)."""
-    from .runtime.cpu_kernels._common import int8_allowed
+    from .backends.cpu.kernels._torch_onednn import int8_allowed
 
     if int8_allowed(isa):
         return f"oneDNN int8 (VNNI or AMX: {isa})"
-    if cpu.ISA_LEVELS.index(isa) >= cpu.ISA_LEVELS.index("avx2") and native.available():
+    if cpu.ISA_LEVELS.index(isa) >= cpu.ISA_LEVELS.index("avx2") and native_lib.available():
         return (f"native exact int8 GEMM ({isa}: no VNNI, so oneDNN's u8*s8 products would saturate; "
                 "int16 products summed in int32 instead)")
     return "reference (float32 PyTorch ops)"
@@ -81,7 +80,7 @@ def _int8_compute(isa: str) -> str:
 
 def _library_caps() -> dict:
     """The ISA ceiling each library we drive was given (isa_caps sets them from IPEXCONVERT_MAX_ISA)."""
-    from . import isa_caps
+    from .backends.cpu import isa_caps
 
     names = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
     return {name: (f"{isa_caps.applied[name][1]} (from IPEXCONVERT_MAX_ISA)" if isa_caps.applied.get(name, ("",))[0] == "set"
@@ -113,3 +112,47 @@ def environment_report() -> dict:
         "openmp_wait": openmp_wait.state,
         "malloc_tuning": _malloc_report(),
     }
+
+
+
+def kernel_table() -> list[dict]:
+    """Every CPU op's registered factories in preference order (from the registry, not a hand-kept list),
+    and why each cannot run in this process at the selected ISA level (`doctor --kernels`)."""
+    from .backends import get_backend
+    from .runtime.kernels import KERNELS, why_not_here
+
+    backend = get_backend("cpu")
+    isa = backend.level()
+    rows = []
+    for op in backend.kernel_names():
+        factories = KERNELS["cpu", op]
+        why_not = {f.__name__: why_not_here(f, isa) for f in factories}
+        rows.append({"op": op, "isa": isa, "factories": [f.__name__ for f in factories],
+                     "runs_here": ", ".join(n for n, why in why_not.items() if why is None) or "reference only",
+                     "not_here": {n: why for n, why in why_not.items() if why is not None}})
+    return rows
+
+
+def kernels_markdown() -> str:
+    """docs/kernels.md: the registry as a table (what `doctor --kernels` shows, without this machine's
+    answers), generated so the docs cannot drift from the code; tests/test_docs_kernels.py checks it."""
+    from .backends import get_backend
+    from .runtime.kernels import KERNELS
+
+    def first_paragraph(text) -> str:
+        return " ".join((text or "-").strip().split("\n\n")[0].split())
+
+    lines = ["# CPU kernels", "",
+             "Generated by `ipexconvert doctor --kernels --markdown > docs/kernels.md` from the kernel registry",
+             "(`ipexconvert/backends/cpu/kernels/<op>.py`); do not edit by hand. Per op, the factories in preference",
+             "order: the first that can run at the loading CPU's level and accepts the node runs it, else the next,",
+             "and the op's reference implementation when all decline. `ipexconvert doctor --kernels` shows which can",
+             "run on your machine and why the others cannot. A step's `kernel_name` (`bench --profile`) names the",
+             "kernel that ran, e.g. `onednn_direct:conv2d`, `native:layer_norm@avx512_bf16`, `reference:sdpa`.", "",
+             "| op | factory | what it takes | where it can run |", "| --- | --- | --- | --- |"]
+    for op in get_backend("cpu").kernel_names():
+        for factory in KERNELS["cpu", op]:
+            where = first_paragraph(getattr(factory, "runs_at", None).__doc__)
+            lines.append(f"| {op} | `{factory.__name__}` | {first_paragraph(factory.__doc__)} | {where} |")
+        lines.append(f"| {op} | reference | `ir/ops/{op}.py`, plain torch | everywhere |")
+    return "\n".join(lines) + "\n"

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .ir.spec import DimRange, TensorSpec
+from .target import Target
 
 # 2: content_sha256 binds the manifest, graph and each tensor's name, dtype, shape and bytes (artifact.py);
 # version 1 files hashed bytes only and are refused by the loader (inspect still shows them).
@@ -64,17 +65,29 @@ class AccuracyRecord(_Model):
 
 
 class Manifest(_Model):
+    @model_validator(mode="before")
+    @classmethod
+    def _target_from_older_fields(cls, data: Any) -> Any:
+        """Artifacts written before the target existed say `device` ("cpu") and `prepack_isa` (always null):
+        that is the portable CPU target."""
+        if isinstance(data, dict) and "target" not in data and ("device" in data or "prepack_isa" in data):
+            data = dict(data)
+            device, packed = data.pop("device", "cpu"), data.pop("prepack_isa", None)
+            if packed is not None:
+                raise ValueError(f"prepack_isa {packed!r}: artifacts store plain weights; packed ones are not readable")
+            data["target"] = {"device": device}
+        return data
+
     format: Literal["ipexconvert"] = "ipexconvert"
     format_version: int = FORMAT_VERSION
     producer: str = Field(description="ipexconvert version that wrote the file")
     torch_version: str
     created_at: str
     source: SourceRecord
-    device: Literal["cpu", "xpu"] = "cpu"
+    target: Target = Field(default_factory=Target, description="the device and ISA level the artifact was made for")
     dtype: Literal["fp32", "bf16", "int8"]
     passes: list[PassRecord] = Field(default_factory=list)
     quantization: Optional[dict[str, Any]] = None
-    prepack_isa: Optional[str] = Field(default=None, description="ISA the weights were packed for (None: plain layout)")
     inputs: list[IOSpec]
     outputs: list[IOSpec]
     dims: dict[str, DimRange] = Field(default_factory=dict)

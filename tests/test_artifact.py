@@ -14,8 +14,8 @@ from safetensors.torch import save_file
 from ipexconvert.artifact import (GRAPH_KEY, MANIFEST_KEY, content_sha256, graph_sha256, read_artifact, read_manifest, rehash,
                                   write_artifact)
 from ipexconvert.errors import ArtifactError
-from ipexconvert.frontend.dynamic import DynamicDim
-from ipexconvert.frontend.export import program_from_module
+from ipexconvert.frontend.torch.export import program_from_module
+from ipexconvert.ir.dynamic_dims import DynamicDim
 from ipexconvert.manifest import FORMAT_VERSION, IOSpec, Manifest, SourceRecord
 
 

@@ -13,11 +13,10 @@ from typing import Callable, Optional
 
 import torch
 
-from ..frontend.dynamic import DynamicDim
-from ..frontend.dynamic import dynamic_shapes_for as _dynamic_shapes
+from ..ir.dynamic_dims import DynamicDim
 from . import bert, minilm, resnet, tiny_bert, tiny_cnn, tiny_llama
 
-__all__ = ["DynamicDim", "ExampleModel", "EXAMPLES", "get_example", "dynamic_shapes_for"]
+__all__ = ["DynamicDim", "ExampleModel", "EXAMPLES", "get_example"]
 
 
 @dataclass(frozen=True)
@@ -121,14 +120,3 @@ def get_example(name: str) -> ExampleModel:
     except KeyError:
         available = ", ".join(EXAMPLES)
         raise ValueError(f"Unknown example model {name!r}. Available: {available}") from None
-
-
-def dynamic_shapes_for(example: ExampleModel, inputs: dict[str, torch.Tensor]) -> dict[str, dict[int, object] | None]:
-    """`dynamic_shapes` for torch.export.export(model, (), inputs, dynamic_shapes=...).
-
-    Dims with the same name become the same torch.export.Dim, so e.g. input_ids and
-    attention_mask are known to share batch and sequence sizes. Inputs without dynamic
-    axes map to None. Note that torch.export specialises an axis whose example size is 1,
-    so export with batch >= 2 inputs.
-    """
-    return _dynamic_shapes(example.dynamic_dims, inputs) or {name: None for name in inputs}

@@ -1,1 +1,2 @@
-"""Frontends: checkpoint readers (sources/) and torch.export -> IR (export.py)."""
+"""Frontends: one package per model format, each turning its models into an IR Program
+(torch/: torch.export and the checkpoint readers)."""

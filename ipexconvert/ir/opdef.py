@@ -1,9 +1,10 @@
 """Op definitions and the opset registry.
 
 Every op in the IR is one OpDef subclass in its own file under ir/ops/. An OpDef
-knows its typed attributes, which ATen targets it absorbs in the frontend, its
-shape/dtype rule, and its reference implementation in plain torch (the test
-oracle and the run-time fallback).
+knows its typed attributes, the inputs it reads, its shape/dtype rule, and its
+reference implementation in plain torch (the test oracle and the run-time fallback).
+It is frontend-neutral: which calls of a source format become which op is each
+frontend's own table (frontend/torch/aten_map/ for torch.export).
 """
 from __future__ import annotations
 
@@ -18,10 +19,6 @@ from .spec import TensorSpec
 
 class NoAttrs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class Unconvertible(Exception):
-    """Raised by from_aten when this call's arguments fall outside what the op models."""
 
 
 class SpecError(ValueError):
@@ -44,18 +41,7 @@ class Arity:
 class OpDef:
     name: ClassVar[str]
     Attrs: ClassVar[type[BaseModel]] = NoAttrs
-    aten_targets: ClassVar[tuple[str, ...]] = ()
     arity: ClassVar[Arity] = Arity(1, 1)
-
-    # ---- frontend ------------------------------------------------------
-    @classmethod
-    def from_aten(cls, target: str, args: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-        """Map one ATen call (arguments by schema name) to (inputs, attrs).
-
-        Inputs are whatever the frontend passed for tensors (fx nodes) or None.
-        Raise Unconvertible when this call needs the generic aten fallback.
-        """
-        raise Unconvertible(target)
 
     # ---- semantics -----------------------------------------------------
     @classmethod
@@ -98,12 +84,3 @@ def get_op(name: str) -> type[OpDef]:
         return OPSET[name]
     except KeyError:
         raise KeyError(f"op {name!r} is not in the opset") from None
-
-
-def aten_index() -> dict[str, type[OpDef]]:
-    """ATen target string -> the OpDef that absorbs it."""
-    table: dict[str, type[OpDef]] = {}
-    for op in OPSET.values():
-        for target in op.aten_targets:
-            table[target] = op
-    return table

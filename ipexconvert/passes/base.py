@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..ir import Program
+from ..target import Target
 
 
 @dataclass(frozen=True)
@@ -12,6 +13,7 @@ class PassOptions:
     """Settings passes may read; filled from the CLI/API."""
 
     dtype: str = "fp32"
+    target: Target = field(default_factory=Target)  # the device (and ISA level) the artifact is made for
     params: dict = field(default_factory=dict)
 
 

@@ -1,4 +1,4 @@
-"""Pipelines: the ordered passes for each --dtype, and the runner that records them."""
+"""Pipelines: the ordered passes for each (target device, --dtype), and the runner that records them."""
 from __future__ import annotations
 
 import time
@@ -35,10 +35,10 @@ _FP32 = [
 # run MKL through F.linear, where merging is not measured, so fp32 leaves them alone.
 # merge_shortcut_conv (ResNet's projection shortcut inside the block's last 1x1 conv) pays for
 # int8 convs at batch 16; float convs measured too little gain to merge (see the pass).
-PIPELINES: dict[str, list[str]] = {
-    "fp32": [*_FP32, "share_attention_mask", "prepack"],
-    "bf16": [*_FP32, "to_bf16", "fuse_layout_change", "merge_linears", "share_attention_mask", "prepack"],
-    "int8": [*_FP32, "to_bf16", "quantize", "int8_residual", "quantize_before_pool", "fold_requantize", "fold_norm_quantize",
+PIPELINES: dict[tuple[str, str], list[str]] = {
+    ("cpu", "fp32"): [*_FP32, "share_attention_mask", "prepack"],
+    ("cpu", "bf16"): [*_FP32, "to_bf16", "fuse_layout_change", "merge_linears", "share_attention_mask", "prepack"],
+    ("cpu", "int8"): [*_FP32, "to_bf16", "quantize", "int8_residual", "quantize_before_pool", "fold_requantize", "fold_norm_quantize",
              "fold_attention_quantize", "merge_shortcut_conv", "fuse_layout_change",
              "merge_linears", "share_attention_mask",
              "dead_code", "prepack"],
@@ -47,10 +47,12 @@ PIPELINES: dict[str, list[str]] = {
 QUANTIZATION_STAGE = ("to_bf16", "quantize")
 
 
-def pipeline_for(dtype: str, only: Optional[Iterable[str]] = None, skip: Iterable[str] = ()) -> list[str]:
-    if dtype not in PIPELINES:
-        raise UserInputError(f"dtype {dtype!r} is not supported here", f"use one of: {', '.join(PIPELINES)}")
-    names = list(only) if only is not None else list(PIPELINES[dtype])
+def pipeline_for(dtype: str, only: Optional[Iterable[str]] = None, skip: Iterable[str] = (),
+                 device: str = "cpu") -> list[str]:
+    if (device, dtype) not in PIPELINES:
+        dtypes = [d for dev, d in PIPELINES if dev == device]
+        raise UserInputError(f"dtype {dtype!r} is not supported for {device}", f"use one of: {', '.join(dtypes)}")
+    names = list(only) if only is not None else list(PIPELINES[device, dtype])
     skip = set(skip)
     unknown = [n for n in [*names, *skip] if n not in PASSES]
     if unknown:

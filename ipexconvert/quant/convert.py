@@ -20,6 +20,7 @@ from ..ir import Program
 from ..manifest import PassRecord
 from ..passes import PassOptions, run_pipeline
 from ..passes.pipeline import QUANTIZATION_STAGE
+from ..target import Target
 from . import data
 from .calibrate import bind_dims
 from .guard import choose_metric, guard
@@ -34,7 +35,7 @@ SYNTHETIC_WARNING = ("calibrating INT8 on RANDOM synthetic inputs: activation ra
 def default_float_dtype() -> str:
     """bfloat16 for ops without an int8 kernel, whatever CPU converts: the artifact does not depend
     on the converting machine. A CPU without native bf16 computes those ops in float32 from the
-    bf16 weights at load (runtime/compute_precision.py)."""
+    bf16 weights at load (backends/cpu/compute_precision.py)."""
     return "bfloat16"
 
 
@@ -107,10 +108,12 @@ LoadFn = Callable[[Program, str], object]  # (program, dtype) -> a loaded model 
 def quantize_program(program: Program, names: list[str], source, options: QuantOptions, *, calibration=None,
                      calib_text=None, calib_synthetic: int = 0, say: Callable[[str], None] = lambda _m: None,
                      progress_bar=None, tune: Optional[TuneSettings] = None,
-                     load: Optional[LoadFn] = None) -> tuple[Program, list[PassRecord], QuantPlan, list[dict]]:
+                     load: Optional[LoadFn] = None, target: Target = Target()
+                     ) -> tuple[Program, list[PassRecord], QuantPlan, list[dict]]:
     """The int8 program, all pass records, the final plan, and the held-out batches (for the final check)."""
     cut = min((names.index(n) for n in QUANTIZATION_STAGE if n in names), default=len(names))
-    records = run_pipeline(program, names[:cut], PassOptions(dtype="int8"), on_pass=lambda n: say(f"pass {n}"))
+    records = run_pipeline(program, names[:cut], PassOptions(dtype="int8", target=target),
+                           on_pass=lambda n: say(f"pass {n}"))
     cal = calibration_set(program, source, calibration, calib_text, calib_synthetic)
     calib, held_out = cal.split(options.held_out_fraction)
     float_dtype = options.float_dtype or default_float_dtype()
@@ -119,7 +122,7 @@ def quantize_program(program: Program, names: list[str], source, options: QuantO
     with torch.no_grad():
         reference = [flatten_outputs(source.eager(**b)) for b in held_out]
     search = _Candidates(program, rest, cal, calib, held_out, reference, float_dtype, say,
-                         progress_bar or _stage_messages(say))
+                         progress_bar or _stage_messages(say), target)
     if tune is None:
         final, rest_records, plan = search.build(options)
     else:
@@ -142,8 +145,9 @@ def _stage_messages(say: Callable[[str], None]):
 class _Candidates:
     """Builds int8 programs from one float program and calibration set, for given options."""
 
-    def __init__(self, float_program, rest, cal, calib, held_out, reference, float_dtype, say, progress):
-        self.float_program, self.rest, self.cal = float_program, rest, cal
+    def __init__(self, float_program, rest, cal, calib, held_out, reference, float_dtype, say, progress,
+                 target: Target):
+        self.float_program, self.rest, self.cal, self.target = float_program, rest, cal, target
         self.calib, self.held_out, self.reference = calib, held_out, reference
         self.float_dtype, self.say, self.progress = float_dtype, say, progress
 
@@ -161,7 +165,8 @@ class _Candidates:
                 plan.layers[name].quantized = False
             candidate = copy.deepcopy(planned)
             params = {"quantization": Quantization(plan, quantization.tensors)}
-            return candidate, run_pipeline(candidate, self.rest, PassOptions(dtype="int8", params=params))
+            return candidate, run_pipeline(candidate, self.rest, PassOptions(dtype="int8", target=self.target,
+                                                                              params=params))
 
         fallback: set[str] = set()
         if options.guard:
@@ -209,7 +214,7 @@ def _tune(search: _Candidates, options: QuantOptions, tune: TuneSettings, load: 
         return delta / max(abs(baseline), 1e-12)
 
     float_copy = copy.deepcopy(search.float_program)
-    run_pipeline(float_copy, [n for n in search.rest if n == "prepack"], PassOptions(dtype="fp32"))
+    run_pipeline(float_copy, [n for n in search.rest if n == "prepack"], PassOptions(dtype="fp32", target=search.target))
     baseline = float(tune.eval_fn(load(float_copy, "fp32")))
     say(f"tuning: fp32 score {baseline:.6g}; tolerable loss {tune.tolerable_loss:g}")
     trials: list[dict] = []

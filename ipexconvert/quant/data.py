@@ -15,7 +15,7 @@ sizes and dynamic-dim ranges; inputs sharing a named dim must agree on its size 
 the runtime applies to a converted model's inputs, see runtime.model.check_inputs).
 
 Without data, `synthetic_calibration` makes random batches (dynamic dims sized as for the random
-example inputs, see frontend.inputs.make_example_inputs; integer/bool inputs named like `*mask*`
+example inputs, see frontend.torch.inputs.make_example_inputs; integer/bool inputs named like `*mask*`
 are all ones), and `text_calibration` tokenizes a text file, one sentence per line.
 """
 from __future__ import annotations
@@ -26,10 +26,10 @@ from pathlib import Path
 import torch
 
 from ..errors import UserInputError
-from ..frontend.dynamic import DynamicDim
-from ..frontend.inputs import _example_size
+from ..frontend.torch.inputs import _example_size
 from ..ir import dtypes
 from ..ir.dims import resolve_shape
+from ..ir.dynamic_dims import DynamicDim
 from ..ir.spec import DimRange, TensorSpec
 from ..manifest import IOSpec
 from ..runtime.model import check_inputs

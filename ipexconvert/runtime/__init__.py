@@ -1,1 +1,2 @@
-from . import cpu_kernels  # noqa: F401  (registers the native CPU kernels ahead of the references)
+"""The device-neutral runtime: the loaded model (model.py), the plan and its loop (executor.py) and the
+kernel registry (kernels.py) that backends fill (backends/)."""

@@ -18,16 +18,14 @@ from typing import Callable, Sequence
 
 import torch
 
+from ..backends import get_backend
+from ..backends.base import Backend
 from ..errors import ArtifactError
 from ..ir import Program
 from ..ir.opdef import get_op
-from . import compute_precision
-from .cpu import selected_isa
-from . import native_kernels  # noqa: F401  (registers the native CPU kernels)
 from .kernels import Kernel, NodeContext, resolve_kernel
 from .view_chain import ViewChain, find_chains
 
-_MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
 _DIMS_CACHE_SIZE = 4  # sets of dims whose dims-only values are kept
 _DIMS_CACHE_BYTES = 64 << 20  # and their memory (a causal mask is seq^2: 32 MiB in bf16 at 4096)
 
@@ -46,17 +44,15 @@ class Step:
 
 
 class Executor:
-    def __init__(self, program: Program, device: str = "cpu", widen_bf16: bool | None = None, nan_safe: bool = False):
-        """widen_bf16: compute bf16 nodes in float32; by default where the CPU has no native bf16
-        (runtime/compute_precision.py). False runs bf16 as written (tests of the bf16 passes).
+    def __init__(self, program: Program, device: str | Backend = "cpu", widen_bf16: bool | None = None,
+                 nan_safe: bool = False):
+        """device: a device name or its Backend (backends/), which picks the kernels and prepares the program.
+        widen_bf16: compute bf16 nodes in float32; by default the backend decides (the CPU: where it has no
+        native bf16, backends/cpu/compute_precision.py). False runs bf16 as written (tests of the bf16 passes).
         nan_safe: only kernels that propagate NaN (kernels.NodeContext.nan_safe)."""
-        isa = selected_isa()
-        if widen_bf16 is None:
-            widen_bf16 = compute_precision.bf16_compute_dtype(isa) != "bfloat16"
-        has_bf16 = compute_precision.has_bf16(program.graph)
-        self.bf16_compute = None if not has_bf16 else "float32" if widen_bf16 else "bfloat16"
-        if has_bf16 and widen_bf16:
-            program = compute_precision.widen_bf16(program)
+        backend = get_backend(device) if isinstance(device, str) else device
+        device, isa = backend.device, backend.level()
+        program, self.bf16_compute = backend.prepare_program(program, widen_bf16)
         graph = program.graph
         self.device = device
         slot: dict[str, int] = {}
@@ -72,9 +68,7 @@ class Executor:
         constant_slots: dict[int, torch.Tensor] = {}
         constant_tensors: dict[str, torch.Tensor] = {}
         for name in graph.constants:
-            tensor = program.weights[name]
-            if graph.values[name].memory_format == "channels_last" and tensor.dim() == 4:
-                tensor = tensor.contiguous(memory_format=torch.channels_last)
+            tensor = backend.place_constant(program.weights[name], graph.values[name])
             constant_slots[slot_of(name)] = tensor
             constant_tensors[name] = tensor
 

@@ -48,20 +48,39 @@ class Kernel:
 
 
 KernelFactory = Callable[[NodeContext], Optional[Kernel]]
+# level (ISA level or GPU architecture) -> None when the factory's library can run at that level in this
+# process, else why not (not built, failed its self-check, needs a higher level, switched off)
+RunsAt = Callable[[str], Optional[str]]
 KERNELS: dict[tuple[str, str], list[KernelFactory]] = {}
 
 
-def register_kernel(device: str, op: str):
+def _always(_level: str) -> Optional[str]:
+    return None
+
+
+def register_kernel(device: str, op: str, runs_at: RunsAt = _always):
+    """Register a factory for (device, op), after those already registered (registration order is
+    preference order). `runs_at` says, per level, whether the factory can run at all in this process:
+    the executor skips it where it cannot, and `ipexconvert doctor --kernels` shows it."""
     def wrap(factory: KernelFactory) -> KernelFactory:
+        factory.runs_at = runs_at  # type: ignore[attr-defined]
         KERNELS.setdefault((device, op), []).append(factory)
         return factory
 
     return wrap
 
 
+def why_not_here(factory: KernelFactory, level: str) -> Optional[str]:
+    """None when the factory can run at this level, else why not (factories registered by hand, e.g. in
+    tests, always can)."""
+    return getattr(factory, "runs_at", _always)(level)
+
+
 def resolve_kernel(ctx: NodeContext) -> Kernel:
-    """The first registered kernel that accepts this node, else the op's reference."""
+    """The first registered kernel that can run here and accepts this node, else the op's reference."""
     for factory in KERNELS.get((ctx.device, ctx.op), []):
+        if why_not_here(factory, ctx.isa) is not None:
+            continue
         kernel = factory(ctx)
         if kernel is not None:
             return kernel

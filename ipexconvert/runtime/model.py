@@ -9,15 +9,13 @@ import numpy as np
 import torch
 
 from ..artifact import read_artifact
+from ..backends import get_backend
 from ..errors import ArtifactError, UserInputError
 from ..ir import dtypes
 from ..ir.dims import resolve
 from ..ir.spec import DimRange
 from ..manifest import IOSpec, Manifest
-from . import malloc
 from .executor import Executor
-
-SUPPORTED_DEVICES = ("cpu",)
 
 
 class Signature:
@@ -138,22 +136,23 @@ def _as_tensor(name: str, value: Any) -> torch.Tensor:
 class LoadedModel:
     """A loaded artifact: call it like the original module (positional or keyword tensors)."""
 
-    def __init__(self, path: str | Path, device: str = "cpu", verify: bool = True, threads: int | None = None):
-        if device not in SUPPORTED_DEVICES:
-            raise UserInputError(f"device {device!r} is not supported yet", f"use one of: {', '.join(SUPPORTED_DEVICES)}")
+    def __init__(self, path: str | Path, device: str | None = None, verify: bool = True, threads: int | None = None):
+        """device: which backend runs it (backends/); None: the device the artifact was made for."""
+        backend = None if device is None else get_backend(device)  # an unknown device fails before any reading
         if threads is not None:
             if threads < 1:
                 raise UserInputError(f"threads={threads} is not a thread count", "pass a positive number, or None for all cores")
             # Process-wide: torch's intra-op pool (and the native kernels, which follow it) use this.
             torch.set_num_threads(threads)
-        if device == "cpu":
-            malloc.keep_freed_memory()  # process-wide, once: intermediates reuse their pages between calls
         start = time.perf_counter()
         self.path = Path(path)
         self.manifest, program = read_artifact(path, verify=verify)
+        self.backend = backend or get_backend(self.manifest.target.device)
+        self.backend.check_target(self.manifest.target, str(self.path))
+        self.backend.prepare_process()
         self.graph = program.graph
         self.signature = Signature(self.manifest)
-        self.device, self.verify = device, verify
+        self.device, self.verify = self.backend.device, verify
         self.executor = self._build(program)
         self._nan_safe: Executor | None = None  # built on the first call whose float inputs hold NaN or Inf
         self._float_inputs = [i for i, io in enumerate(self.signature.inputs) if io.spec.dtype.startswith(("float", "bfloat"))]
@@ -161,7 +160,7 @@ class LoadedModel:
 
     def _build(self, program, nan_safe: bool = False) -> Executor:
         try:
-            return Executor(program, self.device, nan_safe=nan_safe)
+            return Executor(program, self.backend, nan_safe=nan_safe)
         except ArtifactError as e:  # a node the runtime cannot build: say which file
             raise ArtifactError(f"{self.path}: {e.problem}", e.fix) from None
 

@@ -2,8 +2,15 @@
 F.embedding for BERT-base-sized lookups. Decides whether the runtime registers the native
 kernel; see docs/native.md. Usage: python native/tools/time_embedding.py
 """
-import time, torch, torch.nn.functional as F
-from ipexconvert import native
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "native"))
+import native_ops as native  # noqa: E402  (the torch harness over the native kernels)
 lib = native.raw
 def best(f, n):
     r = []

@@ -9,14 +9,18 @@ from __future__ import annotations
 import argparse
 import time
 
+import sys
+from pathlib import Path
+
 import torch
 
-from ipexconvert import native
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "native"))
+import native_ops as native  # noqa: E402  (the torch harness over the native kernels)
 from ipexconvert.ir.opdef import get_op
 from ipexconvert.ir.spec import TensorSpec
-from ipexconvert.runtime.cpu import selected_isa
+from ipexconvert.backends.cpu.isa import selected_isa
 from ipexconvert.runtime.kernels import NodeContext
-from ipexconvert.runtime.native_kernels import add_layer_norm, gelu, layer_norm, rms_norm, silu, softmax
+from ipexconvert.backends.cpu.kernels import add_layer_norm, gelu, layer_norm, rms_norm, silu, softmax
 
 FACTORIES = {
     "layer_norm": layer_norm.native_layer_norm, "add_layer_norm": add_layer_norm.native_add_layer_norm,

@@ -9,7 +9,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from ipexconvert.runtime import cpu
+from ipexconvert.backends.cpu import isa as cpu
 
 from ipxc_cli_helpers import expect_exit, expect_usage_error, norm
 

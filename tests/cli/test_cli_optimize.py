@@ -14,7 +14,7 @@ from ipexconvert.passes import PIPELINES
 
 from ipxc_cli_helpers import FACTORY_MODULE, describe, expect_exit, expect_usage_error, norm
 
-FP32_PIPELINE = PIPELINES["fp32"]
+FP32_PIPELINE = PIPELINES["cpu", "fp32"]
 
 
 def _passes(path) -> list[str]:
@@ -153,7 +153,7 @@ def test_bf16(cli, small_pt2, tmp_path):
     expect_exit(result, 0)
     data = json.loads(result.stdout)
     assert data["manifest"]["dtype"] == "bf16"
-    assert [p["name"] for p in data["manifest"]["passes"]] == PIPELINES["bf16"]
+    assert [p["name"] for p in data["manifest"]["passes"]] == PIPELINES["cpu", "bf16"]
     assert data["manifest"]["accuracy"]["passed"] is True
     summary = json.loads(cli("inspect", out, "--json").stdout)
     assert "bfloat16" in summary["weight_bytes_by_dtype"]

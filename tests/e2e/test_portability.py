@@ -14,7 +14,7 @@ import torch
 
 import ipexconvert
 from ipexconvert.artifact import read_example_inputs, read_manifest
-from ipexconvert.runtime.cpu import ISA_LEVELS, selected_isa, supported_levels
+from ipexconvert.backends.cpu.isa import ISA_LEVELS, selected_isa, supported_levels
 
 CONVERT = """
 import sys, ipexconvert

@@ -9,7 +9,8 @@ import inspect
 import pytest
 import torch
 
-from ipexconvert.examples import EXAMPLES, ExampleModel, dynamic_shapes_for, get_example
+from ipexconvert.examples import EXAMPLES, ExampleModel, get_example
+from ipexconvert.frontend.torch.dynamic import dynamic_shapes_for
 
 HF_EXAMPLES = {"bert-base", "tiny-bert", "tiny-bert-eager", "minilm", "tiny-llama"}
 # Big models only get a build + one batch-1 forward, to keep the suite fast.
@@ -75,7 +76,7 @@ def test_unknown_example_lists_available_names():
 def test_dynamic_shapes_share_one_dim_per_name():
     example = get_example("tiny-bert")
     inputs = {"input_ids": torch.zeros(2, 16, dtype=torch.int64), "attention_mask": torch.ones(2, 16, dtype=torch.int64)}
-    shapes = dynamic_shapes_for(example, inputs)
+    shapes = dynamic_shapes_for(example.dynamic_dims, inputs)
     assert shapes["input_ids"][0] is shapes["attention_mask"][0]
     assert shapes["input_ids"][1] is shapes["attention_mask"][1]
     assert shapes["input_ids"][0] is not shapes["input_ids"][1]
@@ -109,7 +110,7 @@ def test_export_with_dynamic_shapes_matches_eager(name):
     # Export from batch 2: torch.export would specialise an axis whose example size is 1.
     export_inputs = example.example_inputs(2)
     program = torch.export.export(
-        model, (), export_inputs, dynamic_shapes=dynamic_shapes_for(example, export_inputs), strict=False
+        model, (), export_inputs, dynamic_shapes=dynamic_shapes_for(example.dynamic_dims, export_inputs), strict=False
     )
     exported = program.module()
 

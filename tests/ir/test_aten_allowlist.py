@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ipexconvert.errors import ArtifactError, UnsupportedOpError, UserInputError
-from ipexconvert.frontend.export import program_from_module
+from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.ir.ops.aten import AtenOp, refusal_reason
 from ipexconvert.ir.ops.aten_allowlist import ALLOWED, MAX_TENSOR_BYTES, MAX_TENSOR_BYTES_ENV, max_tensor_bytes
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ipexconvert import native
+import native_ops as native
 from ipexconvert.ir import get_op
 
 

@@ -11,7 +11,7 @@ from typing import Callable
 
 import torch
 
-from ipexconvert import native
+import native_ops as native
 from ipexconvert.ir import get_op
 
 COLS = (1, 7, 15, 16, 17, 63, 768, 1000)

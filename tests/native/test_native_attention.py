@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ipexconvert import load_artifact, native, optimize
+import native_ops as native
+from ipexconvert import load_artifact, optimize
 from ipexconvert.examples.bert import build_bert
 from ipexconvert.examples.tiny_bert import TINY_BERT_CONFIG, tiny_bert_inputs
 from ipexconvert.runtime import kernels
-from ipexconvert.runtime.native_kernels import sdpa as native_sdpa_module
+from ipexconvert.backends.cpu.kernels import sdpa as native_sdpa_module
 
 import attention_cases
 from attention_cases import assert_quantized_output_matches, normalised_error, padding_mask

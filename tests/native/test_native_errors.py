@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from ipexconvert import native
+import native_ops as native
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="ipexconvert._native is not built")
 

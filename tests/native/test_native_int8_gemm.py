@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ipexconvert import native
+import native_ops as native
 from ipexconvert.ir.ops._quant import quantize
 
 pytestmark = [

@@ -5,13 +5,14 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 
-from ipexconvert import native
+import native_ops as native
 from ipexconvert.errors import UserInputError
-from ipexconvert.runtime import cpu
+from ipexconvert.backends.cpu import isa as cpu
 
 
 def test_extension_is_built():
@@ -91,7 +92,7 @@ def test_bogus_cap_is_a_clear_error(monkeypatch, where):
 
 @needs_native
 def test_kernel_level_falls_back_to_a_lower_build():
-    for name in native.KERNELS:
+    for name in native.kernel_names():
         built = native.kernel_levels(name)
         if name == "attention":  # vdpbf16ps or AMX products: nothing below avx512_bf16
             assert built in (["avx512_bf16", "amx"], ["avx512_bf16"], []), built  # a compiler may reject -mamx-*
@@ -124,7 +125,8 @@ def test_environment_cap_in_a_fresh_process(cap):
     """IPEXCONVERT_MAX_ISA is read by the native library itself, in a new process."""
     if cap not in native.supported_levels():
         pytest.skip(f"this CPU cannot run {cap}")
-    code = ("import json, torch; from ipexconvert import native; from ipexconvert.runtime import cpu; "
+    code = (f"import json, sys, torch; sys.path.insert(0, {str(Path(__file__).parent)!r}); import native_ops as native; "
+            "from ipexconvert.backends.cpu import isa as cpu; "
             "x = torch.randn(4, 33); y = native.layer_norm(x); "
             "print(json.dumps([native.selected_level(), cpu.selected_isa(), native.kernel_level('layer_norm'), "
             "float((y - torch.nn.functional.layer_norm(x, [33])).abs().max())]))")

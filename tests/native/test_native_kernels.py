@@ -10,7 +10,7 @@ import zlib
 import pytest
 import torch
 
-from ipexconvert import native
+import native_ops as native
 from native_cases import CASES, COLS, THRESHOLDS, normalised_error
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="ipexconvert._native is not built")

@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ipexconvert import native
+import native_ops as native
 
 pytestmark = [
     pytest.mark.skipif(not native.available(), reason="ipexconvert._native is not built"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ipexconvert import native
+import native_ops as native
 from ipexconvert.ir.opdef import get_op
 from ipexconvert.ir.ops.quantize import QuantizeOp
 from ipexconvert.ir.spec import TensorSpec

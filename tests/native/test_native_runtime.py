@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ipexconvert import load_artifact, native, optimize
+import native_ops as native
+from ipexconvert import load_artifact, optimize
+from ipexconvert.backends.cpu import native_lib
 from ipexconvert.examples import get_example
 from ipexconvert.runtime import kernels
-from ipexconvert.runtime.native_kernels import softmax as native_softmax_module
+from ipexconvert.backends.cpu.kernels import softmax as native_softmax_module
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="ipexconvert._native is not built")
 
@@ -16,8 +18,7 @@ pytestmark = pytest.mark.skipif(not native.available(), reason="ipexconvert._nat
 def without_native_factories(monkeypatch):
     """Leave only non-native factories in the registry (so the references run)."""
     for key, factories in list(kernels.KERNELS.items()):
-        monkeypatch.setitem(kernels.KERNELS, key, [f for f in factories if not f.__module__.startswith(
-            "ipexconvert.runtime.native_kernels")])
+        monkeypatch.setitem(kernels.KERNELS, key, [f for f in factories if not f.__name__.startswith("native_")])
 
 
 def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
@@ -68,7 +69,7 @@ def test_the_isa_cap_reaches_the_kernels(tiny_bert, monkeypatch):
 
 def test_no_extension_means_reference_kernels(tiny_bert, monkeypatch):
     _, path, _ = tiny_bert
-    monkeypatch.setattr(native, "raw", None)
+    monkeypatch.setattr(native_lib, "raw", None)
     assert not native.available()
     model = load_artifact(path)
     assert {s.kernel_name for s in model.executor.steps if s.op == "layer_norm"} == {"reference:layer_norm"}

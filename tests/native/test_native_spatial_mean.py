@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ipexconvert import native
+import native_ops as native
 from ipexconvert.ir.opdef import get_op
 from ipexconvert.ir.spec import TensorSpec
 from ipexconvert.runtime.kernels import NodeContext, resolve_kernel

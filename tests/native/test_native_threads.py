@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ipexconvert import native
+import native_ops as native
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="native extension not built")
 

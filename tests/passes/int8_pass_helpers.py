@@ -7,9 +7,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ipexconvert.frontend.dynamic import DynamicDim
-from ipexconvert.frontend.export import program_from_module
+from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.ir import Node, Program
+from ipexconvert.ir.dynamic_dims import DynamicDim
 from ipexconvert.passes import PassOptions, run_pipeline
 from ipexconvert.passes.base import PASSES
 from ipexconvert.passes.pipeline import PIPELINES
@@ -26,7 +26,7 @@ def planned(module: nn.Module, shape: tuple, options=QuantOptions(smoothquant="o
     g = torch.Generator().manual_seed(0)
     data = [{"x": torch.randn(*shape, generator=g)} for _ in range(3)]
     program = program_from_module(module.eval(), data[0], {"x": {0: DynamicDim(name="batch", max=8)}})
-    names = PIPELINES["int8"]
+    names = PIPELINES["cpu", "int8"]
     run_pipeline(program, names[:names.index("to_bf16")], PassOptions(dtype="int8"))
     return program, plan_quantization(program, data, data[:1], options), data
 

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ipexconvert import native
+import native_ops as native
 from ipexconvert.ir import Program
 from ipexconvert.passes import PassOptions
 from ipexconvert.passes.base import PASSES

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from ipexconvert import native
+import native_ops as native
 from ipexconvert.ir import Program
 from ipexconvert.passes import PassOptions
 from ipexconvert.passes.base import PASSES

@@ -5,9 +5,9 @@ import pytest
 import torch
 from torch import nn
 
-from ipexconvert.frontend.dynamic import DynamicDim
-from ipexconvert.frontend.export import program_from_module
+from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.ir import Program
+from ipexconvert.ir.dynamic_dims import DynamicDim
 from ipexconvert.passes.base import PASSES, PassOptions
 from pass_helpers import copy_program as _copy, run_program as _run, rel_err as _rel_err, assert_same_outputs as _assert_same_outputs
 

@@ -9,7 +9,7 @@ import copy
 import torch
 
 from ipexconvert.examples import get_example
-from ipexconvert.frontend.export import program_from_module
+from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.ir.ops._quant import quantize
 from ipexconvert.passes import PassOptions, run_pipeline
 from ipexconvert.passes.base import PASSES
@@ -34,7 +34,7 @@ def bf16_tiny_cnn():
     example = get_example("tiny-cnn")
     inputs = example.example_inputs(2)
     program = program_from_module(example.build(), inputs, example.dynamic_dims, list(example.output_names))
-    names = PIPELINES["bf16"]
+    names = PIPELINES["cpu", "bf16"]
     run_pipeline(program, names[:names.index("fuse_layout_change")], PassOptions(dtype="bf16"))
     return program, inputs
 

@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 from ipexconvert.examples import get_example
-from ipexconvert.frontend.dynamic import DynamicDim
-from ipexconvert.frontend.export import program_from_module
+from ipexconvert.frontend.torch.export import program_from_module
+from ipexconvert.ir.dynamic_dims import DynamicDim
 from ipexconvert.passes.base import PASSES, PassOptions
 from pass_helpers import assert_same_outputs, copy_program
 

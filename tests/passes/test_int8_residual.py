@@ -12,8 +12,8 @@ import torch.nn.functional as F
 import ipexconvert
 from int8_pass_helpers import TinyResNet
 from ipexconvert.quant.options import QuantOptions
-from ipexconvert.runtime.cpu import selected_isa
-from ipexconvert.runtime.cpu_kernels._common import int8_allowed
+from ipexconvert.backends.cpu.isa import selected_isa
+from ipexconvert.backends.cpu.kernels._torch_onednn import int8_allowed
 
 
 def _batches(n: int, seed: int) -> list[dict[str, torch.Tensor]]:
@@ -82,7 +82,7 @@ def test_residual_stream_stays_uint8(converted):
                                                                                         calibrated["zero_point"])
     if int8_allowed(selected_isa()):  # both adds run in oneDNN (the last one's add in torch after it)
         kernels = {s.node: s.kernel_name for s in model.executor.steps}
-        assert {kernels[n.name] for n in adders} <= {"dnnl:qconv2d", "onednn:qconv2d"}
+        assert {kernels[n.name] for n in adders} <= {"onednn_direct:qconv2d", "torch_onednn:qconv2d"}
 
 
 def test_without_the_pass_the_residual_stays_float(converted):

@@ -10,9 +10,9 @@ from torch import nn
 
 import ipexconvert
 from ipexconvert.accuracy import flatten_outputs
-from ipexconvert.frontend.dynamic import DynamicDim
-from ipexconvert.frontend.export import program_from_module
+from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.ir import Program
+from ipexconvert.ir.dynamic_dims import DynamicDim
 from ipexconvert.ir.ops.aten import refusal_reason
 from ipexconvert.passes.base import PASSES, PassOptions
 from ipexconvert.quant.options import QuantOptions

@@ -19,7 +19,7 @@ from torch import nn
 
 import ipexconvert
 from int8_pass_helpers import TinyResNet, planned
-from ipexconvert import native
+import native_ops as native
 from ipexconvert.passes import PassOptions, run_pipeline
 from ipexconvert.passes import merge_shortcut_conv as pass_module
 from ipexconvert.passes.base import PASSES
@@ -88,7 +88,7 @@ def test_outputs_match_eager_and_the_unmerged_conversion(converted):
 
 
 def test_float_pipelines_keep_their_convs():
-    assert "merge_shortcut_conv" not in PIPELINES["fp32"] and "merge_shortcut_conv" not in PIPELINES["bf16"]
+    assert "merge_shortcut_conv" not in PIPELINES["cpu", "fp32"] and "merge_shortcut_conv" not in PIPELINES["cpu", "bf16"]
 
 
 def test_an_add_fused_into_the_shortcut_stays(tmp_path):
@@ -134,7 +134,7 @@ def test_a_shortcut_read_elsewhere_stays(tmp_path):
 def _quantized_through_int8_residual(module):
     """The tiny ResNet after the int8 passes up to (not including) merge_shortcut_conv."""
     program, quantization, _ = planned(module, (2, 3, 16, 16), QuantOptions(smoothquant="off", guard=False))
-    names = PIPELINES["int8"]
+    names = PIPELINES["cpu", "int8"]
     run_pipeline(program, names[names.index("quantize"):names.index("merge_shortcut_conv")],
                  PassOptions(dtype="int8", params={"quantization": quantization}))
     return program

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ipexconvert.frontend.dynamic import DynamicDim
-from ipexconvert.frontend.export import program_from_module
+from ipexconvert.frontend.torch.export import program_from_module
+from ipexconvert.ir.dynamic_dims import DynamicDim
 from ipexconvert.passes import PassOptions
 from ipexconvert.passes.base import PASSES
 from pass_helpers import TOL, copy_program, rel_err, run_program

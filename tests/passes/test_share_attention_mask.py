@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ipexconvert.frontend.export import program_from_module
+from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.ir.ops.attention_mask import AttentionMaskOp
 from ipexconvert.passes import PassOptions, run_pipeline
 from ipexconvert.passes.base import PASSES
@@ -39,7 +39,7 @@ def tiny_bert():
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_tiny_bert_layers_share_one_mask(tiny_bert, dtype):
     before = copy_program(tiny_bert)
-    names = PIPELINES[dtype]
+    names = PIPELINES["cpu", dtype]
     run_pipeline(before, names[:names.index("share_attention_mask")], PassOptions(dtype=dtype))
     sdpa = [n for n in before.graph.nodes if n.op == "sdpa"]
     assert len(sdpa) == 2 and len({n.inputs[3] for n in sdpa}) == 1
@@ -57,7 +57,7 @@ def test_tiny_bert_layers_share_one_mask(tiny_bert, dtype):
 
 def test_left_alone_with_one_reader_or_nothing_to_convert(tiny_bert):
     program = copy_program(tiny_bert)
-    names = PIPELINES["fp32"]
+    names = PIPELINES["cpu", "fp32"]
     run_pipeline(program, names[:names.index("share_attention_mask")], PassOptions(dtype="fp32"))
     sdpa = [n for n in program.graph.nodes if n.op == "sdpa"]
     one_reader = copy_program(program)

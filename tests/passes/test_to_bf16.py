@@ -6,9 +6,9 @@ import torch
 from torch import nn
 
 from ipexconvert.examples import get_example
-from ipexconvert.frontend.dynamic import DynamicDim
-from ipexconvert.frontend.export import program_from_module
+from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.ir import Program
+from ipexconvert.ir.dynamic_dims import DynamicDim
 from ipexconvert.passes.base import PASSES, PassOptions
 from pass_helpers import copy_program as _copy, run_traced as _run_traced, TOL
 

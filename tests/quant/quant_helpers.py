@@ -6,9 +6,9 @@ from typing import Optional
 import torch
 from torch import nn
 
-from ipexconvert.frontend.dynamic import DynamicDim
-from ipexconvert.frontend.export import program_from_module
+from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.ir import Node, Program
+from ipexconvert.ir.dynamic_dims import DynamicDim
 from ipexconvert.passes import PassOptions, run_pipeline
 from ipexconvert.passes.pipeline import PIPELINES, QUANTIZATION_STAGE
 
@@ -18,7 +18,7 @@ BATCH = {0: DynamicDim(name="batch", max=16)}
 def float_program(module: nn.Module, example: dict[str, torch.Tensor]) -> Program:
     """The module through the real frontend and the int8 pipeline's float passes (what plan_quantization gets)."""
     program = program_from_module(module.eval(), example, {name: BATCH for name in example})
-    names = PIPELINES["int8"]
+    names = PIPELINES["cpu", "int8"]
     cut = min(names.index(n) for n in QUANTIZATION_STAGE)
     run_pipeline(program, names[:cut], PassOptions(dtype="int8"))
     return program

@@ -7,8 +7,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ipexconvert.frontend.dynamic import DynamicDim
-from ipexconvert.frontend.export import program_from_module
+from ipexconvert.ir.dynamic_dims import DynamicDim
+from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.passes import PassOptions, run_pipeline
 from ipexconvert.passes.pipeline import PIPELINES
 from ipexconvert.runtime import executor as executor_module
@@ -35,7 +35,7 @@ class Positions(nn.Module):
 def executor_for(module: nn.Module) -> Executor:
     x = torch.randn(2, 6, 8)
     program = program_from_module(module.eval(), {"x": x}, {"x": {1: DynamicDim(name="seq", max=32)}})
-    run_pipeline(program, PIPELINES["fp32"], PassOptions(dtype="fp32"))
+    run_pipeline(program, PIPELINES["cpu", "fp32"], PassOptions(dtype="fp32"))
     return Executor(program)
 
 

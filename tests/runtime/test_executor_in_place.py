@@ -8,11 +8,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ipexconvert import dnnl
-from ipexconvert.frontend.export import program_from_module
+from ipexconvert.backends.cpu import onednn_direct as dnnl
+from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.passes import PassOptions, run_pipeline
 from ipexconvert.passes.pipeline import PIPELINES
-from ipexconvert.runtime.cpu import selected_isa
+from ipexconvert.backends.cpu.isa import selected_isa
 from ipexconvert.runtime.executor import Executor
 
 pytestmark = pytest.mark.skipif(not dnnl.usable(selected_isa()), reason="the in-place variant is the direct oneDNN conv's")
@@ -44,12 +44,12 @@ def executor_for(variant: str) -> tuple[Executor, nn.Module, torch.Tensor]:
     module = Residual(variant).eval()
     x = torch.randn(2, 4, 6, 6, generator=torch.Generator().manual_seed(1))
     program = program_from_module(module, {"x": x}, {})
-    run_pipeline(program, PIPELINES["fp32"], PassOptions(dtype="fp32"))
+    run_pipeline(program, PIPELINES["cpu", "fp32"], PassOptions(dtype="fp32"))
     return Executor(program), module, x
 
 
 def in_place_steps(executor: Executor) -> list[tuple[str, bool]]:
-    return [(step.node, step.in_place) for step in executor.steps if step.kernel_name == "dnnl:conv2d"]
+    return [(step.node, step.in_place) for step in executor.steps if step.kernel_name == "onednn_direct:conv2d"]
 
 
 @pytest.mark.parametrize("variant,expected", [

@@ -14,7 +14,7 @@ from safetensors.torch import load_file, save_file
 
 from ipexconvert.api import load_artifact, optimize
 from ipexconvert.errors import UserInputError
-from ipexconvert.frontend.dynamic import DynamicDim
+from ipexconvert.ir.dynamic_dims import DynamicDim
 
 REPO = Path(__file__).resolve().parents[2]
 PASSES = ["remove_identity", "dead_code"]
@@ -230,7 +230,7 @@ class OffsetPair(torch.nn.Module):
 @pytest.fixture(scope="module")
 def derived_dim_model(tmp_path_factory):
     from ipexconvert.artifact import write_artifact
-    from ipexconvert.frontend.export import decompose, program_from_exported
+    from ipexconvert.frontend.torch.export import decompose, program_from_exported
     from ipexconvert.manifest import IOSpec, Manifest, SourceRecord
 
     seq = torch.export.Dim("seq", min=2, max=16)

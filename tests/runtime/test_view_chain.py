@@ -6,8 +6,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ipexconvert.frontend.dynamic import DynamicDim
-from ipexconvert.frontend.export import program_from_module
+from ipexconvert.ir.dynamic_dims import DynamicDim
+from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.ir.ops.permute import PermuteAttrs, PermuteOp
 from ipexconvert.ir.ops.reshape import ReshapeAttrs, ReshapeOp
 from ipexconvert.runtime.executor import Executor

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from ipexconvert import dnnl, native
+from ipexconvert.backends.cpu import native_lib as native
+from ipexconvert.backends.cpu import onednn_direct as dnnl
 from ipexconvert.errors import ArtifactError
 from ipexconvert.ir.spec import TensorSpec
-from ipexconvert.runtime.cpu import selected_isa
-from ipexconvert.runtime.cpu_kernels._common import int8_allowed
+from ipexconvert.backends.cpu.isa import selected_isa
+from ipexconvert.backends.cpu.kernels._torch_onednn import int8_allowed
 from ipexconvert.runtime.kernels import NodeContext
 
 DNNL = pytest.mark.skipif(not dnnl.available(), reason=f"ipexconvert._dnnl is not built: {dnnl.unavailable_reason()}")
@@ -31,7 +32,8 @@ NATIVE = pytest.mark.skipif(not native.available(), reason="ipexconvert._native 
 # runs after the setup, in a copy of its namespace, and prints one outcome line.
 CHILD = """
 import json, sys, torch
-from ipexconvert import dnnl, native
+from ipexconvert.backends.cpu import native_lib as native
+from ipexconvert.backends.cpu import onednn_direct as dnnl
 CL = torch.channels_last
 def cl(t):
     return t.contiguous(memory_format=CL)
@@ -270,27 +272,27 @@ def _usable() -> bool:
 
 @DNNL
 def test_conv2d_factory_refuses_a_weight_its_specs_do_not_declare():
-    from ipexconvert.runtime.cpu_kernels.conv2d_dnnl import conv2d_dnnl
+    from ipexconvert.backends.cpu.kernels.conv2d import onednn_direct_conv2d
 
     if not _usable():
         pytest.skip(f"the direct oneDNN layers do not run here: {dnnl.report()}")
     x, w, b = torch.randn(1, 8, 6, 6).contiguous(memory_format=torch.channels_last), torch.randn(16, 8, 3, 3), torch.randn(16)
     attrs = {"padding": [1, 1]}
-    assert conv2d_dnnl(_context("conv2d", attrs, [x, w, b], {1, 2}, {})) is not None
+    assert onednn_direct_conv2d(_context("conv2d", attrs, [x, w, b], {1, 2}, {})) is not None
     for edited, match in ((w.reshape(8, 16, 3, 3), r"weight has shape \[8, 16, 3, 3\].*\[16, 8, 3, 3\]"),
                           (torch.randn(16, 4, 3, 3), r"weight has shape \[16, 4, 3, 3\]"),
                           (w.double(), "weight has dtype float64")):
         with pytest.raises(ArtifactError, match=match):
-            conv2d_dnnl(_context("conv2d", attrs, [x, w, b], {1, 2}, {1: edited}))
+            onednn_direct_conv2d(_context("conv2d", attrs, [x, w, b], {1, 2}, {1: edited}))
     with pytest.raises(ArtifactError, match=r"bias has shape \[15\]"):
-        conv2d_dnnl(_context("conv2d", attrs, [x, w, b], {1, 2}, {2: b[:15]}))
+        onednn_direct_conv2d(_context("conv2d", attrs, [x, w, b], {1, 2}, {2: b[:15]}))
 
 
 @DNNL
 @INT8
 def test_qconv2d_and_qlinear_factories_refuse_weights_their_specs_do_not_declare():
-    from ipexconvert.runtime.cpu_kernels.qconv2d_dnnl import qconv2d_dnnl
-    from ipexconvert.runtime.cpu_kernels.qlinear_dnnl import qlinear_dnnl
+    from ipexconvert.backends.cpu.kernels.qconv2d import onednn_direct_qconv2d
+    from ipexconvert.backends.cpu.kernels.qlinear import onednn_direct_qlinear
 
     if not _usable():
         pytest.skip(f"the direct oneDNN layers do not run here: {dnnl.report()}")
@@ -298,20 +300,20 @@ def test_qconv2d_and_qlinear_factories_refuse_weights_their_specs_do_not_declare
     w, scales, b = torch.randint(-127, 128, (16, 8, 3, 3), dtype=torch.int8), torch.full((16,), 0.01), torch.randn(16)
     attrs = {"x_scale": 0.05, "x_zero_point": 3, "padding": [1, 1], "output_dtype": "float32"}
     tensors = [x, w, scales, b]
-    assert qconv2d_dnnl(_context("qconv2d", attrs, tensors, {1, 2, 3}, {})) is not None
+    assert onednn_direct_qconv2d(_context("qconv2d", attrs, tensors, {1, 2, 3}, {})) is not None
     with pytest.raises(ArtifactError, match=r"weight has shape \[8, 16, 3, 3\]"):
-        qconv2d_dnnl(_context("qconv2d", attrs, tensors, {1, 2, 3}, {1: w.reshape(8, 16, 3, 3)}))
+        onednn_direct_qconv2d(_context("qconv2d", attrs, tensors, {1, 2, 3}, {1: w.reshape(8, 16, 3, 3)}))
     with pytest.raises(ArtifactError, match=r"w_scales has shape \[12\]"):
-        qconv2d_dnnl(_context("qconv2d", attrs, tensors, {1, 2, 3}, {2: scales[:12]}))
+        onednn_direct_qconv2d(_context("qconv2d", attrs, tensors, {1, 2, 3}, {2: scales[:12]}))
 
     xl = torch.randint(0, 256, (2, 5, 48), dtype=torch.uint8)
     wl, sl, bl = torch.randint(-127, 128, (24, 48), dtype=torch.int8), torch.full((24,), 0.01), torch.randn(24)
     lattrs = {"x_scale": 0.05, "x_zero_point": 3, "output_dtype": "float32"}
-    assert qlinear_dnnl(_context("qlinear", lattrs, [xl, wl, sl, bl], {1, 2, 3}, {})) is not None
+    assert onednn_direct_qlinear(_context("qlinear", lattrs, [xl, wl, sl, bl], {1, 2, 3}, {})) is not None
     with pytest.raises(ArtifactError, match=r"weight has shape \[48, 24\]"):  # K of the header edit: 24, not 48
-        qlinear_dnnl(_context("qlinear", lattrs, [xl, wl, sl, bl], {1, 2, 3}, {1: wl.reshape(48, 24)}))
+        onednn_direct_qlinear(_context("qlinear", lattrs, [xl, wl, sl, bl], {1, 2, 3}, {1: wl.reshape(48, 24)}))
     with pytest.raises(ArtifactError, match=r"bias has shape \[20\]"):
-        qlinear_dnnl(_context("qlinear", lattrs, [xl, wl, sl, bl], {1, 2, 3}, {3: bl[:20]}))
+        onednn_direct_qlinear(_context("qlinear", lattrs, [xl, wl, sl, bl], {1, 2, 3}, {3: bl[:20]}))
 
 
 # ---- end to end: the tiny CNN's kernels as the executor built them -------------------------------
@@ -320,7 +322,7 @@ E2E = """
 import ipexconvert
 from ipexconvert.errors import ArtifactError
 model = ipexconvert.load_artifact(sys.argv[3])
-steps = [s for s in model.executor.steps if s.kernel_name == "dnnl:conv2d"]
+steps = [s for s in model.executor.steps if s.kernel_name == "onednn_direct:conv2d"]
 assert steps, [s.kernel_name for s in model.executor.steps]
 residual_step = next(s for s in steps if s.in_place)  # a conv summing a residual into it
 node = next(n for n in model.graph.nodes if n.name == residual_step.node)
@@ -339,9 +341,9 @@ def test_tiny_cnn_conv_kernels_refuse_hostile_tensors(tiny_cnn_artifact):
     assert_refused(E2E, [
         # The residual (the value the add post-op reads) with half the channels its spec claims.
         ("residual_step.kernel([x, None, None, cl(torch.randn(64, c // 2, h, w))], {})", "ArtifactError",
-         r"dnnl:conv2d refused its arguments: out \[64, \d+, \d+, \d+\] must be \[64, \d+.*fix: re-create"),
+         r"onednn_direct:conv2d refused its arguments: out \[64, \d+, \d+, \d+\] must be \[64, \d+.*fix: re-create"),
         (f"residual_step.kernel([{half_x}, None, None, cl(torch.randn(64, c, h, w))], {{}})", "ArtifactError",
-         r"dnnl:conv2d refused its arguments: x \[64, \d+, \d+, \d+\] has \d+ channels"),
+         r"onednn_direct:conv2d refused its arguments: x \[64, \d+, \d+, \d+\] has \d+ channels"),
         ("residual_step.kernel([x, None, None, cl(torch.randn(64, c, h, w).bfloat16())], {})", "ArtifactError",
          "out has dtype bfloat16; this layer takes float32"),
         ("out = residual_step.kernel([x, None, None, cl(torch.randn(64, c, h, w))], {});"

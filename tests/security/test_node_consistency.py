@@ -190,8 +190,8 @@ def test_the_edited_constants_really_changed(tiny_bert_artifact, tmp_path):
 
 
 def _mkl_linear_kernel(weight: torch.Tensor, bias):
-    from ipexconvert.runtime.cpu import selected_isa
-    from ipexconvert.runtime.cpu_kernels.linear_mkl import linear_mkl
+    from ipexconvert.backends.cpu.isa import selected_isa
+    from ipexconvert.backends.cpu.kernels.linear import torch_mkl_linear
     from ipexconvert.runtime.kernels import NodeContext
 
     specs = (TensorSpec(dtype="float32", shape=[6, weight.shape[1]]), TensorSpec.of(weight),
@@ -199,16 +199,16 @@ def _mkl_linear_kernel(weight: torch.Tensor, bias):
     ctx = NodeContext(op="linear", attrs=get_op("linear").parse_attrs({}), constants=(None, weight, bias),
                       input_specs=specs, output_specs=(TensorSpec(dtype="float32", shape=[6, weight.shape[0]]),),
                       device="cpu", isa=selected_isa())
-    return linear_mkl(ctx)
+    return torch_mkl_linear(ctx)
 
 
 @pytest.fixture
 def mkl(monkeypatch):
-    from ipexconvert.runtime.cpu_kernels import probe
+    from ipexconvert.backends.cpu.self_check import torch_ops as probe
 
     monkeypatch.setenv("IPEXCONVERT_MKL_FP32", "1")
     if probe.op_for("mkl._mkl_linear", "float32") is None:
-        pytest.skip("torch.ops.mkl._mkl_linear is not usable on this machine (probe), so linear_mkl never runs here")
+        pytest.skip("torch.ops.mkl._mkl_linear is not usable on this machine (probe), so torch_mkl_linear never runs here")
 
 
 @pytest.mark.parametrize("bias_len", [0, 1, 63])
@@ -220,7 +220,7 @@ def test_mkl_linear_refuses_a_bias_that_does_not_fit_its_weight(mkl, bias_len):
 def test_mkl_linear_refuses_an_input_of_other_features_on_every_call(mkl):
     weight, bias = torch.randn(64, 32), torch.randn(64)
     kernel = _mkl_linear_kernel(weight, bias)
-    assert kernel is not None and kernel.name == "mkl:linear"
+    assert kernel is not None and kernel.name == "torch_mkl:linear"
     x = torch.randn(6, 32)
     torch.testing.assert_close(kernel.fn([x], {}), torch.nn.functional.linear(x, weight, bias), rtol=1e-4, atol=1e-4)
     for bad in (torch.randn(6, 16), torch.randn(6, 33), torch.randn(32), torch.randn(6, 32, dtype=torch.float64)):

@@ -7,19 +7,14 @@ import torch
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..dims import broadcast
-from ..opdef import Arity, OpDef, SpecError, Unconvertible
+from ..opdef import Arity, OpDef, SpecError
 from ..spec import TensorSpec
 from ._common import like
 
 
-def unary_op(op_name: str, fn: Callable[[torch.Tensor], torch.Tensor], targets: tuple[str, ...]) -> type[OpDef]:
+def unary_op(op_name: str, fn: Callable[[torch.Tensor], torch.Tensor]) -> type[OpDef]:
     class Unary(OpDef):
         name = op_name
-        aten_targets = targets
-
-        @classmethod
-        def from_aten(cls, target, args):
-            return [args["self"]], {}
 
         @classmethod
         def infer(cls, inputs, attrs):
@@ -47,10 +42,6 @@ class BinaryAttrs(BaseModel):
         return self
 
 
-def _is_scalar(v: Any) -> bool:
-    return isinstance(v, (int, float, bool)) and not hasattr(v, "meta")
-
-
 def _operands(inputs: Sequence[Any], attrs: BinaryAttrs) -> tuple[Any, Any]:
     """(lhs, rhs): the tensor input(s), with a scalar attribute on its side."""
     if attrs.lhs_scalar is not None:
@@ -72,22 +63,10 @@ def _result_dtype(fn: Callable[[Any, Any], torch.Tensor], inputs: Sequence[Optio
                         f"{'with a scalar ' if len(inputs) == 1 else ''}is refused by torch: {' '.join(str(e).split())[:200]}") from None
 
 
-def binary_op(op_name: str, fn: Callable[[Any, Any], torch.Tensor], targets: tuple[str, ...]) -> type[OpDef]:
+def binary_op(op_name: str, fn: Callable[[Any, Any], torch.Tensor]) -> type[OpDef]:
     class Binary(OpDef):
         name = op_name
         Attrs = BinaryAttrs
-        aten_targets = targets
-
-        @classmethod
-        def from_aten(cls, target, args):
-            if args.get("alpha", 1) != 1:
-                raise Unconvertible("alpha != 1")
-            lhs, rhs = args["self"], args["other"]
-            if _is_scalar(lhs):
-                raise Unconvertible("scalar lhs")
-            if _is_scalar(rhs):
-                return [lhs], {"rhs_scalar": rhs}
-            return [lhs, rhs], {}
 
         @classmethod
         def input_arity(cls, attrs):

@@ -17,12 +17,6 @@ class AdaptiveAvgPool2dAttrs(BaseModel):
 class AdaptiveAvgPool2dOp(OpDef):
     name = "adaptive_avg_pool2d"
     Attrs = AdaptiveAvgPool2dAttrs
-    aten_targets = ("aten.adaptive_avg_pool2d.default",)
-
-    @classmethod
-    def from_aten(cls, target, args):
-        size = args["output_size"]
-        return [args["self"]], {"output_size": [int(s) for s in size] * (2 if len(size) == 1 else 1)}
 
     @classmethod
     def infer(cls, inputs, attrs):

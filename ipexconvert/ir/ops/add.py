@@ -4,4 +4,4 @@ import torch
 from ..opdef import register_op
 from ._elementwise import binary_op
 
-AddOp = register_op(binary_op("add", torch.add, ("aten.add.Tensor",)))
+AddOp = register_op(binary_op("add", torch.add))

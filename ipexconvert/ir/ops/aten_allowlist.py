@@ -416,7 +416,7 @@ def constant_pad_nd(a: Args, budget: int) -> None:
 
 
 def convolution(a: Args, budget: int) -> None:
-    """N-d (transposed) convolution, the fallback of conv2d's Unconvertible calls (conv1d/3d, transposed):
+    """N-d (transposed) convolution, the fallback of those the frontend keeps out of conv2d (conv1d/3d, transposed):
     geometry lists of one entry or one per spatial dim, positive strides/dilations/groups, channels that
     match the weight, and an output that fits the budget."""
     x, w = _tensor(a, "input"), _tensor(a, "weight")
@@ -501,8 +501,8 @@ ALLOWED: dict[str, Optional[Check]] = {
     "aten.eq.Tensor": broadcast_inputs,
     "aten.le.Tensor": broadcast_inputs,
     "aten.where.self": broadcast_inputs,
-    # ---- added on purpose: views the executor's view chains know, the calls opset ops hand back to the
-    # fallback (Unconvertible: sub/mul/div with alpha or a scalar lhs, to() without a dtype, conv1d/3d and
+    # ---- added on purpose: views the executor's view chains know, the calls of opset targets the frontend
+    # leaves to the fallback (sub/mul/div with alpha or a scalar lhs, to() without a dtype, conv1d/3d and
     # transposed convolution), and common pure forward ops
     "aten.alias.default": None,
     "aten.squeeze.dim": squeeze_dims,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict
 
-from ..opdef import Arity, OpDef, Unconvertible, register_op
+from ..opdef import Arity, OpDef, register_op
 from ._common import expect_shape, like, require
 
 
@@ -19,14 +19,7 @@ class BatchNormOp(OpDef):
 
     name = "batch_norm"
     Attrs = BatchNormAttrs
-    aten_targets = ("aten._native_batch_norm_legit_no_training.default", "aten.batch_norm.default")
     arity = Arity(5, 5, frozenset({1, 2}))
-
-    @classmethod
-    def from_aten(cls, target, args):
-        if target == "aten.batch_norm.default" and args["training"]:
-            raise Unconvertible("training-mode batch norm")
-        return [args["input"], args["weight"], args["bias"], args["running_mean"], args["running_var"]], {"eps": float(args["eps"])}
 
     @classmethod
     def infer(cls, inputs, attrs):

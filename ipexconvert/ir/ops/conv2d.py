@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..dims import add, floordiv, mul
-from ..opdef import Arity, OpDef, Unconvertible, register_op
+from ..opdef import Arity, OpDef, register_op
 from ..postops import PostOp, apply_post_ops
 from ..spec import TensorSpec
 from ._common import NonNegative2, Positive2, bias_as_input, expect_rank, expect_shape, require, same_dim
@@ -43,35 +43,13 @@ def conv_output(x: TensorSpec, w: TensorSpec, bias: TensorSpec | None, attrs, dt
                       memory_format=x.memory_format)
 
 
-def _pair(v) -> list[int]:
-    v = list(v) if isinstance(v, (list, tuple)) else [v]
-    return v * 2 if len(v) == 1 else v
-
-
 @register_op
 class Conv2dOp(OpDef):
     """inputs: x [N,C,H,W], weight [O,C/g,kh,kw], bias [O] or None, then post-op operands."""
 
     name = "conv2d"
     Attrs = Conv2dAttrs
-    aten_targets = ("aten.conv2d.default", "aten.convolution.default")
     arity = Arity(3, 3, frozenset({2}), post_op_operands=True)
-
-    @classmethod
-    def from_aten(cls, target, args):
-        if target == "aten.convolution.default" and (args["transposed"] or any(args["output_padding"])):
-            raise Unconvertible("transposed convolution")
-        if isinstance(args["padding"], str):
-            raise Unconvertible("string padding")
-        if len(_pair(args["stride"])) != 2:
-            raise Unconvertible("not 2-D")
-        attrs = {
-            "stride": _pair(args["stride"]),
-            "padding": _pair(args["padding"]),
-            "dilation": _pair(args["dilation"]),
-            "groups": int(args["groups"]),
-        }
-        return [args["input"], args["weight"], args.get("bias")], attrs
 
     @classmethod
     def infer(cls, inputs, attrs):

@@ -4,4 +4,4 @@ import torch
 from ..opdef import register_op
 from ._elementwise import binary_op
 
-DivOp = register_op(binary_op("div", torch.div, ("aten.div.Tensor",)))
+DivOp = register_op(binary_op("div", torch.div))

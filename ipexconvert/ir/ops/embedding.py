@@ -18,12 +18,7 @@ from ._common import expect_dtype, expect_rank
 @register_op
 class EmbeddingOp(OpDef):
     name = "embedding"
-    aten_targets = ("aten.embedding.default",)
     arity = Arity(2, 2)
-
-    @classmethod
-    def from_aten(cls, target, args):
-        return [args["weight"], args["indices"]], {}
 
     @classmethod
     def infer(cls, inputs, attrs):

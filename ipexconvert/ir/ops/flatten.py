@@ -18,11 +18,6 @@ class FlattenAttrs(BaseModel):
 class FlattenOp(OpDef):
     name = "flatten"
     Attrs = FlattenAttrs
-    aten_targets = ("aten.flatten.using_ints",)
-
-    @classmethod
-    def from_aten(cls, target, args):
-        return [args["self"]], {"start_dim": int(args.get("start_dim", 0)), "end_dim": int(args.get("end_dim", -1))}
 
     @classmethod
     def infer(cls, inputs, attrs):

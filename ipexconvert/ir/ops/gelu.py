@@ -17,11 +17,6 @@ class GeluAttrs(BaseModel):
 class GeluOp(OpDef):
     name = "gelu"
     Attrs = GeluAttrs
-    aten_targets = ("aten.gelu.default",)
-
-    @classmethod
-    def from_aten(cls, target, args):
-        return [args["self"]], {"approximate": args.get("approximate", "none")}
 
     @classmethod
     def infer(cls, inputs, attrs):

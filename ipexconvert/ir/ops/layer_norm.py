@@ -26,13 +26,7 @@ class LayerNormOp(OpDef):
 
     name = "layer_norm"
     Attrs = LayerNormAttrs
-    aten_targets = ("aten.layer_norm.default", "aten.native_layer_norm.default")
     arity = Arity(3, 3, frozenset({1, 2}))
-
-    @classmethod
-    def from_aten(cls, target, args):
-        attrs = {"normalized_shape": [int(s) for s in args["normalized_shape"]], "eps": float(args["eps"])}
-        return [args["input"], args.get("weight"), args.get("bias")], attrs
 
     @classmethod
     def infer(cls, inputs, attrs):

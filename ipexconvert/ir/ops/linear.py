@@ -30,12 +30,7 @@ class LinearOp(OpDef):
 
     name = "linear"
     Attrs = LinearAttrs
-    aten_targets = ("aten.linear.default",)
     arity = Arity(3, 3, frozenset({2}), post_op_operands=True)
-
-    @classmethod
-    def from_aten(cls, target, args):
-        return [args["input"], args["weight"], args.get("bias")], {}
 
     @classmethod
     def infer(cls, inputs, attrs):

@@ -21,12 +21,7 @@ class MatmulOp(OpDef):
 
     name = "matmul"
     Attrs = MatmulAttrs
-    aten_targets = ("aten.matmul.default", "aten.bmm.default", "aten.mm.default")
     arity = Arity(2, 2, post_op_operands=True)
-
-    @classmethod
-    def from_aten(cls, target, args):
-        return [args["self"], args.get("other", args.get("mat2"))], {}
 
     @classmethod
     def infer(cls, inputs, attrs):

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict
 
 from ..dims import add, floordiv
-from ..opdef import OpDef, Unconvertible, register_op
+from ..opdef import OpDef, register_op
 from ._common import NonNegative2, Positive2, expect_rank, like, require
 
 
@@ -18,24 +18,10 @@ class MaxPool2dAttrs(BaseModel):
     dilation: Positive2 = [1, 1]
 
 
-def _pair(v, default):
-    v = list(v) if v else list(default)
-    return v * 2 if len(v) == 1 else v
-
-
 @register_op
 class MaxPool2dOp(OpDef):
     name = "max_pool2d"
     Attrs = MaxPool2dAttrs
-    aten_targets = ("aten.max_pool2d.default",)
-
-    @classmethod
-    def from_aten(cls, target, args):
-        if args.get("ceil_mode"):
-            raise Unconvertible("ceil_mode")
-        k = _pair(args["kernel_size"], [1])
-        return [args["self"]], {"kernel_size": k, "stride": _pair(args.get("stride"), k),
-                                "padding": _pair(args.get("padding"), [0]), "dilation": _pair(args.get("dilation"), [1])}
 
     @classmethod
     def infer(cls, inputs, attrs):

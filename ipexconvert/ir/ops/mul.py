@@ -4,4 +4,4 @@ import torch
 from ..opdef import register_op
 from ._elementwise import binary_op
 
-MulOp = register_op(binary_op("mul", torch.mul, ("aten.mul.Tensor",)))
+MulOp = register_op(binary_op("mul", torch.mul))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from ..opdef import OpDef, register_op
-from ._common import like, norm_axis, require
+from ._common import like, require
 
 
 class PermuteAttrs(BaseModel):
@@ -16,19 +16,6 @@ class PermuteAttrs(BaseModel):
 class PermuteOp(OpDef):
     name = "permute"
     Attrs = PermuteAttrs
-    aten_targets = ("aten.permute.default", "aten.transpose.int", "aten.t.default")
-
-    @classmethod
-    def from_aten(cls, target, args):
-        x = args["self"]
-        rank = len(x.meta["val"].shape)
-        if target == "aten.permute.default":
-            perm = [norm_axis(int(d), rank) for d in args["dims"]]
-        else:
-            d0, d1 = (0, 1) if target == "aten.t.default" else (norm_axis(int(args["dim0"]), rank), norm_axis(int(args["dim1"]), rank))
-            perm = list(range(rank))
-            perm[d0], perm[d1] = perm[d1], perm[d0]
-        return [x], {"perm": perm}
 
     @classmethod
     def infer(cls, inputs, attrs):

@@ -18,12 +18,6 @@ class ReshapeAttrs(BaseModel):
 class ReshapeOp(OpDef):
     name = "reshape"
     Attrs = ReshapeAttrs
-    aten_targets = ("aten.view.default", "aten.reshape.default", "aten._unsafe_view.default")
-
-    @classmethod
-    def from_aten(cls, target, args):
-        size = args["shape"] if target == "aten.reshape.default" else args["size"]  # the schemas name it differently
-        return [args["self"]], {"shape": list(size)}
 
     @classmethod
     def infer(cls, inputs, attrs):

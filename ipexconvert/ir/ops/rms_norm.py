@@ -22,14 +22,7 @@ class RmsNormOp(OpDef):
 
     name = "rms_norm"
     Attrs = RmsNormAttrs
-    aten_targets = ("aten.rms_norm.default",)
     arity = Arity(2, 2, frozenset({1}))
-
-    @classmethod
-    def from_aten(cls, target, args):
-        eps = args.get("eps")
-        return [args["input"], args.get("weight")], {"normalized_shape": [int(s) for s in args["normalized_shape"]],
-                                                      "eps": None if eps is None else float(eps)}
 
     @classmethod
     def infer(cls, inputs, attrs):

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .. import dtypes
 from ..dims import mul
-from ..opdef import Arity, OpDef, Unconvertible, register_op
+from ..opdef import Arity, OpDef, register_op
 from ._common import broadcast_to, expect_dtype, expect_rank, expect_shape, like, require, same_dim, same_shape
 from ._quant import quantize
 from .quantize import QuantizeAttrs
@@ -33,16 +33,6 @@ class SdpaOp(OpDef):
 
     name = "sdpa"
     Attrs = SdpaAttrs
-    aten_targets = ("aten.scaled_dot_product_attention.default",)
-
-    @classmethod
-    def from_aten(cls, target, args):
-        if args.get("dropout_p", 0.0):
-            raise Unconvertible("attention dropout")
-        scale = args.get("scale")
-        attrs = {"scale": None if scale is None else float(scale), "is_causal": bool(args.get("is_causal", False)),
-                 "enable_gqa": bool(args.get("enable_gqa", False))}
-        return [args["query"], args["key"], args["value"], args.get("attn_mask")], attrs
 
     @classmethod
     def input_arity(cls, attrs):

@@ -4,4 +4,4 @@ import torch
 from ..opdef import register_op
 from ._elementwise import unary_op
 
-SigmoidOp = register_op(unary_op("sigmoid", torch.sigmoid, ("aten.sigmoid.default",)))
+SigmoidOp = register_op(unary_op("sigmoid", torch.sigmoid))

@@ -4,4 +4,4 @@ import torch
 from ..opdef import register_op
 from ._elementwise import unary_op
 
-SiluOp = register_op(unary_op("silu", torch.nn.functional.silu, ("aten.silu.default",)))
+SiluOp = register_op(unary_op("silu", torch.nn.functional.silu))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from pydantic import BaseModel, ConfigDict
 
-from ..opdef import OpDef, Unconvertible, register_op
+from ..opdef import OpDef, register_op
 from ._common import like, require
 
 
@@ -17,13 +17,6 @@ class SoftmaxAttrs(BaseModel):
 class SoftmaxOp(OpDef):
     name = "softmax"
     Attrs = SoftmaxAttrs
-    aten_targets = ("aten._softmax.default", "aten.softmax.int")
-
-    @classmethod
-    def from_aten(cls, target, args):
-        if args.get("half_to_float") or args.get("dtype") is not None:
-            raise Unconvertible("softmax with dtype change")
-        return [args["self"]], {"dim": int(args["dim"])}
 
     @classmethod
     def infer(cls, inputs, attrs):

@@ -4,4 +4,4 @@ import torch
 from ..opdef import register_op
 from ._elementwise import binary_op
 
-SubOp = register_op(binary_op("sub", torch.sub, ("aten.sub.Tensor",)))
+SubOp = register_op(binary_op("sub", torch.sub))

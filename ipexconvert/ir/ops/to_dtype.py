@@ -4,7 +4,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from .. import dtypes
-from ..opdef import OpDef, Unconvertible, register_op
+from ..opdef import OpDef, register_op
 from ._common import DtypeName, like
 
 
@@ -17,14 +17,6 @@ class ToDtypeAttrs(BaseModel):
 class ToDtypeOp(OpDef):
     name = "to_dtype"
     Attrs = ToDtypeAttrs
-    aten_targets = ("aten._to_copy.default", "aten.to.dtype")
-
-    @classmethod
-    def from_aten(cls, target, args):
-        dtype = args.get("dtype")
-        if dtype is None:
-            raise Unconvertible("to() without a dtype")
-        return [args["self"]], {"dtype": dtypes.to_name(dtype)}
 
     @classmethod
     def infer(cls, inputs, attrs):

@@ -1,0 +1,33 @@
+"""The Backend protocol (see backends/__init__.py)."""
+from __future__ import annotations
+
+from typing import Optional, Protocol
+
+import torch
+
+from ..ir import Program
+from ..ir.spec import TensorSpec
+from ..target import Target
+
+
+class Backend(Protocol):
+    device: str
+
+    def level(self) -> str:
+        """The ISA level (CPU) or architecture (GPU) kernels are chosen for in this process."""
+
+    def check_target(self, target: Target, where: str) -> None:
+        """Raise ArtifactError when this device cannot run an artifact made for `target`."""
+
+    def prepare_process(self) -> None:
+        """Process-wide settings, once, before the first plan is built (e.g. malloc tuning)."""
+
+    def prepare_program(self, program: Program, widen_bf16: Optional[bool]) -> tuple[Program, Optional[str]]:
+        """The program as this device will run it (e.g. bf16 widened to float32 where the CPU has no
+        bf16 arithmetic), and what bf16 nodes compute in (None: the graph has none)."""
+
+    def place_constant(self, tensor: torch.Tensor, spec: TensorSpec) -> torch.Tensor:
+        """A constant as the kernels want it in memory (layout, device)."""
+
+    def kernel_names(self) -> dict[str, list[str]]:
+        """op -> the names of its registered factories, in preference order (for doctor --kernels)."""

@@ -1,0 +1,146 @@
+"""What the native int8 GEMM kernels (qlinear, qconv2d) share: when they run, the packed weight
+and folded scales, which post-ops the kernel fuses, and the call.
+
+They run where oneDNN's int8 does not: below avx512_vnni, oneDNN's u8 x s8 products saturate
+(runtime/cpu_kernels/_native.int8_allowed), so without these every int8 layer ran its float
+reference. The kernel (native/kernels/int8_gemm.cpp) widens to int16 and sums exactly.
+
+The kernel's epilogue fuses scale and bias, a residual add (uint8 codes dequantized, or float32)
+and a relu, in the orders [relu], [add], [add, relu], then writes the output dtype. Other post-op
+chains (a transformer FFN's [gelu, mul]) get a float32 result and run the rest in torch, then the
+native quantize kernel (the quantize formula of ir/ops/_quant.py, bit for bit).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from .. import native_lib
+from ....ir.dtypes import to_torch
+from ....ir.postops import apply_post_ops
+from ..isa import ISA_LEVELS
+from ._torch_onednn import enabled, int8_allowed, int8_weight_params
+from ....runtime.kernels import NodeContext
+from ._native import dense_view
+
+_OUT_DTYPES = ("float32", "bfloat16", "uint8", "int8")
+
+
+def runs_here(ctx: NodeContext) -> bool:
+    """The native int8 GEMM takes this node: built, on the CPU, at avx2 or above but below the
+    level where oneDNN's int8 runs, uint8 activations and a supported output dtype."""
+    if ctx.device != "cpu" or not native_lib.available() or not enabled():
+        return False
+    level = ISA_LEVELS.index(ctx.isa)
+    if level < ISA_LEVELS.index("avx2") or int8_allowed(ctx.isa):
+        return False
+    return ctx.input_specs[0].dtype == "uint8" and ctx.attrs.output_dtype in _OUT_DTYPES
+
+
+_NATIVE_GELU = {"gelu": False, "gelu_tanh": True}  # post-op kind -> tanh approximation
+
+
+def _fused_prefix(post_ops) -> tuple[Optional[int], bool, int]:
+    """(residual operand index or None, relu, how many post-ops the kernel takes)."""
+    kinds = [(p.kind, p.operand) for p in post_ops]
+    if kinds[:1] == [("relu", None)]:
+        return None, True, 1
+    if kinds and kinds[0][0] == "add" and kinds[0][1] is not None:
+        relu = len(kinds) > 1 and kinds[1] == ("relu", None)
+        return kinds[0][1], relu, 2 if relu else 1
+    return None, False, 0
+
+
+def pack_int8_weight(weight: torch.Tensor) -> torch.Tensor:
+    """An int8 weight [n, k] in int8_gemm's layout: int16 [n16 / 16, k2 / 2, 16, 2] (n rounded up to
+    16, k to 2, zero padded), the two weights of a pair of k side by side for each of 16 outputs."""
+    if weight.dtype != torch.int8 or weight.dim() != 2:
+        raise ValueError(f"weight must be a 2-D int8 tensor, got {weight.dtype} {tuple(weight.shape)}")
+    n, k = weight.shape
+    n16, k2 = -(-n // 16) * 16, -(-k // 2) * 2
+    padded = torch.zeros(n16, k2, dtype=torch.int16)
+    padded[:n, :k] = weight
+    return padded.view(n16 // 16, 16, k2 // 2, 2).permute(0, 2, 1, 3).contiguous()
+
+
+@dataclass
+class Int8Gemm:
+    """One layer: weight [n, k] packed once, scales x_scale * w_scale folded, the post-ops split
+    between the kernel's epilogue and a torch tail."""
+
+    packed: torch.Tensor
+    n: int
+    k: int
+    scales: torch.Tensor
+    bias: Optional[torch.Tensor]
+    relu: bool
+    residual: Optional[int]  # input index of the fused residual add
+    residual_quant: Optional[tuple[float, int]]  # (scale, zero point) of a uint8 residual
+    gelu_tanh: Optional[bool]  # a gelu right after the fused post-ops, run natively (True: tanh form)
+    tail: list  # the post-ops after those (run in torch on a float32 result)
+    attrs: object
+    isa: str
+
+    @classmethod
+    def build(cls, ctx: NodeContext, weight_2d: torch.Tensor, residual_quant=None) -> Optional["Int8Gemm"]:
+        params = int8_weight_params(ctx)
+        if params is None:
+            return None
+        _, w_scales, bias = params
+        a = ctx.attrs
+        n, k = weight_2d.shape
+        if k > 65536 or w_scales.numel() != n or (bias is not None and bias.numel() != n):
+            return None
+        residual, relu, fused = _fused_prefix(a.post_ops)
+        if residual is not None and (ctx.input_specs[residual] is None
+                                     or ctx.input_specs[residual].shape != list(ctx.output_specs[0].shape)):
+            residual, relu, fused = None, False, 0  # a broadcast operand: the torch tail adds it
+        scales = (torch.tensor(a.x_scale, dtype=torch.float64) * w_scales.double()).float().contiguous()
+        tail = list(a.post_ops[fused:])
+        gelu_tanh = _NATIVE_GELU.get(tail[0].kind) if tail else None  # a transformer FFN's gelu
+        return cls(pack_int8_weight(weight_2d.contiguous()), n, k, scales, bias, relu, residual,
+                   residual_quant if residual is not None else None, gelu_tanh,
+                   tail[1:] if gelu_tanh is not None else tail, a, ctx.isa)
+
+    def residual_rows(self, inputs: list, to_rows) -> Optional[torch.Tensor]:
+        """The residual operand as [m, n] rows (uint8 codes or float32), or None when none is fused."""
+        if self.residual is None:
+            return None
+        r = inputs[self.residual]
+        r = r if self.residual_quant is not None or r.dtype == torch.float32 else r.float()
+        rows = to_rows(r)
+        return rows if rows.stride(-1) == 1 else rows.contiguous()
+
+    def __call__(self, a: torch.Tensor, m: int, inputs: list, to_rows, conv=None) -> torch.Tensor:
+        """[m, n]: in the output dtype when every post-op was fused, else float32 for finish().
+        a: uint8 rows [m, k], or with conv an NHWC image whose patches are the rows."""
+        attrs = self.attrs
+        unfused = self.gelu_tanh is not None or self.tail
+        out_dtype = to_torch(attrs.output_dtype) if not unfused else torch.float32
+        out = torch.empty((m, self.n), dtype=out_dtype)
+        r_scale, r_zp = self.residual_quant or (1.0, 0)
+        native_lib.raw.int8_gemm(a, attrs.x_zero_point, self.packed, self.n, self.scales, self.bias, self.relu, out,
+                             attrs.output_scale, attrs.output_zero_point, self.isa, torch.get_num_threads(),
+                             self.residual_rows(inputs, to_rows), r_scale, r_zp, conv)
+        if self.gelu_tanh is not None:  # in place on the fresh float32 rows (torch's gelu took ~3 % of BERT-base)
+            native_lib.raw.gelu(out, self.gelu_tanh, out, self.isa, torch.get_num_threads())
+        return out
+
+    def finish(self, y: torch.Tensor, operands: list) -> torch.Tensor:
+        """The post-ops the kernel did not take, in torch on float32, then the output dtype."""
+        if self.gelu_tanh is None and not self.tail:
+            return y
+        attrs = self.attrs
+        y = apply_post_ops(y, self.tail, [None if t is None else (t.float() if t.is_floating_point() else t)
+                                         for t in operands])
+        if attrs.output_dtype in ("uint8", "int8"):  # per tensor: any layout, as long as both share it
+            view = dense_view(y)
+            x, undo = view if view is not None else (y.contiguous(), lambda q: q)
+            codes = torch.empty(x.shape, dtype=to_torch(attrs.output_dtype))
+            native_lib.raw.quantize(x, torch.tensor([attrs.output_scale], dtype=torch.float32),
+                                torch.tensor([attrs.output_zero_point], dtype=torch.int32), False, codes, self.isa,
+                                torch.get_num_threads())
+            return undo(codes)
+        return y.to(to_torch(attrs.output_dtype))

@@ -1,0 +1,107 @@
+"""What onednn_direct_conv2d.py and onednn_direct_qconv2d.py share: which post-ops the direct oneDNN convolution
+fuses, and the kernel (channels-last output allocated here, or the residual's buffer reused)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+
+from .. import onednn_direct
+from ....ir.dims import same
+from ....ir.postops import PostOp
+from ....ir.spec import TensorSpec
+from ....runtime.kernels import Kernel
+
+
+@dataclass(frozen=True)
+class ConvPostOps:
+    relu: bool = False
+    sum_operand: Optional[int] = None  # input slot of the residual summed into the output
+
+
+def fusable(post_ops: list[PostOp], operand_ok: Callable[[int], bool]) -> Optional[ConvPostOps]:
+    """[], [relu], [add], [add, relu] (the add's operand shaped like the output): what the primitive fuses."""
+    kinds = [p.kind for p in post_ops]
+    if kinds in ([], ["relu"]):
+        return ConvPostOps(relu=bool(kinds))
+    if kinds in (["add"], ["add", "relu"]) and post_ops[0].operand is not None and operand_ok(post_ops[0].operand):
+        return ConvPostOps(relu=len(kinds) == 2, sum_operand=post_ops[0].operand)
+    return None
+
+
+def same_shape(a: TensorSpec, b: TensorSpec) -> bool:
+    return a.rank == b.rank and all(same(x, y) for x, y in zip(a.shape, b.shape))
+
+
+def check_conv_constants(ctx, kernel: str, bias_slot: int, scales_slot: Optional[int] = None) -> None:
+    """The weight [O, C, kh, kw] (groups 1), the bias and the scales [O] as the specs declare them, C the
+    input's channels and O the output's (onednn_direct.check_constant)."""
+    x, out, weight = ctx.input_specs[0], ctx.output_specs[0], ctx.constants[1]
+    out_channels, in_channels = onednn_direct.static(out.shape[1]), onednn_direct.static(x.shape[1])
+    kernel_hw = list(weight.shape[2:]) if weight.dim() == 4 else [None, None]
+    onednn_direct.check_constant(kernel, ctx, 1, "weight", [out_channels, in_channels, *kernel_hw])
+    channels = [weight.shape[0]]
+    for slot, what in ((bias_slot, "bias"), (scales_slot, "w_scales")):
+        if slot is not None and ctx.input_specs[slot] is not None:
+            onednn_direct.check_constant(kernel, ctx, slot, what, channels)
+
+
+def spatial_out_size(h: int, w: int, attrs, kernel: tuple[int, int]) -> tuple[int, int]:
+    """(oh, ow) of a conv or pooling with attrs.stride / padding / dilation (what infer() states symbolically)."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, attrs.stride, attrs.padding, attrs.dilation
+    return (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+
+
+def conv_kernel(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, out_spec: TensorSpec,
+                sum_operand: Optional[int], name: str, consumed: frozenset[int],
+                residual: Callable[[torch.Tensor], torch.Tensor] = None) -> Kernel:
+    """The Kernel: x to channels-last (the layout the primitive reads), output allocated
+    channels-last, then the spec's layout. With a residual summed, oneDNN adds into the output
+    buffer: by default it holds a copy of the residual (which may have other readers); the
+    in-place variant, which the executor picks where the residual dies here, sums into the
+    residual's own buffer. `residual` turns the operand into that buffer when it is not the
+    output's dtype (a uint8 residual of a float output): then there is no in-place variant."""
+    out_channels, _, kh, kw = weight_shape
+    contiguous_out = out_spec.memory_format != "channels_last"
+    geometry: dict[torch.Size, tuple[tuple, tuple]] = {}  # x.shape -> the output's (size, channels-last strides)
+
+    def output_geometry(shape: torch.Size) -> tuple[tuple, tuple]:
+        # empty_strided with remembered strides: 2.8 us against 4.3 us for empty(memory_format=...)
+        # per call at ResNet-50 sizes, and no Python size arithmetic after the first call.
+        if shape not in geometry:
+            if len(geometry) >= 64:  # many input sizes (e.g. any image size): keep the memo small
+                geometry.clear()
+            n, _, h, w = shape
+            oh, ow = (max(size, 0) for size in spatial_out_size(h, w, attrs, (kh, kw)))  # too small: conv.run says so
+            geometry[shape] = (n, out_channels, oh, ow), (oh * ow * out_channels, 1, ow * out_channels, out_channels)
+        return geometry[shape]
+
+    def launch(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        try:
+            conv.run(x, out)
+        except (ValueError, TypeError) as e:  # a tensor that does not fit the layer (onednn_direct.py, arguments)
+            raise onednn_direct.refused(name, e) from None
+        return out.contiguous() if contiguous_out else out
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x = inputs[0].contiguous(memory_format=torch.channels_last)
+        if sum_operand is not None:
+            out = (residual or _channels_last_copy)(inputs[sum_operand])
+        else:
+            size, stride = output_geometry(x.shape)
+            out = torch.empty_strided(size, stride, dtype=out_dtype)
+        return launch(x, out)
+
+    def run_in_place(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        out = inputs[sum_operand]
+        if not out.is_contiguous(memory_format=torch.channels_last):
+            out = _channels_last_copy(out)
+        return launch(inputs[0].contiguous(memory_format=torch.channels_last), out)
+
+    in_place = None if sum_operand is None or residual is not None else (sum_operand, run_in_place)
+    return Kernel(run, name, consumed, fresh_output=True, in_place=in_place)
+
+
+def _channels_last_copy(t: torch.Tensor) -> torch.Tensor:
+    return t.clone(memory_format=torch.channels_last)

@@ -1,0 +1,97 @@
+"""Where each kernel family can run at all (runtime/kernels.py `runs_at`): None, or why not. The factories
+still decline single nodes they do not cover (dtype, layout, post-ops); these rules are per process and
+ISA level, and `ipexconvert doctor --kernels` prints them."""
+from __future__ import annotations
+
+from typing import Optional
+
+from .. import native_lib, onednn_direct
+from ..isa import ISA_LEVELS
+from ..self_check import torch_ops
+from ._torch_onednn import enabled, int8_allowed, mkl_runs_float32_linear
+
+
+def _below(level: str, needed: str) -> bool:
+    return ISA_LEVELS.index(level) < ISA_LEVELS.index(needed)
+
+
+def native(level: str) -> Optional[str]:
+    """Our native kernels: wherever ipexconvert._native is built (every kernel has a generic build)."""
+    if not native_lib.available():
+        return f"ipexconvert._native is not built ({native_lib.unavailable_reason()})"
+    return None
+
+
+def native_kernel(*names: str):
+    """Our kernels that exist only from some level up (attention): one of `names` has a build here."""
+    def runs_at(level: str) -> Optional[str]:
+        if native(level) is not None:
+            return native(level)
+        if all(native_lib.kernel_level(name, level) == "none" for name in names):
+            return f"{' / '.join(names)} has no build at or below {level}"
+        return None
+    runs_at.__doc__ = (f"Our native {' or '.join(names)} kernel: built, from the lowest level it has a build for "
+                       "(`doctor` lists the builds)")
+    return runs_at
+
+
+def native_int8_gemm(level: str) -> Optional[str]:
+    """Our exact int8 GEMM: from avx2 up to where oneDNN's int8 takes over (VNNI)."""
+    if native(level) is not None:
+        return native(level)
+    if not enabled():
+        return "switched off by IPEXCONVERT_ONEDNN=0"
+    if _below(level, "avx2"):
+        return "needs avx2"
+    if int8_allowed(level):
+        return f"at {level} oneDNN's int8 kernels run instead (VNNI)"
+    return None
+
+
+def onednn_direct_float(level: str) -> Optional[str]:
+    """Our oneDNN primitives (ipexconvert._dnnl): loaded, switched on, avx2 or above, self-check passed."""
+    if not onednn_direct.available():
+        return f"ipexconvert._dnnl is not loaded ({onednn_direct.unavailable_reason()})"
+    if not enabled():
+        return "switched off by IPEXCONVERT_ONEDNN=0"
+    if not onednn_direct.enabled():
+        return "switched off by IPEXCONVERT_DNNL=0"
+    if _below(level, "avx2"):
+        return "needs avx2"
+    if not onednn_direct.usable(level):
+        return f"failed its self-check ({onednn_direct.report().get('error')})"
+    return None
+
+
+def onednn_direct_int8(level: str) -> Optional[str]:
+    """Our oneDNN int8 primitives: as the float ones, from avx512_vnni up (below, u8*s8 products saturate)."""
+    if not int8_allowed(level):
+        return f"oneDNN int8 needs avx512_vnni ({level} here: its u8*s8 products would saturate)"
+    return onednn_direct_float(level)
+
+
+def torch_onednn_float(level: str) -> Optional[str]:
+    """torch's oneDNN operators: switched on, avx2 or above (each op's self-check is per dtype, in the factory)."""
+    if not enabled():
+        return "switched off by IPEXCONVERT_ONEDNN=0"
+    if _below(level, "avx2"):
+        return "needs avx2"
+    return None
+
+
+def torch_onednn_int8(level: str) -> Optional[str]:
+    """torch's oneDNN int8 operators: switched on, from avx512_vnni up (below, u8*s8 products saturate)."""
+    if not int8_allowed(level):
+        return f"oneDNN int8 needs avx512_vnni ({level} here: its u8*s8 products would saturate)"
+    return torch_onednn_float(level)
+
+
+def torch_mkl(level: str) -> Optional[str]:
+    """MKL's packed float32 GEMM through torch: Intel CPUs (IPEXCONVERT_MKL_FP32 overrides), self-check passed."""
+    if not enabled():
+        return "switched off by IPEXCONVERT_ONEDNN=0"
+    if not mkl_runs_float32_linear():
+        return "oneDNN runs float32 linear on this vendor's CPUs (IPEXCONVERT_MKL_FP32=1 forces MKL)"
+    if torch_ops.op_for("mkl._mkl_linear", "float32") is None:
+        return "torch's mkl._mkl_linear failed its self-check"
+    return None

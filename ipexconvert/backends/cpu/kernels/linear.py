@@ -1,0 +1,148 @@
+"""linear (float32, bfloat16) on the CPU. Factories in preference order: torch_mkl (MKL's packed sgemm
+through torch, float32 on Intel CPUs), then torch_onednn (torch's oneDNN operator); the op's reference
+runs when both decline.
+
+torch_mkl:
+  float32 linear through MKL's packed sgemm (torch.ops.mkl._mkl_linear), as Inductor's freezing does.
+
+  MKL packs the weight for one row count (batch x seq rows of x). _mkl_linear runs the packed GEMM
+  when x has that many rows and otherwise falls back to a plain GEMM with the original weight, so
+  the kernel keeps both: the packed copy costs about 2.2x the float32 weight in memory. The row
+  count is the node's own when its shapes are static; with dynamic dims it is the first one the
+  kernel sees (packed on that call, once), which in a deployment is the steady shape. Measured at
+  BERT-base shapes (benchmarks/README.md): 15-20% faster than F.linear at 128 rows, 2.5x at 1 row.
+
+  Post-ops run in torch after the call (MKL fuses none), as in the reference. Used on Intel CPUs only
+  (`_native.mkl_runs_float32_linear`): elsewhere torch_onednn_linear.py runs float32 too.
+
+  _mkl_linear checks neither the bias length nor x's feature count against the weight (a bias of 0
+  elements segfaults, one of 1 element is read 63 floats past its end), so this kernel checks both, at
+  build and on every call, although the loader's shape rules (ir/validate.py) already refuse such nodes.
+
+torch_onednn:
+  linear through oneDNN (bfloat16; float32 on non-Intel CPUs): weight packed once at load, bias and post-ops fused into the call.
+
+  torch.ops.mkldnn._linear_pointwise computes x @ W^T + b with one fused unary post-op;
+  its .binary overload fuses an add/mul of a tensor of exactly the output's shape (it
+  reshapes that operand to [rows, out] itself, so it cannot broadcast) and takes no
+  unary after it. Post-ops beyond that run in torch after the call.
+
+  _reorder_linear_weight wants the weight as [out, in], the layout linear already
+  stores (prepack.py makes it contiguous). It cannot tell a transposed square weight
+  from the right one, so nothing here may hand it W^T.
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import Optional
+
+import torch
+
+from ....errors import ArtifactError
+from ....ir.dims import same
+from ....ir.postops import PostOp
+from ....runtime.kernels import Kernel, NodeContext, register_kernel
+from ..self_check import torch_ops
+from ._torch_onednn import (constant_weight_and_bias, consumed, enabled, isa_allows, mkl_runs_float32_linear,
+                            node_dtype, plan_post_ops, with_tail)
+from . import _runs_at
+
+@register_kernel("cpu", "linear", runs_at=_runs_at.torch_mkl)
+def torch_mkl_linear(ctx: NodeContext) -> Optional[Kernel]:
+    """MKL's packed sgemm (mkl._mkl_linear) for float32 on Intel CPUs: packed for one row count (at load when
+    static, else on the first call); other row counts use the unpacked GEMM; post-ops in torch."""
+    if ctx.device != "cpu" or not enabled() or node_dtype(ctx) != "float32" or not mkl_runs_float32_linear():
+        return None
+    params = constant_weight_and_bias(ctx)
+    x_spec = ctx.input_specs[0]
+    if params is None or x_spec.rank < 2 or params[0].dim() != 2:
+        return None
+    mkl_linear = torch_ops.op_for("mkl._mkl_linear", "float32")
+    pack = torch_ops.op_for("mkl._mkl_reorder_linear_weight", "float32")
+    if mkl_linear is None or pack is None:
+        return None
+    weight, bias = params
+    weight = weight.contiguous()
+    bias = None if bias is None else bias.float().contiguous()
+    out_features, in_features = weight.shape
+    if in_features == 0:
+        return None  # nothing to multiply; torch's linear handles it
+    if bias is not None and tuple(bias.shape) != (out_features,):
+        raise _mismatch(ctx, f"a bias of shape {list(bias.shape)} for a weight {list(weight.shape)}")
+    lead = x_spec.shape[:-1]
+    # [row count, packed weight]; filled at load for static rows, else on the first call.
+    packed: list = [None, None]
+    if all(isinstance(d, int) for d in lead):
+        packed[:] = [prod(lead), pack(weight, prod(lead))]
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x = inputs[0]
+        if x.dim() < 2 or x.shape[-1] != in_features or x.dtype != torch.float32:
+            raise _mismatch(ctx, f"an input {x.dtype} {list(x.shape)} for a weight {list(weight.shape)}")
+        rows = x.numel() // x.shape[-1]
+        if packed[1] is None:
+            packed[:] = [rows, pack(weight, rows)]
+        if rows != packed[0]:
+            return torch.nn.functional.linear(x, weight, bias)
+        return mkl_linear(x, packed[1], weight, bias, rows)
+
+    return Kernel(with_tail(run, tuple(ctx.attrs.post_ops)), "torch_mkl:linear", consumed(ctx))
+
+
+def _mismatch(ctx: NodeContext, what: str) -> ArtifactError:
+    return ArtifactError(f"a float32 linear node got {what}, which MKL cannot run (the graph does not fit its weights)",
+                         "re-create the artifact with `ipexconvert optimize`; this graph was not written by it or was edited")
+
+
+_BINARY_KINDS = frozenset({"add", "mul"})
+
+
+@register_kernel("cpu", "linear", runs_at=_runs_at.torch_onednn_float)
+def torch_onednn_linear(ctx: NodeContext) -> Optional[Kernel]:
+    """bf16 linear (1.4-2x over F.linear); float32 too where MKL does not run it (non-Intel CPUs:
+    `_common.mkl_runs_float32_linear`)."""
+    if ctx.device != "cpu" or not enabled() or ctx.nan_safe:
+        return None
+    dtype = node_dtype(ctx)
+    if dtype == "bfloat16" or (dtype == "float32" and not mkl_runs_float32_linear()):
+        return build_linear_kernel(ctx)
+    return None
+
+
+def build_linear_kernel(ctx: NodeContext) -> Optional[Kernel]:
+    """The oneDNN linear kernel for this node (float32 or bfloat16), or None if it does not apply."""
+    dtype = node_dtype(ctx)
+    params = constant_weight_and_bias(ctx)
+    if dtype is None or params is None or not isa_allows(ctx.isa, dtype):
+        return None
+    weight, bias = params
+    out_spec = ctx.output_specs[0]
+    if ctx.input_specs[0].rank < 2 or weight.dim() != 2:
+        return None
+    linear = torch_ops.op_for("mkldnn._linear_pointwise", dtype)
+    reorder = torch_ops.op_for("mkldnn._reorder_linear_weight", dtype)
+    if linear is None or reorder is None:
+        return None
+    binary_op = torch_ops.op_for("mkldnn._linear_pointwise.binary", dtype)
+
+    def binary_ok(p: PostOp) -> bool:
+        operand = ctx.input_specs[p.operand]
+        return (binary_op is not None and p.kind in _BINARY_KINDS and operand.dtype == dtype
+                and operand.rank == out_spec.rank and all(same(a, b) for a, b in zip(operand.shape, out_spec.shape)))
+
+    plan = plan_post_ops(ctx.attrs.post_ops, binary_ok, frozenset())
+    # The packed layout does not depend on the row count enough to matter; None lets oneDNN choose.
+    packed = reorder(weight.contiguous(), None)
+
+    if plan.binary is None:
+        attr, algorithm = plan.unary or ("none", "")
+
+        def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+            return linear(inputs[0], packed, bias, attr, [], algorithm)
+    else:
+        slot, kind = plan.binary.operand, plan.binary.kind
+
+        def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+            return binary_op(inputs[0], inputs[slot], packed, bias, kind)
+
+    return Kernel(with_tail(run, plan.tail), "torch_onednn:linear", consumed(ctx))

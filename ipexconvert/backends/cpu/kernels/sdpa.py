@@ -1,0 +1,83 @@
+"""Native attention for sdpa nodes (docs/native.md): bfloat16 on AMX tile products, or AVX512-BF16
+(vdpbf16ps) products on CPUs without AMX; float32 on AVX-512 FMA products (the build for the
+selected level of each).
+
+torch's CPU flash attention, measured at BERT-base and MiniLM shapes, is slower than the native
+kernels (benchmarks/results/native-attention.md); they also read q/k/v straight from the packed
+QKV projection's slices (strided views) and write their output into a [batch, seq, heads,
+head_dim] buffer, so the transpose + reshape after it are free views.
+
+Covered: bfloat16 q/k/v with head_dim a multiple of 32, or float32 with head_dim a multiple of
+16, of rank 4 with one head count, no causal flag, an additive float32/bfloat16 mask or none.
+Everything else (bool masks, other dtypes, a CPU below the kernel's level) runs the op's
+reference, i.e. torch's attention. A quantized sdpa (fold_attention_quantize) gets the
+int8/uint8 codes straight from the kernel's output rows.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import native_lib
+from ....ir import dtypes
+from ....ir.opdef import get_op
+from ....ir.ops._quant import QTORCH
+from ....runtime import kernels
+from ....runtime.kernels import Kernel, NodeContext
+from . import _native, _runs_at
+
+_MASK_DTYPES = ("float32", "bfloat16")
+# q/k/v dtype -> (native kernel, the multiple head_dim must be)
+_KERNELS = {"bfloat16": ("attention", 32), "float32": ("attention_f32", 16)}
+
+
+@kernels.register_kernel("cpu", "sdpa", runs_at=_runs_at.native_kernel("attention", "attention_f32"))
+def native_sdpa(ctx: NodeContext):
+    """Native attention: bfloat16 on AMX tiles or AVX512-BF16 (head_dim a multiple of 32), float32 with AVX-512 FMA
+    (multiple of 16); additive or no mask, not causal; reads q/k/v slices of a packed QKV in place, writes [B, S,
+    H, D], optionally as int8/uint8 codes."""
+    a = ctx.attrs
+    q, k, v, mask = (list(ctx.input_specs) + [None] * 4)[:4]
+    if ctx.device != "cpu" or not native_lib.available() or q is None or q.dtype not in _KERNELS:
+        return None
+    kernel, head_multiple = _KERNELS[q.dtype]
+    if native_lib.kernel_level(kernel, ctx.isa) == "none":
+        return None
+    if a.is_causal or a.enable_gqa or any(s is None or s.dtype != q.dtype or s.rank != 4 for s in (q, k, v)):
+        return None
+    head_dim = q.shape[-1]
+    if (not isinstance(head_dim, int) or head_dim % head_multiple or k.shape[-1] != head_dim
+            or v.shape[-1] != head_dim):
+        return None
+    if mask is not None and (mask.dtype not in _MASK_DTYPES or mask.rank > 4):
+        return None
+    if any(c is not None for c in ctx.constants[:3]):
+        return None
+    has_multiplier = len(ctx.input_specs) > 4 and ctx.input_specs[4] is not None
+    if has_multiplier and ctx.constants[4] is None:
+        return None
+    reference = get_op(ctx.op).compile(a)
+    scale = a.scale if a.scale is not None else 1.0 / math.sqrt(head_dim)
+    lib, isa = native_lib.raw, ctx.isa
+    multiplier = ctx.constants[4].float().contiguous() if has_multiplier else None
+    out_dtype, q_args = dtypes.to_torch(q.dtype), {}
+    if a.quantize is not None:
+        out_dtype = QTORCH[a.quantize.dtype]
+        q_args = {"q_scale": a.quantize.scale, "q_zero_point": a.quantize.zero_point, "q_multipliers": multiplier}
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        q, k, v, mask = inputs[:4]
+        if q.shape[1] != k.shape[1] or q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:
+            return reference([q, k, v, mask, multiplier], dims)
+        if mask is not None:
+            if mask.dim() < 4:
+                mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+            if mask.shape[-1] != k.shape[2] or (k.shape[2] > 1 and mask.stride(-1) != 1):
+                return reference([q, k, v, inputs[3], multiplier], dims)
+        batch, heads, q_len, _ = q.shape
+        out = torch.empty(batch, q_len, heads, head_dim, dtype=out_dtype).permute(0, 2, 1, 3)
+        lib.attention(q, k, v, mask, out, scale, isa, torch.get_num_threads(), **q_args)
+        return out
+
+    return Kernel(run, _native.kernel_name("sdpa", kernel, ctx.isa), frozenset({4}) if has_multiplier else frozenset())

@@ -1,0 +1,6 @@
+"""sub: aten.sub.Tensor with alpha 1; a python-number rhs becomes the rhs_scalar attr
+(a number lhs, or another alpha, leaves the call to the aten fallback)."""
+from ._elementwise import to_binary
+from ._registry import maps_to
+
+maps_to("sub", "aten.sub.Tensor")(to_binary)

@@ -1,0 +1,104 @@
+"""A Hugging Face model folder (config.json + *.safetensors), loaded offline with transformers.
+
+Encoder models return (last_hidden_state[, pooler_output]); causal LMs return logits;
+a sentence-transformers folder (modules.json with mean pooling) returns the pooled,
+normalised sentence embedding.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from ....errors import UserInputError
+from ....ir.dynamic_dims import DynamicDim
+from ....manifest import SourceRecord
+from .base import ResolvedSource, SourceRequest, sha256_of
+
+DEFAULT_SEQ = 128
+
+
+def matches(request: SourceRequest) -> bool:
+    return Path(request.location).is_dir()
+
+
+class _EncoderOutputs(nn.Module):
+    def __init__(self, model: nn.Module, with_pooler: bool):
+        super().__init__()
+        self.model = model
+        self.with_pooler = with_pooler
+
+    def forward(self, input_ids, attention_mask):
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
+        return (out.last_hidden_state, out.pooler_output) if self.with_pooler else out.last_hidden_state
+
+
+class _CausalLMLogits(nn.Module):
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        return self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, return_dict=True).logits
+
+
+def _is_sentence_transformer(folder: Path) -> bool:
+    modules = folder / "modules.json"
+    if not modules.is_file():
+        return False
+    types = [m.get("type", "") for m in json.loads(modules.read_text())]
+    pooling = folder / "1_Pooling" / "config.json"
+    return any(t.endswith("Pooling") for t in types) and pooling.is_file() and \
+        json.loads(pooling.read_text()).get("pooling_mode_mean_tokens", False)
+
+
+def load(request: SourceRequest) -> ResolvedSource:
+    folder = Path(request.location)
+    if not (folder / "config.json").is_file():
+        raise UserInputError(f"{folder} is a folder without config.json",
+                             "pass a Hugging Face model folder (config.json + model.safetensors)")
+    if not list(folder.glob("*.safetensors")):
+        raise UserInputError(f"{folder} has no *.safetensors weights",
+                             "save the model with model.save_pretrained(folder, safe_serialization=True); "
+                             "pickled pytorch_model.bin checkpoints are not read")
+    try:
+        import transformers
+    except ModuleNotFoundError:
+        raise UserInputError("reading a Hugging Face folder needs transformers", "pip install 'ipexconvert[hf]'") from None
+    config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
+    config._attn_implementation = "sdpa"
+    archs = config.architectures or []
+    causal = any(a.endswith("ForCausalLM") for a in archs)
+    loader = transformers.AutoModelForCausalLM if causal else transformers.AutoModel
+    try:
+        model = loader.from_pretrained(folder, config=config, local_files_only=True, use_safetensors=True).eval()
+    except Exception as e:  # transformers raises many types for an unusable folder
+        raise UserInputError(f"transformers could not load {folder}: {e}", "check that the folder holds a complete model") from None
+    if causal:
+        wrapper: nn.Module = _CausalLMLogits(model)
+        outputs = ["logits"]
+    elif _is_sentence_transformer(folder):
+        from ....examples.minilm import SentenceEmbedder
+
+        wrapper = SentenceEmbedder(model)
+        outputs = ["sentence_embedding"]
+    else:
+        with_pooler = getattr(model, "pooler", None) is not None
+        wrapper = _EncoderOutputs(model, with_pooler)
+        outputs = ["last_hidden_state", "pooler_output"] if with_pooler else ["last_hidden_state"]
+    vocab = int(getattr(config, "vocab_size", 1000))
+    max_seq = int(getattr(config, "max_position_embeddings", 512))
+    batch, seq = DynamicDim(name="batch", min=1, max=64), DynamicDim(name="seq", min=2, max=max_seq)
+    generator = torch.Generator().manual_seed(0)
+    seq_len = min(DEFAULT_SEQ, max_seq)
+    example = {
+        "input_ids": torch.randint(1, vocab, (1, seq_len), generator=generator),
+        "attention_mask": torch.ones(1, seq_len, dtype=torch.int64),
+    }
+    return ResolvedSource(
+        record=SourceRecord(kind="hf-folder", location=str(folder), sha256=sha256_of(folder)),
+        module=wrapper.eval(), example_inputs=example,
+        dynamic={"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}},
+        output_names=outputs, int_high=vocab, tokenizer_folder=folder)

@@ -1,0 +1,77 @@
+"""Converted example models load onto the oneDNN kernels and match eager PyTorch."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch_onednn_helpers import rel_err
+
+from ipexconvert.backends.cpu import onednn_direct as dnnl
+from ipexconvert.accuracy import flatten_outputs
+from ipexconvert.api import load_artifact, optimize
+from ipexconvert.examples import get_example
+from ipexconvert.backends.cpu.isa import selected_isa
+from ipexconvert.backends.cpu.self_check import torch_ops as probe
+from ipexconvert.backends.cpu.kernels._torch_onednn import isa_allows, mkl_runs_float32_linear
+
+HAS_BF16 = "bfloat16" in probe.checked_dtypes() and isa_allows(selected_isa(), "bfloat16")
+BF16 = pytest.param("bf16", marks=pytest.mark.skipif(not HAS_BF16, reason="no native bf16"))
+# Artifact vs eager float32: float32 within BatchNorm-folding noise; bf16 well inside its 0.1 budget.
+TOLERANCE = {"fp32": 1e-4, "bf16": 5e-2}
+
+
+@pytest.fixture(scope="module")
+def convert(tmp_path_factory):
+    """optimize() once per (example, dtype) for the whole module."""
+    done: dict[tuple[str, str], object] = {}
+
+    def get(name: str, dtype: str):
+        if (name, dtype) not in done:
+            out = tmp_path_factory.mktemp("onednn") / f"{name}.{dtype}.ipxc"
+            done[name, dtype] = optimize(f"example:{name}", dtype=dtype, output=out).path
+        return done[name, dtype]
+
+    return get
+
+
+def kernels_by_op(model) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for step in model.executor.steps:
+        found.setdefault(step.op, set()).add(step.kernel_name)
+    return found
+
+
+def check_against_eager(name: str, model, dtype: str, batches=(1, 3)) -> None:
+    example = get_example(name)
+    module = example.build()
+    for batch in batches:  # the artifact's batch dim is dynamic: one plan, two sizes
+        feed = example.example_inputs(batch)
+        with torch.no_grad():
+            want = flatten_outputs(module(**feed))
+        got = model.run_list([feed[n] for n in model.signature.input_names])
+        for g, w in zip(got, want):
+            if w.is_floating_point():
+                assert rel_err(g, w) < TOLERANCE[dtype], (name, dtype, batch)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", BF16])
+def test_tiny_cnn(convert, dtype):
+    model = load_artifact(convert("tiny-cnn", dtype))
+    kernels = kernels_by_op(model)
+    assert kernels["conv2d"] == {"onednn_direct:conv2d" if dnnl.usable(selected_isa()) else "torch_onednn:conv2d"}
+    # float32 linear goes to MKL's packed GEMM on Intel CPUs, to oneDNN elsewhere; bf16 to oneDNN.
+    assert kernels["linear"] == {"torch_onednn:linear" if dtype == "bf16" or not mkl_runs_float32_linear() else "torch_mkl:linear"}
+    check_against_eager("tiny-cnn", model, dtype)
+
+
+@pytest.mark.skipif(not HAS_BF16, reason="no native bf16")
+def test_tiny_bert_bf16(convert):
+    model = load_artifact(convert("tiny-bert", "bf16"))
+    assert kernels_by_op(model)["linear"] == {"torch_onednn:linear"}
+    check_against_eager("tiny-bert", model, "bf16")
+
+
+def test_reference_kernels_when_switched_off(convert, monkeypatch):
+    monkeypatch.setenv("IPEXCONVERT_ONEDNN", "0")
+    model = load_artifact(convert("tiny-cnn", "fp32"))
+    assert kernels_by_op(model)["conv2d"] == {"reference:conv2d"}
+    check_against_eager("tiny-cnn", model, "fp32", batches=(2,))

@@ -1,0 +1,100 @@
+"""torch_onednn:linear against the linear reference: odd sizes, rank 2 and 3 inputs, bias or none, every
+post-op combination, one kernel at two batch sizes. The registered factory takes bfloat16 only
+(float32 stays on MKL through the reference, measured faster); build_linear_kernel is checked
+in float32 too, so that path stays correct should the policy change."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch_onednn_helpers import BF16_TOLERANCE, FP32_TOLERANCE, context, reference, rel_err, run
+
+from ipexconvert.backends.cpu.isa import selected_isa
+from ipexconvert.backends.cpu.self_check import torch_ops as probe
+from ipexconvert.backends.cpu.kernels._torch_onednn import isa_allows
+from ipexconvert.backends.cpu.kernels.linear import build_linear_kernel, torch_onednn_linear
+
+HAS_BF16 = "bfloat16" in probe.checked_dtypes() and isa_allows(selected_isa(), "bfloat16")
+DTYPES = ["float32", pytest.param("bfloat16", marks=pytest.mark.skipif(not HAS_BF16, reason="no native bf16"))]
+
+# (leading dims of x, in features, out features, bias)
+SHAPES = {
+    "2d": ((5,), 24, 17, True),
+    "3d": ((2, 3), 24, 17, True),
+    "3d-no-bias": ((3, 7), 33, 9, False),
+}
+POST_OPS = {
+    "none": [],
+    "relu": [{"kind": "relu"}],
+    "gelu": [{"kind": "gelu"}],
+    "gelu_tanh": [{"kind": "gelu_tanh"}],
+    "silu": [{"kind": "silu"}],
+    "sigmoid": [{"kind": "sigmoid"}],
+    "tanh": [{"kind": "tanh"}],
+    "add": [{"kind": "add", "operand": 3}],
+    "mul": [{"kind": "mul", "operand": 3}],
+    "add-relu": [{"kind": "add", "operand": 3}, {"kind": "relu"}],
+    "gelu-add": [{"kind": "gelu"}, {"kind": "add", "operand": 3}],
+    "add-broadcast": [{"kind": "add", "operand": 3}],  # operand [out]: not fusable, runs in torch
+}
+
+
+def make(shape: str, post_ops: str, dtype: str, batch: int | None = None):
+    lead, k, n, has_bias = SHAPES[shape]
+    if batch is not None:
+        lead = (batch, *lead[1:])
+    g = torch.Generator().manual_seed(sum(map(ord, shape)))
+    weight = torch.randn(n, k, generator=g) / k ** 0.5
+    bias = torch.randn(n, generator=g) if has_bias else None
+    x = torch.randn(*lead, k, generator=g)  # drawn after the weights: they stay the same at any batch
+    tensors = [x, weight, bias]
+    ops = POST_OPS[post_ops]
+    if any(p.get("operand") is not None for p in ops):
+        tensors.append(torch.randn((n,) if post_ops == "add-broadcast" else (*lead, n), generator=g))
+    attrs = {"post_ops": ops}
+    return attrs, tensors, [None if t is None else t.to(getattr(torch, dtype)) for t in tensors]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("post_ops", list(POST_OPS))
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_matches_reference(shape, post_ops, dtype):
+    attrs, exact, tensors = make(shape, post_ops, dtype)
+    kernel = build_linear_kernel(context("linear", attrs, tensors, {1, 2}))
+    assert kernel is not None and kernel.name == "torch_onednn:linear"
+    assert kernel.consumed_inputs == ({1, 2} if tensors[2] is not None else {1})
+    got = run(kernel, tensors, {})
+    assert got.dtype == tensors[0].dtype
+    tolerance = FP32_TOLERANCE if dtype == "float32" else BF16_TOLERANCE
+    assert rel_err(got, reference("linear", attrs, exact)) < tolerance
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("post_ops", ["gelu", "add"])
+def test_dynamic_batch_one_kernel(post_ops, dtype):
+    attrs, _, tensors = make("3d", post_ops, dtype)
+    kernel = build_linear_kernel(context("linear", attrs, tensors, {1, 2}, dynamic_batch=True))
+    for batch in (1, 5):
+        _, exact, tensors = make("3d", post_ops, dtype, batch=batch)
+        got = run(kernel, tensors, {"batch": batch})
+        assert got.shape[0] == batch
+        tolerance = FP32_TOLERANCE if dtype == "float32" else BF16_TOLERANCE
+        assert rel_err(got, reference("linear", attrs, exact)) < tolerance
+
+
+def test_registered_factory_takes_bf16_and_float32_only_where_mkl_does_not(monkeypatch):
+    attrs, _, fp32 = make("3d", "gelu", "float32")
+    monkeypatch.setenv("IPEXCONVERT_MKL_FP32", "1")
+    assert torch_onednn_linear(context("linear", attrs, fp32, {1, 2})) is None
+    monkeypatch.setenv("IPEXCONVERT_MKL_FP32", "0")
+    assert torch_onednn_linear(context("linear", attrs, fp32, {1, 2})) is not None
+    if HAS_BF16:
+        bf16 = [t.bfloat16() for t in fp32]
+        assert torch_onednn_linear(context("linear", attrs, bf16, {1, 2})) is not None
+
+
+def test_declines():
+    attrs, _, tensors = make("3d", "none", "float32")
+    assert build_linear_kernel(context("linear", attrs, tensors, {2})) is None  # weight not a constant
+    mixed = [tensors[0], tensors[1].bfloat16(), tensors[2]]
+    assert build_linear_kernel(context("linear", attrs, mixed, {1, 2})) is None  # dtypes disagree
+    assert build_linear_kernel(context("linear", attrs, tensors, {1, 2}, isa="generic")) is None

@@ -1,0 +1,93 @@
+"""Build one node's kernel the way the executor does, run it, and compare with the op's reference."""
+from __future__ import annotations
+
+import warnings
+from typing import Optional, Sequence
+
+import pytest
+import torch
+
+from ipexconvert.ir.opdef import SpecError, get_op
+from ipexconvert.ir.spec import TensorSpec
+from ipexconvert.backends.cpu.isa import selected_isa
+from ipexconvert.backends.cpu.self_check import torch_ops as probe
+from ipexconvert.runtime.kernels import Kernel, NodeContext
+
+BF16_TOLERANCE, FP32_TOLERANCE = 2e-2, 1e-4
+
+
+def spec_of(t: Optional[torch.Tensor], dynamic_batch: bool) -> Optional[TensorSpec]:
+    """The tensor's spec; with dynamic_batch, dim 0 of a full-batch tensor is the named dim "batch"."""
+    if t is None:
+        return None
+    spec = TensorSpec.of(t)
+    if dynamic_batch and t.dim() >= 2 and t.shape[0] > 1:
+        spec = spec.with_(shape=["batch", *spec.shape[1:]])
+    return spec
+
+
+def context(op: str, attrs: dict, tensors: Sequence[Optional[torch.Tensor]], constant_slots: set[int],
+            dynamic_batch: bool = False, isa: Optional[str] = None) -> NodeContext:
+    """A NodeContext for a node reading `tensors`; the slots in constant_slots are constants."""
+    parsed = get_op(op).parse_attrs(attrs)
+    specs = tuple(spec_of(t, dynamic_batch and i not in constant_slots) for i, t in enumerate(tensors))
+    try:
+        out = get_op(op).infer(specs, parsed)
+    except SpecError:  # a node the loader refuses (weight and input dtypes disagree), built to see a kernel decline it
+        out = get_op(op).infer([s.with_(dtype=specs[0].dtype) if i == 1 else s for i, s in enumerate(specs)], parsed)
+    return NodeContext(op=op, attrs=parsed,
+                       constants=tuple(t if i in constant_slots else None for i, t in enumerate(tensors)),
+                       input_specs=specs, output_specs=tuple(out), device="cpu", isa=isa or selected_isa())
+
+
+def run(kernel: Kernel, tensors: Sequence[Optional[torch.Tensor]], dims: dict[str, int]) -> torch.Tensor:
+    """Call the kernel as the executor does: consumed constants are passed as None."""
+    inputs = [None if i in kernel.consumed_inputs else t for i, t in enumerate(tensors)]
+    with torch.inference_mode():
+        return kernel.fn(inputs, dims)
+
+
+def reference(op: str, attrs: dict, tensors: Sequence[Optional[torch.Tensor]]) -> torch.Tensor:
+    """The op's reference in float32."""
+    floats = [None if t is None else t.float() for t in tensors]
+    return get_op(op).reference(floats, get_op(op).parse_attrs(attrs), {})
+
+
+def rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
+    return ((got.float() - want).abs().max() / want.abs().max()).item()
+
+
+def probe_with(monkeypatch, replace: dict) -> list[str]:
+    """Probe with some ops replaced (None: missing, else a wrapper class around the real op); the
+    oneDNN warning messages it gave."""
+    real = probe.resolve_op
+
+    def resolve(name):
+        if name not in replace:
+            return real(name)
+        if replace[name] is None:
+            raise AttributeError(name)
+        return replace[name](real(name))
+
+    monkeypatch.setattr(probe, "resolve_op", resolve)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        probe.probe_report()
+    return [str(w.message) for w in caught if "oneDNN" in str(w.message)]
+
+
+class WrongResult:
+    """Stands in for an op whose schema is right but whose numbers are off."""
+
+    def __init__(self, op):
+        self._op, self._schema = op, op._schema
+
+    def __call__(self, *args):
+        return self._op(*args) * 1.5
+
+
+@pytest.fixture(autouse=True)
+def torch_operators_only(monkeypatch):
+    """Imported by the tests about torch's oneDNN operators: keeps the direct oneDNN layers (tried
+    first) out of their way."""
+    monkeypatch.setenv("IPEXCONVERT_DNNL", "0")

@@ -1,0 +1,448 @@
+"""Every registered CPU kernel factory against its op's reference implementation (the oracle).
+
+Like ggml's test-backend-ops: for each op with registered factories, a few small representative
+nodes (dtypes, layouts, constant inputs, post-ops, output quantization) are built as the executor
+builds them, each factory is called directly, and the kernel it returns runs next to the op's
+reference (`get_op(op).compile(attrs)`, what runs when every factory declines) on the same
+inputs, at every ISA level this machine has (from generic up to the selected one: a factory given a
+lower level runs that level's kernel build, as on a smaller CPU). A factory that cannot run at a level
+(its `runs_at`) or declines a case is skipped with the reason; separate tests make sure each op is
+taken by some factory where one must take it, and that every factory that can run here takes at least
+one case, so a kernel that silently stops accepting anything, or a new kernel without a case it takes,
+fails here. A newly registered op without cases fails `test_every_registered_op_has_cases`.
+"""
+from __future__ import annotations
+
+import os
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import pytest
+import torch
+
+import ipexconvert.runtime.executor  # noqa: F401  (registers every kernel factory)
+from ipexconvert.backends.cpu import native_lib as native
+from ipexconvert.backends.cpu import onednn_direct as dnnl
+from ipexconvert.ir import dtypes
+from ipexconvert.ir.opdef import get_op
+from ipexconvert.ir.spec import TensorSpec
+from ipexconvert.backends.cpu.isa import ISA_LEVELS, selected_isa
+from ipexconvert.backends.cpu.kernels._torch_onednn import enabled as onednn_kernels_enabled
+from ipexconvert.runtime.kernels import KERNELS, Kernel, NodeContext, why_not_here
+
+ISA = selected_isa()
+LEVELS = ISA_LEVELS[:ISA_LEVELS.index(ISA) + 1]  # every level this machine runs (the supported ones are a prefix)
+
+
+# ---- inputs ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class In:
+    """One node input: how to make it, and whether the node holds it as a constant."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    # normal: randn * scale | codes: uniform uint8/int8 | weight: int8 in -127..127
+    # positive: (0.5..1.5) * scale | halfway: multiples of scale / 2 (half of them exactly between two codes)
+    # padding_mask: additive, 0 or -inf (the last batch row masks its second half of keys)
+    fill: str = "normal"
+    scale: float = 1.0
+    # contiguous | channels_last | channels_last_strided (a ::2 spatial subsample of a channels-last
+    # tensor of twice the size, as merge_shortcut_conv's shortcut reads it)
+    layout: str = "contiguous"
+    const: bool = False
+
+
+def const(shape, dtype="float32", fill="normal", scale=1.0) -> In:
+    return In(tuple(shape), dtype, fill, scale, const=True)
+
+
+def make_tensor(spec: In, g: torch.Generator) -> torch.Tensor:
+    shape = spec.shape
+    if spec.layout == "channels_last_strided":
+        shape = (*shape[:2], *(2 * s for s in shape[2:]))
+    dtype = dtypes.to_torch(spec.dtype)
+    if spec.fill == "normal":
+        t = (torch.randn(shape, generator=g) * spec.scale).to(dtype)
+    elif spec.fill == "codes":
+        info = torch.iinfo(dtype)
+        t = torch.randint(info.min, info.max + 1, shape, generator=g, dtype=dtype)
+    elif spec.fill == "weight":
+        t = torch.randint(-127, 128, shape, generator=g, dtype=torch.int8)
+    elif spec.fill == "positive":
+        t = ((torch.rand(shape, generator=g) + 0.5) * spec.scale).to(dtype)
+    elif spec.fill == "halfway":
+        t = (torch.randint(-400, 401, shape, generator=g) * (spec.scale / 2)).to(dtype)
+    elif spec.fill == "padding_mask":
+        t = torch.zeros(shape)
+        t[-1, ..., shape[-1] // 2 + 1:] = float("-inf")
+        t = t.to(dtype)
+    else:
+        raise AssertionError(f"unknown fill {spec.fill!r}")
+    if spec.layout == "channels_last":
+        t = t.contiguous(memory_format=torch.channels_last)
+    elif spec.layout == "channels_last_strided":
+        t = t.contiguous(memory_format=torch.channels_last)[:, :, ::2, ::2]
+    return t
+
+
+# ---- the cases -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    attrs: dict
+    inputs: tuple[Optional[In], ...]
+    # exact: the kernel must give the reference's bits (copies, selections, and the quantize formula,
+    # which ir/ops/_quant.py states the native kernels follow bit for bit).
+    # gemm: sums of many products, whose order differs between libraries: a looser float32 budget.
+    budget: str = "elementwise"
+
+
+# Float budgets, measured as max |kernel - reference| <= atol + rtol * max |reference|:
+# float32 results differ only by the order of fp32 operations (and polynomial erf/exp); bfloat16
+# results carry 8 bits of mantissa, and the kernel and the reference may round intermediates differently.
+FLOAT_BUDGETS = {  # (dtype, budget) -> (rtol, atol)
+    ("float32", "elementwise"): (1e-4, 1e-5),
+    ("float32", "gemm"): (5e-4, 1e-5),
+    ("bfloat16", "elementwise"): (2e-2, 1e-2),
+    ("bfloat16", "gemm"): (2e-2, 1e-2),
+}
+# Integer codes: the promised quantization is clamp(round_half_even(x * (1 / scale)) + zero_point)
+# (torch.round, ir/ops/_quant.py quantize()). A kernel that requantizes its own float result (a GEMM's
+# accumulator, a norm before its rounding to the activation dtype) may land on the other side of a
+# half-way point than the reference's float result: one code apart at most. The quantize op itself
+# quantizes the same float input as the reference and must match exactly (budget "exact").
+CODE_TOLERANCE = 1
+
+X_SCALE, X_ZP = 0.03, 131  # an int8 layer's input quantization (uint8 codes around 131)
+
+CPU_CASES: dict[str, dict[str, Case]] = {
+    "adaptive_avg_pool2d": {
+        "f32-global-channels-last": Case({"output_size": [1, 1]}, (In((2, 16, 5, 7), layout="channels_last"),)),
+        "bf16-global-nchw": Case({"output_size": [1, 1]}, (In((2, 8, 4, 4), "bfloat16"),)),
+    },
+    "add_layer_norm": {
+        "f32-affine": Case({"normalized_shape": [24]},
+                           (In((2, 5, 24)), In((2, 5, 24)), const([24]), const([24]))),
+        "bf16-return-sum": Case({"normalized_shape": [40], "eps": 1e-6, "return_sum": True},
+                                (In((3, 40), "bfloat16"), In((3, 40), "bfloat16"), const([40], "bfloat16"),
+                                 const([40], "bfloat16"))),
+        "f32-quantized-smoothquant": Case(
+            {"normalized_shape": [32], "return_sum": True, "quantize": {"scale": 0.05, "zero_point": 128}},
+            (In((2, 3, 32)), In((2, 3, 32)), const([32]), None, const([32], fill="positive", scale=20.0))),
+    },
+    "aten": {
+        "cat-u8-channels-last-strided": Case(
+            {"target": "aten.cat.default", "args": [[{"$in": 0}, {"$in": 1}], 1]},
+            (In((2, 3, 4, 5), "uint8", "codes", layout="channels_last"),
+             In((2, 6, 4, 5), "uint8", "codes", layout="channels_last_strided")), budget="exact"),
+        "cat-bf16-dim-minus-3": Case(
+            {"target": "aten.cat.default", "args": [[{"$in": 0}, {"$in": 1}], -3]},
+            (In((1, 5, 3, 3), "bfloat16", layout="channels_last"),
+             In((1, 2, 3, 3), "bfloat16", layout="channels_last")),
+            budget="exact"),
+    },
+    "conv2d": {
+        "f32-bias-residual-add-relu-channels-last": Case(
+            {"padding": [1, 1], "post_ops": [{"kind": "add", "operand": 3}, {"kind": "relu"}]},
+            (In((2, 8, 6, 7), layout="channels_last"), const([8, 8, 3, 3], scale=0.2), const([8]),
+             In((2, 8, 6, 7), layout="channels_last")), budget="gemm"),
+        "f32-grouped-gelu-nchw": Case(
+            {"stride": [2, 1], "groups": 2, "post_ops": [{"kind": "gelu"}]},
+            (In((1, 8, 7, 6)), const([6, 4, 3, 3], scale=0.3), None), budget="gemm"),
+        "bf16-bias-relu-stride2": Case(
+            {"stride": [2, 2], "padding": [1, 1], "post_ops": [{"kind": "relu"}]},
+            (In((2, 8, 9, 9), "bfloat16", layout="channels_last"), const([12, 8, 3, 3], "bfloat16", scale=0.2),
+             const([12], "bfloat16")), budget="gemm"),
+    },
+    "gelu": {
+        "f32-erf": Case({}, (In((4, 33), scale=3.0),)),
+        "bf16-tanh": Case({"approximate": "tanh"}, (In((2, 3, 65), "bfloat16", scale=3.0),)),
+    },
+    "layer_norm": {
+        "f32-affine": Case({"normalized_shape": [48]}, (In((4, 48)), const([48]), const([48]))),
+        "bf16-runtime-weight-no-bias": Case({"normalized_shape": [32], "eps": 1e-6},
+                                            (In((2, 3, 32), "bfloat16"), In((32,), "bfloat16"), None)),
+    },
+    "linear": {
+        "f32-bias-gelu-3d": Case({"post_ops": [{"kind": "gelu"}]},
+                                 (In((2, 3, 24)), const([16, 24], scale=0.2), const([16])), budget="gemm"),
+        "f32-residual-add-2d": Case({"post_ops": [{"kind": "add", "operand": 3}]},
+                                    (In((5, 24)), const([16, 24], scale=0.2), None, In((5, 16))), budget="gemm"),
+        "bf16-bias-relu-add": Case(
+            {"post_ops": [{"kind": "relu"}, {"kind": "add", "operand": 3}]},
+            (In((2, 3, 32), "bfloat16"), const([24, 32], "bfloat16", scale=0.2), const([24], "bfloat16"),
+             In((2, 3, 24), "bfloat16")), budget="gemm"),
+    },
+    "max_pool2d": {
+        "f32-channels-last-3x3-stride2-pad1": Case(
+            {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1]},
+            (In((2, 8, 9, 9), layout="channels_last"),), budget="exact"),
+        "u8-channels-last-2x2": Case({"kernel_size": [2, 2], "stride": [2, 2]},
+                                     (In((1, 4, 8, 8), "uint8", "codes", layout="channels_last"),), budget="exact"),
+        "bf16-channels-last-dilated": Case(
+            {"kernel_size": [3, 3], "stride": [1, 1], "padding": [1, 1], "dilation": [2, 1]},
+            (In((1, 16, 7, 6), "bfloat16", layout="channels_last"),), budget="exact"),
+    },
+    "qconv2d": {
+        "u8-to-u8-bias-relu-stride2": Case(
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP, "stride": [2, 2], "padding": [1, 1],
+             "output_dtype": "uint8", "output_scale": 0.1, "output_zero_point": 5, "post_ops": [{"kind": "relu"}]},
+            (In((2, 8, 9, 9), "uint8", "codes", layout="channels_last"), const([12, 8, 3, 3], "int8", "weight"),
+             const([12], fill="positive", scale=0.006), const([12]))),
+        "u8-accum-to-u8-bias-add-relu": Case(  # a ResNet block: the residual kept in uint8
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP, "padding": [1, 1], "output_dtype": "uint8",
+             "output_scale": 0.1, "output_zero_point": 3, "accum_scale": 0.08, "accum_zero_point": 7,
+             "post_ops": [{"kind": "add", "operand": 4}, {"kind": "relu"}]},
+            (In((1, 8, 6, 6), "uint8", "codes", layout="channels_last"), const([8, 8, 3, 3], "int8", "weight"),
+             const([8], fill="positive", scale=0.006), const([8]),
+             In((1, 8, 6, 6), "uint8", "codes", layout="channels_last"))),
+        "u8-to-f32-residual-add-nchw": Case(
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP, "post_ops": [{"kind": "add", "operand": 4}]},
+            (In((2, 8, 5, 5), "uint8", "codes"), const([8, 8, 1, 1], "int8", "weight"),
+             const([8], fill="positive", scale=0.006), None, In((2, 8, 5, 5), scale=3.0)), budget="gemm"),
+    },
+    "qlinear": {
+        "u8-to-bf16-bias-gelu": Case(
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP, "output_dtype": "bfloat16", "post_ops": [{"kind": "gelu"}]},
+            (In((2, 3, 40), "uint8", "codes"), const([24, 40], "int8", "weight"),
+             const([24], fill="positive", scale=0.006), const([24])), budget="gemm"),
+        "u8-to-f32-residual-add-relu": Case(
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP,
+             "post_ops": [{"kind": "add", "operand": 4}, {"kind": "relu"}]},
+            (In((5, 40), "uint8", "codes"), const([24, 40], "int8", "weight"),
+             const([24], fill="positive", scale=0.006), None, In((5, 24), scale=3.0)), budget="gemm"),
+        "u8-to-u8-gelu-smoothquant-mul": Case(  # fold_requantize's form: the next layer's multiplier fused
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP, "output_dtype": "uint8", "output_scale": 1.0,
+             "output_zero_point": 4, "post_ops": [{"kind": "gelu"}, {"kind": "mul", "operand": 4}]},
+            (In((2, 3, 40), "uint8", "codes"), const([24, 40], "int8", "weight"),
+             const([24], fill="positive", scale=0.006), const([24]), const([24], fill="positive", scale=10.0))),
+    },
+    "quantize": {
+        "f32-to-u8-halfway-values": Case({"scale": 0.0625, "zero_point": 128},  # 1/16: x / scale is exact
+                                         (In((3, 5, 17), fill="halfway", scale=0.0625),), budget="exact"),
+        "bf16-nchw-to-i8-channels-last": Case(
+            {"scale": 0.02, "zero_point": -3, "dtype": "int8", "memory_format": "channels_last"},
+            (In((2, 3, 5, 6), "bfloat16"),), budget="exact"),
+        "f32-smoothquant-multiplier-to-i8": Case(
+            {"scale": 0.05, "dtype": "int8"}, (In((4, 24)), const([24], fill="positive", scale=30.0)), budget="exact"),
+    },
+    "rms_norm": {
+        "f32-weight": Case({"normalized_shape": [40], "eps": 1e-6}, (In((3, 40)), const([40]))),
+        "bf16-no-weight-default-eps": Case({"normalized_shape": [64]}, (In((2, 3, 64), "bfloat16"), None)),
+    },
+    "sdpa": {
+        "f32-padding-mask": Case({}, (In((2, 2, 5, 16)), In((2, 2, 7, 16)), In((2, 2, 7, 16)),
+                                      In((2, 1, 1, 7), fill="padding_mask")), budget="gemm"),
+        "bf16-no-mask-scaled": Case({"scale": 0.1}, (In((1, 2, 6, 32), "bfloat16"), In((1, 2, 6, 32), "bfloat16"),
+                                                     In((1, 2, 6, 32), "bfloat16"), None), budget="gemm"),
+        "f32-quantized-smoothquant": Case(
+            {"quantize": {"scale": 0.02, "zero_point": 128}},
+            (In((1, 2, 4, 16)), In((1, 2, 4, 16)), In((1, 2, 4, 16)), None,
+             const([32], fill="positive", scale=50.0))),
+    },
+    "silu": {
+        "f32": Case({}, (In((5, 37), scale=3.0),)),
+        "bf16": Case({}, (In((3, 70), "bfloat16", scale=3.0),)),
+    },
+    "softmax": {
+        "f32-last-dim": Case({"dim": -1}, (In((3, 4, 19), scale=3.0),)),
+        "bf16-dim-1-of-2": Case({"dim": 1}, (In((2, 33), "bfloat16", scale=3.0),)),
+    },
+    "to_memory_format": {
+        "f32-nchw-to-channels-last": Case({"memory_format": "channels_last"}, (In((2, 3, 8, 9)),), budget="exact"),
+        "f32-to-bf16-channels-last": Case({"memory_format": "channels_last", "dtype": "bfloat16"},
+                                          (In((1, 3, 7, 5)),), budget="exact"),
+        "bf16-to-f32-channels-last": Case({"memory_format": "channels_last", "dtype": "float32"},
+                                          (In((2, 5, 4, 3), "bfloat16"),), budget="exact"),
+    },
+}
+
+# Cases that show a kernel bug: (op, case, factory id) -> reason; run as strict xfails.
+KNOWN_BUGS: dict[tuple[str, str, str], str] = {}
+
+
+# ---- building and running one node -----------------------------------------------------------------
+
+
+def factory_id(factory: Callable) -> str:
+    return f"{factory.__module__}.{factory.__name__}"
+
+
+def seed_of(op: str, case: str) -> int:
+    return zlib.crc32(f"{op}/{case}".encode())
+
+
+def make_inputs(op: str, case_name: str) -> list[Optional[torch.Tensor]]:
+    """The case's inputs; each call makes new tensors with the same values (and strides)."""
+    g = torch.Generator().manual_seed(seed_of(op, case_name))
+    return [None if spec is None else make_tensor(spec, g) for spec in CPU_CASES[op][case_name].inputs]
+
+
+def node_context(op: str, case_name: str, level: str = ISA) -> NodeContext:
+    """The NodeContext the executor builds for this node at ISA `level` (its constants are tensors of their own)."""
+    case = CPU_CASES[op][case_name]
+    opdef = get_op(op)
+    attrs = opdef.parse_attrs(case.attrs)
+    tensors = make_inputs(op, case_name)
+    specs = tuple(None if t is None else TensorSpec.of(t) for t in tensors)
+    return NodeContext(op=op, attrs=attrs,
+                       constants=tuple(t if spec is not None and spec.const else None
+                                       for t, spec in zip(tensors, case.inputs)),
+                       input_specs=specs, output_specs=tuple(opdef.infer(specs, attrs)), device="cpu", isa=level)
+
+
+def as_list(result) -> list[torch.Tensor]:
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def assert_matches(got: torch.Tensor, want: torch.Tensor, budget: str, what: str) -> None:
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, the reference's {want.dtype}"
+    assert got.shape == want.shape, f"{what}: shape {list(got.shape)}, the reference's {list(want.shape)}"
+    if not want.is_floating_point():
+        worst = (got.int() - want.int()).abs().max().item() if want.numel() else 0
+        limit = 0 if budget == "exact" else CODE_TOLERANCE
+        assert worst <= limit, f"{what}: codes up to {worst} apart (allowed {limit})"
+        return
+    if budget == "exact":
+        worst = (got.double() - want.double()).abs().max().item()
+        assert torch.equal(got, want), f"{what}: not bit-identical (max difference {worst:.3g})"
+        return
+    rtol, atol = FLOAT_BUDGETS[(dtypes.to_name(want.dtype), budget)]
+    err = (got.double() - want.double()).abs().max().item()
+    scale = want.double().abs().max().item()
+    assert err <= atol + rtol * scale, (f"{what}: max error {err:.3g} against max |reference| {scale:.3g} "
+                                        f"(allowed {atol:g} + {rtol:g} * max)")
+
+
+def run_kernel(fn, kernel: Kernel, op: str, case_name: str) -> tuple[list, list]:
+    """Call fn as the executor does (consumed constants passed as None) on fresh inputs: (outputs, inputs)."""
+    inputs = [None if i in kernel.consumed_inputs else t for i, t in enumerate(make_inputs(op, case_name))]
+    with torch.inference_mode():
+        return as_list(fn(inputs, {})), inputs
+
+
+def check_kernel(kernel: Kernel, op: str, case_name: str) -> None:
+    case = CPU_CASES[op][case_name]
+    reference = get_op(op).compile(get_op(op).parse_attrs(case.attrs))
+    with torch.inference_mode():
+        want = as_list(reference(make_inputs(op, case_name), {}))
+    got, passed = run_kernel(kernel.fn, kernel, op, case_name)
+    assert len(got) == len(want), f"{kernel.name}: {len(got)} outputs, the reference's {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert_matches(g, w, case.budget, f"{kernel.name} output {i}")
+    # Only the in-place variant (Kernel.in_place) may overwrite an input; the plain fn leaves them alone.
+    for i, (after, before) in enumerate(zip(passed, make_inputs(op, case_name))):
+        if after is not None:
+            assert torch.equal(after, before), f"{kernel.name} changed its input {i}"
+    if kernel.in_place is not None:
+        got, _ = run_kernel(kernel.in_place[1], kernel, op, case_name)
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_matches(g, w, case.budget, f"{kernel.name} (in place on input {kernel.in_place[0]}) output {i}")
+
+
+# ---- the tests ---------------------------------------------------------------------------------------
+
+
+def _oracle_params():
+    params = []
+    for (device, op), factories in sorted(KERNELS.items()):
+        if device != "cpu" or op not in CPU_CASES:
+            continue  # test_every_registered_op_has_cases says so
+        for case_name in CPU_CASES[op]:
+            for factory in factories:
+                for level in LEVELS:
+                    key = (op, case_name, factory_id(factory))
+                    marks = [pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[key])] if key in KNOWN_BUGS else []
+                    params.append(pytest.param(op, case_name, factory, level, id="/".join((*key, level)), marks=marks))
+    return params
+
+
+def _cap_note() -> str:
+    cap = os.environ.get("IPEXCONVERT_MAX_ISA")
+    return f" (IPEXCONVERT_MAX_ISA={cap})" if cap else ""
+
+
+@pytest.mark.parametrize("op, case_name, factory, level", _oracle_params())
+def test_kernel_matches_reference(op: str, case_name: str, factory: Callable, level: str) -> None:
+    why_not = why_not_here(factory, level)
+    if why_not is not None:
+        pytest.skip(f"{factory_id(factory)} cannot run at {level}: {why_not}")
+    kernel = factory(node_context(op, case_name, level))
+    if kernel is None:
+        pytest.skip(f"{factory_id(factory)} declines {op}/{case_name} at ISA {level}" + _cap_note())
+    check_kernel(kernel, op, case_name)
+
+
+def _factories():
+    return [pytest.param(op, f, id=factory_id(f)) for (device, op), fs in sorted(KERNELS.items()) for f in fs
+            if device == "cpu" and op in CPU_CASES]
+
+
+@pytest.mark.parametrize("op, factory", _factories())
+def test_every_factory_that_can_run_here_takes_a_case(op: str, factory: Callable) -> None:
+    """A new kernel needs a case it takes (else the oracle above only ever skips it): at the highest level
+    this machine has where the factory can run, some case of its op must be accepted."""
+    level = next((lv for lv in reversed(LEVELS) if why_not_here(factory, lv) is None), None)
+    if level is None:
+        pytest.skip(f"{factory_id(factory)} cannot run on this machine: {why_not_here(factory, ISA)}" + _cap_note())
+    taken = [case for case in CPU_CASES[op] if factory(node_context(op, case, level)) is not None]
+    assert taken, (f"{factory_id(factory)} can run at {level} but declines every {op} case: add a case it takes "
+                   f"to CPU_CASES in {__file__}")
+
+
+def test_every_registered_op_has_cases() -> None:
+    other_devices = sorted(f"{d}/{op}" for d, op in KERNELS if d != "cpu")
+    assert not other_devices, f"kernels registered for devices this oracle does not run: {other_devices}"
+    missing = sorted(op for d, op in KERNELS if op not in CPU_CASES)
+    assert not missing, (f"CPU kernels registered for {missing} have no oracle cases: add them to CPU_CASES "
+                         f"in {__file__}")
+    stale = sorted(set(CPU_CASES) - {op for _, op in KERNELS})
+    assert not stale, f"CPU_CASES has cases for {stale}, which no kernel is registered for: remove them"
+
+
+def _level_at_least(level: str) -> bool:
+    return ISA_LEVELS.index(ISA) >= ISA_LEVELS.index(level)
+
+
+def _onednn_ready() -> bool:
+    """torch's oneDNN operators may run (IPEXCONVERT_ONEDNN not off)."""
+    return onednn_kernels_enabled() and torch.backends.mkldnn.is_available()
+
+
+# op -> (the lowest ISA level from which some factory must take at least one of its cases, what else
+# that needs). Most kernels have builds for every level from avx2 up; the exceptions are by design:
+#   sdpa: the float32 attention kernel has no build below avx512 (bfloat16: avx512_bf16);
+#   qlinear/qconv2d: oneDNN's int8 only from avx512_vnni (below, u8*s8 products saturate), and the
+#     native int8 GEMM only between avx2 and avx512_vnni: together they cover every level >= avx2;
+#   conv2d/linear: bf16 needs avx512_bf16, but the float32 cases run from avx2 (oneDNN or MKL);
+#   max_pool2d: only the direct oneDNN layer (ipexconvert._dnnl), when that is built.
+ACCEPTANCE_FLOOR: dict[str, tuple[str, Callable[[], bool]]] = {
+    **{op: ("avx2", native.available) for op in (
+        "adaptive_avg_pool2d", "add_layer_norm", "aten", "gelu", "layer_norm", "quantize", "rms_norm", "silu",
+        "softmax", "to_memory_format")},
+    "sdpa": ("avx512", native.available),
+    "conv2d": ("avx2", _onednn_ready),
+    "linear": ("avx2", _onednn_ready),
+    "qconv2d": ("avx2", lambda: native.available() and _onednn_ready()),
+    "qlinear": ("avx2", lambda: native.available() and _onednn_ready()),
+    "max_pool2d": ("avx2", lambda: _onednn_ready() and dnnl.available() and dnnl.enabled()),
+}
+
+
+@pytest.mark.parametrize("op", sorted(CPU_CASES))
+def test_some_factory_takes_each_op(op: str) -> None:
+    """Declines are skips above; here at least one case of each op must be taken by a non-reference
+    kernel wherever one is guaranteed, so a factory that stops accepting everything fails."""
+    assert op in ACCEPTANCE_FLOOR, f"add {op} to ACCEPTANCE_FLOOR (from which ISA level a kernel must take it)"
+    floor, ready = ACCEPTANCE_FLOOR[op]
+    if not native.available():
+        pytest.skip(f"ipexconvert._native is not built ({native.unavailable_reason()})")
+    if not _level_at_least(floor) or not ready():
+        pytest.skip(f"no {op} kernel is guaranteed at ISA {ISA} with these libraries and settings")
+    taken = [(case_name, factory_id(f)) for case_name in CPU_CASES[op] for f in KERNELS[("cpu", op)]
+             if f(node_context(op, case_name)) is not None]
+    assert taken, f"every factory for {op} declined every case at ISA {ISA}"
