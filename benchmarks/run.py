@@ -944,7 +944,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     if args.background_load < 0:
         parser.error("--background-load must be >= 0")
     if args.openvino_int8_precision is None:  # what our own bf16 parts compute in at the selected level
-        from ipexconvert.backends.cpu import compute_precision, cpu
+        from ipexconvert.backends.cpu import compute_precision
+        from ipexconvert.backends.cpu import isa as cpu
         native_bf16 = compute_precision.bf16_compute_dtype(cpu.selected_isa()) == "bfloat16"
         args.openvino_int8_precision = "bf16" if native_bf16 else "f32"
     return args
