@@ -1,6 +1,6 @@
 """Same-process A/B of one artifact against a variant of itself: interleaved rounds, medians.
 
-    python benchmarks/ab.py ART.ipxc --env IPEXCONVERT_DNNL           # loaded with VAR=1 vs VAR=0
+    python benchmarks/ab.py ART.ipxc --env IPEXCONVERT_ONEDNN_DIRECT           # loaded with VAR=1 vs VAR=0
     python benchmarks/ab.py ART.ipxc --without onednn_direct_qlinear            # kernel factory removed in B
     python benchmarks/ab.py ART.ipxc --no-in-place                     # the executor's in-place variants off in B
     python benchmarks/ab.py ART.ipxc --no-view-chains                  # every view node its own step in B

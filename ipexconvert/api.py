@@ -15,15 +15,14 @@ from .accuracy import describe_failure, flatten_outputs, measure
 from .artifact import write_artifact
 from .backends import get_backend
 from .errors import AccuracyError, ArtifactError, UserInputError
-from .frontend.torch.export import decompose, export_module, program_from_exported
-from .frontend.torch.inputs import InputArg, check_example_inputs, make_example_inputs
-from .frontend.torch.sources import ResolvedSource, SourceRequest, from_module, resolve_source
+from .config import ConversionConfig
+from .frontend.base import ImportedModel, ImportRequest, import_model
 from .ir import Program
-from .ir.dynamic_dims import DynamicDim, DynamicDims
+from .ir.dynamic_dims import DynamicDims
 from .manifest import AccuracyRecord, IOSpec, Manifest
 from .output_path import check_writable, scratch_folder, write_errors
 from .passes import PassOptions, pipeline_for, run_pipeline
-from .quant.options import QuantOptions
+from .passes.pipeline import CALIBRATE
 from .runtime.model import LoadedModel
 from .target import Target
 
@@ -34,8 +33,9 @@ Progress = Callable[[str], None]
 class OptimizeResult:
     path: Path
     manifest: Manifest
-    source: ResolvedSource
+    source: ImportedModel
     example_inputs: dict[str, torch.Tensor]
+    config: Optional[ConversionConfig] = None  # the settings it was converted with
 
     @property
     def accuracy(self) -> Optional[AccuracyRecord]:
@@ -52,116 +52,87 @@ def load_artifact(path: Union[str, Path], device: Optional[str] = None, verify: 
     return LoadedModel(path, device=device, verify=verify, threads=threads)
 
 
-def _default_output(source: ResolvedSource, dtype: str) -> Path:
+def _default_output(source: ImportedModel, dtype: str) -> Path:
     stem = Path(source.record.location).stem if source.record.kind != "example" else source.record.location
     return Path(f"{stem or 'model'}.{dtype}.ipxc")
-
-
-def _prepare_inputs(source: ResolvedSource, example_inputs: Optional[Mapping[str, torch.Tensor]],
-                    inputs: Optional[list[InputArg]], dynamic_dims: Optional[DynamicDims]) -> None:
-    """Settle the example inputs and dynamic dims: explicit arguments win over the source's defaults."""
-    if inputs:
-        tensors, declared = make_example_inputs(inputs, int_high=source.int_high)
-        source.example_inputs, source.dynamic = tensors, declared
-    if example_inputs is not None:
-        source.example_inputs = {k: torch.as_tensor(v) for k, v in example_inputs.items()}
-        if not inputs:
-            source.dynamic = {}
-    if dynamic_dims is not None:
-        source.dynamic = dynamic_dims
-    if not source.example_inputs and source.exported is None:
-        raise UserInputError("no example inputs: ipexconvert needs them to trace the model",
-                             "pass --input NAME:SHAPE:DTYPE (e.g. --input x:batch,3,224,224:float32) "
-                             "or --example-inputs inputs.safetensors")
-    check_example_inputs(source.example_inputs)
 
 
 def optimize(
     model: Union[str, Path, torch.nn.Module],
     example_inputs: Optional[Mapping[str, torch.Tensor]] = None,
+    config: Union[ConversionConfig, str, Path, None] = None,
     *,
-    dtype: str = "fp32",
-    target: Union[str, Target, None] = None,
     output: Union[str, Path, None] = None,
-    inputs: Optional[list[InputArg]] = None,
     dynamic_dims: Optional[DynamicDims] = None,
-    passes: Optional[Iterable[str]] = None,
-    skip_passes: Iterable[str] = (),
-    max_rel_error: Optional[float] = None,
-    min_cosine: Optional[float] = None,
-    model_factory: Optional[str] = None,
-    model_kwargs: Optional[dict] = None,
-    trust_pickle: bool = False,
-    progress: Optional[Progress] = None,
     calibration=None,
-    calib_text: Union[str, Path, None] = None,
-    calib_synthetic: int = 0,
-    quant: Optional[QuantOptions] = None,
-    qconfig_out: Union[str, Path, None] = None,
-    progress_bar=None,
     tune=None,
+    progress: Optional[Progress] = None,
+    progress_bar=None,
     on_output: Optional[Callable[[Path], None]] = None,
+    **settings,
 ) -> OptimizeResult:
     """Convert a model into an .ipxc artifact, check it against eager PyTorch, and return where it is.
 
     `model` is an nn.Module, a path (.pt2, Hugging Face folder, checkpoint) or `example:NAME`.
-    Raises AccuracyError (and writes nothing) when the artifact misses the dtype's error budget.
+    `config` (a ConversionConfig, or a .json/.toml file of one; see docs/configuration.md) holds every
+    setting; keyword `settings` override its fields by name (dtype="bf16", target="cpu", passes=[...],
+    skip_passes, inputs=["x:batch,3,224,224:float32"], model_factory, model_kwargs, trust_pickle,
+    qconfig_out) or through the flat names of config.FLAT_FIELDS (max_rel_error, min_cosine, calib_text,
+    calib_synthetic, quant=QuantOptions(...)). Raises AccuracyError (and writes nothing) when the
+    artifact misses the dtype's error budget.
 
-    dtype="int8" needs calibration data: `calibration` (a list of input dicts, a CalibrationSet,
-    or a path to safetensors file(s)), `calib_text` (a text file, for models with a tokenizer),
-    or `calib_synthetic=N` random batches (a loud warning; recorded in the manifest).
-    `quant` holds the int8 settings (observer, SmoothQuant, accuracy guard, qconfig import);
-    `qconfig_out` writes the final quantization plan as editable JSON. `tune` (a
-    quant.convert.TuneSettings) searches settings until a user metric is within tolerance of fp32.
-    `on_output` is called with the artifact's path once it is known, before anything is written there.
-    `target` ("cpu", "cpu:avx2", a Target; default: a portable CPU artifact) is recorded in the manifest.
+    What cannot live in a config file stays an argument: `example_inputs` (tensors), `dynamic_dims`,
+    `calibration` (int8: a list of input dicts or a CalibrationSet; a path works too, as
+    calibration files), `tune` (a quant.convert.TuneSettings with its evaluation callable; a config's
+    `tune` names the callable instead), `progress` / `progress_bar`, and `on_output`, called with the
+    artifact's path once it is known, before anything is written there.
     """
+    if isinstance(config, (str, Path)):
+        config = ConversionConfig.from_file(Path(config))
+    if isinstance(calibration, (str, Path)):
+        settings["calib_files"], calibration = Path(calibration), None
+    if settings.get("inputs"):
+        settings["inputs"] = [arg if isinstance(arg, str) else arg.to_text() for arg in settings["inputs"]]
+    cfg = ConversionConfig.build(config, **settings)
     say = progress or (lambda _msg: None)
-    target = Target.parse(target)
-    names = pipeline_for(dtype, passes, skip_passes, device=target.device)  # validate before any slow work
-    _check_target_runs_here(target)
-    if dtype == "int8":
+    names = pipeline_for(cfg.dtype, cfg.passes, cfg.skip_passes, device=cfg.target.device)  # before any slow work
+    _check_target_runs_here(cfg.target)
+    tune = tune if tune is not None else _tune_settings(cfg)
+    if cfg.dtype == "int8":
         from .quant.convert import check_calibration_args
 
-        check_calibration_args(calibration, calib_text, calib_synthetic)
-        if qconfig_out is not None and not Path(qconfig_out).parent.is_dir():
-            raise UserInputError(f"the folder for --qconfig-out {qconfig_out} does not exist", "create it first")
-        if qconfig_out is not None:
-            check_writable(Path(qconfig_out), "--qconfig-out")
+        check_calibration_args(calibration if calibration is not None else cfg.calibration.files,
+                               cfg.calibration.text, cfg.calibration.synthetic)
+        if cfg.qconfig_out is not None and not Path(cfg.qconfig_out).parent.is_dir():
+            raise UserInputError(f"the folder for --qconfig-out {cfg.qconfig_out} does not exist", "create it first")
+        if cfg.qconfig_out is not None:
+            check_writable(Path(cfg.qconfig_out), "--qconfig-out")
     if output is not None:  # before the slow work
         check_writable(Path(output), "-o")
-    say("loading model")
-    if isinstance(model, torch.nn.Module):
-        source = from_module(model)
-    else:
-        source = resolve_source(SourceRequest(location=str(model), model_factory=model_factory,
-                                              model_kwargs=model_kwargs or {}, trust_pickle=trust_pickle))
-    _prepare_inputs(source, example_inputs, inputs, dynamic_dims)
+    source = import_model(model, ImportRequest(
+        example_inputs=example_inputs, inputs=cfg.inputs, dynamic_dims=dynamic_dims, model_factory=cfg.model_factory,
+        model_kwargs=cfg.model_kwargs, trust_pickle=cfg.trust_pickle), say)
+    program = source.program
 
-    say("exporting with torch.export")
-    if source.module is not None:
-        ep = export_module(source.module, source.example_inputs, source.dynamic)
-    else:
-        ep = source.exported
-    program = program_from_exported(decompose(ep), source.dynamic, source.output_names)
-    _ensure_example_inputs(program, source)
-
-    if dtype == "int8":
+    target = cfg.target
+    quantization, held_out = None, None
+    if CALIBRATE in names:  # the int8 stage: calibrate, plan, guard, then the passes after it
         from .quant.convert import quantize_program
 
         program, records, quantization, held_out = quantize_program(
-            program, names, source, quant or QuantOptions(), calibration=calibration, calib_text=calib_text,
-            calib_synthetic=calib_synthetic, say=say, progress_bar=progress_bar, tune=tune, target=target,
+            program, names, source, cfg.quantization,
+            calibration=calibration if calibration is not None else cfg.calibration.files,
+            calib_text=cfg.calibration.text, calib_synthetic=cfg.calibration.synthetic, say=say,
+            progress_bar=progress_bar, tune=tune, target=target,
             load=lambda candidate, kind: _load_in_memory(candidate, _manifest(candidate, source, kind, [], target)))
     else:
-        records = run_pipeline(program, names, PassOptions(dtype=dtype, target=target),
+        records = run_pipeline(program, names, PassOptions(dtype=cfg.dtype, target=target),
                                on_pass=lambda n: say(f"pass {n}"))
-        quantization, held_out = None, None
-    manifest = _manifest(program, source, dtype, records, target)
+    manifest = _manifest(program, source, cfg.dtype, records, target)
     if quantization is not None:
         manifest.quantization = quantization.model_dump(mode="json")
 
-    out_path = Path(output) if output is not None else _default_output(source, dtype)
+    out_path = Path(output) if output is not None else _default_output(source, cfg.dtype)
     if output is None:
         check_writable(out_path, "-o")
     if on_output is not None:
@@ -174,16 +145,27 @@ def optimize(
     # Every temp file (the checked artifact, the final one before its rename) lives in one scratch folder
     # next to the output, removed however this ends; the output appears complete or not at all.
     with scratch_folder(out_path, "-o") as folder:
-        accuracy = _measure_accuracy(program, manifest, source, dtype, out_path, folder / "check.ipxc",
-                                     max_rel_error, min_cosine, check_inputs, where)
+        accuracy = _measure_accuracy(program, manifest, source, cfg.dtype, out_path, folder / "check.ipxc",
+                                     cfg.accuracy.max_rel_error, cfg.accuracy.min_cosine, check_inputs, where)
         with write_errors(out_path, "-o"):
             final = write_artifact(folder / "artifact.ipxc", program, manifest.model_copy(update={"accuracy": accuracy}),
                                    source.example_inputs)
             os.replace(folder / "artifact.ipxc", out_path)
-    if quantization is not None and qconfig_out is not None:
-        with write_errors(Path(qconfig_out), "--qconfig-out"):
-            Path(qconfig_out).write_text(quantization.model_dump_json(indent=2) + "\n")
-    return OptimizeResult(path=out_path, manifest=final, source=source, example_inputs=source.example_inputs)
+    if quantization is not None and cfg.qconfig_out is not None:
+        with write_errors(Path(cfg.qconfig_out), "--qconfig-out"):
+            Path(cfg.qconfig_out).write_text(quantization.model_dump_json(indent=2) + "\n")
+    return OptimizeResult(path=out_path, manifest=final, source=source, example_inputs=source.example_inputs,
+                          config=cfg)
+
+
+def _tune_settings(cfg: ConversionConfig):
+    """TuneSettings from the config's `tune` (its eval_fn imported now, before any slow work), or None."""
+    if cfg.tune is None:
+        return None
+    from .importing import import_callable
+    from .quant.convert import TuneSettings
+
+    return TuneSettings(eval_fn=import_callable(cfg.tune.eval_fn, "--eval-fn"), tolerable_loss=cfg.tune.tolerable_loss)
 
 
 def _check_target_runs_here(target: Target) -> None:
@@ -203,21 +185,7 @@ def _load_in_memory(program: Program, manifest: Manifest) -> LoadedModel:
         return load_artifact(folder / "candidate.ipxc")
 
 
-def _ensure_example_inputs(program: Program, source: ResolvedSource) -> None:
-    """A .pt2 saved without example inputs: make random ones from the graph's signature."""
-    if source.example_inputs:
-        return
-    args = []
-    for name in program.graph.inputs:
-        spec = program.graph.values[name]
-        shape = [d if isinstance(d, int) else DynamicDim(name=d, min=program.graph.dims[d].min, max=program.graph.dims[d].max)
-                 for d in spec.shape]
-        args.append(InputArg(name=name, shape=shape, dtype=spec.dtype))
-    source.example_inputs, _ = make_example_inputs(args)
-    check_example_inputs(source.example_inputs)
-
-
-def _manifest(program: Program, source: ResolvedSource, dtype: str, records, target: Target) -> Manifest:
+def _manifest(program: Program, source: ImportedModel, dtype: str, records, target: Target) -> Manifest:
     graph = program.graph
     return Manifest(
         target=target,
@@ -235,7 +203,7 @@ def _manifest(program: Program, source: ResolvedSource, dtype: str, records, tar
     )
 
 
-def _measure_accuracy(program: Program, manifest: Manifest, source: ResolvedSource, dtype: str, out_path: Path,
+def _measure_accuracy(program: Program, manifest: Manifest, source: ImportedModel, dtype: str, out_path: Path,
                       tmp: Path, max_rel_error: Optional[float], min_cosine: Optional[float],
                       inputs: Mapping[str, torch.Tensor], where: str) -> AccuracyRecord:
     """Write to the temp path `tmp` (next to `out_path`, so a full disk shows now, not at the final

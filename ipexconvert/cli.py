@@ -26,6 +26,7 @@ from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, Ti
 from rich.table import Column, Table
 from rich.text import Text
 
+from . import environment
 from .errors import IpexConvertError, UserInputError
 from .output_path import WriteLedger, check_writable, scratch_folder, write_errors
 
@@ -119,7 +120,7 @@ def handle_errors(fn: Callable) -> Callable:
         except (typer.Exit, typer.Abort):
             raise
         except Exception as e:  # a bug in ipexconvert, not the user's fault
-            if os.environ.get("IPEXCONVERT_DEBUG"):
+            if environment.get("IPEXCONVERT_DEBUG"):
                 raise
             err.print(f"[bold red]internal error:[/] {type(e).__name__}: {escape(str(e))}", highlight=False)
             err.print("  this is a bug in ipexconvert; rerun with IPEXCONVERT_DEBUG=1 for the traceback and report it")
@@ -368,9 +369,12 @@ def _print_quant_summary(plan: QuantPlan) -> None:
 @handle_errors
 def optimize(
     source: str = typer.Argument(..., help="model.pt2, a Hugging Face folder, a checkpoint (.safetensors/.pt), or example:NAME"),
-    dtype: str = typer.Option("fp32", "--dtype", help="fp32, bf16 or int8 (int8 needs --calib, --calib-text or --calib-synthetic)"),
-    target: str = typer.Option("cpu", "--target", help="cpu (portable: any x86-64 CPU, kernels chosen at load) or "
-                               "cpu:LEVEL (only CPUs with that ISA level or above, e.g. cpu:avx512_bf16)"),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="fp32 (default), bf16 or int8 (int8 needs --calib, "
+                                        "--calib-text or --calib-synthetic)"),
+    target: Optional[str] = typer.Option(None, "--target", help="cpu (default; portable: any x86-64 CPU, kernels chosen at "
+                                         "load) or cpu:LEVEL (only CPUs with that ISA level or above, e.g. cpu:avx512_bf16)"),
+    config: Optional[Path] = typer.Option(None, "--config", help="a .json or .toml file of conversion settings "
+                                          "(docs/configuration.md); flags given here override it"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="artifact path (default: NAME.DTYPE.ipxc)"),
     input: List[str] = typer.Option([], "--input", help="NAME:SHAPE:DTYPE, e.g. x:batch,3,224,224:float32 (repeatable)"),
     example_inputs: Optional[Path] = typer.Option(None, "--example-inputs", help="safetensors file with one tensor per input"),
@@ -418,18 +422,21 @@ def optimize(
     """Convert a model into an .ipxc artifact and check it against eager PyTorch."""
     from .api import load_artifact
     from .api import optimize as run_optimize
+    from .config import ConversionConfig
     from .frontend.torch.inputs import load_inputs_file, parse_input_arg
     from .frontend.torch.sources import parse_model_kwargs
 
     if output is not None and output.is_dir():
         raise UserInputError(f"-o {output} is a folder, not an artifact path", f"pass a file path, e.g. -o {output / 'model.ipxc'}")
+    file_config = ConversionConfig.from_file(config) if config is not None else None
+    dtype = dtype or (file_config.dtype if file_config is not None else "fp32")
     quant = _quant_options(dtype, {
         "calib": calib, "calib_text": calib_text, "calib_synthetic": calib_synthetic, "observer": observer,
         "smoothquant": smoothquant, "max_error": max_error, "guard_metric": guard_metric, "no_guard": no_guard,
         "qconfig_out": qconfig_out, "qconfig_in": qconfig_in, "float_dtype": float_dtype, "tune": tune,
         "eval_fn": eval_fn, "tolerable_loss": tolerable_loss})
     tune_settings = _tune_settings({"tune": tune, "eval_fn": eval_fn, "tolerable_loss": tolerable_loss}) if quant else None
-    input_args = [parse_input_arg(text) for text in input]
+    input_args = [parse_input_arg(text).to_text() for text in input]  # each checked now, before any slow work
     tensors = load_inputs_file(example_inputs) if example_inputs else None
     kwargs = parse_model_kwargs(model_kwargs)
     if qconfig_out is not None:
@@ -437,11 +444,11 @@ def optimize(
     with ConversionProgress(err) as progress, warnings.catch_warnings():
         warnings.showwarning = _loud_warning
         result = run_optimize(
-            source, tensors, dtype=dtype, target=target, output=output, inputs=input_args or None,
-            passes=[p.strip() for p in passes.split(",") if p.strip()] if passes else None, skip_passes=skip_pass,
-            max_rel_error=max_rel_error, min_cosine=min_cosine, model_factory=model_factory, model_kwargs=kwargs,
-            trust_pickle=trust_pickle, progress=progress.say, calibration=calib, calib_text=calib_text,
-            calib_synthetic=calib_synthetic or 0, quant=quant, qconfig_out=qconfig_out, progress_bar=progress.stage,
+            source, tensors, file_config, dtype=dtype, target=target, output=output, inputs=input_args or None,
+            passes=[p.strip() for p in passes.split(",") if p.strip()] if passes else None, skip_passes=skip_pass or None,
+            max_rel_error=max_rel_error, min_cosine=min_cosine, model_factory=model_factory, model_kwargs=kwargs or None,
+            trust_pickle=trust_pickle or None, progress=progress.say, calib_files=calib, calib_text=calib_text,
+            calib_synthetic=calib_synthetic, quant=quant, qconfig_out=qconfig_out, progress_bar=progress.stage,
             tune=tune_settings, on_output=written.expect)
         timings = None
         if timing:

@@ -7,7 +7,7 @@ import platform
 
 import torch
 
-from . import __version__
+from . import __version__, environment
 from .backends.cpu import compute_precision, native_lib, openmp_wait
 from .backends.cpu import isa as cpu
 
@@ -98,7 +98,7 @@ def environment_report() -> dict:
         "cpu_flags": interesting,
         "amx_os_permission": cpu.amx_permission(),
         "supported_isa": cpu.supported_levels(),
-        "max_isa_env": os.environ.get("IPEXCONVERT_MAX_ISA") or "unset",
+        "max_isa_env": environment.get("IPEXCONVERT_MAX_ISA") or "unset",
         "selected_isa": cpu.selected_isa(),
         "isa_detection": "native (CPUID + XCR0)" if cpu.detection() == "native" else "python (/proc/cpuinfo)",
         **_native_report(),

@@ -44,6 +44,20 @@ class PostOp(BaseModel):
         return self.kind
 
 
+def shift_operands(post_ops: Sequence[dict], by: int) -> list[dict]:
+    """Post-ops (node attrs form) with every binary operand slot moved by `by`: for a rewrite that inserts
+    `by` inputs before the operands (matmul -> linear adds a bias slot; quantizing adds the weight scales)."""
+    return [{**p, "operand": p["operand"] + by} if p.get("operand") is not None else dict(p) for p in post_ops]
+
+
+def append_binary(node, kind: str, operand: str) -> None:
+    """Fuse `kind` (add, mul) with the value `operand` as the last post-op of `node` (an ir.graph.Node): the
+    value becomes the node's last input and the post-op points at it."""
+    node.inputs = [*node.inputs, operand]
+    node.attrs = {**node.attrs, "post_ops": [*node.attrs.get("post_ops", []),
+                                             {"kind": kind, "operand": len(node.inputs) - 1}]}
+
+
 def apply_post_ops(y: torch.Tensor, post_ops: Sequence[PostOp], inputs: Sequence[Optional[torch.Tensor]]) -> torch.Tensor:
     for p in post_ops:
         if p.operand is None:

@@ -19,6 +19,7 @@ Counts: requantize_folded.
 from __future__ import annotations
 
 from ..ir import Program
+from ..ir.postops import append_binary
 from .base import PassOptions, register_pass
 from .rewrite import absorb_readers, quantize_params, remove_nodes
 
@@ -68,10 +69,8 @@ def fold_requantize(program: Program, options: PassOptions) -> dict[str, int]:
         if not multipliers:
             node.attrs = {**node.attrs, "output_dtype": dtype, "output_scale": scale, "output_zero_point": zero_point}
         elif _multiplier_foldable(program, node, multipliers[0]):
-            node.inputs = [*node.inputs, multipliers[0]]
-            post_ops = [*node.attrs.get("post_ops", []), {"kind": "mul", "operand": len(node.inputs) - 1}]
-            node.attrs = {**node.attrs, "post_ops": post_ops, "output_dtype": dtype, "output_scale": 1.0,
-                          "output_zero_point": zero_point}
+            append_binary(node, "mul", multipliers[0])
+            node.attrs = {**node.attrs, "output_dtype": dtype, "output_scale": 1.0, "output_zero_point": zero_point}
         else:
             continue
         graph.values[y] = graph.values[y].with_(dtype=dtype)

@@ -38,12 +38,16 @@ _FP32 = [
 PIPELINES: dict[tuple[str, str], list[str]] = {
     ("cpu", "fp32"): [*_FP32, "share_attention_mask", "prepack"],
     ("cpu", "bf16"): [*_FP32, "to_bf16", "fuse_layout_change", "merge_linears", "share_attention_mask", "prepack"],
-    ("cpu", "int8"): [*_FP32, "to_bf16", "quantize", "int8_residual", "quantize_before_pool", "fold_requantize", "fold_norm_quantize",
+    ("cpu", "int8"): [*_FP32, "calibrate", "to_bf16", "quantize", "int8_residual", "quantize_before_pool", "fold_requantize", "fold_norm_quantize",
              "fold_attention_quantize", "merge_shortcut_conv", "fuse_layout_change",
              "merge_linears", "share_attention_mask",
              "dead_code", "prepack"],
 }
-# Passes that must see the calibrated plan: the int8 pipeline is split before the first of these.
+# Stages: steps of a pipeline that are not passes. At "calibrate" the int8 conversion (ipexconvert/quant)
+# calibrates, plans and guards accuracy; the passes after it run once per candidate plan.
+CALIBRATE = "calibrate"
+STAGES: dict[str, str] = {CALIBRATE: "int8 calibration, quantization plan and accuracy guard (ipexconvert/quant)"}
+# Passes that must see the calibrated plan: a --passes list for int8 without "calibrate" gets it before the first.
 QUANTIZATION_STAGE = ("to_bf16", "quantize")
 
 
@@ -54,7 +58,7 @@ def pipeline_for(dtype: str, only: Optional[Iterable[str]] = None, skip: Iterabl
         raise UserInputError(f"dtype {dtype!r} is not supported for {device}", f"use one of: {', '.join(dtypes)}")
     names = list(only) if only is not None else list(PIPELINES[device, dtype])
     skip = set(skip)
-    unknown = [n for n in [*names, *skip] if n not in PASSES]
+    unknown = [n for n in [*names, *skip] if n not in PASSES and n not in STAGES]
     if unknown:
         raise UserInputError(f"unknown pass(es): {', '.join(unknown)}", f"known passes: {', '.join(sorted(PASSES))}")
     if dtype == "bf16" and "to_bf16" not in names and only is not None:
@@ -65,6 +69,10 @@ def pipeline_for(dtype: str, only: Optional[Iterable[str]] = None, skip: Iterabl
     names = [n for n in names if n not in skip]
     if dtype == "int8" and "quantize" not in names:
         raise UserInputError("--dtype int8 needs the quantize pass", "do not skip it, or use --dtype bf16")
+    if dtype == "int8" and CALIBRATE not in names:
+        names.insert(min(names.index(n) for n in QUANTIZATION_STAGE if n in names), CALIBRATE)
+    if dtype != "int8" and CALIBRATE in names:
+        raise UserInputError(f"the {CALIBRATE} stage only applies to --dtype int8", f"leave it out of --passes")
     return names
 
 
@@ -72,6 +80,8 @@ def run_pipeline(program: Program, names: list[str], options: PassOptions,
                  on_pass: Optional[Callable[[str], None]] = None) -> list[PassRecord]:
     records = []
     for name in names:
+        if name in STAGES:  # run by its owner (quant/convert.py), not here
+            continue
         if on_pass:
             on_pass(name)
         start = time.perf_counter()

@@ -20,6 +20,7 @@ rewritten matmuls included), matmul_to_linear.
 from __future__ import annotations
 
 from ..ir import Node, Program
+from ..ir.postops import shift_operands
 from .base import PassOptions, register_pass
 
 _FLOATS = {"float32", "bfloat16"}
@@ -71,8 +72,7 @@ def prepack(program: Program, options: PassOptions) -> dict[str, int]:
             transposed[b] = program.add_constant(f"{b}_t", tensor)
     for n in matmuls:
         # linear's inputs are [x, weight, bias, operands...]: binary post-op operands move up one slot.
-        post_ops = [{**p, "operand": p["operand"] + 1} if p.get("operand") is not None else p
-                    for p in n.attrs.get("post_ops", [])]
+        post_ops = shift_operands(n.attrs.get("post_ops", []), 1)
         n.op = "linear"
         n.inputs = [n.inputs[0], transposed[n.inputs[1]], None, *n.inputs[2:]]
         n.attrs = {"post_ops": post_ops}

@@ -11,6 +11,7 @@ Counts: linear_quantized, conv2d_quantized, quantize_inserted, left_float.
 from __future__ import annotations
 
 from ..ir import Node, Program
+from ..ir.postops import shift_operands
 from .base import PassOptions, register_pass
 
 _QUANTIZED_OP = {"linear": "qlinear", "conv2d": "qconv2d"}
@@ -55,8 +56,7 @@ def quantize(program: Program, options: PassOptions) -> dict[str, int]:
         bias = None if t.bias is None else program.add_constant(f"{node.name}_bias_fp32", t.bias)
         attrs = {k: node.attrs[k] for k in _CONV_ATTRS if k in node.attrs}
         # The int8 ops take one more input (weight scales) before the post-op operands.
-        post_ops = [{**p, "operand": p["operand"] + 1} if p.get("operand") is not None else p
-                    for p in node.attrs.get("post_ops", [])]
+        post_ops = shift_operands(node.attrs.get("post_ops", []), 1)
         attrs.update(x_scale=act.scale, x_zero_point=act.zero_point, post_ops=post_ops,
                      output_dtype=graph.values[node.outputs[0]].dtype)
         counts[f"{node.op}_quantized"] += 1

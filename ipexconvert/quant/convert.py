@@ -19,7 +19,7 @@ from ..errors import AccuracyError, UserInputError
 from ..ir import Program
 from ..manifest import PassRecord
 from ..passes import PassOptions, run_pipeline
-from ..passes.pipeline import QUANTIZATION_STAGE
+from ..passes.pipeline import CALIBRATE
 from ..target import Target
 from . import data
 from .calibrate import bind_dims
@@ -111,13 +111,13 @@ def quantize_program(program: Program, names: list[str], source, options: QuantO
                      load: Optional[LoadFn] = None, target: Target = Target()
                      ) -> tuple[Program, list[PassRecord], QuantPlan, list[dict]]:
     """The int8 program, all pass records, the final plan, and the held-out batches (for the final check)."""
-    cut = min((names.index(n) for n in QUANTIZATION_STAGE if n in names), default=len(names))
+    cut = names.index(CALIBRATE)  # pipeline_for puts the stage into every int8 pipeline
     records = run_pipeline(program, names[:cut], PassOptions(dtype="int8", target=target),
                            on_pass=lambda n: say(f"pass {n}"))
     cal = calibration_set(program, source, calibration, calib_text, calib_synthetic)
     calib, held_out = cal.split(options.held_out_fraction)
     float_dtype = options.float_dtype or default_float_dtype()
-    rest = [n for n in names[cut:] if n != "to_bf16" or float_dtype == "bfloat16"]
+    rest = [n for n in names[cut + 1:] if n != "to_bf16" or float_dtype == "bfloat16"]
     say(f"calibrating on {cal.description}")
     with torch.no_grad():
         reference = [flatten_outputs(source.eager(**b)) for b in held_out]

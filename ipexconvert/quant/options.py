@@ -13,16 +13,17 @@ class QuantOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     observer: Optional[str] = Field(default=None, description="minmax, percentile or histogram; None: per model family")
-    activation_dtype: Literal["uint8", "int8"] = "uint8"
+    activation_dtype: Literal["uint8", "int8"] = Field(default="uint8", description="the quantized activations' type")
     smoothquant: Union[Literal["auto", "off"], float] = Field(
         default="auto", description="auto (alpha searched per layer), off, or a fixed alpha in [0, 1]; transformer linears only")
     float_dtype: Optional[Literal["float32", "bfloat16"]] = Field(
         default=None, description="what ops without an int8 kernel run in; None: bfloat16 where the CPU has it")
-    guard_metric: Literal["auto", "cosine", "relative", "top1"] = "auto"
+    guard_metric: Literal["auto", "cosine", "relative", "top1"] = Field(
+        default="auto", description="what the accuracy guard measures; auto: top1 for classifiers, else cosine")
     max_error: Optional[float] = Field(default=None, gt=0, description="guard budget; None: the metric's default")
-    guard: bool = True
-    held_out_fraction: float = Field(default=0.2, ge=0, lt=1)
-    qconfig_in: Optional[Path] = None
+    guard: bool = Field(default=True, description="move the most sensitive layers back to float until the budget holds")
+    held_out_fraction: float = Field(default=0.2, ge=0, lt=1, description="calibration batches kept for the accuracy check")
+    qconfig_in: Optional[Path] = Field(default=None, description="a plan written by qconfig_out (edited or not)")
     sample_rows: int = Field(default=512, gt=0, description="activation rows kept per layer for the alpha search")
 
     @field_validator("observer")

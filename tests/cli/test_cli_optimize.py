@@ -251,3 +251,28 @@ def test_custom_op_without_decomposition_is_refused(cli, factory, tmp_path):
                  "--input", "x:batch,16:float32", "-o", outdir / "m.ipxc")
     expect_usage_error(result, "ipxc_cli_test.scramble", "cannot be converted")
     assert list(outdir.iterdir()) == [], describe(result)
+
+
+# --------------------------------------------------------------------------- --config
+def test_config_file_with_flags_on_top(cli, small_pt2, tmp_path):
+    config = tmp_path / "conv.toml"
+    config.write_text('dtype = "bf16"\ntrust_pickle = true\npasses = ["remove_identity", "dead_code"]\n'
+                      '[accuracy]\nmin_cosine = 0.98\n')
+    out = tmp_path / "cfg.ipxc"
+    expect_exit(cli("optimize", small_pt2, "--config", config, "-o", out, "--no-timing"), 0)
+    manifest, _ = read_manifest(out)
+    assert manifest.dtype == "bf16" and manifest.accuracy.budget_min_cosine == 0.98
+    assert _passes(out) == ["remove_identity", "dead_code", "to_bf16"]  # bf16's promise keeps to_bf16
+    out2 = tmp_path / "cfg2.ipxc"
+    expect_exit(cli("optimize", small_pt2, "--config", config, "--dtype", "fp32", "--target", "cpu:generic",
+                    "-o", out2, "--no-timing"), 0)
+    manifest2, _ = read_manifest(out2)
+    assert (manifest2.dtype, str(manifest2.target)) == ("fp32", "cpu:generic")
+
+
+def test_bad_config_file_is_a_usage_error(cli, tmp_path):
+    config = tmp_path / "bad.json"
+    config.write_text('{"dtype": "fp32", "calibration": {"synthetic": 4}}')
+    expect_usage_error(cli("optimize", "example:tiny-cnn", "--config", config, "-o", tmp_path / "x.ipxc"),
+                       "calibration: int8 settings, but this conversion is fp32")
+    assert not (tmp_path / "x.ipxc").exists()

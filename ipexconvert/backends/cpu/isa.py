@@ -13,6 +13,7 @@ import os
 import platform
 from functools import lru_cache
 
+from ... import environment
 from ...errors import UserInputError
 from ...target import CPU_LEVELS
 
@@ -113,7 +114,7 @@ def python_supported_levels() -> list[str]:
 
 
 def max_isa_cap() -> str | None:
-    cap = os.environ.get("IPEXCONVERT_MAX_ISA")
+    cap = environment.get("IPEXCONVERT_MAX_ISA")
     if cap is None or cap == "":
         return None
     cap = cap.strip().lower()

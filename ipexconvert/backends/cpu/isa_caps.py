@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import os
 
+from ... import environment
+
 # Our level -> each library's name for the same ceiling. "amx" is the top: nothing to cap.
 LIBRARY_CAPS: dict[str, dict[str, str]] = {
     "generic": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
@@ -36,7 +38,7 @@ applied: dict[str, tuple[str, str]] = {}
 
 def apply(environ=os.environ) -> dict[str, tuple[str, str]]:
     """Write the cap into the libraries' variables the user left unset; returns what each holds."""
-    cap = (environ.get("IPEXCONVERT_MAX_ISA") or "").strip().lower()
+    cap = (environment.get("IPEXCONVERT_MAX_ISA", environ) or "").strip().lower()
     result: dict[str, tuple[str, str]] = {}
     for variable, value in LIBRARY_CAPS.get(cap, {}).items():  # an unknown cap is reported later, by runtime.cpu
         if environ.get(variable):

@@ -22,6 +22,8 @@ from typing import Literal, Mapping, Optional
 
 from pydantic import BaseModel
 
+from ... import environment
+
 # mallopt(3) parameter numbers from glibc's malloc.h.
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -45,7 +47,7 @@ _result = MallocTuning(state="not yet", detail="no artifact loaded on the CPU in
 
 def reason_to_skip(environ: Mapping[str, str]) -> Optional[str]:
     """Why the tuning must not run in this environment; None where it may."""
-    if environ.get("IPEXCONVERT_MALLOC_TUNING", "1").strip().lower() in ("0", "false", "off", "no"):
+    if environment.switched_off("IPEXCONVERT_MALLOC_TUNING", environ):
         return "IPEXCONVERT_MALLOC_TUNING=0"
     named = [v for v in _USER_MALLOC_VARIABLES if v in environ]
     if "glibc.malloc" in environ.get("GLIBC_TUNABLES", ""):

@@ -6,7 +6,7 @@ oneDNN comes from the onednn-cpu-gomp wheel: oneDNN 3.2 built for GNU OpenMP, so
 OpenMP runtime (and thread count) torch already runs. Its library lives in the environment's
 lib/ folder, which the dynamic loader does not search, so it is loaded here by path before the
 extension. Missing wheel or extension: available() is False and the kernels decline (torch's
-oneDNN operators run); IPEXCONVERT_DNNL=0 does the same on purpose. The first kernel that wants
+oneDNN operators run); IPEXCONVERT_ONEDNN_DIRECT=0 does the same on purpose. The first kernel that wants
 it runs self_check() once: a small int8 and float convolution and an int8 linear against the op
 references; a failure warns once and turns the layers off.
 """
@@ -22,6 +22,7 @@ from typing import Callable, Optional, Sequence, TypeVar
 
 import torch
 
+from ... import environment
 from ...errors import ArtifactError
 from .isa import ISA_LEVELS, selected_isa
 from .self_check.onednn_direct import check_layers
@@ -65,8 +66,8 @@ def unavailable_reason() -> Optional[str]:
 
 
 def enabled() -> bool:
-    """IPEXCONVERT_DNNL=0 turns the direct layers off (torch's oneDNN operators run), for debugging and timing."""
-    return os.environ.get("IPEXCONVERT_DNNL", "1").strip().lower() not in ("0", "false", "off", "no")
+    """IPEXCONVERT_ONEDNN_DIRECT=0 turns the direct layers off (torch's oneDNN operators run), for debugging and timing."""
+    return not environment.switched_off("IPEXCONVERT_ONEDNN_DIRECT")
 
 
 def usable(isa: str) -> bool:

@@ -31,6 +31,11 @@ class InputArg(BaseModel):
     shape: list[int | DynamicDim]
     dtype: str = "float32"
 
+    def to_text(self) -> str:
+        """The NAME:SHAPE:DTYPE form parse_input_arg reads back (a config file's `inputs` entry)."""
+        dims = [str(d) if isinstance(d, int) else f"{d.name}[{d.min}..{d.max}]" for d in self.shape]
+        return f"{self.name}:{','.join(dims)}:{self.dtype}"
+
 
 def parse_input_arg(text: str) -> InputArg:
     """NAME:SHAPE[:DTYPE] -> InputArg, with an error that shows the expected form."""

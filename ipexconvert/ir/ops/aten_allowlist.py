@@ -29,6 +29,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
+from ... import environment
 from ...errors import ArtifactError, UserInputError
 
 MAX_TENSOR_BYTES = 2**31
@@ -39,7 +40,7 @@ _RECREATE = "re-create the artifact with `ipexconvert optimize`; this graph was 
 
 def max_tensor_bytes() -> int:
     """The per-op output budget in bytes: IPEXCONVERT_MAX_TENSOR_BYTES if set, else MAX_TENSOR_BYTES."""
-    text = os.environ.get(MAX_TENSOR_BYTES_ENV, "").strip()
+    text = (environment.get(MAX_TENSOR_BYTES_ENV) or "").strip()
     if not text:
         return MAX_TENSOR_BYTES
     try:

@@ -55,7 +55,7 @@ def onednn_direct_float(level: str) -> Optional[str]:
     if not enabled():
         return "switched off by IPEXCONVERT_ONEDNN=0"
     if not onednn_direct.enabled():
-        return "switched off by IPEXCONVERT_DNNL=0"
+        return "switched off by IPEXCONVERT_ONEDNN_DIRECT=0"
     if _below(level, "avx2"):
         return "needs avx2"
     if not onednn_direct.usable(level):

@@ -7,6 +7,7 @@ from typing import Callable, Optional
 
 import torch
 
+from .... import environment
 from ....ir.postops import PostOp, apply_post_ops
 from ....ir.spec import TensorSpec
 from ..isa import ISA_LEVELS, cpu_vendor
@@ -31,7 +32,7 @@ def _switched_on(value: str) -> bool:
 
 def enabled() -> bool:
     """IPEXCONVERT_ONEDNN=0 sends every node to the next factory (for debugging and timing)."""
-    return _switched_on(os.environ.get("IPEXCONVERT_ONEDNN", "1"))
+    return not environment.switched_off("IPEXCONVERT_ONEDNN")
 
 
 def mkl_runs_float32_linear() -> bool:
@@ -39,8 +40,8 @@ def mkl_runs_float32_linear() -> bool:
     as or faster than oneDNN (oneDNN has ~35 us more fixed cost per call), and oneDNN on other
     vendors' CPUs, where MKL takes slower code paths (AMD Zen 4, BERT-base shapes, 2 threads:
     oneDNN 0.69-0.84 of MKL's time). IPEXCONVERT_MKL_FP32=1/0 overrides (benchmarks/ab.py --env)."""
-    override = os.environ.get("IPEXCONVERT_MKL_FP32", "").strip()
-    return _switched_on(override) if override else cpu_vendor() == "GenuineIntel"
+    override = environment.get("IPEXCONVERT_MKL_FP32")
+    return _switched_on(override.strip()) if override else cpu_vendor() == "GenuineIntel"
 
 
 def isa_allows(isa: str, dtype: str) -> bool:

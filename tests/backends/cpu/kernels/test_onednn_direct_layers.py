@@ -376,7 +376,7 @@ def test_isa_cap_reaches_onednn_and_the_self_check_passes_there(cap, onednn_isa)
 
 
 def test_int8_cnn_runs_on_torch_operators_alone(monkeypatch, tmp_path):
-    """With the direct layers off (IPEXCONVERT_DNNL=0, or no oneDNN library) an int8 CNN converts
+    """With the direct layers off (IPEXCONVERT_ONEDNN_DIRECT=0, or no oneDNN library) an int8 CNN converts
     and runs on torch's oneDNN operators and the ops' references (its uint8 channels-last max
     pool included) and gives what the direct layers give."""
     import ipexconvert
@@ -388,7 +388,7 @@ def test_int8_cnn_runs_on_torch_operators_alone(monkeypatch, tmp_path):
     direct = ipexconvert.load_artifact(path)
     assert "onednn_direct:max_pool2d" in {s.kernel_name for s in direct.executor.steps}
     want = direct.run_dict(inputs)
-    monkeypatch.setenv("IPEXCONVERT_DNNL", "0")
+    monkeypatch.setenv("IPEXCONVERT_ONEDNN_DIRECT", "0")
     torch_only = ipexconvert.load_artifact(path)
     names = {s.kernel_name for s in torch_only.executor.steps}
     assert not any(name.startswith("onednn_direct:") for name in names) and "reference:max_pool2d" in names

@@ -83,7 +83,7 @@ def test_declines(monkeypatch):
     assert onednn_direct_qlinear(context("qlinear", attrs, tensors, {2, 3})) is None  # weight not a constant
     signed = [quantize(torch.randn(2, 3, 33), X_SCALE, 0, "int8"), *tensors[1:]]
     assert onednn_direct_qlinear(context("qlinear", attrs, signed, {1, 2, 3})) is None  # uint8 activations only
-    monkeypatch.setenv("IPEXCONVERT_DNNL", "0")
+    monkeypatch.setenv("IPEXCONVERT_ONEDNN_DIRECT", "0")
     assert resolve_kernel(context("qlinear", attrs, tensors, {1, 2, 3})).name == "torch_onednn:qlinear"
 
 

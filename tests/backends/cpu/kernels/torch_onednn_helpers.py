@@ -90,4 +90,4 @@ class WrongResult:
 def torch_operators_only(monkeypatch):
     """Imported by the tests about torch's oneDNN operators: keeps the direct oneDNN layers (tried
     first) out of their way."""
-    monkeypatch.setenv("IPEXCONVERT_DNNL", "0")
+    monkeypatch.setenv("IPEXCONVERT_ONEDNN_DIRECT", "0")

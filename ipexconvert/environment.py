@@ -1,0 +1,55 @@
+"""Every environment variable ipexconvert reads, in one place.
+
+Environment variables are overrides of process-wide runtime choices (which kernels may run, the ISA
+cap, allocator tuning, limits) for debugging, benchmarking and capping a big CPU to a small one's
+behaviour; conversion settings live in ConversionConfig (config.py). Code reads a variable only
+through `get()`, which refuses a name not listed here, so this table is complete
+(tests/test_environment.py also greps the sources). docs/configuration.md is generated from it.
+Imports nothing heavy: isa_caps reads the cap through it before torch loads.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+_OFF = ("0", "false", "off", "no")
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    default: str
+    effect: str
+
+
+VARIABLES: dict[str, Variable] = {v.name: v for v in [
+    Variable("IPEXCONVERT_MAX_ISA", "unset (the best level the CPU has)",
+             "cap the ISA level (generic, avx2, avx512, avx512_vnni, avx512_bf16, amx) of our kernels and, through "
+             "ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA and MKL_ENABLE_INSTRUCTIONS (unless set), of torch, oneDNN and MKL: "
+             "a big CPU runs what a smaller one would. Read by the native library too."),
+    Variable("IPEXCONVERT_ONEDNN", "1", "0: no oneDNN- or MKL-backed kernel and no int8 GEMM runs (the op references "
+             "and our float kernels do); for debugging and for timing against the references"),
+    Variable("IPEXCONVERT_ONEDNN_DIRECT", "1", "0: our direct oneDNN layers (`onednn_direct_*` kernels, ipexconvert._dnnl) "
+             "step aside and torch's oneDNN operators run those nodes"),
+    Variable("IPEXCONVERT_MKL_FP32", "unset (MKL on Intel CPUs, oneDNN elsewhere)",
+             "1/0: float32 linear on MKL's packed GEMM / on oneDNN, whatever the CPU vendor"),
+    Variable("IPEXCONVERT_MALLOC_TUNING", "1", "0: loading an artifact leaves glibc's malloc thresholds alone"),
+    Variable("IPEXCONVERT_MAX_TENSOR_BYTES", "2147483648 (2 GiB)",
+             "the largest output an `aten` fallback node may make (a bound on what an artifact can ask for)"),
+    Variable("IPEXCONVERT_DEBUG", "unset", "1: an internal error (exit 3) prints its Python traceback"),
+]}
+
+
+def get(name: str, environ: Mapping[str, str] = os.environ) -> Optional[str]:
+    """The variable's value, None when unset or empty. Only listed variables may be read."""
+    if name not in VARIABLES:
+        raise KeyError(f"{name} is not listed in ipexconvert/environment.py")
+    value = environ.get(name)
+    return value if value else None
+
+
+def switched_off(name: str, environ: Mapping[str, str] = os.environ) -> bool:
+    """An on/off switch (default on) set to 0, false, off or no."""
+    value = get(name, environ)
+    return value is not None and value.strip().lower() in _OFF

@@ -1,0 +1,64 @@
+"""The importer seam: every frontend turns a model into an IR Program plus an eager oracle.
+
+`import_model` asks the importers in IMPORTERS, in order, which one takes the model; that one
+returns an ImportedModel: the graph (weights included), what the source was, its example inputs, and
+`eager`, the reference the conversion checks the artifact against (a torch module for torch
+sources; for an ONNX file it would be ONNX Runtime or the IR reference). The rest of the conversion
+(passes, calibration, the accuracy check, the artifact) sees only this.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional, Protocol
+
+import torch
+
+from ..errors import UserInputError
+from ..ir import Program
+from ..ir.dynamic_dims import DynamicDims
+from ..manifest import SourceRecord
+
+
+@dataclass
+class ImportRequest:
+    """What the caller says about the model besides the model itself (the config's source fields)."""
+
+    example_inputs: Optional[Mapping[str, torch.Tensor]] = None
+    inputs: list[str] = field(default_factory=list)  # NAME:SHAPE:DTYPE declarations
+    dynamic_dims: Optional[DynamicDims] = None
+    model_factory: Optional[str] = None
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+    trust_pickle: bool = False
+
+
+@dataclass
+class ImportedModel:
+    program: Program
+    record: SourceRecord
+    eager: Callable[..., Any]  # the accuracy oracle, called with keyword inputs
+    example_inputs: dict[str, torch.Tensor]
+    int_high: int = 100  # upper bound for random integer inputs (vocab size for token ids)
+    tokenizer_folder: Optional[Path] = None  # a Hugging Face tokenizer for --calib-text, where the model has one
+
+
+class Importer(Protocol):
+    def accepts(self, model: Any) -> bool:
+        """Whether this frontend reads `model` (a module, a path, `example:NAME`)."""
+
+    def import_model(self, model: Any, request: ImportRequest, say: Callable[[str], None]) -> ImportedModel:
+        ...
+
+
+# name -> module whose IMPORTER reads that kind of model, asked in this order (torch last: it reads
+# modules, checkpoints, folders and example names, and says clearly what it cannot read).
+IMPORTERS: dict[str, str] = {"torch": "ipexconvert.frontend.torch.importer"}
+
+
+def import_model(model: Any, request: ImportRequest, say: Callable[[str], None] = lambda _m: None) -> ImportedModel:
+    for module in IMPORTERS.values():
+        importer = import_module(module).IMPORTER
+        if importer.accepts(model):
+            return importer.import_model(model, request, say)
+    raise UserInputError(f"no frontend reads {model!r}", f"supported: {', '.join(IMPORTERS)} models")
