@@ -48,7 +48,7 @@ def _run(fn, *args, **kwargs):
 
 
 def kernel_names() -> list[str]:
-    """Every kernel the library was built with (the list lives once, in native/include/ipxc/kernels.h)."""
+    """Every kernel the library was built with (the list lives once: native/kernels/*/kernel.cmake)."""
     return list(_lib().kernel_names())
 
 

@@ -1,4 +1,4 @@
-// int8_gemm (kernels.h): an exact uint8 x int8 GEMM for AVX2 CPUs without VNNI.
+// int8_gemm (args.h): an exact uint8 x int8 GEMM for AVX2 CPUs without VNNI.
 //
 // Why not vpmaddubsw: it sums pairs of u8 * s8 products into int16 with saturation, and
 // 2 * 255 * 127 does not fit; that is the error oneDNN's int8 kernels show on such CPUs. Here

@@ -1,0 +1,115 @@
+// Python binding of the int8_gemm kernel(s): checks the tensors, fills the argument struct, runs the
+// build for the selected level (compiled once, for the generic level; helpers in native/python/bind_common.h).
+#include "bind_common.h"
+
+namespace ipxc {
+namespace {
+
+// int8_gemm: a [m, k] uint8 (rows may be strided, elements contiguous), w packed int16 (see
+// kernels.h), out [m, n] float32 / bfloat16 / uint8 / int8 (rows may be strided).
+// Convolution geometry for int8_gemm's on-the-fly im2col: a is a dense NHWC uint8 image.
+void set_conv_rows(Int8GemmArgs& g, const TensorArg& a, const std::vector<int64_t>& conv) {
+    if (conv.size() != 8) fail("conv must be (kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w)");
+    for (int i = 0; i < 8; ++i) {
+        const bool is_pad = i == 4 || i == 5;
+        if (conv[i] < (is_pad ? 0 : 1) || conv[i] > (1 << 20)) fail("conv geometry value " + std::to_string(conv[i]) + " is out of range");
+    }
+    if (!is(a, nb::dtype<uint8_t>()) || a.ndim() != 4) fail("a must be a 4-D uint8 NHWC image for a convolution, got " + a.dtype_str() + " " + a.shape_str());
+    if (!a.is_contiguous()) fail("a " + a.shape_str() + " must be a dense NHWC image (a channels-last tensor's permute(0, 2, 3, 1))");
+    g.conv = true;
+    g.in_h = a.shape(1);
+    g.in_w = a.shape(2);
+    g.channels = a.shape(3);
+    g.kernel_h = conv[0], g.kernel_w = conv[1], g.stride_h = conv[2], g.stride_w = conv[3];
+    g.pad_h = conv[4], g.pad_w = conv[5], g.dilation_h = conv[6], g.dilation_w = conv[7];
+    const int64_t span_h = g.dilation_h * (g.kernel_h - 1) + 1, span_w = g.dilation_w * (g.kernel_w - 1) + 1;
+    if (g.in_h + 2 * g.pad_h < span_h || g.in_w + 2 * g.pad_w < span_w) fail("the kernel does not fit the padded image");
+    g.out_h = (g.in_h + 2 * g.pad_h - span_h) / g.stride_h + 1;
+    g.out_w = (g.in_w + 2 * g.pad_w - span_w) / g.stride_w + 1;
+    g.m = a.shape(0) * g.out_h * g.out_w;
+    g.k = g.kernel_h * g.kernel_w * g.channels;
+    g.a_stride = 0;
+}
+
+void int8_gemm(nb::handle a_obj, int a_zero_point, nb::handle w_obj, int64_t n, nb::handle scales_obj,
+               nb::handle bias_obj, bool relu, nb::handle out_obj, double out_scale, int out_zero_point,
+               const OptStr& max_isa, int threads, nb::handle residual_obj, double residual_scale,
+               int residual_zero_point, const std::optional<std::vector<int64_t>>& conv) {
+    const TensorArg a(a_obj, "a"), w(w_obj, "w"), out(out_obj, "out");
+    const auto bias = optional_tensor(bias_obj, "bias");
+    const auto residual = optional_tensor(residual_obj, "residual");
+    Int8GemmArgs g;
+    if (!a.on_cpu() || !out.on_cpu() || !w.on_cpu()) fail("int8_gemm takes CPU tensors");
+    if (conv) {
+        set_conv_rows(g, a, *conv);
+    } else {
+        if (!is(a, nb::dtype<uint8_t>()) || a.ndim() != 2) fail("a must be a 2-D uint8 tensor, got " + a.dtype_str() + " " + a.shape_str());
+        if (a.stride(1) != 1 || a.stride(0) < a.shape(1)) fail("a " + a.shape_str() + " needs contiguous rows");
+        g.m = a.shape(0);
+        g.k = a.shape(1);
+        g.a_stride = a.stride(0);
+    }
+    g.n = n;
+    if (g.k < 1 || g.k > 65536) fail("k = " + std::to_string(g.k) + " is outside 1..65536 (int32 sums stay exact up to there)");
+    if (n < 1 || n > std::numeric_limits<int32_t>::max())  // also keeps the packed size below from overflowing
+        fail("n = " + std::to_string(n) + " is outside 1.." + std::to_string(std::numeric_limits<int32_t>::max()));
+    if (a_zero_point < 0 || a_zero_point > 255) fail("a_zero_point " + std::to_string(a_zero_point) + " is outside 0..255");
+    check_cpu_contiguous(w);
+    const int64_t n16 = (n + 15) / 16 * 16, k2 = (g.k + 1) / 2 * 2;
+    if (!is(w, nb::dtype<int16_t>()) || w.size() != n16 * k2)
+        fail("w must be the packed int16 weight of " + std::to_string(n16 * k2) + " elements (n=" + std::to_string(n) +
+             ", k=" + std::to_string(g.k) + "), got " + w.dtype_str() + " " + w.shape_str());
+    g.scales = f32_vector(TensorArg(scales_obj, "scales"), n);
+    if (bias) g.bias = f32_vector(*bias, n);
+    if (out.ndim() != 2 || out.shape(0) != g.m || out.shape(1) != n)
+        fail("out " + out.shape_str() + " must be [" + std::to_string(g.m) + ", " + std::to_string(n) + "]");
+    if (out.stride(1) != 1 || out.stride(0) < n) fail("out " + out.shape_str() + " needs contiguous rows");
+    if (out.is_f32()) g.out = GemmOut::f32;
+    else if (out.is_bf16()) g.out = GemmOut::bf16;
+    else if (is(out, nb::dtype<uint8_t>())) g.out = GemmOut::u8;
+    else if (is(out, nb::dtype<int8_t>())) g.out = GemmOut::s8;
+    else fail("out has dtype " + out.dtype_str() + "; it must be float32, bfloat16, uint8 or int8");
+    if (g.out == GemmOut::u8 || g.out == GemmOut::s8) {
+        if (!(out_scale > 0.0) || !(out_scale < 1e30)) fail("out_scale must be a positive finite number");
+        const int lo = g.out == GemmOut::u8 ? 0 : -128, hi = g.out == GemmOut::u8 ? 255 : 127;
+        if (out_zero_point < lo || out_zero_point > hi) fail("out_zero_point " + std::to_string(out_zero_point) + " is outside out's range");
+        g.out_inv_scale = static_cast<float>(1.0 / out_scale);
+        g.out_zero_point = out_zero_point;
+    }
+    if (residual) {
+        if (!residual->on_cpu() || residual->ndim() != 2 || residual->shape(0) != g.m || residual->shape(1) != n)
+            fail("residual " + residual->shape_str() + " must be [" + std::to_string(g.m) + ", " + std::to_string(n) + "] on the CPU");
+        if (residual->stride(1) != 1 || residual->stride(0) < n) fail("residual " + residual->shape_str() + " needs contiguous rows");
+        if (is(*residual, nb::dtype<uint8_t>())) {
+            if (!(residual_scale > 0.0) || !(residual_scale < 1e30)) fail("residual_scale must be a positive finite number");
+            if (residual_zero_point < 0 || residual_zero_point > 255) fail("residual_zero_point is outside 0..255");
+            g.residual_u8 = true;
+            g.residual_scale = static_cast<float>(residual_scale);
+            g.residual_zero_point = residual_zero_point;
+        } else if (!residual->is_f32()) {
+            fail("residual has dtype " + residual->dtype_str() + "; it must be uint8 or float32");
+        }
+        g.residual = residual->data();
+        g.residual_stride = residual->stride(0);
+    }
+    g.a = static_cast<const uint8_t*>(a.data());
+    g.a_zero_point = a_zero_point;
+    g.w = static_cast<const int16_t*>(w.data());
+    g.relu = relu;
+    g.y = out.data();
+    g.y_stride = out.stride(0);
+    g.threads = threads;
+    run(lookup_int8_gemm(select(max_isa)), "int8_gemm", g);
+}
+
+}  // namespace
+
+void bind_int8_gemm(nb::module_& m) {
+    m.def("int8_gemm", &int8_gemm, "a"_a, "a_zero_point"_a, "w"_a, "n"_a, "scales"_a, "bias"_a.none(), "relu"_a,
+          "out"_a, "out_scale"_a, "out_zero_point"_a, "max_isa"_a.none(), "threads"_a, "residual"_a.none() = nb::none(),
+          "residual_scale"_a = 1.0, "residual_zero_point"_a = 0, "conv"_a = nb::none(),
+          "out = epilogue((a - a_zero_point) @ W^T), exact int32 products (no VNNI needed); w from pack_int8_weight; "
+          "with conv=(kh, kw, sh, sw, ph, pw, dh, dw), a is an NHWC image and the rows are its patches");
+}
+
+}  // namespace ipxc

@@ -1,0 +1,143 @@
+// What every kernel binding (native/kernels/<folder>/bind.cpp) shares: tensor checks, argument
+// helpers and the call into a kernel with the GIL released. Compiled into the generic-level module only.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ipxc/dispatch.h"
+#include "ipxc/isa.h"
+#include "ipxc/kernels.h"
+#include "tensor_arg.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace ipxc {
+
+using OptStr = std::optional<std::string>;
+
+[[noreturn]] inline void fail(const std::string& message) { throw std::invalid_argument(message); }
+
+inline void check_cpu_contiguous(const TensorArg& t) {
+    if (!t.on_cpu()) fail(std::string(t.name()) + " is not on the CPU; move it with .cpu() first");
+    if (!t.is_contiguous())
+        fail(std::string(t.name()) + " " + t.shape_str() + " is not contiguous; call .contiguous() first");
+}
+
+// The activation dtype: float32 or bfloat16.
+inline DType activation_dtype(const TensorArg& t) {
+    check_cpu_contiguous(t);
+    if (t.is_f32()) return DType::f32;
+    if (t.is_bf16()) return DType::bf16;
+    fail(std::string(t.name()) + " has dtype " + t.dtype_str() + "; native kernels take float32 or bfloat16");
+}
+
+// A tensor that must match `ref` in dtype and element count (its shape is the caller's business).
+inline void check_same_dtype(const TensorArg& t, const TensorArg& ref) {
+    if (!(t.dtype() == ref.dtype()))
+        fail(std::string(t.name()) + " has dtype " + t.dtype_str() + " but " + ref.name() + " has " + ref.dtype_str());
+}
+
+inline void check_like(const TensorArg& t, const TensorArg& ref) {
+    check_cpu_contiguous(t);
+    check_same_dtype(t, ref);
+    if (t.size() != ref.size())
+        fail(std::string(t.name()) + " " + t.shape_str() + " does not have as many elements as " + ref.name() + " " +
+             ref.shape_str());
+}
+
+// The dtype of an additive mask (softmax, attention): a float32 or bfloat16 CPU tensor.
+inline DType additive_mask_dtype(const TensorArg& m) {
+    if (!m.on_cpu()) fail("mask is not on the CPU; move it with .cpu() first");
+    if (m.is_f32()) return DType::f32;
+    if (m.is_bf16()) return DType::bf16;
+    fail("mask has dtype " + m.dtype_str() + "; an additive mask must be float32 or bfloat16");
+}
+
+// A float32 vector of n elements, one per element of x's last dim (norm weight/bias, ...).
+inline const float* f32_vector(const TensorArg& t, int64_t n) {
+    check_cpu_contiguous(t);
+    if (!t.is_f32()) fail(std::string(t.name()) + " has dtype " + t.dtype_str() + "; it must be float32");
+    if (t.size() != n)
+        fail(std::string(t.name()) + " " + t.shape_str() + " must have " + std::to_string(n) +
+             " elements (the last dim of x)");
+    return static_cast<const float*>(t.data());
+}
+
+inline const float* f32_vector(const std::optional<TensorArg>& t, int64_t n) { return t ? f32_vector(*t, n) : nullptr; }
+
+// rows x cols with cols = the last dim.
+inline void rows_cols(const TensorArg& x, int64_t* rows, int64_t* cols) {
+    if (x.ndim() == 0) fail(std::string(x.name()) + " must have at least one dim");
+    *cols = x.shape(x.ndim() - 1);
+    *rows = *cols == 0 ? 0 : x.size() / *cols;
+}
+
+inline Level select(const OptStr& max_isa) { return select_level(max_isa ? max_isa->c_str() : nullptr); }
+
+template <class Fn, class Args>
+
+inline void run(Fn fn, const char* name, const Args& args) {
+    if (fn == nullptr) throw std::runtime_error(std::string("native kernel ") + name + " was not built");
+    nb::gil_scoped_release release;
+    fn(args);
+}
+
+inline std::vector<std::string> names_of(const std::vector<Level>& levels) {
+    std::vector<std::string> out;
+    for (Level l : levels) out.push_back(level_name(l));
+    return out;
+}
+
+// ---- INT8 ----------------------------------------------------------------------------------------
+
+inline bool is(const TensorArg& t, nb::dlpack::dtype d) { return t.dtype() == d; }
+
+// int8 -> false, uint8 -> true.
+inline bool quantized_unsigned(const TensorArg& t) {
+    check_cpu_contiguous(t);
+    if (is(t, nb::dtype<int8_t>())) return false;
+    if (is(t, nb::dtype<uint8_t>())) return true;
+    fail(std::string(t.name()) + " has dtype " + t.dtype_str() + "; quantized values are int8 or uint8");
+}
+
+// Scales (float32) and zero points (int32) for [rows, cols]: one each, or one per row.
+inline void check_qparams(const TensorArg& scales, const TensorArg& zps, bool per_channel, int64_t rows, bool is_unsigned) {
+    check_cpu_contiguous(scales);
+    check_cpu_contiguous(zps);
+    if (!scales.is_f32()) fail("scales has dtype " + scales.dtype_str() + "; it must be float32");
+    if (!is(zps, nb::dtype<int32_t>())) fail("zero_points has dtype " + zps.dtype_str() + "; it must be int32");
+    const int64_t n = per_channel ? rows : 1;
+    if (scales.size() != n || zps.size() != n)
+        fail("scales " + scales.shape_str() + " and zero_points " + zps.shape_str() + " must have " + std::to_string(n) +
+             (per_channel ? " elements (one per channel: the size of axis 0)" : " element"));
+    const int32_t lo = is_unsigned ? 0 : -128, hi = is_unsigned ? 255 : 127;
+    const int32_t* z = static_cast<const int32_t*>(zps.data());
+    for (int64_t i = 0; i < n; ++i)
+        if (z[i] < lo || z[i] > hi)
+            fail("zero point " + std::to_string(z[i]) + " is outside the quantized range [" + std::to_string(lo) + ", " +
+                 std::to_string(hi) + "]");
+}
+
+// Per tensor: one row of all elements; per channel: axis 0 by the rest.
+inline void channel_rows_cols(const TensorArg& x, bool per_channel, int64_t* rows, int64_t* cols) {
+    if (!per_channel) {
+        *rows = 1;
+        *cols = x.size();
+        return;
+    }
+    if (x.ndim() == 0) fail(std::string(x.name()) + " needs at least one dim for per-channel quantization");
+    *rows = x.shape(0);
+    *cols = *rows == 0 ? 0 : x.size() / *rows;
+}
+
+}  // namespace ipxc
