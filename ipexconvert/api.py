@@ -23,6 +23,7 @@ from .manifest import AccuracyRecord, IOSpec, Manifest
 from .output_path import check_writable, scratch_folder, write_errors
 from .passes import PassOptions, pipeline_for, run_pipeline
 from .passes.pipeline import CALIBRATE
+from .runtime.kernels import check_avoid
 from .runtime.model import LoadedModel
 from .target import Target
 
@@ -43,13 +44,15 @@ class OptimizeResult:
 
 
 def load_artifact(path: Union[str, Path], device: Optional[str] = None, verify: bool = True,
-                  threads: Optional[int] = None) -> LoadedModel:
+                  threads: Optional[int] = None, avoid_kernels: Iterable[str] = ()) -> LoadedModel:
     """Load an .ipxc artifact; the result is callable with torch tensors or numpy arrays.
 
     `device` picks the backend that runs it ("cpu"); None: the device the artifact was made for.
+    `avoid_kernels` names kernel factories or families not to use (e.g. ["onednn_direct"]; the names
+    `ipexconvert doctor --kernels` shows), for debugging and comparing kernels.
     `threads` sets the (process-wide) intra-op thread count; None keeps torch's default (all cores).
     """
-    return LoadedModel(path, device=device, verify=verify, threads=threads)
+    return LoadedModel(path, device=device, verify=verify, threads=threads, avoid_kernels=tuple(avoid_kernels))
 
 
 def _default_output(source: ImportedModel, dtype: str) -> Path:
@@ -97,6 +100,7 @@ def optimize(
     say = progress or (lambda _msg: None)
     names = pipeline_for(cfg.dtype, cfg.passes, cfg.skip_passes, device=cfg.target.device)  # before any slow work
     _check_target_runs_here(cfg.target)
+    avoid = check_avoid(cfg.avoid_kernels, cfg.target.device)
     tune = tune if tune is not None else _tune_settings(cfg)
     if cfg.dtype == "int8":
         from .quant.convert import check_calibration_args
@@ -123,8 +127,8 @@ def optimize(
             program, names, source, cfg.quantization,
             calibration=calibration if calibration is not None else cfg.calibration.files,
             calib_text=cfg.calibration.text, calib_synthetic=cfg.calibration.synthetic, say=say,
-            progress_bar=progress_bar, tune=tune, target=target,
-            load=lambda candidate, kind: _load_in_memory(candidate, _manifest(candidate, source, kind, [], target)))
+            progress_bar=progress_bar, tune=tune, target=target, avoid_kernels=avoid,
+            load=lambda candidate, kind: _load_in_memory(candidate, _manifest(candidate, source, kind, [], target), avoid))
     else:
         records = run_pipeline(program, names, PassOptions(dtype=cfg.dtype, target=target),
                                on_pass=lambda n: say(f"pass {n}"))
@@ -146,7 +150,7 @@ def optimize(
     # next to the output, removed however this ends; the output appears complete or not at all.
     with scratch_folder(out_path, "-o") as folder:
         accuracy = _measure_accuracy(program, manifest, source, cfg.dtype, out_path, folder / "check.ipxc",
-                                     cfg.accuracy.max_rel_error, cfg.accuracy.min_cosine, check_inputs, where)
+                                     cfg.accuracy.max_rel_error, cfg.accuracy.min_cosine, check_inputs, where, avoid)
         with write_errors(out_path, "-o"):
             final = write_artifact(folder / "artifact.ipxc", program, manifest.model_copy(update={"accuracy": accuracy}),
                                    source.example_inputs)
@@ -178,11 +182,11 @@ def _check_target_runs_here(target: Target) -> None:
                              "class, or use --target cpu (portable)") from None
 
 
-def _load_in_memory(program: Program, manifest: Manifest) -> LoadedModel:
+def _load_in_memory(program: Program, manifest: Manifest, avoid: frozenset[str]) -> LoadedModel:
     """A candidate program as a loaded model, through a temporary artifact (what a user would load)."""
     with scratch_folder(Path(tempfile.gettempdir()) / "ipexconvert-candidate", "a temporary file") as folder:
         write_artifact(folder / "candidate.ipxc", program, manifest)
-        return load_artifact(folder / "candidate.ipxc")
+        return load_artifact(folder / "candidate.ipxc", avoid_kernels=avoid)
 
 
 def _manifest(program: Program, source: ImportedModel, dtype: str, records, target: Target) -> Manifest:
@@ -205,12 +209,12 @@ def _manifest(program: Program, source: ImportedModel, dtype: str, records, targ
 
 def _measure_accuracy(program: Program, manifest: Manifest, source: ImportedModel, dtype: str, out_path: Path,
                       tmp: Path, max_rel_error: Optional[float], min_cosine: Optional[float],
-                      inputs: Mapping[str, torch.Tensor], where: str) -> AccuracyRecord:
+                      inputs: Mapping[str, torch.Tensor], where: str, avoid: frozenset[str]) -> AccuracyRecord:
     """Write to the temp path `tmp` (next to `out_path`, so a full disk shows now, not at the final
     write), load it like a user would, and compare with eager on `inputs`."""
     with write_errors(out_path, "-o"):
         write_artifact(tmp, program, manifest)
-    loaded = load_artifact(tmp)
+    loaded = load_artifact(tmp, avoid_kernels=avoid)
     got = loaded.run_list([inputs[n] for n in loaded.signature.input_names])
     os.unlink(tmp)
     with torch.no_grad():

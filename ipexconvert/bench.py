@@ -106,7 +106,8 @@ def _compute_precision(model) -> str:
 
 
 def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path], dims: list[str], warmup: int,
-              rounds: int, threads: Optional[int], profile: bool, console=None, trust_pickle: bool = False) -> dict:
+              rounds: int, threads: Optional[int], profile: bool, console=None, trust_pickle: bool = False,
+              avoid_kernels: tuple[str, ...] = ()) -> dict:
     from rich.progress import Progress
 
     from .api import load_artifact
@@ -118,7 +119,7 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
     if threads:
         torch.set_num_threads(threads)
     start = time.perf_counter()
-    model = load_artifact(artifact)
+    model = load_artifact(artifact, avoid_kernels=avoid_kernels)
     load_ms = (time.perf_counter() - start) * 1e3
     tensors = load_inputs_file(inputs_path, model.signature.input_names) if inputs_path else read_example_inputs(artifact)
     if not tensors:

@@ -653,13 +653,16 @@ def bench(
     rounds: int = typer.Option(20, "--rounds", min=1),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="torch intra-op threads (default: all cores)"),
     profile: bool = typer.Option(False, "--profile", help="print time per op kind"),
+    avoid_kernel: List[str] = typer.Option([], "--avoid-kernel", help="a kernel factory or family not to use, e.g. "
+                                           "onednn_direct (repeatable; `ipexconvert doctor --kernels` lists them)"),
     as_json: bool = typer.Option(False, "--json"),
 ):
     """Time an artifact (and optionally the eager model): median/p90 latency, throughput, memory."""
     from .bench import run_bench
 
     report = run_bench(artifact, against=against, inputs_path=inputs, dims=dim, warmup=warmup, rounds=rounds,
-                       threads=threads, profile=profile, console=err, trust_pickle=trust_pickle)
+                       threads=threads, profile=profile, console=err, trust_pickle=trust_pickle,
+                       avoid_kernels=tuple(avoid_kernel))
     if as_json:
         out.print_json(json.dumps(report))
         return

@@ -63,6 +63,8 @@ class ConversionConfig(_Model):
     model_factory: Optional[str] = Field(default=None, description="package.module:function building the model")
     model_kwargs: dict[str, Any] = Field(default_factory=dict, description="keyword arguments for model_factory")
     trust_pickle: bool = Field(default=False, description="allow sources that run code from the file when loaded")
+    avoid_kernels: list[str] = Field(default_factory=list, description="kernel factories or families (`ipexconvert doctor "
+                                     "--kernels`) the accuracy check and the int8 guard must not use, e.g. onednn_direct")
     # int8 only
     calibration: CalibrationSource = Field(default_factory=CalibrationSource)
     quantization: QuantOptions = Field(default_factory=QuantOptions)

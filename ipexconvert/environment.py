@@ -2,7 +2,9 @@
 
 Environment variables are overrides of process-wide runtime choices (which kernels may run, the ISA
 cap, allocator tuning, limits) for debugging, benchmarking and capping a big CPU to a small one's
-behaviour; conversion settings live in ConversionConfig (config.py). Code reads a variable only
+behaviour; conversion settings live in ConversionConfig (config.py), and a kernel preference for one
+model is a field: `load_artifact(path, avoid_kernels=[...])`, `bench --avoid-kernel`, the config's
+`avoid_kernels`. Code reads a variable only
 through `get()`, which refuses a name not listed here, so this table is complete
 (tests/test_environment.py also greps the sources). docs/configuration.md is generated from it.
 Imports nothing heavy: isa_caps reads the cap through it before torch loads.

@@ -11,6 +11,7 @@ from ipexconvert import optimize
 from ipexconvert.config import ConversionConfig
 from ipexconvert.errors import UserInputError
 from ipexconvert.quant.options import QuantOptions
+from small_models import Small
 from ipexconvert.target import Target
 
 
@@ -58,15 +59,6 @@ def test_bad_files_are_user_input_errors(tmp_path, text, problem):
     assert problem in err.value.problem
     with pytest.raises(UserInputError, match="is not a file"):
         ConversionConfig.from_file(tmp_path / "missing.json")
-
-
-class Small(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(8, 4)
-
-    def forward(self, x):
-        return torch.relu(self.fc(x))
 
 
 def test_optimize_takes_a_config_file_and_keyword_overrides(tmp_path):

@@ -9,6 +9,7 @@ from ipexconvert import load_artifact, optimize
 from ipexconvert.errors import ArtifactError, UserInputError
 from ipexconvert.manifest import Manifest
 from ipexconvert.passes import PassOptions
+from small_models import Small
 from ipexconvert.target import PORTABLE, Target
 
 
@@ -52,15 +53,6 @@ def test_an_old_manifest_naming_packed_weights_is_refused():
         Manifest.model_validate(_manifest_dict(device="cpu", prepack_isa="avx512_core_amx"))
 
 
-class Small(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(8, 4)
-
-    def forward(self, x):
-        return torch.relu(self.fc(x))
-
-
 def test_the_manifest_records_the_target_and_the_loader_checks_it(tmp_path, monkeypatch):
     x = {"x": torch.randn(2, 8)}
     portable = optimize(Small().eval(), x, output=tmp_path / "portable.ipxc")
@@ -100,3 +92,21 @@ def _made_for_amx(path, tmp_path):
     out = tmp_path / "amx.ipxc"
     write_artifact(out, program, manifest.model_copy(update={"target": Target(level="amx")}), read_example_inputs(path))
     return out
+
+
+def test_avoided_kernels_do_not_run_and_unknown_names_are_refused(tmp_path):
+    from ipexconvert.runtime.kernels import KERNELS
+
+    path = optimize("example:tiny-cnn", dtype="fp32", output=tmp_path / "cnn.ipxc").path
+    families = {name.split(":")[0] for name in (s.kernel_name for s in load_artifact(path).executor.steps)}
+    used = sorted(f for f in ("onednn_direct", "torch_onednn", "torch_mkl", "native") if f in families)
+    assert used, "nothing but references ran: nothing to avoid"
+    model = load_artifact(path, avoid_kernels=used)
+    assert not {s.kernel_name.split(":")[0] for s in model.executor.steps} & set(used)
+    first = KERNELS["cpu", "conv2d"][0].__name__  # a single factory by its full name
+    assert all(not s.kernel_name.startswith(first.replace("_conv2d", ":conv2d"))
+               for s in load_artifact(path, avoid_kernels=[first]).executor.steps)
+    with pytest.raises(UserInputError, match="no cpu kernel is named onednn_diret"):
+        load_artifact(path, avoid_kernels=["onednn_diret"])
+    with pytest.raises(UserInputError, match="no cpu kernel is named nope"):
+        optimize(Small().eval(), {"x": torch.randn(2, 8)}, avoid_kernels=["nope"], output=tmp_path / "x.ipxc")

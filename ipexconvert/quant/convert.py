@@ -108,7 +108,8 @@ LoadFn = Callable[[Program, str], object]  # (program, dtype) -> a loaded model 
 def quantize_program(program: Program, names: list[str], source, options: QuantOptions, *, calibration=None,
                      calib_text=None, calib_synthetic: int = 0, say: Callable[[str], None] = lambda _m: None,
                      progress_bar=None, tune: Optional[TuneSettings] = None,
-                     load: Optional[LoadFn] = None, target: Target = Target()
+                     load: Optional[LoadFn] = None, target: Target = Target(),
+                     avoid_kernels: frozenset[str] = frozenset()
                      ) -> tuple[Program, list[PassRecord], QuantPlan, list[dict]]:
     """The int8 program, all pass records, the final plan, and the held-out batches (for the final check)."""
     cut = names.index(CALIBRATE)  # pipeline_for puts the stage into every int8 pipeline
@@ -122,7 +123,7 @@ def quantize_program(program: Program, names: list[str], source, options: QuantO
     with torch.no_grad():
         reference = [flatten_outputs(source.eager(**b)) for b in held_out]
     search = _Candidates(program, rest, cal, calib, held_out, reference, float_dtype, say,
-                         progress_bar or _stage_messages(say), target)
+                         progress_bar or _stage_messages(say), target, avoid_kernels)
     if tune is None:
         final, rest_records, plan = search.build(options)
     else:
@@ -146,8 +147,9 @@ class _Candidates:
     """Builds int8 programs from one float program and calibration set, for given options."""
 
     def __init__(self, float_program, rest, cal, calib, held_out, reference, float_dtype, say, progress,
-                 target: Target):
+                 target: Target, avoid_kernels: frozenset[str]):
         self.float_program, self.rest, self.cal, self.target = float_program, rest, cal, target
+        self.avoid_kernels = avoid_kernels  # the guard measures with the kernels the artifact will run
         self.calib, self.held_out, self.reference = calib, held_out, reference
         self.float_dtype, self.say, self.progress = float_dtype, say, progress
 
@@ -175,7 +177,7 @@ class _Candidates:
             names_in = planned.graph.inputs
 
             def runner(fb: set[str]):
-                executor = Executor(build(fb)[0])
+                executor = Executor(build(fb)[0], avoid_kernels=self.avoid_kernels)
                 return lambda b: executor.run([b[n] for n in names_in], bind_dims(planned, b))
 
             metric = choose_metric(options.guard_metric, planned)

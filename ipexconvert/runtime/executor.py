@@ -45,11 +45,12 @@ class Step:
 
 class Executor:
     def __init__(self, program: Program, device: str | Backend = "cpu", widen_bf16: bool | None = None,
-                 nan_safe: bool = False):
+                 nan_safe: bool = False, avoid_kernels: frozenset[str] = frozenset()):
         """device: a device name or its Backend (backends/), which picks the kernels and prepares the program.
         widen_bf16: compute bf16 nodes in float32; by default the backend decides (the CPU: where it has no
         native bf16, backends/cpu/compute_precision.py). False runs bf16 as written (tests of the bf16 passes).
-        nan_safe: only kernels that propagate NaN (kernels.NodeContext.nan_safe)."""
+        nan_safe: only kernels that propagate NaN (kernels.NodeContext.nan_safe).
+        avoid_kernels: factory names or families (e.g. "onednn_direct") not to use (kernels.check_avoid)."""
         backend = get_backend(device) if isinstance(device, str) else device
         device, isa = backend.device, backend.level()
         program, self.bf16_compute = backend.prepare_program(program, widen_bf16)
@@ -103,7 +104,7 @@ class Executor:
                     input_specs=tuple(None if v is None else graph.values[v] for v in node.inputs),
                     output_specs=tuple(graph.values[v] for v in node.outputs), device=device, isa=isa,
                     nan_safe=nan_safe)
-                return resolve_kernel(ctx)
+                return resolve_kernel(ctx, avoid_kernels)
             except (KeyError, ValueError) as e:  # unknown op, bad attrs (pydantic), refused aten target
                 detail = " ".join(str(e.args[0] if isinstance(e, KeyError) else e).split())
                 raise ArtifactError(f"node {node.name} ({node.op}) cannot be run: {detail}",

@@ -76,10 +76,30 @@ def why_not_here(factory: KernelFactory, level: str) -> Optional[str]:
     return getattr(factory, "runs_at", _always)(level)
 
 
-def resolve_kernel(ctx: NodeContext) -> Kernel:
-    """The first registered kernel that can run here and accepts this node, else the op's reference."""
+def avoided(factory: KernelFactory, avoid: frozenset[str]) -> bool:
+    """Whether `avoid` (factory names, or families: the name's prefix before "_<op>", e.g. "onednn_direct")
+    names this factory."""
+    name = factory.__name__
+    return any(name == a or name.startswith(a + "_") for a in avoid)
+
+
+def check_avoid(avoid, device: str = "cpu") -> frozenset[str]:
+    """The kernel names/families to avoid, each checked to name at least one registered factory of the device."""
+    names = [f.__name__ for (d, _), factories in KERNELS.items() if d == device for f in factories]
+    unknown = sorted(a for a in avoid if not any(n == a or n.startswith(a + "_") for n in names))
+    if unknown:
+        from ..errors import UserInputError
+
+        families = sorted({n.split("_")[0] if n.startswith("native") else "_".join(n.split("_")[:2]) for n in names})
+        raise UserInputError(f"no {device} kernel is named {', '.join(unknown)}",
+                             f"name a kernel family ({', '.join(families)}) or a factory from `ipexconvert doctor --kernels`")
+    return frozenset(avoid)
+
+
+def resolve_kernel(ctx: NodeContext, avoid: frozenset[str] = frozenset()) -> Kernel:
+    """The first registered kernel that can run here, is not avoided and accepts this node, else the op's reference."""
     for factory in KERNELS.get((ctx.device, ctx.op), []):
-        if why_not_here(factory, ctx.isa) is not None:
+        if why_not_here(factory, ctx.isa) is not None or avoided(factory, avoid):
             continue
         kernel = factory(ctx)
         if kernel is not None:

@@ -16,6 +16,7 @@ from ..ir.dims import resolve
 from ..ir.spec import DimRange
 from ..manifest import IOSpec, Manifest
 from .executor import Executor
+from .kernels import check_avoid
 
 
 class Signature:
@@ -136,8 +137,10 @@ def _as_tensor(name: str, value: Any) -> torch.Tensor:
 class LoadedModel:
     """A loaded artifact: call it like the original module (positional or keyword tensors)."""
 
-    def __init__(self, path: str | Path, device: str | None = None, verify: bool = True, threads: int | None = None):
-        """device: which backend runs it (backends/); None: the device the artifact was made for."""
+    def __init__(self, path: str | Path, device: str | None = None, verify: bool = True, threads: int | None = None,
+                 avoid_kernels: Sequence[str] = ()):
+        """device: which backend runs it (backends/); None: the device the artifact was made for.
+        avoid_kernels: kernel factories or families not to use (`ipexconvert doctor --kernels` lists them)."""
         backend = None if device is None else get_backend(device)  # an unknown device fails before any reading
         if threads is not None:
             if threads < 1:
@@ -149,6 +152,7 @@ class LoadedModel:
         self.manifest, program = read_artifact(path, verify=verify)
         self.backend = backend or get_backend(self.manifest.target.device)
         self.backend.check_target(self.manifest.target, str(self.path))
+        self.avoid_kernels = check_avoid(avoid_kernels, self.backend.device)
         self.backend.prepare_process()
         self.graph = program.graph
         self.signature = Signature(self.manifest)
@@ -160,7 +164,7 @@ class LoadedModel:
 
     def _build(self, program, nan_safe: bool = False) -> Executor:
         try:
-            return Executor(program, self.backend, nan_safe=nan_safe)
+            return Executor(program, self.backend, nan_safe=nan_safe, avoid_kernels=self.avoid_kernels)
         except ArtifactError as e:  # a node the runtime cannot build: say which file
             raise ArtifactError(f"{self.path}: {e.problem}", e.fix) from None
 

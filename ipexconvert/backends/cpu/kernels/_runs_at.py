@@ -79,6 +79,15 @@ def torch_onednn_float(level: str) -> Optional[str]:
     return None
 
 
+def torch_onednn_linear(level: str) -> Optional[str]:
+    """torch's oneDNN linear: for bfloat16 where the CPU computes it natively (avx512_bf16 up), for float32
+    where MKL does not run it (other vendors' CPUs, or IPEXCONVERT_MKL_FP32=0)."""
+    why = torch_onednn_float(level)
+    if why is None and _below(level, "avx512_bf16") and mkl_runs_float32_linear():
+        return f"bf16 needs avx512_bf16 ({level} here) and float32 linear runs on MKL on this CPU"
+    return why
+
+
 def torch_onednn_int8(level: str) -> Optional[str]:
     """torch's oneDNN int8 operators: switched on, from avx512_vnni up (below, u8*s8 products saturate)."""
     if not int8_allowed(level):

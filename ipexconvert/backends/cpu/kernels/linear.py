@@ -97,7 +97,7 @@ def _mismatch(ctx: NodeContext, what: str) -> ArtifactError:
 _BINARY_KINDS = frozenset({"add", "mul"})
 
 
-@register_kernel("cpu", "linear", runs_at=_runs_at.torch_onednn_float)
+@register_kernel("cpu", "linear", runs_at=_runs_at.torch_onednn_linear)
 def torch_onednn_linear(ctx: NodeContext) -> Optional[Kernel]:
     """bf16 linear (1.4-2x over F.linear); float32 too where MKL does not run it (non-Intel CPUs:
     `_common.mkl_runs_float32_linear`)."""
