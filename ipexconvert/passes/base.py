@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Optional
 
 from ..ir import Program
 from ..target import Target
+
+if TYPE_CHECKING:
+    from ..quant.plan import Quantization
 
 
 @dataclass(frozen=True)
@@ -14,7 +17,9 @@ class PassOptions:
 
     dtype: str = "fp32"
     target: Target = field(default_factory=Target)  # the device (and ISA level) the artifact is made for
-    params: dict = field(default_factory=dict)
+    # int8: the calibrated plan and its tensors, for the passes after the "calibrate" stage (quantize,
+    # int8_residual); None before calibration and for float pipelines
+    quantization: Optional["Quantization"] = None
 
 
 PassFn = Callable[[Program, PassOptions], dict[str, int]]

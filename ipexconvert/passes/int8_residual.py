@@ -52,7 +52,7 @@ def _requantizable(node: Node) -> bool:
 
 @register_pass("int8_residual", "residual adds of int8 convs read a uint8 operand, so residual streams stay int8")
 def int8_residual(program: Program, options: PassOptions) -> dict[str, int]:
-    quantization = options.params.get("quantization")
+    quantization = options.quantization
     layers = quantization.plan.layers if quantization is not None else {}
     graph = program.graph
     users, producers = graph.users(), graph.producers()

@@ -1,7 +1,7 @@
 """quantize: linear / conv2d -> quantize + qlinear / qconv2d, as the quantization plan says.
 
 The plan (built from calibration, see ipexconvert/quant) arrives in
-PassOptions.params["quantization"]. Each quantized layer reads its input through a
+PassOptions.quantization. Each quantized layer reads its input through a
 quantize node (one per input value and parameters, so Q, K and V share one), stores its
 int8 weight, per-channel scales and float32 bias, and keeps its post-ops and output dtype.
 Layers the plan leaves float (fallback) are untouched.
@@ -20,7 +20,7 @@ _CONV_ATTRS = ("stride", "padding", "dilation", "groups")
 
 @register_pass("quantize", "int8 linear/conv2d with quantized inputs, from the calibration plan")
 def quantize(program: Program, options: PassOptions) -> dict[str, int]:
-    quantization = options.params.get("quantization")
+    quantization = options.quantization
     counts = {"linear_quantized": 0, "conv2d_quantized": 0, "quantize_inserted": 0, "left_float": 0}
     if quantization is None:
         return counts

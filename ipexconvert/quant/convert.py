@@ -166,9 +166,9 @@ class _Candidates:
             for name in fallback:
                 plan.layers[name].quantized = False
             candidate = copy.deepcopy(planned)
-            params = {"quantization": Quantization(plan, quantization.tensors)}
-            return candidate, run_pipeline(candidate, self.rest, PassOptions(dtype="int8", target=self.target,
-                                                                              params=params))
+            chosen = Quantization(plan, quantization.tensors)
+            pass_options = PassOptions(dtype="int8", target=self.target, quantization=chosen)
+            return candidate, run_pipeline(candidate, self.rest, pass_options)
 
         fallback: set[str] = set()
         if options.guard:

@@ -34,7 +34,7 @@ def planned(module: nn.Module, shape: tuple, options=QuantOptions(smoothquant="o
 def quantized(program: Program, quantization: Quantization) -> tuple[Program, dict]:
     """A copy of `program` after the quantize pass, and the pass's counts."""
     program = copy.deepcopy(program)
-    return program, PASSES["quantize"].run(program, PassOptions(dtype="int8", params={"quantization": quantization}))
+    return program, PASSES["quantize"].run(program, PassOptions(dtype="int8", quantization=quantization))
 
 
 def by_weight(program: Program, prefix: str) -> Node:

@@ -136,7 +136,7 @@ def _quantized_through_int8_residual(module):
     program, quantization, _ = planned(module, (2, 3, 16, 16), QuantOptions(smoothquant="off", guard=False))
     names = PIPELINES["cpu", "int8"]
     run_pipeline(program, names[names.index("quantize"):names.index("merge_shortcut_conv")],
-                 PassOptions(dtype="int8", params={"quantization": quantization}))
+                 PassOptions(dtype="int8", quantization=quantization))
     return program
 
 
