@@ -1,6 +1,6 @@
 """Micro-benchmark behind the native attention kernels (docs/native.md): torch's
 scaled_dot_product_attention (then the transpose + reshape a model does next) against
-ipexconvert.native.attention on slices of one packed QKV projection, with a padding mask, in
+the native attention kernel (tests/native/native_ops.attention) on slices of one packed QKV projection, with a padding mask, in
 bf16 (kernel `attention`: AMX tiles or AVX512-BF16) or fp32 (`attention_f32`: AVX-512 FMA).
 Each pair is checked against an fp32 reference first, then timed in interleaved rounds in one
 process; medians, us per call.

@@ -1,4 +1,4 @@
-"""Process-level A/B of the malloc tuning (runtime/malloc.py): page faults and latency with it on and off.
+"""Process-level A/B of the malloc tuning (backends/cpu/malloc.py): page faults and latency with it on and off.
 
     python benchmarks/malloc_ab.py ART.ipxc[:BATCH] [ART.ipxc[:BATCH] ...] --pairs 3 --rounds 15
 

@@ -2,7 +2,7 @@
 
 oneDNN's packed (blocked) weights are opaque tensors: they cannot be serialised and
 their layout depends on the CPU, so the artifact keeps plain weights and each kernel
-packs its weight once when the model loads (runtime/cpu_kernels). This pass makes
+packs its weight once when the model loads (backends/cpu/kernels). This pass makes
 sure every weight arrives in the form those kernels take:
 
 - linear: the weight is stored contiguous [out, in], the layout

@@ -82,7 +82,7 @@ def _python_amx_permission() -> bool:
 
 
 def _native():
-    """ipexconvert.native when the extension is built, else None."""
+    """backends/cpu/native_lib when the extension is built, else None."""
     from . import native_lib as native
 
     return native if native.available() else None

@@ -2,7 +2,7 @@
 and folded scales, which post-ops the kernel fuses, and the call.
 
 They run where oneDNN's int8 does not: below avx512_vnni, oneDNN's u8 x s8 products saturate
-(runtime/cpu_kernels/_native.int8_allowed), so without these every int8 layer ran its float
+(kernels/_torch_onednn.int8_allowed), so without these every int8 layer ran its float
 reference. The kernel (native/kernels/int8_gemm/int8_gemm.cpp) widens to int16 and sums exactly.
 
 The kernel's epilogue fuses scale and bias, a residual add (uint8 codes dequantized, or float32)

@@ -94,7 +94,7 @@ def _at_least(level: str) -> bool:
 
 def checked_dtypes() -> list[str]:
     """float32 always; bfloat16 only where the selected ISA computes it natively (below it bf16
-    artifacts compute in float32, runtime/compute_precision.py)."""
+    artifacts compute in float32, backends/cpu/compute_precision.py)."""
     try:
         native_bf16 = _at_least("avx512_bf16") and torch.ops.mkldnn._is_mkldnn_bf16_supported()
     except (AttributeError, RuntimeError):  # private too: a torch without it gets float32 only
