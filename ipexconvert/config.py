@@ -6,6 +6,10 @@ and every setting is validated once, before any slow work. Things that cannot li
 call arguments of `optimize()`: the model object, example-input tensors, in-memory calibration
 batches, a `--tune` evaluation callable, progress callbacks.
 
+A config file is as trusted as the command line it replaces: `model_factory` and `tune.eval_fn` name
+code that is imported and run, and `trust_pickle` allows unpickling. Nothing reads a config from an
+artifact or a checkpoint (the manifest records the target, dtype and passes, not this object).
+
 Environment variables are not configuration: they override process-wide runtime choices and are
 listed, each with what it does, in ipexconvert/environment.py.
 """
@@ -185,6 +189,9 @@ def configuration_markdown() -> str:
         "take one `ConversionConfig` (`ipexconvert/config.py`). Flags on the command line, and keyword arguments",
         "of `optimize()`, override the file's fields. Nested fields are tables in TOML / objects in JSON.",
         f"Flat keyword names of `optimize()`: {flat}.", "",
+        "A config file is as trusted as the command line: `model_factory` and `tune.eval_fn` name code that is",
+        "imported and run, and `trust_pickle` allows unpickling; write your own, never take one from a model's",
+        "source. Nothing reads a config from an artifact.", "",
         "```toml", 'dtype = "int8"', 'target = "cpu"', 'inputs = ["input_ids:batch,seq:int64", "attention_mask:batch,seq:int64"]',
         "", "[calibration]", 'text = "sentences.txt"', "", "[quantization]", 'smoothquant = "auto"', "max_error = 0.0015", "```",
         "", "| field | type | default | what |", "| --- | --- | --- | --- |", *_rows(ConversionConfig), "",

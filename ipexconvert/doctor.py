@@ -19,10 +19,8 @@ def _version(package: str) -> str:
         return "not installed"
 
 
-def _onednn_summary() -> dict:
-    from .backends.cpu.self_check import torch_ops
-
-    report = torch_ops.probe_report()
+def _onednn_summary(report: dict) -> dict:
+    """torch's oneDNN/MKL operators, one line each, from the self-check's torch_ops report."""
     def summary(info: dict) -> str:
         if info.get("not_used"):
             return info["not_used"]
@@ -42,15 +40,6 @@ def _native_report() -> dict:
     return {"native_levels": native_lib.supported_levels(),
             "native_kernels": {name: native_lib.kernel_level(name) for name in native_lib.kernel_names()},
             "kernels": "`ipexconvert doctor --kernels` lists every op's kernels and which of them run here"}
-
-
-def _dnnl_report() -> dict:
-    """The direct oneDNN layers: loaded or not (and why), checked, and the ISA cap they run under."""
-    from .backends.cpu import onednn_direct
-
-    if onednn_direct.available():
-        onednn_direct.usable(cpu.selected_isa())  # runs the one-time check, so the report says how it went
-    return onednn_direct.report()
 
 
 def _malloc_report() -> dict:
@@ -88,6 +77,9 @@ def _library_caps() -> dict:
 
 
 def environment_report() -> dict:
+    from .backends.cpu import self_check
+
+    checks = self_check.report()  # runs both one-time checks, so the report says how they went
     interesting = sorted(f for f in cpu.cpu_flags() if f.startswith(("avx", "amx", "fma", "f16c")))
     return {
         "ipexconvert": __version__,
@@ -102,8 +94,8 @@ def environment_report() -> dict:
         "selected_isa": cpu.selected_isa(),
         "isa_detection": "native (CPUID + XCR0)" if cpu.detection() == "native" else "python (/proc/cpuinfo)",
         **_native_report(),
-        "direct_onednn": _dnnl_report(),
-        "onednn_probe": _onednn_summary(),
+        "direct_onednn": checks["onednn_direct"],
+        "onednn_probe": _onednn_summary(checks["torch_ops"]),
         "bf16_compute": compute_precision.describe(cpu.selected_isa()),
         "int8_compute": _int8_compute(cpu.selected_isa()),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),

@@ -17,24 +17,21 @@ from typing import Optional
 
 import torch
 
-from .. import native_lib
 from ....ir.dtypes import to_torch
 from ....ir.postops import apply_post_ops
-from ..isa import ISA_LEVELS
-from ._torch_onednn import enabled, int8_allowed, int8_weight_params
 from ....runtime.kernels import NodeContext
+from .. import native_lib
+from . import _runs_at
 from ._native import dense_view
+from ._torch_onednn import int8_weight_params
 
 _OUT_DTYPES = ("float32", "bfloat16", "uint8", "int8")
 
 
 def runs_here(ctx: NodeContext) -> bool:
-    """The native int8 GEMM takes this node: built, on the CPU, at avx2 or above but below the
-    level where oneDNN's int8 runs, uint8 activations and a supported output dtype."""
-    if ctx.device != "cpu" or not native_lib.available() or not enabled():
-        return False
-    level = ISA_LEVELS.index(ctx.isa)
-    if level < ISA_LEVELS.index("avx2") or int8_allowed(ctx.isa):
+    """The native int8 GEMM takes this node: it can run at this level (_runs_at.native_int8_gemm: built,
+    avx2 up to where oneDNN's int8 runs), uint8 activations and a supported output dtype."""
+    if ctx.device != "cpu" or _runs_at.native_int8_gemm(ctx.isa) is not None:
         return False
     return ctx.input_specs[0].dtype == "uint8" and ctx.attrs.output_dtype in _OUT_DTYPES
 
