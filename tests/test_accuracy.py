@@ -69,3 +69,12 @@ def test_shapes_without_samples_and_zero_outputs():
 def test_shape_mismatch_is_an_error():
     with pytest.raises(ValueError, match="artifact shape"):
         measure(["x"], [torch.zeros(2, 3)], [torch.zeros(3, 2)], "fp32", "eager")
+
+
+def test_nan_and_inf_agree_only_with_themselves():
+    want = torch.tensor([1.0, float("nan"), float("inf"), -2.0])
+    same = compare_output("y", want.clone(), want)
+    assert same.max_abs_error == 0.0 and same.cosine == pytest.approx(1.0)
+    for wrong in ([1.0, 0.0, float("inf"), -2.0], [1.0, float("nan"), float("-inf"), -2.0], [float("nan"), float("nan"), float("inf"), -2.0]):
+        o = compare_output("y", torch.tensor(wrong), want)
+        assert o.max_abs_error == float("inf") and o.cosine == 0.0, wrong

@@ -3,7 +3,7 @@
 `import_model` asks the importers in IMPORTERS, in order, which one takes the model; that one
 returns an ImportedModel: the graph (weights included), what the source was, its example inputs, and
 `eager`, the reference the conversion checks the artifact against (a torch module for torch
-sources; for an ONNX file it would be ONNX Runtime or the IR reference). The rest of the conversion
+sources; for an ONNX file ONNX Runtime, or without it the ONNX graph run by torch). The rest of the conversion
 (passes, calibration, the accuracy check, the artifact) sees only this.
 """
 from __future__ import annotations
@@ -53,7 +53,8 @@ class Importer(Protocol):
 
 # name -> module whose IMPORTER reads that kind of model, asked in this order (torch last: it reads
 # modules, checkpoints, folders and example names, and says clearly what it cannot read).
-IMPORTERS: dict[str, str] = {"torch": "ipexconvert.frontend.torch.importer"}
+IMPORTERS: dict[str, str] = {"onnx": "ipexconvert.frontend.onnx.importer",
+                             "torch": "ipexconvert.frontend.torch.importer"}
 
 
 def import_model(model: Any, request: ImportRequest, say: Callable[[str], None] = lambda _m: None) -> ImportedModel:

@@ -180,8 +180,11 @@ def _try_fuse(program: Program, t: _Tables, softmax: Node) -> bool:
                 break
         if mask is None:
             return False
-        # A float mask is added to the scores; it must not widen them (sdpa broadcasts the mask only).
-        if not dtypes.is_float(values[mask].dtype) or not _broadcasts_to(values[mask], values[scores]):
+        # A float mask is added to the scores; it must not widen them (sdpa broadcasts the mask only),
+        # and sdpa takes masks of rank 2 and up (a scalar added to every score leaves softmax unchanged,
+        # but it stays an add rather than a special case here).
+        if not dtypes.is_float(values[mask].dtype) or values[mask].rank < 2 \
+                or not _broadcasts_to(values[mask], values[scores]):
             return False
         if values[node.outputs[0]] != values[scores]:
             return False

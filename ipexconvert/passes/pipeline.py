@@ -22,6 +22,7 @@ _FP32 = [
     "constant_fold",
     "fold_batchnorm",
     "fuse_rms_norm",
+    "fuse_gelu",
     "fuse_attention",
     "fuse_add_layer_norm",
     "fuse_post_ops",

@@ -211,3 +211,18 @@ def test_near_misses_are_not_fused():
     assert hist["softmax"] == 5
     assert _fuse(program) == {"attention_fused": 0}
     assert program.graph.op_histogram() == hist
+
+
+class ScalarMaskAttention(nn.Module):
+    """scores + a 0-d constant: sdpa takes masks of rank 2 and up, so this stays as written."""
+
+    def forward(self, q, k, v):
+        return torch.softmax(q @ k.transpose(-1, -2) + torch.tensor(0.5), dim=-1) @ v
+
+
+def test_scalar_mask_is_not_fused():
+    inputs = {n: torch.randn(1, 2, 3, 4, generator=torch.Generator().manual_seed(i)) for i, n in enumerate("qkv")}
+    program = program_from_module(ScalarMaskAttention(), inputs, {})
+    before = _copy(program)
+    assert _fuse(program) == {"attention_fused": 0}
+    _assert_same_outputs(before, program, inputs, {})

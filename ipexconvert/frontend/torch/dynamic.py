@@ -8,8 +8,13 @@ import torch
 from ...ir.dynamic_dims import DynamicDims
 
 
-def dynamic_shapes_for(dynamic: DynamicDims, inputs: Mapping[str, torch.Tensor]) -> dict | None:
-    """torch.export's dynamic_shapes argument; one Dim object per name so equal names stay equal."""
+def dynamic_shapes_for(dynamic: DynamicDims, inputs: Mapping[str, torch.Tensor], infer_ranges: bool = False) -> dict | None:
+    """torch.export's dynamic_shapes argument; one Dim object per name so equal names stay equal.
+
+    infer_ranges: hints (Dim.DYNAMIC) instead of named Dims, for sources whose declared ranges are
+    only guesses (an ONNX file's symbolic dims): torch.export then narrows each range to what the
+    model allows (a position table of 512 rows caps seq at 512) and ties dims the model equates,
+    instead of failing on the guess."""
     if not dynamic:
         return None
     dims: dict[str, torch.export.Dim] = {}
@@ -22,7 +27,8 @@ def dynamic_shapes_for(dynamic: DynamicDims, inputs: Mapping[str, torch.Tensor])
         shapes[name] = {}
         for axis, d in axes.items():
             if d.name not in dims:
-                dims[d.name] = torch.export.Dim(d.name, min=d.min, max=d.max)
+                dims[d.name] = torch.export.Dim.DYNAMIC(min=d.min, max=d.max) if infer_ranges \
+                    else torch.export.Dim(d.name, min=d.min, max=d.max)
             shapes[name][axis] = dims[d.name]
     return shapes
 

@@ -39,13 +39,15 @@ _SKIPPED_TARGETS = {
 _MAX_DIM = 1 << 20  # stand-in for an unbounded dim range
 
 
-def export_module(module: torch.nn.Module, example_inputs: Mapping[str, torch.Tensor], dynamic: DynamicDims) -> ExportedProgram:
+def export_module(module: torch.nn.Module, example_inputs: Mapping[str, torch.Tensor], dynamic: DynamicDims,
+                  infer_ranges: bool = False) -> ExportedProgram:
     module = module.eval()
     example_inputs = widen_for_tracing(dynamic, example_inputs)
     try:
         with torch.no_grad():
             return torch.export.export(module, (), dict(example_inputs),
-                                       dynamic_shapes=dynamic_shapes_for(dynamic, example_inputs), strict=False)
+                                       dynamic_shapes=dynamic_shapes_for(dynamic, example_inputs, infer_ranges),
+                                      strict=False)
     except Exception as e:  # torch.export raises many types; all mean "could not trace"
         first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UserInputError(

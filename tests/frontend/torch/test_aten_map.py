@@ -134,6 +134,26 @@ def test_transpose_becomes_a_permute_of_the_input_rank():
     assert _convert("aten.transpose.int", {"self": x, "dim0": -1, "dim1": 0}) == ([x], {"perm": [2, 1, 0]})
 
 
+def test_only_2d_convolutions_become_conv2d():
+    """conv1d's one-element stride list would look 2-D after pairing; the weight's rank decides."""
+    def args(weight_shape):
+        w = SimpleNamespace(meta={"val": torch.empty(weight_shape)})
+        return {"input": "x", "weight": w, "bias": None, "stride": [1] * (len(weight_shape) - 2),
+                "padding": [0] * (len(weight_shape) - 2), "dilation": [1] * (len(weight_shape) - 2),
+                "transposed": False, "output_padding": [0] * (len(weight_shape) - 2), "groups": 1}
+    assert _convert("aten.convolution.default", args((4, 3, 3, 3)))[1]["stride"] == [1, 1]
+    for shape in [(4, 3, 3), (4, 3, 3, 3, 3)]:
+        with pytest.raises(Unconvertible):
+            _convert("aten.convolution.default", args(shape))
+
+
+def test_conv1d_model_converts_and_matches_eager(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Conv1d(3, 4, 3), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 3, 10)
+    ipexconvert.optimize(model, {"input": x}, output=tmp_path / "c.ipxc")
+    torch.testing.assert_close(ipexconvert.load_artifact(tmp_path / "c.ipxc")(input=x), model(x))
+
+
 def test_a_number_operand_becomes_an_attr_or_is_refused():
     assert _convert("aten.mul.Tensor", {"self": "x", "other": 0.5}) == (["x"], {"rhs_scalar": 0.5})
     with pytest.raises(Unconvertible):

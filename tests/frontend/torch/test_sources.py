@@ -248,9 +248,9 @@ def test_missing_path_says_it_does_not_exist(tmp_path, name):
 
 
 def test_unknown_file_kind_lists_what_is_supported(tmp_path):
-    (tmp_path / "model.onnx").write_bytes(b"\x08\x01")
+    (tmp_path / "model.tflite").write_bytes(b"\x08\x01")
     with pytest.raises(UserInputError, match="cannot tell what kind of model") as info:
-        optimize(tmp_path / "model.onnx", output=tmp_path / "m.ipxc", passes=PASSES)
+        optimize(tmp_path / "model.tflite", output=tmp_path / "m.ipxc", passes=PASSES)
     assert ".pt2" in info.value.fix and "Hugging Face" in info.value.fix
 
 

@@ -23,4 +23,11 @@ def to_binary(target: str, args: Args) -> Converted:
         raise Unconvertible("scalar lhs")
     if _is_scalar(rhs):
         return [lhs], {"rhs_scalar": rhs}
+    if not _is_tensor(rhs):
+        raise Unconvertible("a symbolic size as operand")  # x + x.shape[1]: the aten fallback takes it ($sym)
     return [lhs, rhs], {}
+
+
+def _is_tensor(v: Any) -> bool:
+    val = getattr(v, "meta", {}).get("val")
+    return val is not None and hasattr(val, "dim")

@@ -16,8 +16,9 @@ def to_conv2d(target: str, args: Args) -> Converted:
         raise Unconvertible("transposed convolution")
     if isinstance(args["padding"], str):
         raise Unconvertible("string padding")
-    if len(_pair(args["stride"])) != 2:
-        raise Unconvertible("not 2-D")
+    weight = getattr(args["weight"], "meta", {}).get("val")
+    if len(_pair(args["stride"])) != 2 or weight is None or weight.dim() != 4:
+        raise Unconvertible("not 2-D")  # conv1d's one-element stride would pass _pair: the weight's rank decides
     attrs = {
         "stride": _pair(args["stride"]),
         "padding": _pair(args["padding"]),

@@ -24,10 +24,10 @@ def resolve_source(request: SourceRequest) -> ResolvedSource:
             return reader.load(request)
     if not Path(request.location).exists():
         raise UserInputError(f"{request.location} does not exist",
-                             "pass a .pt2 file, a Hugging Face folder, a checkpoint (.safetensors/.pt) or example:NAME")
+                             "pass a .pt2 or .onnx file, a Hugging Face folder, a checkpoint (.safetensors/.pt) or example:NAME")
     raise UserInputError(f"cannot tell what kind of model {request.location} is",
-                         "supported: model.pt2 (torch.export.save), a Hugging Face folder, .safetensors/.pt/.pth "
-                         "checkpoints with --model-factory, or example:NAME")
+                         "supported: model.pt2 (torch.export.save), model.onnx, a Hugging Face folder, "
+                         ".safetensors/.pt/.pth checkpoints with --model-factory, or example:NAME")
 
 
 def from_module(module: torch.nn.Module) -> ResolvedSource:

@@ -1,0 +1,35 @@
+"""ONNX's node tests through import -> artifact -> run (frontend/onnx/conformance.py): no case whose
+ops the importer lists may give a wrong answer, and docs/onnx.md shows this run's counts."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("onnx")
+from ipexconvert.frontend.onnx import conformance  # noqa: E402
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "onnx.md"
+
+
+@pytest.fixture(scope="module")
+def report():
+    return conformance.run_all()
+
+
+def test_no_node_test_gives_a_wrong_answer(report):
+    assert len(report.results) > 800
+    assert [f"{r.name}: {r.detail}" for r in report.failures()] == []
+
+
+def test_every_listed_op_passes_some_node_test(report):
+    """An op in the table whose every case is refused is not really supported: drop it or finish it."""
+    never = [op for op, row in report.by_op().items() if row["pass"] == 0]
+    assert never == []
+
+
+def test_the_docs_show_this_run(report):
+    text = DOC.read_text()
+    assert conformance.MARKER in text
+    assert text.split(conformance.MARKER, 1)[1].strip() == conformance.markdown(report).strip(), \
+        "regenerate: python -m ipexconvert.frontend.onnx.conformance --write docs/onnx.md"
