@@ -6,8 +6,8 @@ file and from PyTorch, compared with ONNX Runtime and timed side by side.
 
 Per case and dtype: the artifact converted from the .onnx file (`onnx`), the one converted from the
 PyTorch example (`torch`), and ONNX Runtime on the .onnx file (`ort`, fp32 only), timed in
-interleaved rounds (each round calls every system `--calls` times; the median per-call time over
-rounds is reported). Accuracy: cosine of every output of the ONNX-sourced artifact against ONNX
+interleaved rounds (each round calls every system `--calls` times, in reversed order every other
+round; the median per-call time over rounds is reported). Accuracy: cosine of every output of the ONNX-sourced artifact against ONNX
 Runtime on the same inputs. Writes benchmarks/results/NAME.json and NAME.md.
 """
 from __future__ import annotations
@@ -40,8 +40,9 @@ def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def interleaved(systems: dict, rounds: int, calls: int) -> dict[str, float]:
     samples: dict[str, list[float]] = {k: [] for k in systems}
-    for _ in range(rounds):
-        for name, fn in systems.items():
+    for r in range(rounds):
+        order = list(systems.items())
+        for name, fn in (order if r % 2 == 0 else order[::-1]):  # no system always first
             start = time.perf_counter()
             for _ in range(calls):
                 fn()

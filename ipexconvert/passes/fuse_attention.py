@@ -6,8 +6,12 @@ Matched (every intermediate value read by exactly one node and not a graph outpu
     scores = scores * c  |  scores / c      # any number, optional
     scores = scores + mask                  # optional, float mask broadcastable to scores
     probs  = softmax(scores, dim=-1)
+    probs  = where(isnan(probs), 0, probs)  # optional: the NaN guard of ONNX exports (sdpa gives 0 there)
     probs  = identity(probs)                # eval-mode dropout, optional
     out    = matmul(probs, v)
+
+k^T may also be one permute of a [.., S, heads, E] tensor (permute(x, [0, 2, 3, 1]), as ONNX
+exports write it); that permute is then rewritten to make k.
 
 Scalar mul/div on q or k before the first matmul, also behind reshape/permute
 (e.g. `q_proj(x) * scaling` before the head split), is folded into the scale too.
@@ -114,6 +118,28 @@ def _scales_behind(program: Program, t: _Tables, value: str) -> tuple[list[Node]
     return nodes, factor
 
 
+def _nan_guard(program: Program, t: _Tables, probs: str) -> Optional[list[Node]]:
+    """[isnan, where] when probs feed only `where(isnan(probs), 0, probs)`: the guard ONNX exporters
+    write so rows whose every key is masked (-inf) give 0 instead of NaN, as sdpa does for such
+    rows. The one difference is NaN coming from q or k themselves, which the guard turned into 0
+    and sdpa passes on (NaN in, NaN out)."""
+    graph = program.graph
+    readers = t.users.get(probs, [])
+    if len(readers) != 2 or probs in graph.outputs:
+        return None
+    isnan = next((n for n in readers if n.op == "aten" and n.attrs.get("target") == "aten.isnan.default"), None)
+    where = next((n for n in readers if n.op == "aten" and n.attrs.get("target") == "aten.where.self"), None)
+    if isnan is None or where is None or single_user(graph, isnan.outputs[0], t.users) is not where:
+        return None
+    condition, zero, kept = where.inputs
+    if condition != isnan.outputs[0] or kept != probs or _scalar_constant(program, zero) != 0.0 \
+            or where.attrs.get("args") != [{"$in": 0}, {"$in": 1}, {"$in": 2}] or where.attrs.get("kwargs"):
+        return None
+    if graph.values[where.outputs[0]] != graph.values[probs]:
+        return None
+    return [isnan, where]
+
+
 def _is_last_two_swap(node: Node) -> bool:
     perm = node.attrs.get("perm", [])
     rank = len(perm)
@@ -152,6 +178,10 @@ def _try_fuse(program: Program, t: _Tables, softmax: Node) -> bool:
         return False
     chain = [softmax]
     probs = softmax.outputs[0]
+    guard = _nan_guard(program, t, probs)
+    if guard is not None:
+        chain += guard
+        probs = guard[-1].outputs[0]
     consumer = single_user(graph, probs, t.users)
     while consumer is not None and consumer.op == "identity":
         chain.append(consumer)
@@ -207,14 +237,25 @@ def _try_fuse(program: Program, t: _Tables, softmax: Node) -> bool:
     kt_read = first.inputs[1]
     kt, _, _ = _strip_scales(program, t, kt_read)
     transpose = producers.get(kt)
-    if transpose is None or not _is_last_two_swap(transpose):
+    if transpose is None or transpose.op != "permute":
         return False
+    # k^T = permute(x, perm): k is x permuted by perm with its last two axes swapped back. Where
+    # perm is not just that swap (ONNX exports write k^T = permute(k_heads, [0, 2, 3, 1])), the
+    # permute itself is rewritten to produce k, so it must have no other reader.
+    k_perm = None
+    if not _is_last_two_swap(transpose):
+        perm = transpose.attrs["perm"]
+        if len(perm) < 2 or single_user(graph, kt, t.users) is None:
+            return False
+        k_perm = [*perm[:-2], perm[-1], perm[-2]]
     k_scales, k_factor = _scales_behind(program, t, kt_read)
     if q == kt or {id(n) for n in q_scales} & {id(n) for n in k_scales}:
         return False  # q and k share a scaled path (q @ q^T); folding would count it twice
 
     # ---- shapes: sdpa wants q [.., L, E], k [.., S, E], v [.., S, Ev] with equal batch dims
     k_spec = values[transpose.inputs[0]]
+    if k_perm is not None:
+        k_spec = k_spec.with_(shape=[k_spec.shape[i] for i in k_perm], memory_format="contiguous")
     q_spec, v_spec = values[q], values[v]
     if not (q_spec.rank == k_spec.rank == v_spec.rank >= 2):
         return False
@@ -234,12 +275,16 @@ def _try_fuse(program: Program, t: _Tables, softmax: Node) -> bool:
         _, data = _scale_of(program, scale_node)
         replace_uses(graph, scale_node.outputs[0], data)
     k = transpose.inputs[0]  # read after the bypass: a scale right behind the permute is gone
+    if k_perm is not None:  # the permute now makes k itself
+        transpose.attrs["perm"] = k_perm
+        values[kt] = k_spec
+        k = kt
     doomed = {id(n) for n in [first, second, *chain, *q_scales, *k_scales]}
     sdpa = Node(name=_unique_node_name(graph, "sdpa"), op="sdpa", inputs=[q, k, v, mask],
                 outputs=list(second.outputs), attrs=attrs.model_dump(), source=second.source)
     graph.nodes = [sdpa if n is second else n for n in graph.nodes if n is second or id(n) not in doomed]
     # The k^T permute is dead now unless something else reads it.
-    if kt not in graph.outputs and not any(kt in n.inputs for n in graph.nodes):
+    if k_perm is None and kt not in graph.outputs and not any(kt in n.inputs for n in graph.nodes):
         graph.nodes = [n for n in graph.nodes if n is not transpose]
     return True
 

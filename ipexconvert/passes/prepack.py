@@ -20,8 +20,8 @@ rewritten matmuls included), matmul_to_linear.
 from __future__ import annotations
 
 from ..ir import Node, Program
-from ..ir.postops import shift_operands
 from .base import PassOptions, register_pass
+from .matmul_to_linear import matmuls_to_linears
 
 _FLOATS = {"float32", "bfloat16"}
 
@@ -37,46 +37,12 @@ def _packable(program: Program, node: Node, weight_rank: int) -> bool:
             and values[w].dtype == values[x].dtype)
 
 
-def _rewritable_matmul(program: Program, node: Node) -> bool:
-    """matmul(a [..., m, k], constant b [k, n]) with a and b of one float dtype."""
-    if node.op != "matmul":
-        return False
-    values = program.graph.values
-    a, b = node.inputs[0], node.inputs[1]
-    return (a is not None and program.is_constant(b) and values[b].rank == 2 and values[a].rank >= 2
-            and values[a].dtype in _FLOATS and values[a].dtype == values[b].dtype)
-
-
 @register_pass("prepack", "weights in the plain layout the native conv/linear kernels pack at load")
 def prepack(program: Program, options: PassOptions) -> dict[str, int]:
     graph = program.graph
     counts = {"conv2d_packable": 0, "linear_packable": 0, "matmul_to_linear": 0}
 
-    # matmul -> linear. b is transposed in place when these matmuls are its only readers.
-    matmuls = [n for n in graph.nodes if _rewritable_matmul(program, n)]
-    rewritten_reads: dict[str, int] = {}
-    for n in matmuls:
-        rewritten_reads[n.inputs[1]] = rewritten_reads.get(n.inputs[1], 0) + 1
-    all_reads: dict[str, int] = {}
-    for n in graph.nodes:
-        for v in n.inputs:
-            if v in rewritten_reads:
-                all_reads[v] = all_reads.get(v, 0) + 1
-    transposed: dict[str, str] = {}  # b -> the constant holding b^T
-    for b, reads in rewritten_reads.items():
-        tensor = program.weights[b].t().contiguous()
-        if reads == all_reads[b] and b not in graph.outputs:
-            program.set_constant(b, tensor)
-            transposed[b] = b
-        else:
-            transposed[b] = program.add_constant(f"{b}_t", tensor)
-    for n in matmuls:
-        # linear's inputs are [x, weight, bias, operands...]: binary post-op operands move up one slot.
-        post_ops = shift_operands(n.attrs.get("post_ops", []), 1)
-        n.op = "linear"
-        n.inputs = [n.inputs[0], transposed[n.inputs[1]], None, *n.inputs[2:]]
-        n.attrs = {"post_ops": post_ops}
-        counts["matmul_to_linear"] += 1
+    counts["matmul_to_linear"] = matmuls_to_linears(program)  # matmuls made after the early pass
 
     for n in graph.nodes:
         if n.op == "linear" and _packable(program, n, 2):

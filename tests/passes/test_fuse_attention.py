@@ -226,3 +226,66 @@ def test_scalar_mask_is_not_fused():
     before = _copy(program)
     assert _fuse(program) == {"attention_fused": 0}
     _assert_same_outputs(before, program, inputs, {})
+
+
+# ---- the form ONNX exports write --------------------------------------------------------------
+
+
+class OnnxStyleAttention(nn.Module):
+    """k^T as one permute of [b, s, h, d], sqrt-scales on both q and k, a -inf mask from a bool one,
+    and the where(isnan(p), 0, p) guard after the softmax."""
+
+    def forward(self, q_in, k_in, v_in, keep):
+        b, s, _ = q_in.shape
+        q = q_in.reshape(b, s, HEADS, 16).permute(0, 2, 1, 3)
+        kt = k_in.reshape(b, s, HEADS, 16).permute(0, 2, 3, 1)
+        v = v_in.reshape(b, s, HEADS, 16).permute(0, 2, 1, 3)
+        c = 16 ** -0.25
+        mask = torch.where(keep[:, None, None, :], torch.tensor(0.0), torch.tensor(float("-inf")))
+        p = torch.softmax((q * c) @ (kt * c) + mask, dim=-1)
+        p = torch.where(torch.isnan(p), torch.tensor(0.0), p)
+        return p @ v
+
+
+def test_the_onnx_export_form_becomes_sdpa_with_zeroed_masked_rows():
+    g = torch.Generator().manual_seed(3)
+    inputs = {n: torch.randn(2, 6, HEADS * 16, generator=g) for n in ("q_in", "k_in", "v_in")}
+    keep = torch.ones(2, 6, dtype=torch.bool)
+    keep[0, 4:] = False
+    keep[1, :] = False  # every key of sample 1 masked: the guard makes its rows 0, not NaN
+    inputs["keep"] = keep
+    before = program_from_module(OnnxStyleAttention(), inputs, {})
+    PASSES["remove_identity"].run(before, PassOptions())  # as in the pipeline: the constants are read directly
+    after = _copy(before)
+    assert _fuse(after) == {"attention_fused": 1}
+    (sdpa,) = [n for n in after.graph.nodes if n.op == "sdpa"]
+    assert sdpa.attrs["scale"] == pytest.approx(16 ** -0.5, rel=1e-6)
+    hist = after.graph.op_histogram()
+    assert "aten:aten.isnan.default" not in hist and "softmax" not in hist and "mul" not in hist
+    want, got = _run(before, inputs, {}), _run(after, inputs, {})
+    assert torch.equal(got[0][1], torch.zeros_like(got[0][1])) and not got[0].isnan().any()
+    _assert_same_outputs(before, after, inputs, {})
+    assert want[0].shape == got[0].shape
+
+
+def test_fully_masked_rows_give_zero_in_every_kernel():
+    """sdpa's promise (ir/ops/sdpa.py), on the reference and on the kernel the CPU backend picks (native
+    attention where the CPU has it), for float and bool masks."""
+    from ipexconvert.ir.opdef import get_op
+    from ipexconvert.ir.ops.sdpa import SdpaAttrs
+    from ipexconvert.ir import Graph, Node, Program, TensorSpec
+    from ipexconvert.runtime.executor import Executor
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(2, HEADS, 5, 16, generator=g) for _ in range(3))
+    mask = torch.zeros(2, 1, 1, 5)
+    mask[1] = float("-inf")
+    mask[0, ..., 3:] = float("-inf")
+    for m in (mask, mask == 0):
+        ref = get_op("sdpa").reference([q, k, v, m], SdpaAttrs(), {})
+        assert torch.equal(ref[1], torch.zeros_like(ref[1])) and not ref[0].isnan().any()
+    specs = {n: TensorSpec.of(t) for n, t in {"q": q, "k": k, "v": v, "mask": mask}.items()}
+    specs["y"] = TensorSpec.of(q)
+    program = Program(Graph(inputs=["q", "k", "v", "mask"], outputs=["y"], values=specs,
+                            nodes=[Node(name="a", op="sdpa", inputs=["q", "k", "v", "mask"], outputs=["y"])]))
+    got = Executor(program).run([q, k, v, mask], {})[0]
+    torch.testing.assert_close(got, get_op("sdpa").reference([q, k, v, mask], SdpaAttrs(), {}))

@@ -1,5 +1,10 @@
 """sdpa: scaled-dot-product attention softmax(q k^T * scale + mask) v, optionally returned
-quantized for the int8 layer after it (fold_attention_quantize)."""
+quantized for the int8 layer after it (fold_attention_quantize).
+
+A query row whose every key the mask removes (all -inf, or all False) gives 0, not the NaN a
+plain softmax would: what torch's own attention does since 2.5 and what ONNX exporters write
+around theirs (`where(isnan(p), 0, p)`). The reference applies it explicitly, so it holds
+whatever torch version runs it, and so do the native kernels."""
 from __future__ import annotations
 
 import math
@@ -24,6 +29,18 @@ class SdpaAttrs(BaseModel):
     # The output as the quantize op makes codes of it viewed as [batch, q_len, heads * head_dim]
     # (4-D q/k/v only); the multiplier, if any, is the fifth input.
     quantize: Optional[QuantizeAttrs] = None
+
+
+def fully_masked_rows(mask: torch.Tensor) -> torch.Tensor:
+    """[..., L, 1]: True where the mask removes every key of that query row."""
+    removed = ~mask if mask.dtype == torch.bool else mask == float("-inf")
+    return removed.all(dim=-1, keepdim=True)
+
+
+def zero_masked_rows(y: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """y with the rows the mask removes entirely set to 0 (y [..., L, Ev], mask broadcastable to [..., L, S])."""
+    fully = fully_masked_rows(mask)
+    return y.masked_fill(fully, 0) if bool(fully.any()) else y
 
 
 @register_op
@@ -73,6 +90,8 @@ class SdpaOp(OpDef):
         scale = attrs.scale if attrs.scale is not None else 1.0 / math.sqrt(q.shape[-1])
         y = torch.nn.functional.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=attrs.is_causal, scale=scale, enable_gqa=attrs.enable_gqa)
+        if mask is not None:
+            y = zero_masked_rows(y, mask)
         if attrs.quantize is None:
             return y
         qa, rows = attrs.quantize, y.transpose(1, 2)  # [batch, q_len, heads, head_dim]

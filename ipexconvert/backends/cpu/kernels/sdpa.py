@@ -7,7 +7,7 @@ kernels (benchmarks/results/native-attention.md); they also read q/k/v straight 
 QKV projection's slices (strided views) and write their output into a [batch, seq, heads,
 head_dim] buffer, so the transpose + reshape after it are free views.
 
-Covered: bfloat16 q/k/v with head_dim a multiple of 32, or float32 with head_dim a multiple of
+Rows a mask removes entirely come out as 0 (ir/ops/sdpa.py), checked per call on the mask. Covered: bfloat16 q/k/v with head_dim a multiple of 32, or float32 with head_dim a multiple of
 16, of rank 4 with one head count, no causal flag, an additive float32/bfloat16 mask or none.
 Everything else (bool masks, other dtypes, a CPU below the kernel's level) runs the op's
 reference, i.e. torch's attention. A quantized sdpa (fold_attention_quantize) gets the
@@ -23,6 +23,7 @@ from .. import native_lib
 from ....ir import dtypes
 from ....ir.opdef import get_op
 from ....ir.ops._quant import QTORCH
+from ....ir.ops.sdpa import fully_masked_rows
 from ....runtime import kernels
 from ....runtime.kernels import Kernel, NodeContext
 from . import _native, _runs_at
@@ -78,6 +79,10 @@ def native_sdpa(ctx: NodeContext):
         batch, heads, q_len, _ = q.shape
         out = torch.empty(batch, q_len, heads, head_dim, dtype=out_dtype).permute(0, 2, 1, 3)
         lib.attention(q, k, v, mask, out, scale, isa, torch.get_num_threads(), **q_args)
+        if mask is not None:  # rows whose every key is masked: 0 (its code, when quantized), as the op says
+            fully = fully_masked_rows(mask)
+            if bool(fully.any()):
+                out.masked_fill_(fully, a.quantize.zero_point if a.quantize is not None else 0)  # keeps the layout
         return out
 
     return Kernel(run, _native.kernel_name("sdpa", kernel, ctx.isa), frozenset({4}) if has_multiplier else frozenset())
