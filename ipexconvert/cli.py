@@ -572,6 +572,25 @@ def _print_quant_table(plan: QuantPlan, layers: list[LayerPlan]) -> None:
         out.print(f"  {_show(note)}", highlight=False)
 
 
+# --------------------------------------------------------------------------- export
+@app.command()
+@handle_errors
+def export(
+    artifact: Path = typer.Argument(..., help="an .ipxc file (fp32)"),
+    output: Path = typer.Option(..., "-o", "--output", help="the .onnx file to write"),
+    check: bool = typer.Option(True, "--check/--no-check", help="run the ONNX file under ONNX Runtime (when installed) "
+                               "on the artifact's example inputs and compare with the artifact"),
+):
+    """Write an artifact as an ONNX model (opset 17; fp32 artifacts for now)."""
+    from .export.onnx import export_onnx
+
+    written.expect(output)
+    path, report = export_onnx(artifact, output, check=check)
+    for line in report:
+        out.print(_show(line))
+    out.print(f"wrote {_show(str(path))} ({path.stat().st_size / 2**20:.1f} MiB, ONNX opset 17)")
+
+
 # --------------------------------------------------------------------------- run
 @app.command()
 @handle_errors

@@ -1,0 +1,1 @@
+"""Writing artifacts in other formats (export/onnx/: ONNX)."""

@@ -1,0 +1,100 @@
+"""ipexconvert export: fp32 artifacts as ONNX that ONNX Runtime (and our own ONNX reader) run to the
+artifact's outputs, dynamic dims kept; what cannot be exported is refused before anything is written."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+onnx = pytest.importorskip("onnx")
+import ipexconvert  # noqa: E402
+from ipexconvert.errors import UnsupportedOpError, UserInputError  # noqa: E402
+from ipexconvert.export.onnx import export_onnx  # noqa: E402
+from ipexconvert.frontend.onnx.module import OnnxGraphModule  # noqa: E402
+
+
+def _cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float(torch.nn.functional.cosine_similarity(a.flatten().double(), b.flatten().double(), dim=0))
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("export")
+    made = {}
+    for name in ("tiny-cnn", "tiny-bert"):
+        made[name] = ipexconvert.optimize(f"example:{name}", dtype="fp32", output=folder / f"{name}.ipxc").path
+    return folder, made
+
+
+CASES = {
+    "tiny-cnn": lambda: {"pixel_values": torch.randn(3, 3, 64, 64)},
+    "tiny-bert": lambda: {"input_ids": torch.randint(0, 100, (3, 11)),
+                          "attention_mask": torch.tensor([[1] * 11, [1] * 5 + [0] * 6, [1] * 11])},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_export_runs_to_the_artifacts_outputs_at_other_sizes(artifacts, name):
+    folder, made = artifacts
+    path, report = export_onnx(made[name], folder / f"{name}.onnx", check=False)
+    model = onnx.load(str(path))
+    assert any(d.dim_param for i in model.graph.input for d in i.type.tensor_type.shape.dim)  # dynamic dims kept
+    feeds = CASES[name]()  # batch 3 (and seq 11): not the conversion's example sizes
+    want = ipexconvert.load_artifact(made[name])(**feeds)
+    want = list(want) if isinstance(want, tuple) else [want]
+    reader = OnnxGraphModule(model, 17)  # our ONNX reader, checked against ONNX's node tests
+    got = reader(**feeds)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and _cosine(g, w) > 0.99999
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_onnx_runtime_runs_the_export(artifacts, name):
+    ort = pytest.importorskip("onnxruntime")
+    folder, made = artifacts
+    path, report = export_onnx(made[name], folder / f"{name}.ort.onnx", check=True)
+    assert report and all("cosine 1.000000" in line or "cosine 0.99999" in line for line in report)
+    feeds = CASES[name]()
+    want = ipexconvert.load_artifact(made[name])(**feeds)
+    want = list(want) if isinstance(want, tuple) else [want]
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    got = [torch.from_numpy(g) for g in session.run(None, {k: v.numpy() for k, v in feeds.items()})]
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and _cosine(g, w) > 0.99999
+
+
+def test_an_export_imports_back_to_the_same_outputs(artifacts):
+    folder, made = artifacts
+    path, _ = export_onnx(made["tiny-cnn"], folder / "again.onnx", check=False)
+    again = ipexconvert.optimize(path, output=folder / "again.ipxc").path
+    x = torch.randn(2, 3, 64, 64)
+    torch.testing.assert_close(ipexconvert.load_artifact(again)(pixel_values=x),
+                               ipexconvert.load_artifact(made["tiny-cnn"])(pixel_values=x), rtol=1e-4, atol=1e-5)
+
+
+class CumulativeSum(torch.nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, dim=1) * 2
+
+
+def test_ops_without_an_emitter_are_listed_and_nothing_is_written(tmp_path):
+    art = ipexconvert.optimize(CumulativeSum(), {"x": torch.randn(2, 5)}, output=tmp_path / "c.ipxc").path
+    with pytest.raises(UnsupportedOpError, match="aten:aten.cumsum.default"):
+        export_onnx(art, tmp_path / "c.onnx")
+    assert not (tmp_path / "c.onnx").exists()
+
+
+def test_cli_export_and_its_refusals(artifacts, tmp_path):
+    folder, made = artifacts
+    cli = [sys.executable, "-m", "ipexconvert.cli"]
+    ok = subprocess.run(cli + ["export", str(made["tiny-cnn"]), "-o", str(tmp_path / "m.onnx")], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert "wrote" in ok.stdout and (tmp_path / "m.onnx").is_file()
+    bf16 = ipexconvert.optimize("example:tiny-cnn", dtype="bf16", output=tmp_path / "b.ipxc").path
+    refused = subprocess.run(cli + ["export", str(bf16), "-o", str(tmp_path / "b.onnx")], capture_output=True, text=True)
+    assert refused.returncode == 2 and "fp32" in refused.stderr + refused.stdout
+    assert not (tmp_path / "b.onnx").exists()
+    with pytest.raises(UserInputError):
+        export_onnx(bf16, tmp_path / "b2.onnx")
