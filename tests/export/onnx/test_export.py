@@ -1,5 +1,6 @@
-"""ipexconvert export: fp32 artifacts as ONNX that ONNX Runtime (and our own ONNX reader) run to the
-artifact's outputs, dynamic dims kept; what cannot be exported is refused before anything is written."""
+"""ipexconvert export: fp32 artifacts, and int8 ones as QDQ, as ONNX that ONNX Runtime (and our own
+ONNX reader) run to the artifact's outputs, dynamic dims kept; what cannot be exported is refused
+before anything is written."""
 from __future__ import annotations
 
 import subprocess
@@ -94,7 +95,47 @@ def test_cli_export_and_its_refusals(artifacts, tmp_path):
     assert "wrote" in ok.stdout and (tmp_path / "m.onnx").is_file()
     bf16 = ipexconvert.optimize("example:tiny-cnn", dtype="bf16", output=tmp_path / "b.ipxc").path
     refused = subprocess.run(cli + ["export", str(bf16), "-o", str(tmp_path / "b.onnx")], capture_output=True, text=True)
-    assert refused.returncode == 2 and "fp32" in refused.stderr + refused.stdout
+    assert refused.returncode == 2 and "bf16 artifact" in refused.stderr + refused.stdout
     assert not (tmp_path / "b.onnx").exists()
     with pytest.raises(UserInputError):
         export_onnx(bf16, tmp_path / "b2.onnx")
+
+
+@pytest.fixture(scope="module")
+def int8_artifacts(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("export-int8")
+    made = {}
+    for name in ("tiny-cnn", "tiny-bert"):
+        made[name] = ipexconvert.optimize(f"example:{name}", dtype="int8", calib_synthetic=8,
+                                          output=folder / f"{name}.int8.ipxc").path
+    return folder, made
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_int8_exports_as_qdq_with_the_calibrated_scales(int8_artifacts, name):
+    folder, made = int8_artifacts
+    path, _ = export_onnx(made[name], folder / f"{name}.int8.onnx", check=False)
+    model = onnx.load(str(path))
+    ops = {n.op_type for n in model.graph.node}
+    assert {"QuantizeLinear", "DequantizeLinear"} <= ops
+    int8_weights = [t for t in model.graph.initializer if t.data_type == onnx.TensorProto.INT8 and len(t.dims) >= 2]
+    assert int8_weights  # weights stay int8 codes with their per-channel scales
+    feeds = CASES[name]()
+    want = ipexconvert.load_artifact(made[name])(**feeds)
+    want = list(want) if isinstance(want, tuple) else [want]
+    got = OnnxGraphModule(model, 17)(**feeds)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and _cosine(g, w) > 0.999
+
+
+def test_onnx_runtime_runs_the_int8_export(int8_artifacts):
+    ort = pytest.importorskip("onnxruntime")
+    folder, made = int8_artifacts
+    path, report = export_onnx(made["tiny-bert"], folder / "tb.ort.int8.onnx", check=True)
+    assert len(report) == 2
+    feeds = CASES["tiny-bert"]()
+    want = ipexconvert.load_artifact(made["tiny-bert"])(**feeds)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    got = [torch.from_numpy(g) for g in session.run(None, {k: v.numpy() for k, v in feeds.items()})]
+    for g, w in zip(got, want):
+        assert _cosine(g, w) > 0.999

@@ -7,9 +7,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ....ir import dtypes
 from ..builder import OnnxBuilder, Unexportable
 from ._registry import emits
+from .layout import numpy_dtype
 
 AtenFn = Callable[[OnnxBuilder, Any, list, dict], None]
 ATEN_EMITTERS: dict[str, AtenFn] = {}
@@ -44,8 +44,7 @@ def _number_like(b: OnnxBuilder, node, value, like: str) -> str:
             value = float(value["$float"])
         else:
             raise Unexportable(f"argument {value!r} where a number is expected")
-    dtype = str(dtypes.to_torch(b.graph.values[like].dtype)).replace("torch.", "")
-    return b.const(np.array(value, dtype=dtype), "k")
+    return b.const(np.array(value, dtype=numpy_dtype(b.graph.values[like].dtype)), "k")
 
 
 def _out(node) -> list[str]:
@@ -209,8 +208,7 @@ def scalar_tensor(b, node, args, kwargs):
     if isinstance(value, dict) and "$sym" in value:
         b.node("Cast", [b.node("Squeeze", [b.dim(value["$sym"])])[0]], _out(node), to=_onnx_dtype(spec.dtype))
         return
-    dtype = str(dtypes.to_torch(spec.dtype)).replace("torch.", "")
-    b.node("Identity", [b.const(np.array(value, dtype=dtype), "s")], _out(node))
+    b.node("Identity", [b.const(np.array(value, dtype=numpy_dtype(spec.dtype)), "s")], _out(node))
 
 
 @aten("aten.index.Tensor")

@@ -20,8 +20,8 @@ def _additive(b, mask: str) -> str:
 @emits("sdpa")
 def sdpa(b, node) -> None:
     a = node.attrs
-    if a.get("is_causal") or a.get("enable_gqa") or a.get("quantize") is not None:
-        raise Unexportable("causal, grouped-query or quantized attention")
+    if a.get("is_causal") or a.get("enable_gqa"):
+        raise Unexportable("causal or grouped-query attention")
     q, k, v = node.inputs[:3]
     mask = node.inputs[3] if len(node.inputs) > 3 else None
     rank = b.graph.values[k].rank
@@ -32,11 +32,21 @@ def sdpa(b, node) -> None:
         scores = b.node("Add", [scores, _additive(b, mask)])[0]
     p = b.node("Softmax", [scores], axis=-1)[0]
     p = b.node("Where", [b.node("IsNaN", [p])[0], b.const(np.array(0.0, dtype=np.float32), "zero"), p])[0]
-    b.node("MatMul", [p, v], node.outputs)
+    if a.get("quantize") is None:
+        b.node("MatMul", [p, v], node.outputs)
+        return
+    # codes of the [batch, q_len, heads * head_dim] rows the next layer reads, kept as [b, h, L, E]
+    from .quant import quantize_rows
+    y = b.node("MatMul", [p, v])[0]
+    rows = b.node("Transpose", [y], perm=[0, 2, 1, 3])[0]
+    multiplier = node.inputs[4] if len(node.inputs) > 4 else None
+    if multiplier is not None:
+        heads, width = b.graph.values[q].shape[1], b.graph.values[v].shape[-1]
+        multiplier = b.const(b.weight(multiplier).reshape(heads, width), "multiplier")
+    codes = quantize_rows(b, rows, a["quantize"], multiplier)
+    b.node("Transpose", [codes], node.outputs, perm=[0, 2, 1, 3])
 
 
 @emits("attention_mask")
 def attention_mask(b, node) -> None:
-    if node.attrs["dtype"] != "float32":
-        raise Unexportable(f"an attention mask of {node.attrs['dtype']}")
-    b.node("Identity", [_additive(b, node.inputs[0])], node.outputs)
+    b.node("Identity", [_additive(b, node.inputs[0])], node.outputs)  # float32 (bfloat16 is written as float32)

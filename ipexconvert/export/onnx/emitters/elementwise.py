@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....ir import dtypes
 from ._activations import activation, finish, post_ops
 from ._registry import emits
+from .layout import numpy_dtype
 
 _BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div"}
 
 
 def _number(b, value, like: str) -> str:
-    dtype = dtypes.to_torch(b.graph.values[like].dtype)
-    return b.const(np.array(value, dtype=str(dtype).replace("torch.", "")), "k")
+    return b.const(np.array(value, dtype=numpy_dtype(b.graph.values[like].dtype)), "k")
 
 
 @emits(*_BINARY)

@@ -29,11 +29,14 @@ def layer_norm(b, node) -> None:
 
 @emits("add_layer_norm")
 def add_layer_norm(b, node) -> None:
-    if node.attrs.get("quantize") is not None:
-        raise Unexportable("add_layer_norm with a quantized output")
     total = node.outputs[1] if node.attrs.get("return_sum") else b.fresh("sum")
     b.node("Add", [node.inputs[0], node.inputs[1]], [total])
     _layer_norm(b, total, node, 2, node.outputs[0])
+    if node.attrs.get("quantize") is not None:  # the last output: the norm as codes for the int8 layer after it
+        from .quant import quantize_rows
+        multiplier = node.inputs[4] if len(node.inputs) > 4 else None
+        codes = quantize_rows(b, node.outputs[0], node.attrs["quantize"], multiplier)
+        b.node("Identity", [codes], [node.outputs[-1]])
 
 
 @emits("batch_norm")
