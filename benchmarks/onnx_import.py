@@ -33,9 +33,22 @@ CASES = {"resnet50-b1": ("resnet50", 1), "bert-base-b1": ("bert-base", 1), "mini
          "tiny-bert-b1": ("tiny-bert", 1)}
 
 
-def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.double().flatten(), b.double().flatten()
+def cosine(a, b) -> float:
+    """Of two tensors or arrays, flattened, in float64."""
+    a, b = torch.as_tensor(a).double().flatten(), torch.as_tensor(b).double().flatten()
     return float(torch.dot(a, b) / (a.norm() * b.norm()).clamp_min(1e-300))
+
+
+def cpu_model() -> str:
+    return next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                 if ln.startswith("model name")), platform.machine())
+
+
+def ort_options(threads: int):
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    return options
 
 
 def interleaved(systems: dict, rounds: int, calls: int) -> dict[str, float]:
@@ -62,11 +75,8 @@ def main() -> int:
     import onnxruntime as ort
 
     torch.set_num_threads(args.threads)
-    options = ort.SessionOptions()
-    options.intra_op_num_threads, options.inter_op_num_threads = args.threads, 1
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.machine())
-    results = {"command": " ".join(["python", *sys.argv]), "cpu": cpu,
+    options = ort_options(args.threads)
+    results = {"command": " ".join(["python", *sys.argv]), "cpu": cpu_model(),
                "isa": selected_isa(),
                "torch": torch.__version__, "onnxruntime": ort.__version__, "cases": {}}
     work = Path(tempfile.mkdtemp(prefix="onnx-import-"))

@@ -78,3 +78,13 @@ def test_nan_and_inf_agree_only_with_themselves():
     for wrong in ([1.0, 0.0, float("inf"), -2.0], [1.0, float("nan"), float("-inf"), -2.0], [float("nan"), float("nan"), float("inf"), -2.0]):
         o = compare_output("y", torch.tensor(wrong), want)
         assert o.max_abs_error == float("inf") and o.cosine == 0.0, wrong
+
+
+def test_an_fp32_conversion_of_a_16_bit_model_is_judged_at_that_models_precision():
+    want = torch.linspace(0.5, 1.0, 64).to(torch.bfloat16).reshape(1, 64)
+    one_ulp_off = (want.float() + 2 ** -8).to(torch.bfloat16)  # bf16 computed in float32 elsewhere
+    record = measure(["y"], [one_ulp_off], [want], "fp32", "eager")
+    assert record.passed and record.budget_rel_error == pytest.approx(4 * 2 ** -7)
+    float32_model = measure(["y"], [one_ulp_off.float()], [want.float()], "fp32", "eager")
+    assert not float32_model.passed and float32_model.budget_rel_error == 1e-3
+    assert not measure(["y"], [(want.float() * 1.1).to(torch.bfloat16)], [want], "fp32", "eager").passed

@@ -112,6 +112,7 @@ def _fold_small_int_inputs(model: onnx.ModelProto, inputs: list) -> tuple[onnx.M
     graph_inputs = [i for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     kept, folded = [], []
     for value, array in zip(graph_inputs, inputs):
+        array = np.asarray(array) if isinstance(array, np.generic) else array  # a 0-d input as a numpy scalar
         if isinstance(array, np.ndarray) and array.dtype in (np.int64, np.int32, np.bool_) and array.ndim <= 1 \
                 and array.size <= 64:
             model.graph.initializer.append(numpy_helper.from_array(array, value.name))
