@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..builder import Unexportable
-from ._activations import finish
-from ._activations import activation
+from ._activations import activation, finish
 from ._registry import emits
 
 _NP = {"uint8": np.uint8, "int8": np.int8}

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from ..values import Const, Ints, broadcast_ints, tensor
-from ._registry import OnnxNode, Unconvertible, onnx_op
+from ._registry import OnnxNode, onnx_op
 
 UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "Abs": torch.abs, "Neg": torch.neg, "Exp": torch.exp, "Log": torch.log, "Sqrt": torch.sqrt,

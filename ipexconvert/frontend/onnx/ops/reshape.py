@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import math
 
-import torch
-
 from ..values import Ints, known_ints, tensor
 from ._axes import axes_of, normalize
 from ._registry import OnnxNode, Unconvertible, onnx_op

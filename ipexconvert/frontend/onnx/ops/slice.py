@@ -9,7 +9,6 @@ from ._axes import normalize
 from ._registry import OnnxNode, Unconvertible, onnx_op
 
 
-
 def _backward_indices(start: int, end: int, step: int, size: int) -> list[int]:
     start = start + size if start < 0 else start
     end = end + size if end < 0 else end
