@@ -123,6 +123,21 @@ def _umask() -> int:
     return mask
 
 
+def _unshare(tensors: dict[str, torch.Tensor]) -> None:
+    """safetensors stores each tensor once and refuses names sharing memory; passes may give two constants
+    one storage (an exporter's deduplicated zero biases, each layer's `bias.float()` of them), so every
+    later one gets its own copy."""
+    seen: set[int] = set()
+    for name, t in tensors.items():
+        if t.numel() == 0:
+            continue
+        key = t.untyped_storage().data_ptr()
+        if key in seen:
+            tensors[name] = t.clone()
+        else:
+            seen.add(key)
+
+
 def write_artifact(path: str | Path, program: Program, manifest: Manifest,
                    example_inputs: dict[str, torch.Tensor] | None = None) -> Manifest:
     """Fill the hashes into the manifest and write both atomically. Returns the final manifest."""
@@ -131,6 +146,7 @@ def write_artifact(path: str | Path, program: Program, manifest: Manifest,
     tensors = {name: program.weights[name].detach().contiguous() for name in program.graph.constants}
     for name, tensor in (example_inputs or {}).items():
         tensors[EXAMPLE_PREFIX + name] = tensor.detach().contiguous()
+    _unshare(tensors)
     raw = json.loads(manifest.model_copy(update={"format_version": FORMAT_VERSION}).model_dump_json())
     raw = rehash(raw, graph_json, tensors)
     manifest = Manifest.model_validate(raw)

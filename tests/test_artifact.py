@@ -411,3 +411,20 @@ def test_artifact_with_bad_op_attrs_does_not_load(artifact):
     _rewrite_first_node(artifact, attrs={"post_ops": "not a list"})
     with pytest.raises(ArtifactError, match="post_ops"):
         load_artifact(artifact)
+
+
+def test_constants_sharing_memory_are_written_as_copies(tmp_path, program_and_manifest):
+    """Two constant names over one storage (an exporter's shared zero bias after `.float()`): safetensors
+    would refuse them; each is written, and read back equal."""
+    program, manifest = program_and_manifest
+    from ipexconvert.ir import Program
+    shared = Program(program.graph.model_copy(deep=True), dict(program.weights))
+    base = torch.arange(8, dtype=torch.float32)
+    first = shared.add_constant("shared_a", base)
+    second = shared.add_constant("shared_b", base)      # the very same tensor
+    third = shared.add_constant("shared_c", base[2:6])   # a view into it
+    path = tmp_path / "shared.ipxc"
+    write_artifact(path, shared, manifest)
+    _, read = read_artifact(path)
+    assert torch.equal(read.weights[first], base) and torch.equal(read.weights[second], base)
+    assert torch.equal(read.weights[third], base[2:6])

@@ -177,3 +177,33 @@ def test_cli_optimize_reads_onnx_and_refuses_bad_files_with_exit_2(tmp_path):
     refused = subprocess.run(cli + ["optimize", str(bad), "-o", str(tmp_path / "b.ipxc")], capture_output=True, text=True)
     assert refused.returncode == 2 and "ONNX model" in refused.stderr + refused.stdout
     assert not (tmp_path / "b.ipxc").exists()
+
+
+def test_int8_conversion_of_layers_sharing_one_bias_initializer(tmp_path):
+    """torch.onnx.export stores equal initializers once (zero biases): several linears then read one
+    constant, and the int8 artifact must still write each layer's own copy."""
+    rng = np.random.default_rng(1)
+    w1 = rng.standard_normal((8, 8)).astype(np.float32)
+    w2 = rng.standard_normal((8, 8)).astype(np.float32)
+    w3 = rng.standard_normal((8, 8)).astype(np.float32)
+    nodes = []
+    for i, (src, dst) in enumerate((("x", "r1"), ("r1", "r2"), ("r2", "r3"))):
+        nodes += [helper.make_node("MatMul", [src, f"W{i + 1}"], [f"m{i}"]),
+                  helper.make_node("Add", [f"m{i}", "zero_bias"], [f"a{i}"]),
+                  helper.make_node("Relu", [f"a{i}"], [dst])]
+    nodes.append(helper.make_node("Identity", ["r3"], ["y"]))
+    graph = helper.make_graph(nodes, "shared", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
+                              [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(w2, "W2"),
+                               numpy_helper.from_array(w3, "W3"),
+                               numpy_helper.from_array(np.zeros(8, dtype=np.float32), "zero_bias")])
+    path = tmp_path / "shared.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    result = ipexconvert.optimize(path, output=tmp_path / "s.ipxc", dtype="int8", calib_synthetic=8)
+    model = ipexconvert.load_artifact(result.path)
+    assert model.manifest.op_histogram.get("qlinear", 0) >= 2
+    x = torch.randn(4, 8)
+    want = x
+    for w in (w1, w2, w3):
+        want = torch.relu(want @ torch.from_numpy(w))
+    assert torch.nn.functional.cosine_similarity(model(x=x).flatten(), want.flatten(), dim=0) > 0.99
