@@ -1,4 +1,5 @@
-"""`ipexconvert check`: the CI regression gate (artifact vs golden outputs or an eager model).
+"""`ipexconvert check`: the CI regression gate (artifact vs golden outputs, an eager model, or an ONNX file
+under ONNX Runtime, e.g. the artifact's own export).
 
 NaN and Inf: errors are measured where both sides are finite. With check_finite (the default)
 an output also fails when its NaN/Inf values are not where the reference has them: NaN or Inf
@@ -17,8 +18,27 @@ from .accuracy import DEFAULT_BUDGETS, compare_output, flatten_outputs
 from .errors import UserInputError
 
 
+def _onnx_runtime_outputs(reference: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """An .onnx reference (e.g. the artifact's own `ipexconvert export`) run under ONNX Runtime;
+    inputs and outputs are matched by position."""
+    try:
+        from .frontend.onnx import model_file, onnx_runtime
+    except ImportError as e:
+        raise UserInputError(f"an .onnx reference needs the onnx package ({e})", "pip install onnx onnxruntime") from None
+    sess = onnx_runtime.session(model_file.load(Path(reference)))
+    if sess is None:
+        raise UserInputError(f"ONNX Runtime cannot run {reference} (not installed, or it refuses the model)",
+                             "pip install onnxruntime (the ipexconvert[onnxruntime] extra)")
+    if len(sess.get_inputs()) != len(inputs):
+        raise UserInputError(f"{reference} takes {len(sess.get_inputs())} input(s), the artifact {len(inputs)}",
+                             "compare the artifact with its own ONNX export or source")
+    return list(onnx_runtime.runner(sess)(inputs))
+
+
 def _reference_outputs(reference: str, names: list[str], tensors: dict[str, torch.Tensor], model_factory, model_kwargs,
-                       trust_pickle) -> list[torch.Tensor]:
+                       trust_pickle, input_names: list[str]) -> list[torch.Tensor]:
+    if reference.lower().endswith(".onnx") and model_factory is None:
+        return _onnx_runtime_outputs(reference, [tensors[n] for n in input_names])
     if reference.endswith(".safetensors") and Path(reference).is_file() and model_factory is None:
         from safetensors import SafetensorError
         from safetensors.torch import load_file
@@ -87,7 +107,8 @@ def run_check(artifact: Path, reference: str, inputs_path: Optional[Path], rtol:
         raise UserInputError(f"{artifact} stores no example inputs", "pass --inputs inputs.safetensors")
     got = model.run_list([tensors[n] for n in model.signature.input_names])
     names = model.signature.output_names
-    want = _reference_outputs(reference, names, tensors, model_factory, model_kwargs, trust_pickle)
+    want = _reference_outputs(reference, names, tensors, model_factory, model_kwargs, trust_pickle,
+                              model.signature.input_names)
     if len(want) != len(got):
         raise UserInputError(f"the reference has {len(want)} output(s), the artifact {len(got)}",
                              "compare the artifact with the model it was converted from")

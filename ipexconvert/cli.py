@@ -711,7 +711,8 @@ def bench(
 @handle_errors
 def check(
     artifact: Path = typer.Argument(..., help="an .ipxc file"),
-    reference: str = typer.Option(..., "--reference", help="golden outputs (.safetensors) or a model SOURCE to run eagerly"),
+    reference: str = typer.Option(..., "--reference", help="golden outputs (.safetensors), a model SOURCE to run eagerly, or an .onnx file to "
+                                   "run under ONNX Runtime (e.g. this artifact's `ipexconvert export`)"),
     inputs: Optional[Path] = typer.Option(None, "--inputs", help="safetensors inputs (default: stored example inputs)"),
     rtol: Optional[float] = typer.Option(None, "--rtol", help="max |artifact-ref| / max |ref| (default per dtype)"),
     atol: float = typer.Option(0.0, "--atol", help="absolute slack added to the tolerance"),

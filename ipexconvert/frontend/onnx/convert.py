@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import numpy as np
 import onnx
 import torch
 
@@ -17,7 +16,7 @@ from ...manifest import SourceRecord
 from ..base import ImportedModel, ImportRequest
 from ..torch.export import decompose, export_module, program_from_exported
 from ..torch.inputs import InputArg, check_example_inputs, make_example_inputs, parse_input_arg
-from . import model_file, tensors
+from . import model_file, onnx_runtime, tensors
 from .module import OnnxGraphModule
 from .ops import Unconvertible
 
@@ -164,18 +163,8 @@ def _oracle(proto: onnx.ModelProto, module: OnnxGraphModule) -> Callable[..., An
     io = list(proto.graph.input) + list(proto.graph.output)
     if any(v.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16 for v in io):
         return module  # ORT's Python API has no bfloat16 arrays to feed or return
-    try:
-        import onnxruntime
-    except ImportError:
-        return module
-    try:
-        session = onnxruntime.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    except Exception:  # ORT lacks an op or a type: our own reading is the oracle then
-        return module
-    onnx_name = dict(zip(module.input_names, (i.name for i in module.onnx_inputs)))
-
-    def run(**inputs: torch.Tensor):
-        feeds = {onnx_name[k]: v.detach().numpy() for k, v in inputs.items()}
-        return tuple(tensors.from_numpy(np.asarray(o)) for o in session.run(None, feeds))
-
-    return run
+    sess = onnx_runtime.session(proto)
+    if sess is None:
+        return module  # not installed, or ORT lacks an op or a type: our own reading is the oracle then
+    run = onnx_runtime.runner(sess)
+    return lambda **inputs: run([inputs[n] for n in module.input_names])

@@ -139,3 +139,24 @@ def test_onnx_runtime_runs_the_int8_export(int8_artifacts):
     got = [torch.from_numpy(g) for g in session.run(None, {k: v.numpy() for k, v in feeds.items()})]
     for g, w in zip(got, want):
         assert _cosine(g, w) > 0.999
+
+
+def test_check_compares_an_artifact_with_its_onnx_export(int8_artifacts, tmp_path):
+    pytest.importorskip("onnxruntime")
+    folder, made = int8_artifacts
+    cli = [sys.executable, "-m", "ipexconvert.cli"]
+    exported, _ = export_onnx(made["tiny-cnn"], tmp_path / "cnn.int8.onnx", check=False)
+    ok = subprocess.run(cli + ["check", str(made["tiny-cnn"]), "--reference", str(exported), "--json"],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    # The export with its float biases tripled: a regression the check must report.
+    model = onnx.load(str(exported))
+    for t in model.graph.initializer:
+        if t.data_type == onnx.TensorProto.FLOAT and len(t.dims) == 1 and t.dims[0] > 1:
+            t.CopyFrom(onnx.numpy_helper.from_array(onnx.numpy_helper.to_array(t) * 3, t.name))
+    other_onnx = tmp_path / "other.onnx"
+    onnx.save(model, str(other_onnx))
+    bad = subprocess.run(cli + ["check", str(made["tiny-cnn"]), "--reference", str(other_onnx)], capture_output=True, text=True)
+    assert bad.returncode == 1 and "REGRESSION" in bad.stdout
+    wrong = subprocess.run(cli + ["check", str(made["tiny-bert"]), "--reference", str(exported)], capture_output=True, text=True)
+    assert wrong.returncode == 2 and "input" in wrong.stdout + wrong.stderr

@@ -1,0 +1,35 @@
+"""ONNX Runtime as an oracle: the reference an ONNX-sourced conversion is checked against, and
+what `check --reference model.onnx` runs. ONNX Runtime is an optional extra; None without it."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import onnx
+import torch
+
+from . import tensors
+
+
+def session(proto: onnx.ModelProto):
+    """An ONNX Runtime CPU session for the model, or None (not installed, or it refuses the model)."""
+    try:
+        import onnxruntime
+    except ImportError:
+        return None
+    try:
+        return onnxruntime.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    except Exception:  # ORT lacks an op or a type
+        return None
+
+
+def runner(sess) -> Callable[[list[torch.Tensor]], tuple[torch.Tensor, ...]]:
+    """Run the session on inputs given in the graph's input order; outputs in the graph's output order."""
+    names = [i.name for i in sess.get_inputs()]
+
+    def run(inputs: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        feeds = {n: t.detach().contiguous().numpy() for n, t in zip(names, inputs)}
+        return tuple(tensors.from_numpy(np.asarray(o)) for o in sess.run(None, feeds))
+
+    return run
+
