@@ -105,8 +105,11 @@ def optimize(
     if cfg.dtype == "int8":
         from .quant.convert import check_calibration_args
 
+        from .frontend.onnx.importer import IMPORTER as ONNX_IMPORTER
+
         check_calibration_args(calibration if calibration is not None else cfg.calibration.files,
-                               cfg.calibration.text, cfg.calibration.synthetic)
+                               cfg.calibration.text, cfg.calibration.synthetic,
+                               required=not ONNX_IMPORTER.accepts(model))  # a QDQ model states its ranges
         if cfg.qconfig_out is not None and not Path(cfg.qconfig_out).parent.is_dir():
             raise UserInputError(f"the folder for --qconfig-out {cfg.qconfig_out} does not exist", "create it first")
         if cfg.qconfig_out is not None:
@@ -220,8 +223,9 @@ def _measure_accuracy(program: Program, manifest: Manifest, source: ImportedMode
     with torch.no_grad():
         want = flatten_outputs(source.eager(**inputs))
     computed_in = None if loaded.executor.bf16_compute is None else f"bf16 parts in {loaded.executor.bf16_compute}"
+    simulates_int8 = any(n.op == "fake_quantize" for n in program.graph.nodes)
     record = measure(loaded.signature.output_names, got, want, dtype, f"eager PyTorch fp32 on {where}",
-                     max_rel_error, min_cosine, computed_in)
+                     max_rel_error, min_cosine, computed_in, simulates_int8)
     if not record.passed:
         raise AccuracyError(
             f"the {dtype} artifact is too far from eager PyTorch ({record.judged_by} decide): "

@@ -16,7 +16,7 @@ from .base import PassOptions, register_pass
 CL, CONTIGUOUS = "channels_last", "contiguous"
 
 # Ops whose output keeps the layout of their first input (torch allocates them "like" it).
-_PRESERVING = {"batch_norm", "relu", "gelu", "silu", "sigmoid", "tanh", "identity", "to_dtype",
+_PRESERVING = {"batch_norm", "relu", "gelu", "silu", "sigmoid", "tanh", "identity", "to_dtype", "fake_quantize",
                "max_pool2d", "adaptive_avg_pool2d"}
 _BINARY = {"add", "sub", "mul", "div"}
 _COMMUTATIVE = {"add", "mul"}

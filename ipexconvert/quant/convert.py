@@ -25,6 +25,7 @@ from . import data
 from .calibrate import bind_dims
 from .guard import choose_metric, guard
 from .options import QuantOptions
+from .model_ranges import MODEL, ModelRanges, plan_from_ranges, take_model_ranges
 from .plan import Quantization, QuantPlan
 from .planner import plan_quantization
 
@@ -43,10 +44,11 @@ def _input_specs(program: Program) -> dict:
     return {n: program.graph.values[n] for n in program.graph.inputs}
 
 
-def check_calibration_args(calibration, calib_text, calib_synthetic: int) -> None:
-    """Exactly one calibration source: checked before any slow work (loading, export)."""
+def check_calibration_args(calibration, calib_text, calib_synthetic: int, required: bool = True) -> None:
+    """Exactly one calibration source (at most one where not `required`: a model that may state its own
+    ranges, an ONNX one); checked before any slow work (loading, export)."""
     given = [x for x in (calibration, calib_text) if x is not None] + ([calib_synthetic] if calib_synthetic else [])
-    if not given:
+    if not given and required:
         raise UserInputError("--dtype int8 needs calibration data to choose activation ranges",
                              "pass --calib FILE_OR_FOLDER (safetensors batches), --calib-text FILE (one sentence "
                              "a line, for models with a tokenizer), or --calib-synthetic N to calibrate on random "
@@ -113,9 +115,20 @@ def quantize_program(program: Program, names: list[str], source, options: QuantO
                      ) -> tuple[Program, list[PassRecord], QuantPlan, list[dict]]:
     """The int8 program, all pass records, the final plan, and the held-out batches (for the final check)."""
     cut = names.index(CALIBRATE)  # pipeline_for puts the stage into every int8 pipeline
-    records = run_pipeline(program, names[:cut], PassOptions(dtype="int8", target=target),
-                           on_pass=lambda n: say(f"pass {n}"))
-    cal = calibration_set(program, source, calibration, calib_text, calib_synthetic)
+    records: list[PassRecord] = []
+    if any(n.op == "fake_quantize" for n in program.graph.nodes):
+        # Before the float passes, so fusions see the plain graph; constants folded first (a QDQ model
+        # dequantizes its weights and fake-quantizes some constants).
+        records = run_pipeline(program, ["constant_fold"], PassOptions(dtype="int8", target=target))
+    ranges = take_model_ranges(program)
+    if ranges:
+        say(f"int8 input ranges of {len(ranges)} layer(s) come from {MODEL}")
+    records += run_pipeline(program, names[:cut], PassOptions(dtype="int8", target=target),
+                            on_pass=lambda n: say(f"pass {n}"))
+    if ranges and calibration is None and calib_text is None and not calib_synthetic:
+        cal = _check_batches(program, source)
+    else:
+        cal = calibration_set(program, source, calibration, calib_text, calib_synthetic)
     calib, held_out = cal.split(options.held_out_fraction)
     float_dtype = options.float_dtype or default_float_dtype()
     rest = [n for n in names[cut + 1:] if n != "to_bf16" or float_dtype == "bfloat16"]
@@ -123,7 +136,7 @@ def quantize_program(program: Program, names: list[str], source, options: QuantO
     with torch.no_grad():
         reference = [flatten_outputs(source.eager(**b)) for b in held_out]
     search = _Candidates(program, rest, cal, calib, held_out, reference, float_dtype, say,
-                         progress_bar or _stage_messages(say), target, avoid_kernels)
+                         progress_bar or _stage_messages(say), target, avoid_kernels, ranges)
     if tune is None:
         final, rest_records, plan = search.build(options)
     else:
@@ -131,6 +144,19 @@ def quantize_program(program: Program, names: list[str], source, options: QuantO
             raise ValueError("tuning needs a load function")
         final, rest_records, plan = _tune(search, options, tune, load, say)
     return final, records + rest_records, plan, held_out
+
+
+def _check_batches(program: Program, source) -> data.CalibrationSet:
+    """A model that states its own ranges needs no calibration data; random batches only exercise the
+    accuracy guard and the final check against the source."""
+    cal = data.synthetic_calibration(MODEL_RANGE_CHECK_BATCHES, _input_specs(program), program.graph.dims,
+                                     int_high=source.int_high)
+    cal.description = f"ranges from {MODEL}; accuracy checked on {MODEL_RANGE_CHECK_BATCHES} random batches"
+    cal.synthetic = False  # nothing was calibrated on them
+    return cal
+
+
+MODEL_RANGE_CHECK_BATCHES = 4
 
 
 def _stage_messages(say: Callable[[str], None]):
@@ -147,8 +173,9 @@ class _Candidates:
     """Builds int8 programs from one float program and calibration set, for given options."""
 
     def __init__(self, float_program, rest, cal, calib, held_out, reference, float_dtype, say, progress,
-                 target: Target, avoid_kernels: frozenset[str]):
+                 target: Target, avoid_kernels: frozenset[str], ranges: ModelRanges):
         self.float_program, self.rest, self.cal, self.target = float_program, rest, cal, target
+        self.ranges = ranges  # stated by the model (model_ranges.py): they replace calibrated ones
         self.avoid_kernels = avoid_kernels  # the guard measures with the kernels the artifact will run
         self.calib, self.held_out, self.reference = calib, held_out, reference
         self.float_dtype, self.say, self.progress = float_dtype, say, progress
@@ -156,7 +183,10 @@ class _Candidates:
     def build(self, options: QuantOptions, extra_fallback: int = 0) -> tuple[Program, list[PassRecord], QuantPlan]:
         """Plan, guard (if on), then fall back `extra_fallback` more of the most sensitive layers."""
         planned = copy.deepcopy(self.float_program)  # planning applies SmoothQuant to the weights
-        imported = read_qconfig(options.qconfig_in) if options.qconfig_in else None
+        if options.qconfig_in:
+            imported = read_qconfig(options.qconfig_in)
+        else:
+            imported = plan_from_ranges(planned, self.ranges) if self.ranges else None
         quantization = plan_quantization(planned, self.calib, self.held_out, options, description=self.cal.description,
                                          synthetic=self.cal.synthetic, float_dtype=self.float_dtype,
                                          imported=imported, progress=self.progress)

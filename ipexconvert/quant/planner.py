@@ -66,7 +66,8 @@ def plan_quantization(program: Program, calibration: list[dict], held_out: list[
     fam = family(program)
     if imported is not None:
         _check_imported(imported, targets)
-    observer_name = options.observer or DEFAULT_OBSERVER[fam]
+    observer_name = "model" if imported is not None and imported.observer == "model" else (
+        options.observer or DEFAULT_OBSERVER[fam])
     plan = QuantPlan(activation_dtype=options.activation_dtype, observer=observer_name,
                      smoothquant=str(options.smoothquant) if fam == "transformer" else "off (not a transformer)",
                      float_dtype=float_dtype, calibration=description, calibration_synthetic=synthetic,
@@ -93,7 +94,8 @@ def plan_quantization(program: Program, calibration: list[dict], held_out: list[
         layer = plan.layers.get(node.name) or LayerPlan(node=node.name, op=node.op)
         layer.output = out
         if act is None:
-            layer.quantized, layer.fallback_reason = False, "not quantized in the imported qconfig"
+            given = imported.layers[node.name].fallback_reason if node.name in imported.layers else None
+            layer.quantized, layer.fallback_reason = False, given or "not quantized in the imported qconfig"
             plan.layers[node.name] = layer
             continue
         w = weights[node.name]

@@ -215,6 +215,14 @@ CASES: list[Case] = [
     Case("quantize-smoothquant-multiplier", "quantize", [randn(2, 3, 4), torch.tensor([10.0, 20.0, 5.0, 1.0])],
          {"scale": 0.05, "zero_point": 10},
          lambda x, m: torch.clamp(torch.round(x * m) + 10, 0, 255).to(torch.uint8)),
+    # fake_quantize promises ONNX's Q -> DQ arithmetic: x / scale rounded half to even. A power-of-two scale
+    # makes torch's x * (1 / scale) the same number, so torch is the oracle for random inputs; the ties
+    # case states the promise itself.
+    Case("fake_quantize-int8", "fake_quantize", [randn(3, 7) * 5], {"scale": 0.0625, "zero_point": -3, "dtype": "int8"},
+         lambda x: torch.fake_quantize_per_tensor_affine(x, 0.0625, -3, -128, 127), symbolic={0: {0: "batch"}}),
+    Case("fake_quantize-ties-to-even-and-saturation", "fake_quantize",
+         [torch.tensor([-0.375, -0.125, 0.125, 0.375, 0.625, 100.0, -100.0])], {"scale": 0.25, "zero_point": 10},
+         lambda x: torch.tensor([-0.5, 0.0, 0.0, 0.5, 0.5, 61.25, -2.5])),
     Case("qlinear-float-output-with-gelu", "qlinear",
          [randint(256, 2, 3, 8).to(torch.uint8), randint(255, 5, 8).sub(127).to(torch.int8), randn(5).abs() * 0.01,
           randn(5)], {"x_scale": 0.05, "x_zero_point": 120, "post_ops": [{"kind": "gelu"}]},

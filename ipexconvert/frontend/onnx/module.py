@@ -15,6 +15,7 @@ import torch
 from ...errors import UnsupportedOpError
 from . import tensors
 from .ops import ONNX_OPS, OnnxNode, Unconvertible
+from .qdq_pairs import pair_fake_quantize
 from .values import Ints, Value, constant_value, tensor
 
 
@@ -48,6 +49,7 @@ class OnnxGraphModule(torch.nn.Module):
                     raise _unsupported(node, str(e)) from None
                 continue
             self._nodes.append((view, ONNX_OPS[node.op_type].run, list(node.input), list(node.output), node))
+        self._nodes = pair_fake_quantize(self._nodes, self._constants, self.onnx_output_names, opset)
 
         self._set_signature()
 

@@ -41,3 +41,31 @@ def with_nodes(nodes: list, opset: int = 17, extra_opsets: tuple = ()) -> onnx.M
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in extra_opsets]
     return helper.make_model(graph, opset_imports=opsets)
+
+
+def qdq_mlp(first_zero_point: int = 0) -> onnx.ModelProto:
+    """QDQ form, as ONNX Runtime's quantizer writes it, of x -> Gemm -> (Relu) -> Gemm: int8 weights
+    through DequantizeLinear, a Q -> DQ pair on each Gemm's input. The Relu is left out, as the
+    quantizer drops one before a QuantizeLinear whose zero point 0 clamps at 0 (first_zero_point 0)."""
+    rng = np.random.default_rng(1)
+    w1 = rng.integers(-127, 128, (16, 8)).astype(np.int8)
+    w2 = rng.integers(-127, 128, (4, 16)).astype(np.int8)
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+        helper.make_node("DequantizeLinear", ["w1q", "w1s", "w1z"], ["w1"], axis=0),
+        helper.make_node("Gemm", ["xd", "w1", "b1"], ["h"], transB=1),
+        helper.make_node("QuantizeLinear", ["h", "hs", "hz"], ["hq"]),
+        helper.make_node("DequantizeLinear", ["hq", "hs", "hz"], ["hd"]),
+        helper.make_node("DequantizeLinear", ["w2q", "w2s", "w2z"], ["w2"], axis=0),
+        helper.make_node("Gemm", ["hd", "w2"], ["y"], transB=1),
+    ]
+    inits = [("xs", np.array(0.02, np.float32)), ("xz", np.array(128, np.uint8)),
+             ("w1q", w1), ("w1s", np.full(16, 0.01, np.float32)), ("w1z", np.zeros(16, np.int8)),
+             ("b1", rng.standard_normal(16).astype(np.float32) * 0.1),
+             ("hs", np.array(0.015, np.float32)), ("hz", np.array(first_zero_point, np.uint8)),
+             ("w2q", w2), ("w2s", np.full(4, 0.01, np.float32)), ("w2z", np.zeros(4, np.int8))]
+    graph = helper.make_graph(nodes, "qdq_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])],
+                              [numpy_helper.from_array(v, n) for n, v in inits])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])

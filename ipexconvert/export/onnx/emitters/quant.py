@@ -97,3 +97,12 @@ def qconv2d(b, node) -> None:
                strides=list(a.get("stride", [1, 1])), pads=[ph, pw, ph, pw],
                dilations=list(a.get("dilation", [1, 1])), group=a.get("groups", 1))[0]
     _post_ops_and_output(b, node, y)
+
+
+@emits("fake_quantize")
+def fake_quantize(b, node) -> None:
+    """A QuantizeLinear -> DequantizeLinear pair (ONNX's arithmetic is fake_quantize's definition)."""
+    a = node.attrs
+    params = _params(b, a["scale"], a.get("zero_point", 0), a.get("dtype", "uint8"))
+    codes = b.node("QuantizeLinear", [node.inputs[0], *params])[0]
+    b.node("DequantizeLinear", [codes, *params], node.outputs)

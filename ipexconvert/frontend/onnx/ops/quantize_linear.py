@@ -19,7 +19,7 @@ def _per_axis(node: OnnxNode, param: torch.Tensor, x: torch.Tensor) -> torch.Ten
     if node.attr("block_size", 0):
         raise Unconvertible("blocked quantization")
     axis = node.attr("axis", 1)
-    if param.dim() == 0 or param.numel() == 1 and param.dim() == 1 and x.dim() == 0:
+    if param.numel() == 1:  # a scalar, or a one-element vector (per tensor, as ONNX Runtime reads it)
         return param.reshape(())
     axis = normalize(axis, x.dim())
     return param.reshape([-1] + [1] * (x.dim() - 1 - axis))
