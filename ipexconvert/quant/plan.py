@@ -48,8 +48,9 @@ class LayerPlan(_Model):
     fallback_reason: Optional[str] = Field(default=None, description="why the layer stays float")
     input: Optional[ActivationQuant] = None
     output: Optional[ActivationQuant] = Field(
-        default=None, description="calibrated output range, for a conv whose output is only read as a residual "
-                                  "operand (int8_residual keeps it in uint8)")
+        default=None, description="calibrated output range (after post-ops): a conv whose output is only read as "
+                                  "a residual operand is kept in uint8 with it (int8_residual); ONNX export "
+                                  "requantizes a conv's float output with it")
     weight_scale_min: Optional[float] = None
     weight_scale_max: Optional[float] = None
     smoothing: Optional[Smoothing] = None

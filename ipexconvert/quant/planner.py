@@ -4,8 +4,9 @@ Runs on the float32 program after the float passes (BN folded, post-ops fused), 
 to_bf16, so calibration sees float32 activations and the plan's node names are the ones
 the quantize pass will find. Three passes over the calibration batches (reference ops):
 1. SmoothQuant statistics (per-channel max |x|, sampled rows) for transformer linears;
-2. observers on every quantized layer's (smoothed) input -> scale and zero point, and on the
-   output of convs read only as a residual operand (int8_residual keeps those in uint8);
+2. observers on every quantized layer's (smoothed) input -> scale and zero point, and on its output
+   (convs read only as a residual operand with the same observer: int8_residual keeps those in uint8;
+   the others min/max, for ONNX export);
 3. per-layer sensitivity on the held-out batches (the accuracy guard's ranking).
 """
 from __future__ import annotations
@@ -90,7 +91,7 @@ def plan_quantization(program: Program, calibration: list[dict], held_out: list[
         else:
             act = _activation(inputs[node.name], options.activation_dtype, observer_name)
             out = outputs.get(node.name)
-            out = None if out is None else _activation(out, options.activation_dtype, observer_name)
+            out = None if out is None else _activation(out, options.activation_dtype, out.name)
         layer = plan.layers.get(node.name) or LayerPlan(node=node.name, op=node.op)
         layer.output = out
         if act is None:
@@ -234,8 +235,11 @@ def _observe(program, targets, calibration, observer_name, smooth, progress) -> 
             taps.setdefault(node.inputs[0], []).append(
                 (lambda x, o=obs: o.update(x)) if s is None else (lambda x, o=obs, s=s: o.update(x.float() / s)))
         per_layer[node.name] = observers[key]
-    for node in residual_sources(program, targets):
-        obs = per_output[node.name] = make_observer(observer_name)
+    residual = {n.name for n in residual_sources(program, targets)}
+    for node in targets:
+        # Residual sources with the model's observer (int8_residual may keep them in uint8); the other
+        # outputs with min/max, for ONNX export (runtimes fuse integer kernels only between Q/DQ pairs).
+        obs = per_output[node.name] = make_observer(observer_name if node.name in residual else "minmax")
         taps.setdefault(node.outputs[0], []).append(lambda x, o=obs: o.update(x))
     run_with_taps(program, calibration, taps, progress("calibrating activation ranges", len(calibration)))
     return per_layer, per_output

@@ -38,6 +38,13 @@ def _value_info(graph, name: str) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, onnx_type(spec.dtype), dims)
 
 
+def _output_ranges(quantization) -> dict[str, tuple[float, int, str]]:
+    """Layer -> (scale, zero point, dtype) of its calibrated output, from the artifact's int8 plan."""
+    layers = (quantization or {}).get("layers", {})
+    return {name: (out["scale"], out["zero_point"], out["dtype"]) for name, layer in layers.items()
+            if (out := layer.get("output")) is not None}
+
+
 def to_onnx_model(path: Path) -> onnx.ModelProto:
     manifest, program = read_artifact(path)
     if manifest.dtype not in ("fp32", "int8"):
@@ -49,6 +56,7 @@ def to_onnx_model(path: Path) -> onnx.ModelProto:
     if missing:
         raise unsupported(dict(missing))
     b = OnnxBuilder(graph, program.weights)
+    b.output_ranges = _output_ranges(manifest.quantization)
     initializers = []
     for name in graph.constants:
         tensor = program.weights[name].contiguous()

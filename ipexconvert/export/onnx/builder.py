@@ -34,6 +34,8 @@ class OnnxBuilder:
                 if isinstance(d, str) and d not in self._dim_source:
                     self._dim_source[d] = (name, axis)
         self._dims: dict[str, str] = {}
+        # int8 artifacts: layer -> (scale, zero point, dtype) of its calibrated output (the plan's LayerPlan.output)
+        self.output_ranges: dict[str, tuple[float, int, str]] = {}
 
     def fresh(self, base: str) -> str:
         name, i = base, 0

@@ -11,6 +11,7 @@ import torch
 
 onnx = pytest.importorskip("onnx")
 import ipexconvert  # noqa: E402
+from ipexconvert.artifact import read_artifact  # noqa: E402
 from ipexconvert.errors import UnsupportedOpError, UserInputError  # noqa: E402
 from ipexconvert.export.onnx import export_onnx  # noqa: E402
 from ipexconvert.frontend.onnx.module import OnnxGraphModule  # noqa: E402
@@ -160,3 +161,40 @@ def test_check_compares_an_artifact_with_its_onnx_export(int8_artifacts, tmp_pat
     assert bad.returncode == 1 and "REGRESSION" in bad.stdout
     wrong = subprocess.run(cli + ["check", str(made["tiny-bert"]), "--reference", str(exported)], capture_output=True, text=True)
     assert wrong.returncode == 2 and "input" in wrong.stdout + wrong.stderr
+
+
+class _ResidualNet(torch.nn.Module):
+    """An identity-shortcut block (int8_residual keeps its residual in uint8), pooling and a classifier."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.stem = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.a = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.b = torch.nn.Conv2d(16, 16, 1)
+        self.fc = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.stem(x))
+        y = torch.relu(self.b(torch.relu(self.a(h))) + h)
+        return self.fc(torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
+def test_int8_export_is_all_integer_kernels_under_onnx_runtime(tmp_path):
+    """Every int8 conv reaches ONNX Runtime's integer convolution: a residual sum through a Q/DQ pair at a
+    range derived from the output's, a float output through its calibrated range, the classifier as a Gemm
+    with an int32 bias (QGemm); and the export still matches the artifact."""
+    ort = pytest.importorskip("onnxruntime")
+    art = ipexconvert.optimize(_ResidualNet(), {"x": torch.randn(2, 3, 16, 16)}, dtype="int8", calib_synthetic=6,
+                               output=tmp_path / "r.ipxc").path
+    _, program = read_artifact(art)
+    convs = [n for n in program.graph.nodes if n.op == "qconv2d"]
+    assert any(n.attrs.get("accum_scale") for n in convs)  # the residual is uint8 codes
+    path, report = export_onnx(art, tmp_path / "r.onnx", check=True)
+    assert report
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "r.opt.onnx")
+    ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    ops = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
+    assert ops.count("QLinearConv") == len(convs), ops
+    assert "QGemm" in ops and not {"Conv", "FusedConv", "Gemm", "MatMul"} & set(ops), ops

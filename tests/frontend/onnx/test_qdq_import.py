@@ -11,6 +11,7 @@ import ipexconvert  # noqa: E402
 from ipexconvert.artifact import read_artifact  # noqa: E402
 from ipexconvert.errors import UserInputError  # noqa: E402
 from ipexconvert.frontend.onnx.module import OnnxGraphModule  # noqa: E402
+from ipexconvert.quant.options import QuantOptions  # noqa: E402
 
 from onnx_models import qdq_mlp  # noqa: E402
 
@@ -107,7 +108,9 @@ def test_onnx_runtime_quantized_cnn_converts_to_int8_with_its_scales(tmp_path):
     model = onnx.load(str(qdq))
     stated = {float(onnx.numpy_helper.to_array(i)) for i in model.graph.initializer
               if i.data_type == onnx.TensorProto.FLOAT and len(i.dims) == 0}
-    art = ipexconvert.optimize(qdq, dtype="int8", output=tmp_path / "cnn.int8.ipxc").path
+    # Guard off: on random inputs it may move a layer of this tiny random CNN to float; here every conv must
+    # come out int8 with the model's scale.
+    art = ipexconvert.optimize(qdq, dtype="int8", quant=QuantOptions(guard=False), output=tmp_path / "cnn.int8.ipxc").path
     _, program = read_artifact(art)
     convs = [n for n in program.graph.nodes if n.op == "qconv2d"]
     assert convs and not [n for n in program.graph.nodes if n.op == "conv2d"]

@@ -9,7 +9,9 @@ Q/DQ pair with one scale, the form ONNX Runtime fuses into its integer kernels.
 from __future__ import annotations
 
 import numpy as np
+import torch
 
+from ....ir.ops._quant import QRANGE
 from ..builder import Unexportable
 from ._activations import activation, finish
 from ._registry import emits
@@ -36,8 +38,9 @@ def quantize_rows(b, x: str, attrs: dict, multiplier) -> str:
     return b.node("QuantizeLinear", [x, *_params(b, scale, zero_point, dtype)])[0]
 
 
-def dequantize(b, codes: str, scale: float, zero_point: int) -> str:
-    dtype = b.graph.values[codes].dtype
+def dequantize(b, codes: str, scale: float, zero_point: int, dtype: str | None = None) -> str:
+    """DequantizeLinear of codes (an IR value, or a name written here with its `dtype` given)."""
+    dtype = dtype or b.graph.values[codes].dtype
     return b.node("DequantizeLinear", [codes, *_params(b, scale, zero_point, dtype)])[0]
 
 
@@ -58,10 +61,52 @@ def _weight(b, node, transposed: bool) -> str:
     return b.node("DequantizeLinear", [b.const(codes, f"{w}_q"), scales, zero], axis=1 if transposed else 0)[0]
 
 
+def _output_codes(b, node) -> tuple[float, int, str] | None:
+    """(scale, zero point, dtype) of the layer's output codes: its requantized output, or for a conv with a
+    float output the plan's calibrated output range (written as a Q/DQ pair: ONNX Runtime then runs the conv,
+    and a pooling after it, as integer kernels, as it does for its own quantize_static models)."""
+    a = node.attrs
+    dtype = a.get("output_dtype", "float32")
+    if dtype in _NP:
+        return a.get("output_scale", 1.0), a.get("output_zero_point", 0), dtype
+    return b.output_ranges.get(node.name) if node.op == "qconv2d" else None
+
+
+def _residual_codes_range(a: dict, out: tuple[float, int, str] | None) -> tuple[float, int] | None:
+    """(scale, zero point) the sum's first operand is quantized at, for a layer ending in
+    [add(uint8 residual), relu?] with output codes `out`; None for any other layer.
+
+    ONNX Runtime fuses an integer convolution only when a QuantizeLinear follows it, and an integer
+    add only between Q/DQ pairs, so y = Q(conv + r) is written as Q(DQ(Q(conv)) + DQ(r)). With
+    y's codes spanning [y_lo, y_hi] and r's [r_lo, r_hi], conv outside [y_lo - r_hi, y_hi - r_lo]
+    saturates y (after the relu too) whatever its exact value, so quantizing it over that range
+    clips nothing that matters; the cost is one rounding at about twice y's step."""
+    post = a.get("post_ops", [])
+    if (out is None or a.get("accum_scale") is None or not post or post[0]["kind"] != "add"
+            or any(p["kind"] != "relu" or p.get("operand") is not None for p in post[1:])):
+        return None
+    s_o, zp_o, out_dtype = out
+    lo_o, hi_o = QRANGE[out_dtype]
+    s_r, zp_r = a["accum_scale"], a.get("accum_zero_point", 0)
+    lo_r, hi_r = QRANGE["uint8"]  # int8_residual keeps residuals in uint8
+    c_lo = (lo_o - zp_o) * s_o - (hi_r - zp_r) * s_r
+    c_hi = (hi_o - zp_o) * s_o - (lo_r - zp_r) * s_r
+    scale = (c_hi - c_lo) / 255.0
+    return scale, int(min(255, max(0, round(-c_lo / scale))))
+
+
 def _post_ops_and_output(b, node, y: str) -> None:
     a = node.attrs
     accum = a.get("accum_scale")
-    for p in a.get("post_ops", []):
+    out = _output_codes(b, node)
+    through = _residual_codes_range(a, out)
+    post = a.get("post_ops", [])
+    if through is not None:
+        codes = b.node("QuantizeLinear", [y, *_params(b, *through, "uint8")])[0]
+        y = dequantize(b, codes, *through, "uint8")
+        if out[1] == QRANGE[out[2]][0]:  # the output's QuantizeLinear clamps at 0 itself: no Relu needed
+            post = post[:1]
+    for p in post:
         if p.get("operand") is None:
             y = activation(b, p["kind"], y)
             continue
@@ -69,21 +114,43 @@ def _post_ops_and_output(b, node, y: str) -> None:
         if accum is not None and p["kind"] == "add":  # a residual kept as uint8 codes (int8_residual)
             operand = dequantize(b, operand, accum, a.get("accum_zero_point", 0))
         y = b.node({"add": "Add", "mul": "Mul"}[p["kind"]], [y, operand])[0]
-    dtype = a.get("output_dtype", "float32")
-    if dtype in _NP:
-        y = b.node("QuantizeLinear", [y, *_params(b, a.get("output_scale", 1.0), a.get("output_zero_point", 0), dtype)])[0]
+    if out is not None:
+        y = b.node("QuantizeLinear", [y, *_params(b, *out)])[0]
+        if a.get("output_dtype", "float32") not in _NP:  # a float output: back to float after the pair
+            y = dequantize(b, y, out[0], out[1], out[2])
     finish(b, y, node.outputs[0])
+
+
+def _int32_bias(b, node) -> str | None:
+    """The float bias as int32 codes at scale x_scale * w_scale (DequantizeLinear), the form ONNX Runtime
+    needs to run a 2-D Gemm as its integer QGemm; None when a code would not fit int32."""
+    bias, scales = b.weight(node.inputs[3]).double(), b.weight(node.inputs[2]).double() * node.attrs["x_scale"]
+    codes = torch.round(bias / scales)
+    if codes.abs().max() >= 2 ** 31 - 1:
+        return None
+    zero = b.const(np.zeros(codes.numel(), dtype=np.int32), "b_zero_point")
+    return b.node("DequantizeLinear", [b.const(codes.to(torch.int32), f"{node.inputs[3]}_q"),
+                                       b.const(scales.float(), "b_scale"), zero], axis=0)[0]
 
 
 @emits("qlinear")
 def qlinear(b, node) -> None:
+    """2-D input: Gemm over int8 weights and an int32 bias (ONNX Runtime's QGemm, float or requantized
+    output); else MatMul then Add (ONNX Runtime's MatMulIntegerToFloat)."""
     a = node.attrs
     if node.inputs[1] not in b.weights:
         raise Unexportable("an int8 linear whose weight is not a constant")
     x = dequantize(b, node.inputs[0], a["x_scale"], a.get("x_zero_point", 0))
+    bias = node.inputs[3]
+    if b.graph.values[node.inputs[0]].rank == 2 and (bias is None or bias in b.weights):
+        c = None if bias is None else _int32_bias(b, node)
+        if bias is None or c is not None:
+            y = b.node("Gemm", [x, _weight(b, node, transposed=False)] + ([c] if c else []), transB=1)[0]
+            _post_ops_and_output(b, node, y)
+            return
     y = b.node("MatMul", [x, _weight(b, node, transposed=True)])[0]
-    if node.inputs[3] is not None:
-        y = b.node("Add", [y, node.inputs[3]])[0]
+    if bias is not None:
+        y = b.node("Add", [y, bias])[0]
     _post_ops_and_output(b, node, y)
 
 
