@@ -8,8 +8,10 @@ Per case: the example is exported with torch.onnx.export (fp32), quantized by OR
 (QDQ, per-channel int8 weights, uint8 activations, MinMax) on `--calib` example batches; the same
 batches calibrate `ipexconvert optimize --dtype int8`, whose artifact `ipexconvert export` writes as
 QDQ. Timed in interleaved rounds (order reversed every other round): `ort-ours` (ORT on our QDQ file),
-`ort-static` (ORT on its own), `ipexconvert` (the int8 artifact). Accuracy: cosine of ORT-on-ours
-against our artifact, and of each int8 result against eager fp32. Writes benchmarks/results/NAME.{json,md}.
+`ort-static` (ORT on its own), `ipexconvert` (the int8 artifact), `ipexconvert-from-qdq` (ORT's QDQ
+model converted back with `--dtype int8`: its own scales; the batches only feed the accuracy guard). Accuracy: cosine of
+ORT-on-ours against our artifact, of the from-QDQ artifact against ORT on that model, and of each int8
+result against eager fp32. Writes benchmarks/results/NAME.{json,md}.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from pathlib import Path
 import torch
 
 import ipexconvert
+from ipexconvert.errors import AccuracyError
 from ipexconvert.examples import get_example
 from ipexconvert.examples.onnx_export import export_example
 from ipexconvert.export.onnx import export_onnx
@@ -43,7 +46,7 @@ def calibration_batches(example, batch: int, count: int) -> list[dict[str, torch
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", nargs="+", default=["resnet50-b1", "bert-base-b1"], choices=list(CASES))
+    parser.add_argument("--cases", nargs="+", default=["resnet50-b1", "bert-base-b1", "minilm-b8"], choices=list(CASES))
     parser.add_argument("--calib", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--calls", type=int, default=5)
@@ -77,10 +80,18 @@ def main() -> int:
                         activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
         artifact = ipexconvert.optimize(f"example:{name}", dtype="int8", calibration=batches,
                                         output=work / f"{name}.int8.ipxc").path
+        # ORT's QDQ model imported back: int8 with its scales (the batches only feed the accuracy guard and check)
+        try:
+            from_qdq = ipexconvert.optimize(static, dtype="int8", calibration=batches,
+                                            output=work / f"{name}.from-qdq.int8.ipxc").path
+            refused = None
+        except AccuracyError as e:  # recorded: e.g. a QDQ model far from its own float model
+            from_qdq, refused = None, str(e).split("; nothing")[0]
         ours, report = export_onnx(artifact, work / f"{name}.ours.onnx", check=True)
         inputs = example.example_inputs(batch)
         feeds = {k: v.numpy() for k, v in inputs.items()}
         model = ipexconvert.load_artifact(artifact, threads=args.threads)
+        model_qdq = ipexconvert.load_artifact(from_qdq, threads=args.threads) if from_qdq else None
         s_ours = ort.InferenceSession(str(ours), options, providers=["CPUExecutionProvider"])
         s_static = ort.InferenceSession(str(static), options, providers=["CPUExecutionProvider"])
         with torch.no_grad():
@@ -88,15 +99,22 @@ def main() -> int:
         eager = eager[0] if isinstance(eager, tuple) else eager
         art_out = model(**inputs)
         art_out = art_out[0] if isinstance(art_out, tuple) else art_out
+        qdq_out = model_qdq(**inputs) if model_qdq else None
+        qdq_out = qdq_out[0] if isinstance(qdq_out, tuple) else qdq_out
         row = {
+            "from_qdq_refused": refused,
+            "cosine_imported_qdq_vs_ort_static": None if refused else round(cosine(qdq_out, s_static.run(None, feeds)[0]), 6),
             "cosine_ort_ours_vs_artifact": round(cosine(s_ours.run(None, feeds)[0], art_out), 6),
             "cosine_vs_eager_fp32": {"ort-ours": round(cosine(s_ours.run(None, feeds)[0], eager), 6),
                                      "ort-static": round(cosine(s_static.run(None, feeds)[0], eager), 6),
-                                     "ipexconvert": round(cosine(art_out, eager), 6)},
+                                     "ipexconvert": round(cosine(art_out, eager), 6),
+                                     "ipexconvert-from-qdq": None if refused else round(cosine(qdq_out, eager), 6)},
             "export_check": report,
         }
         systems = {"ort-ours": lambda: s_ours.run(None, feeds), "ort-static": lambda: s_static.run(None, feeds),
                    "ipexconvert": lambda: model(**inputs)}
+        if model_qdq is not None:
+            systems["ipexconvert-from-qdq"] = lambda: model_qdq(**inputs)
         with torch.no_grad():
             for fn in systems.values():
                 fn()
@@ -109,13 +127,23 @@ def main() -> int:
     lines = [f"# QDQ export: {args.name}", "", f"Command: `{results['command']}`", "",
              f"CPU: {cpu}, torch {results['torch']}, onnxruntime {results['onnxruntime']}, {args.threads} threads; "
              f"medians of {args.rounds} interleaved rounds of {args.calls} calls; {args.calib} calibration batches.", "",
-             "| case | ORT on our QDQ ms | ORT quantize_static ms | ratio | ipexconvert int8 ms | cosine ORT-ours vs artifact "
-             "| cosine vs eager fp32 (ours-ORT / static / artifact) |", "|---|---:|---:|---:|---:|---:|---|"]
+             "| case | ORT on our QDQ ms | ORT quantize_static ms | ratio | ipexconvert int8 ms | ipexconvert int8 from "
+             "ORT's QDQ ms | cosine ORT-ours vs artifact | cosine from-QDQ artifact vs ORT static "
+             "| cosine vs eager fp32 (ours-ORT / static / artifact / from-QDQ) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for case, row in results["cases"].items():
         ms, c = row["median_ms"], row["cosine_vs_eager_fp32"]
+        def num(v, fmt):
+            return "refused" if v is None else format(v, fmt)
+
         lines.append(f"| {case} | {ms['ort-ours']:.2f} | {ms['ort-static']:.2f} | {row['ort_ours_over_static']:.3f} | "
-                     f"{ms['ipexconvert']:.2f} | {row['cosine_ort_ours_vs_artifact']:.6f} | "
-                     f"{c['ort-ours']:.6f} / {c['ort-static']:.6f} / {c['ipexconvert']:.6f} |")
+                     f"{ms['ipexconvert']:.2f} | {num(ms.get('ipexconvert-from-qdq'), '.2f')} | "
+                     f"{row['cosine_ort_ours_vs_artifact']:.6f} | {num(row['cosine_imported_qdq_vs_ort_static'], '.6f')} | "
+                     f"{c['ort-ours']:.6f} / {c['ort-static']:.6f} / {c['ipexconvert']:.6f} / "
+                     f"{num(c['ipexconvert-from-qdq'], '.6f')} |")
+    for case, row in results["cases"].items():
+        if row["from_qdq_refused"]:
+            lines += ["", f"{case}: converting ORT's QDQ model back was refused: {row['from_qdq_refused']}"]
     (out_dir / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     return 0
 

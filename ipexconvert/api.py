@@ -224,11 +224,11 @@ def _measure_accuracy(program: Program, manifest: Manifest, source: ImportedMode
         want = flatten_outputs(source.eager(**inputs))
     computed_in = None if loaded.executor.bf16_compute is None else f"bf16 parts in {loaded.executor.bf16_compute}"
     simulates_int8 = any(n.op == "fake_quantize" for n in program.graph.nodes)
-    record = measure(loaded.signature.output_names, got, want, dtype, f"eager PyTorch fp32 on {where}",
+    record = measure(loaded.signature.output_names, got, want, dtype, f"{source.oracle} fp32 on {where}",
                      max_rel_error, min_cosine, computed_in, simulates_int8)
     if not record.passed:
         raise AccuracyError(
-            f"the {dtype} artifact is too far from eager PyTorch ({record.judged_by} decide): "
+            f"the {dtype} artifact is too far from {source.oracle} ({record.judged_by} decide): "
             f"{describe_failure(record)}; nothing was written",
             "raise the budget with --max-rel-error / --min-cosine if this is expected, or skip the pass that "
             "causes it (--skip-pass NAME) and report the model")

@@ -41,6 +41,7 @@ class ImportedModel:
     example_inputs: dict[str, torch.Tensor]
     int_high: int = 100  # upper bound for random integer inputs (vocab size for token ids)
     tokenizer_folder: Optional[Path] = None  # a Hugging Face tokenizer for --calib-text, where the model has one
+    oracle: str = "eager PyTorch"  # what `eager` is, in messages and the accuracy record
 
 
 class Importer(Protocol):

@@ -16,7 +16,8 @@ from ..ir.dims import is_static
 from ..ir.opdef import get_op
 from .base import PassOptions, register_pass
 
-# Folding may grow the artifact; an expand of a small constant should stay an op.
+# Folding may grow the artifact; an expand of a small constant should stay an op. A result with no more
+# elements than its largest input (a dtype cast: a QDQ model's int8 weights dequantized) always folds.
 MAX_GROWTH = 2
 MAX_UNCHECKED_BYTES = 1 << 20
 
@@ -72,7 +73,8 @@ def constant_fold(program: Program, options: PassOptions) -> dict[str, int]:
             continue
         in_bytes = sum(_nbytes(program.weights[i]) for i in set(present))
         out_bytes = sum(_nbytes(r) for r in results)
-        if out_bytes > MAX_GROWTH * in_bytes and out_bytes > MAX_UNCHECKED_BYTES:
+        widened_only = sum(r.numel() for r in results) <= max((program.weights[i].numel() for i in present), default=0)
+        if out_bytes > MAX_GROWTH * in_bytes and out_bytes > MAX_UNCHECKED_BYTES and not widened_only:
             continue
         for name, tensor in zip(node.outputs, results):
             spec = TensorSpec.of(tensor)  # records channels_last if the op produced it

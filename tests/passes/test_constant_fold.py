@@ -148,3 +148,25 @@ def test_tiny_bert_folds_static_parts_only():
     for batch, seq in ((2, 16), (3, 9)):
         feed = {k: v[:, :seq].repeat(2, 1)[:batch] for k, v in example.example_inputs(2).items()}
         _assert_same(before, after, feed, {"batch": batch, "seq": seq})
+
+
+def test_a_large_dtype_widening_folds():
+    """A QDQ model's int8 weight dequantized (to_dtype then mul by the scale) grows 4x, past the growth limit
+    an expand is held to; no more elements than its input, it folds, and the layers see float weights."""
+    weights = {"w": torch.randint(-127, 128, (1024, 1024), dtype=torch.int8), "s": torch.full((1024, 1), 0.01)}
+    values = {
+        "x": TensorSpec(dtype="float32", shape=["batch", 1024]),
+        "w": TensorSpec.of(weights["w"]), "s": TensorSpec.of(weights["s"]),
+        "wf": TensorSpec(dtype="float32", shape=[1024, 1024]),
+        "wd": TensorSpec(dtype="float32", shape=[1024, 1024]),
+        "y": TensorSpec(dtype="float32", shape=["batch", 1024]),
+    }
+    nodes = [
+        Node(name="wf", op="to_dtype", inputs=["w"], outputs=["wf"], attrs={"dtype": "float32"}),
+        Node(name="wd", op="mul", inputs=["wf", "s"], outputs=["wd"]),
+        Node(name="y", op="linear", inputs=["x", "wd"], outputs=["y"]),
+    ]
+    program = _tiny_graph(nodes, values, ["y"], weights)
+    assert _fold(program)["nodes_folded"] == 2
+    assert [n.op for n in program.graph.nodes] == ["linear"]
+    assert torch.equal(program.weights["wd"], weights["w"].float() * 0.01)

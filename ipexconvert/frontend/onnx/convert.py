@@ -51,8 +51,10 @@ def import_onnx(model: Any, request: ImportRequest, say: Callable[[str], None]) 
     program = program_from_exported(decompose(ep), dynamic, module.output_names)
     _rename_inputs(program, module.input_names)
     _keep_declared_minimum(program, dynamic)
+    oracle = _oracle(proto, module)
     return ImportedModel(program=program, record=SourceRecord(kind="onnx", location=location, sha256=digest),
-                         eager=_oracle(proto, module), example_inputs=examples, int_high=int_high)
+                         eager=oracle, example_inputs=examples, int_high=int_high,
+                         oracle="the ONNX graph run by torch" if oracle is module else "ONNX Runtime")
 
 
 def _traced(module: OnnxGraphModule, examples: dict[str, torch.Tensor], dynamic: DynamicDims):

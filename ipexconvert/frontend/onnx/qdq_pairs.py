@@ -20,6 +20,7 @@ from .ops import OnnxNode, Unconvertible
 from .values import Const, tensor
 
 _CODE_RANGE = {torch.uint8: (0, 255), torch.int8: (-128, 127)}
+_NORMAL = (float(torch.finfo(torch.float32).tiny), float(torch.finfo(torch.float32).max))  # what fake_quantize takes
 
 
 def _per_tensor(value) -> Optional[list]:
@@ -33,8 +34,8 @@ def _params(node, constants: dict) -> Optional[tuple[float, int, torch.dtype]]:
     if len(inputs) < 2 or any(a.name in ("block_size", "output_dtype") and a.i for a in node.attribute):
         return None
     scale = _per_tensor(constants.get(inputs[1]))
-    if scale is None or constants[inputs[1]].tensor.dtype != torch.float32:
-        return None
+    if scale is None or constants[inputs[1]].tensor.dtype != torch.float32 or not _NORMAL[0] <= scale[0] <= _NORMAL[1]:
+        return None  # an inf, zero or subnormal scale (quantizers write them for -inf masks) stays arithmetic
     if len(inputs) < 3 or not inputs[2]:
         return float(scale[0]), 0, torch.uint8
     zero = constants.get(inputs[2])
