@@ -74,7 +74,10 @@ def test_residual_stream_stays_uint8(converted):
     # the first block's operand (the shortcut conv or conv3) is written in uint8 with its calibrated output range
     source = producers[_operand(first)]
     layers = result.manifest.quantization["layers"]
-    assert [name for name, layer in layers.items() if layer["output"]] == [source.name]  # the planner observed only it
+    # every output is observed (ONNX export reads them); only the residual source's with the model's observer
+    observers = {name: layer["output"]["observer"] for name, layer in layers.items()}
+    assert [name for name, obs in observers.items() if obs != "minmax"] == [source.name]
+    assert observers[source.name] == result.manifest.quantization["observer"]
     calibrated = layers[source.name]["output"]
     assert source.op == "qconv2d" and source.attrs["output_dtype"] == "uint8" and not source.attrs["post_ops"]
     for node, prefix in ((source, "output"), (first, "accum")):
