@@ -37,6 +37,17 @@ class OnnxBuilder:
         # int8 artifacts: layer -> (scale, zero point, dtype) of its calibrated output (the plan's LayerPlan.output)
         self.output_ranges: dict[str, tuple[float, int, str]] = {}
 
+    def users(self) -> dict:
+        """The IR graph's readers of each value (computed once: emitters do not change the IR)."""
+        if not hasattr(self, "_users"):
+            self._users = self.graph.users()
+        return self._users
+
+    def producers(self) -> dict:
+        if not hasattr(self, "_producers"):
+            self._producers = self.graph.producers()
+        return self._producers
+
     def fresh(self, base: str) -> str:
         name, i = base, 0
         while name in self._taken:

@@ -198,3 +198,18 @@ def test_int8_export_is_all_integer_kernels_under_onnx_runtime(tmp_path):
     ops = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
     assert ops.count("QLinearConv") == len(convs), ops
     assert "QGemm" in ops and not {"Conv", "FusedConv", "Gemm", "MatMul"} & set(ops), ops
+
+
+class _Subsample(torch.nn.Module):
+    def forward(self, x):
+        return x[:, :, ::2, 1::2] * 2
+
+
+def test_a_two_dim_subsampling_is_one_slice(tmp_path):
+    art = ipexconvert.optimize(_Subsample(), {"x": torch.randn(2, 3, 8, 9)}, output=tmp_path / "s.ipxc").path
+    path, _ = export_onnx(art, tmp_path / "s.onnx", check=False)
+    slices = [n for n in onnx.load(str(path)).graph.node if n.op_type == "Slice"]
+    assert len(slices) == 1
+    x = torch.randn(2, 3, 8, 9)
+    got = OnnxGraphModule(onnx.load(str(path)), 17)(x=x)[0]
+    torch.testing.assert_close(got, x[:, :, ::2, 1::2] * 2)

@@ -69,15 +69,41 @@ def unsqueeze(b, node, args, kwargs):
     b.node("Unsqueeze", [_tensor(node, args[0]), b.const(np.array([args[1]], dtype=np.int64), "axes")], _out(node))
 
 
-@aten("aten.slice.Tensor")
-def slice_(b, node, args, kwargs):
-    x = _tensor(node, args[0])
+def _slice_params(node) -> tuple[int, Any, Any, Any]:
+    args = node.attrs.get("args", [])
     dim = args[1] if len(args) > 1 else 0
     start = args[2] if len(args) > 2 and args[2] is not None else 0
     end = args[3] if len(args) > 3 and args[3] is not None else 2**63 - 1
     step = args[4] if len(args) > 4 else 1
-    b.node("Slice", [x, _int64(b, start), _int64(b, end), b.const(np.array([dim], dtype=np.int64), "axes"),
-                     _int64(b, step)], _out(node))
+    return dim, start, end, step
+
+
+def _is_slice(node) -> bool:
+    return node is not None and node.op == "aten" and node.attrs.get("target") == "aten.slice.Tensor"
+
+
+def _absorbed(b: OnnxBuilder, node) -> bool:
+    """A slice read only by a slice along another dim (a 2-D subsampling, e.g. a merged shortcut
+    conv's x[:, :, ::2, ::2]): that one writes both as one Slice, one pass over the data."""
+    readers = b.users().get(node.outputs[0], [])
+    return (len(readers) == 1 and _is_slice(readers[0]) and node.outputs[0] not in b.graph.outputs
+            and readers[0].inputs[0] == node.outputs[0] and _slice_params(readers[0])[0] != _slice_params(node)[0])
+
+
+@aten("aten.slice.Tensor")
+def slice_(b, node, args, kwargs):
+    if _absorbed(b, node):
+        return  # written by its reader
+    parts = [_slice_params(node)]
+    x = _tensor(node, args[0])
+    first = b.producers().get(x)
+    if _is_slice(first) and _absorbed(b, first):
+        parts.insert(0, _slice_params(first))
+        x = first.inputs[0]
+    ints = [[_int64(b, p[i]) for p in parts] for i in (1, 2, 3)]
+    starts, ends, steps = (v[0] if len(v) == 1 else b.node("Concat", v, axis=0)[0] for v in ints)
+    axes = b.const(np.array([p[0] for p in parts], dtype=np.int64), "axes")
+    b.node("Slice", [x, starts, ends, axes, steps], _out(node))
 
 
 @aten("aten.expand.default")
