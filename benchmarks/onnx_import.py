@@ -27,6 +27,7 @@ import ipexconvert
 from ipexconvert.backends.cpu.isa import selected_isa
 from ipexconvert.examples import get_example
 from ipexconvert.examples.onnx_export import export_example
+from timing import settle
 
 CASES = {"resnet50-b1": ("resnet50", 1), "bert-base-b1": ("bert-base", 1), "minilm-b8": ("minilm", 8),
          "tiny-bert-b1": ("tiny-bert", 1)}
@@ -50,18 +51,12 @@ def ort_options(threads: int):
     return options
 
 
-# ONNX Runtime's worker threads spin for a while after a run; on 2 cores whatever runs next shares them
-# (measured: our int8 ResNet-50 at 9.4 ms right after ORT, 5.4 ms alone). A pause before each block lets
-# the previous system's threads go idle.
-PAUSE_S = 0.1
-
-
 def interleaved(systems: dict, rounds: int, calls: int) -> dict[str, float]:
     samples: dict[str, list[float]] = {k: [] for k in systems}
     for r in range(rounds):
         order = list(systems.items())
         for name, fn in (order if r % 2 == 0 else order[::-1]):  # no system always first
-            time.sleep(PAUSE_S)
+            settle()  # the previous system's threads idle first (timing.py)
             start = time.perf_counter()
             for _ in range(calls):
                 fn()

@@ -97,6 +97,7 @@ import ipexconvert  # noqa: E402  (before torch: ISA caps and the OpenMP spin co
 import torch  # noqa: E402
 from ipexconvert.errors import UserInputError  # noqa: E402
 from ipexconvert.examples import get_example  # noqa: E402
+from timing import settle  # noqa: E402
 
 
 # --------------------------------------------------------------------------------------------
@@ -446,6 +447,7 @@ def time_interleaved(systems: list[SystemRun], rounds: int) -> None:
         shift = r % len(live)
         for system in live[shift:] + live[:shift]:
             try:
+                settle()  # the previous system's spinning threads idle first (timing.py)
                 start = time.perf_counter()
                 system.fn()
                 system.samples_s.append(time.perf_counter() - start)

@@ -1,0 +1,19 @@
+"""What every side-by-side benchmark here shares about timing several systems in one process.
+
+Peers' worker threads keep spinning for a while after a call returns (ONNX Runtime's intra-op pool
+spins by default; OpenMP and TBB runtimes do too). On a 2-core machine whatever runs next then shares
+the cores with them: our int8 ResNet-50 measured 9.4 ms right after an ONNX Runtime call and 5.4 ms
+alone (benchmarks/results/session18-onnx-qdq-xeon-amx.md). A short pause before each timed block lets
+the previous system's threads go idle, so each system is timed on a quiet machine; contention itself
+is measured on purpose elsewhere (openmp_spin.py, run.py --contention).
+"""
+from __future__ import annotations
+
+import time
+
+PAUSE_S = 0.1
+
+
+def settle() -> None:
+    """Before each timed block: let the previous system's spinning threads go idle."""
+    time.sleep(PAUSE_S)
