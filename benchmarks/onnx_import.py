@@ -56,7 +56,7 @@ def interleaved(systems: dict, rounds: int, calls: int) -> dict[str, float]:
     for r in range(rounds):
         order = list(systems.items())
         for name, fn in (order if r % 2 == 0 else order[::-1]):  # no system always first
-            settle()  # the previous system's threads idle first (timing.py)
+            settle(fn)  # the previous system's threads idle, this one warm (timing.py)
             start = time.perf_counter()
             for _ in range(calls):
                 fn()

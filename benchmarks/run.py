@@ -447,7 +447,7 @@ def time_interleaved(systems: list[SystemRun], rounds: int) -> None:
         shift = r % len(live)
         for system in live[shift:] + live[:shift]:
             try:
-                settle()  # the previous system's spinning threads idle first (timing.py)
+                settle(system.fn)  # the previous system's threads idle, this one warm (timing.py)
                 start = time.perf_counter()
                 system.fn()
                 system.samples_s.append(time.perf_counter() - start)

@@ -213,3 +213,27 @@ def test_a_two_dim_subsampling_is_one_slice(tmp_path):
     x = torch.randn(2, 3, 8, 9)
     got = OnnxGraphModule(onnx.load(str(path)), 17)(x=x)[0]
     torch.testing.assert_close(got, x[:, :, ::2, 1::2] * 2)
+
+
+class _MaskedAttention(torch.nn.Module):
+    def forward(self, q, k, v, keep):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep) * 2
+
+
+@pytest.mark.parametrize("additive", [False, True])
+def test_fully_masked_rows_export_as_zero(tmp_path, additive):
+    """sdpa promises 0 for a query row whose every key is masked; the export gives the same, bool or -inf mask."""
+    ort = pytest.importorskip("onnxruntime")
+    q, k, v = (torch.randn(2, 3, 5, 4) for _ in range(3))
+    keep = torch.rand(2, 1, 5, 6) > 0.3
+    keep[0, 0, 2] = False  # one fully masked row
+    keep[..., 0] |= torch.arange(5).view(1, 1, 5) != 2  # every other row keeps a key
+    mask = torch.zeros(keep.shape).masked_fill(~keep, float("-inf")) if additive else keep
+    k, v = torch.randn(2, 3, 6, 4), torch.randn(2, 3, 6, 4)
+    inputs = {"q": q, "k": k, "v": v, "keep": mask}
+    art = ipexconvert.optimize(_MaskedAttention(), inputs, output=tmp_path / "a.ipxc").path
+    path, _ = export_onnx(art, tmp_path / "a.onnx", check=True)
+    got = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {n: t.numpy() for n, t in inputs.items()})[0]
+    want = ipexconvert.load_artifact(art)(**inputs)
+    assert torch.equal(torch.from_numpy(got)[0, :, 2], torch.zeros(3, 4))
+    torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-5, atol=1e-5)
