@@ -6,6 +6,7 @@ the graph input that carries each one (Shape -> Gather).
 """
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -37,16 +38,14 @@ class OnnxBuilder:
         # int8 artifacts: layer -> (scale, zero point, dtype) of its calibrated output (the plan's LayerPlan.output)
         self.output_ranges: dict[str, tuple[float, int, str]] = {}
 
+    @cached_property
     def users(self) -> dict:
-        """The IR graph's readers of each value (computed once: emitters do not change the IR)."""
-        if not hasattr(self, "_users"):
-            self._users = self.graph.users()
-        return self._users
+        """The IR graph's readers of each value (once: emitters do not change the IR)."""
+        return self.graph.users()
 
+    @cached_property
     def producers(self) -> dict:
-        if not hasattr(self, "_producers"):
-            self._producers = self.graph.producers()
-        return self._producers
+        return self.graph.producers()
 
     def fresh(self, base: str) -> str:
         name, i = base, 0

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import torch
 
+from ...ir.ops.fake_quantize import fake_quantize_range
+
 
 # torch's fake_quantize_per_tensor_affine has no meta kernel, so torch.export cannot trace it with
 # dynamic dims. This computes ONNX's QuantizeLinear -> DequantizeLinear arithmetic (the IR's
 # fake_quantize, ir/ops/fake_quantize.py) and traces as one node.
 @torch.library.custom_op("ipexconvert::fake_quantize", mutates_args=())
 def fake_quantize(input: torch.Tensor, scale: float, zero_point: int, quant_min: int, quant_max: int) -> torch.Tensor:
-    s = torch.tensor(scale, dtype=torch.float32)
-    q = torch.clamp(torch.round(input.float() / s) + zero_point, quant_min, quant_max)
-    return ((q - zero_point) * s).to(input.dtype)
+    return fake_quantize_range(input, scale, zero_point, quant_min, quant_max)
 
 
 @fake_quantize.register_fake

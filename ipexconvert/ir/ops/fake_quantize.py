@@ -31,7 +31,11 @@ class FakeQuantizeAttrs(BaseModel):
 
 
 def fake_quantize(x: torch.Tensor, scale: float, zero_point: int, dtype: str) -> torch.Tensor:
-    lo, hi = QRANGE[dtype]
+    return fake_quantize_range(x, scale, zero_point, *QRANGE[dtype])
+
+
+def fake_quantize_range(x: torch.Tensor, scale: float, zero_point: int, lo: int, hi: int) -> torch.Tensor:
+    """The arithmetic, over the code range [lo, hi] (what frontend/torch/custom_ops.py traces to)."""
     s = torch.tensor(scale, dtype=torch.float32)
     q = torch.clamp(torch.round(x.float() / s) + zero_point, lo, hi)
     return ((q - zero_point) * s).to(x.dtype)

@@ -85,7 +85,7 @@ def _is_slice(node) -> bool:
 def _absorbed(b: OnnxBuilder, node) -> bool:
     """A slice read only by a slice along another dim (a 2-D subsampling, e.g. a merged shortcut
     conv's x[:, :, ::2, ::2]): that one writes both as one Slice, one pass over the data."""
-    readers = b.users().get(node.outputs[0], [])
+    readers = b.users.get(node.outputs[0], [])
     return (len(readers) == 1 and _is_slice(readers[0]) and node.outputs[0] not in b.graph.outputs
             and readers[0].inputs[0] == node.outputs[0] and _slice_params(readers[0])[0] != _slice_params(node)[0])
 
@@ -96,7 +96,7 @@ def slice_(b, node, args, kwargs):
         return  # written by its reader
     parts = [_slice_params(node)]
     x = _tensor(node, args[0])
-    first = b.producers().get(x)
+    first = b.producers.get(x)
     if _is_slice(first) and _absorbed(b, first):
         parts.insert(0, _slice_params(first))
         x = first.inputs[0]
