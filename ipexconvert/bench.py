@@ -107,7 +107,9 @@ def _compute_precision(model) -> str:
 
 def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path], dims: list[str], warmup: int,
               rounds: int, threads: Optional[int], profile: bool, console=None, trust_pickle: bool = False,
-              avoid_kernels: tuple[str, ...] = ()) -> dict:
+              avoid_kernels: tuple[str, ...] = (), device: Optional[str] = None) -> dict:
+    """device: where the artifact runs (None: the device it was made for). On a GPU the inputs are placed
+    there once before timing, every timed call waits for the GPU, and --against runs the eager model there too."""
     from rich.progress import Progress
 
     from .api import load_artifact
@@ -119,23 +121,35 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
     if threads:
         torch.set_num_threads(threads)
     start = time.perf_counter()
-    model = load_artifact(artifact, avoid_kernels=avoid_kernels)
+    model = load_artifact(artifact, avoid_kernels=avoid_kernels, device=device)
     load_ms = (time.perf_counter() - start) * 1e3
     tensors = load_inputs_file(inputs_path, model.signature.input_names) if inputs_path else read_example_inputs(artifact)
     if not tensors:
         raise UserInputError(f"{artifact} stores no example inputs", "pass --inputs inputs.safetensors")
     tensors = resize_inputs(tensors, model, _parse_dims(dims))
     batch = _batch_size(model, tensors)
+    on_gpu = model.device != "cpu"
+    if on_gpu:
+        tensors = {k: t.to(model.device) for k, t in tensors.items()}
+    wait = _waiter(model.device)
 
-    candidates: dict[str, Callable[[], Any]] = {f"artifact ({model.manifest.dtype})": lambda: model.run_dict(tensors)}
+    def run_artifact():
+        model.run_dict(tensors)
+        wait()
+
+    candidates: dict[str, Callable[[], Any]] = {f"artifact ({model.manifest.dtype})": run_artifact}
     if against:
         from .frontend.torch.sources import SourceRequest, resolve_source
 
-        eager = resolve_source(SourceRequest(location=against, trust_pickle=trust_pickle)).eager
+        source = resolve_source(SourceRequest(location=against, trust_pickle=trust_pickle))
+        if on_gpu:
+            source.module.to(model.device)  # eager_fn, where set, calls the module
+        eager = source.eager
 
         def run_eager():
             with torch.inference_mode():
                 eager(**tensors)
+            wait()
 
         candidates["eager (fp32)"] = run_eager
     with Progress(console=console, transient=True) as progress:
@@ -146,11 +160,21 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
         median = statistics.median(values)
         results.append({"name": name, "median_ms": median * 1e3, "p90_ms": _p90(values) * 1e3,
                         "throughput": batch / median, "samples_ms": [v * 1e3 for v in values]})
-    report = {"artifact": str(artifact), "batch": batch, "threads": torch.get_num_threads(), "isa": selected_isa(),
+    report = {"artifact": str(artifact), "device": model.device, "batch": batch, "threads": torch.get_num_threads(),
+              "isa": model.backend.level() if on_gpu else selected_isa(),
               "rounds": rounds, "warmup": warmup, "load_ms": load_ms, "results": results,
               "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
               "malloc_tuning": malloc.current().state,
               "compute": _compute_precision(model)}
     if profile:
         report["profile"] = model.profile(tensors)
+    if on_gpu:
+        report["graphs"] = model.runner.graph_status()
     return report
+
+
+def _waiter(device: str) -> Callable[[], None]:
+    """What a timed call does after its work: wait for the GPU (its kernels finish after the launches return)."""
+    if device == "cpu":
+        return lambda: None
+    return torch.cuda.synchronize

@@ -96,16 +96,16 @@ def _nonfinite_message(c: dict[str, int]) -> str:
 
 def run_check(artifact: Path, reference: str, inputs_path: Optional[Path], rtol: Optional[float], atol: float,
               min_cosine: Optional[float], model_factory: Optional[str] = None, model_kwargs: Optional[str] = None,
-              trust_pickle: bool = False, check_finite: bool = True) -> dict:
+              trust_pickle: bool = False, check_finite: bool = True, device: Optional[str] = None) -> dict:
     from .api import load_artifact
     from .artifact import read_example_inputs
     from .frontend.torch.inputs import load_inputs_file
 
-    model = load_artifact(artifact)
+    model = load_artifact(artifact, device=device)
     tensors = load_inputs_file(inputs_path, model.signature.input_names) if inputs_path else read_example_inputs(artifact)
     if not tensors:
         raise UserInputError(f"{artifact} stores no example inputs", "pass --inputs inputs.safetensors")
-    got = model.run_list([tensors[n] for n in model.signature.input_names])
+    got = [t.cpu() for t in model.run_list([tensors[n] for n in model.signature.input_names])]  # references run on the CPU
     names = model.signature.output_names
     want = _reference_outputs(reference, names, tensors, model_factory, model_kwargs, trust_pickle,
                               model.signature.input_names)
@@ -132,7 +132,7 @@ def run_check(artifact: Path, reference: str, inputs_path: Optional[Path], rtol:
         outputs.append({"name": name, "passed": passed, "max_abs_error": acc.max_abs_error,
                         "max_rel_error": acc.max_rel_error, "cosine": acc.cosine, "tolerance": tolerance,
                         "nonfinite": counts, "message": message})
-    return {"artifact": str(artifact), "reference": reference, "rtol": rtol, "atol": atol, "min_cosine": min_cosine,
+    return {"artifact": str(artifact), "device": model.device, "reference": reference, "rtol": rtol, "atol": atol, "min_cosine": min_cosine,
             "check_finite": check_finite, "passed": all(o["passed"] for o in outputs), "outputs": outputs}
 
 

@@ -599,6 +599,8 @@ def run(
     inputs: Optional[Path] = typer.Option(None, "--inputs", help="safetensors file with one tensor per input (default: the stored example inputs)"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="where to write outputs (safetensors)"),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="intra-op threads (default: all cores)"),
+    device: Optional[str] = typer.Option(None, "--device", help="where to run it: cpu or cuda (default: the device it "
+                                         "was made for, the CPU); the same artifact runs on both"),
     check_finite: bool = typer.Option(False, "--check-finite", help="exit 1 if an output holds NaN or Inf "
                                       "(outputs and inputs holding them are reported either way)"),
 ):
@@ -614,9 +616,9 @@ def run(
     if output is not None:
         check_writable(output, "-o")
         written.expect(output)
-    model = load_artifact(artifact, threads=threads)
+    model = load_artifact(artifact, threads=threads, device=device)
     tensors = load_inputs_file(inputs, model.signature.input_names) if inputs else read_example_inputs(artifact)
-    results = model.run_dict(tensors)
+    results = {name: t.cpu() for name, t in model.run_dict(tensors).items()}
     nonfinite_outputs = []
     for name, t in results.items():
         line = f"{name}: {tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}"
@@ -672,6 +674,8 @@ def bench(
     rounds: int = typer.Option(20, "--rounds", min=1),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="torch intra-op threads (default: all cores)"),
     profile: bool = typer.Option(False, "--profile", help="print time per op kind"),
+    device: Optional[str] = typer.Option(None, "--device", help="where to run it: cpu or cuda (default: the device it "
+                                         "was made for, the CPU); the same artifact runs on both"),
     avoid_kernel: List[str] = typer.Option([], "--avoid-kernel", help="a kernel factory or family not to use, e.g. "
                                            "onednn_direct (repeatable; `ipexconvert doctor --kernels` lists them)"),
     as_json: bool = typer.Option(False, "--json"),
@@ -681,11 +685,13 @@ def bench(
 
     report = run_bench(artifact, against=against, inputs_path=inputs, dims=dim, warmup=warmup, rounds=rounds,
                        threads=threads, profile=profile, console=err, trust_pickle=trust_pickle,
-                       avoid_kernels=tuple(avoid_kernel))
+                       avoid_kernels=tuple(avoid_kernel), device=device)
     if as_json:
         out.print_json(json.dumps(report))
         return
-    table = Table(title=f"bench {artifact.name} (batch {report['batch']}, {report['threads']} threads, ISA {report['isa']})",
+    where = (f"{report['threads']} threads, ISA {report['isa']}" if report["device"] == "cpu"
+             else f"{report['device']} {report['isa']}")
+    table = Table(title=f"bench {artifact.name} (batch {report['batch']}, {where})",
                   show_edge=False)
     for col in ("model", "median ms", "p90 ms", "throughput/s"):
         table.add_column(col, justify="right" if col != "model" else "left")
@@ -695,6 +701,8 @@ def bench(
     out.print(f"load {report['load_ms']:.1f} ms; peak RSS {_human_bytes(report['peak_rss_bytes'])}; "
               f"malloc tuning {report['malloc_tuning']}", highlight=False)
     out.print(f"computes in: {report['compute']}", highlight=False)
+    for shapes, how in report.get("graphs", {}).items():
+        out.print(f"inputs {shapes}: {'one CUDA graph replay per call' if how == 'graph' else how}", highlight=False, markup=False)
     if report.get("profile"):
         prof = Table(title="time per op kind (one run)", show_edge=False)
         prof.add_column("kernel")
@@ -726,6 +734,8 @@ def check(
                                            "(NaN/Inf where the reference is finite, or a number where it is NaN/Inf); "
                                            "--no-check-finite only reports them. Errors are measured where both are finite"),
     junit: Optional[Path] = typer.Option(None, "--junit", help="write a JUnit XML report here"),
+    device: Optional[str] = typer.Option(None, "--device", help="where to run it: cpu or cuda (default: the device it "
+                                         "was made for, the CPU); the same artifact runs on both"),
     as_json: bool = typer.Option(False, "--json"),
 ):
     """CI gate: compare an artifact's outputs with a reference. Exit 0 within tolerance, 1 on regression, 2 on usage error."""
@@ -736,7 +746,7 @@ def check(
         written.expect(junit)
     report = run_check(artifact, reference, inputs_path=inputs, rtol=rtol, atol=atol, min_cosine=min_cosine,
                        model_factory=model_factory, model_kwargs=model_kwargs, trust_pickle=trust_pickle,
-                       check_finite=check_finite)
+                       check_finite=check_finite, device=device)
     if junit is not None:
         with write_errors(junit, "--junit"):
             write_junit(report, junit)

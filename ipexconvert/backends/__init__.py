@@ -2,9 +2,9 @@
 
 The executor and the loader ask a Backend (the protocol in base.py) instead of importing device code: which
 level its kernels are chosen for, what to do to the program at load (e.g. compute precision), how to
-place constants, and process-wide settings. Each backend is a folder (`backends/cpu/`; a GPU backend
-is a sibling) whose `backend.py` defines it and whose `kernels/` registers its kernel factories in
-runtime/kernels.py under (device, op). Backends are imported on first use, so `import ipexconvert`
+place constants, how a plan runs per call, and process-wide settings. Each backend is a folder
+(`backends/cpu/`, `backends/cuda/`) whose `backend.py` defines it and whose `kernels/` registers its
+kernel factories in runtime/kernels.py under (device, op). Backends are imported on first use, so `import ipexconvert`
 stays light and a device nobody asks for costs nothing.
 """
 from __future__ import annotations
@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from .base import Backend
 
 # device -> the module whose BACKEND attribute runs it
-BACKEND_MODULES: dict[str, str] = {"cpu": "ipexconvert.backends.cpu.backend"}
+BACKEND_MODULES: dict[str, str] = {"cpu": "ipexconvert.backends.cpu.backend",
+                                   "cuda": "ipexconvert.backends.cuda.backend"}
 
 _loaded: dict[str, "Backend"] = {}
 

@@ -12,6 +12,9 @@ from ..target import Target
 
 class Backend(Protocol):
     device: str
+    # Whether every kernel propagates NaN/Inf as eager PyTorch does; if not, float inputs holding them
+    # run a plan of NaN-safe kernels (runtime/model.py), found by one scan of the inputs per call.
+    propagates_nan: bool
 
     def level(self) -> str:
         """The ISA level (CPU) or architecture (GPU) kernels are chosen for in this process."""
@@ -31,3 +34,7 @@ class Backend(Protocol):
 
     def kernel_names(self) -> dict[str, list[str]]:
         """op -> the names of its registered factories, in preference order (for doctor --kernels)."""
+
+    def make_runner(self, executor):
+        """What runs the executor's plan per call (an object with run(inputs, dims) and profile(inputs, dims)):
+        the executor itself on the CPU, a CUDA-graph replayer on the GPU."""

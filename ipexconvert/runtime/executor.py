@@ -155,13 +155,20 @@ class Executor:
     def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
         return self._execute(inputs, dims, None)
 
-    def profile(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> dict[str, float]:
-        """Seconds spent per kernel kind for one run."""
+    def profile(self, inputs: Sequence[torch.Tensor], dims: dict[str, int],
+                sync: Callable[[], None] | None = None) -> dict[str, float]:
+        """Seconds spent per kernel kind for one run; `sync` waits for the device after each step (a GPU's
+        kernels run after their launch returns)."""
         totals: dict[str, float] = {}
-        self._execute(inputs, dims, totals)
+        self._execute(inputs, dims, totals, sync)
         return totals
 
-    def _execute(self, inputs, dims, totals: dict[str, float] | None) -> list[torch.Tensor]:
+    def kept_values(self, dims: dict[str, int]) -> list:
+        """The dims-only values kept for these dims (a captured CUDA graph reads them: its owner holds them)."""
+        entry = self._dims_cache.get(tuple(sorted(dims.items())))
+        return [] if entry is None else list(entry[0])
+
+    def _execute(self, inputs, dims, totals: dict[str, float] | None, sync=None) -> list[torch.Tensor]:
         env = list(self.base_env)
         for s, t in zip(self.input_slots, inputs):
             env[s] = t
@@ -170,12 +177,12 @@ class Executor:
                 key = tuple(sorted(dims.items()))
                 entry = self._dims_cache.get(key)
                 if entry is None:
-                    _run_steps(self.prelude, env, dims, totals)
+                    _run_steps(self.prelude, env, dims, totals, sync)
                     self._keep(key, [env[s] for s in self._kept_slots])
                 else:
                     for s, t in zip(self._kept_slots, entry[0]):
                         env[s] = t
-            _run_steps(self.main, env, dims, totals)
+            _run_steps(self.main, env, dims, totals, sync)
         return [env[s] for s in self.output_slots]
 
     def _keep(self, key: tuple, values: list) -> None:
@@ -191,19 +198,28 @@ class Executor:
             self._dims_cache[key] = (values, size)
 
 
-def _run_steps(steps: list[Step], env: list, dims: dict[str, int], totals: dict[str, float] | None) -> None:
-    for step in steps:
-        start = time.perf_counter() if totals is not None else 0.0
-        result = step.kernel([None if i is None else env[i] for i in step.inputs], dims)
-        if totals is not None:
-            totals[step.kernel_name] = totals.get(step.kernel_name, 0.0) + time.perf_counter() - start
-        if len(step.outputs) == 1:
-            env[step.outputs[0]] = result
-        else:
-            for s, r in zip(step.outputs, result):
-                env[s] = r
-        for s in step.free_after:
-            env[s] = None
+def _run_steps(steps: list[Step], env: list, dims: dict[str, int], totals: dict[str, float] | None,
+               sync: Callable[[], None] | None = None) -> None:
+    step = None
+    try:
+        for step in steps:
+            start = time.perf_counter() if totals is not None else 0.0
+            result = step.kernel([None if i is None else env[i] for i in step.inputs], dims)
+            if totals is not None:
+                if sync is not None:
+                    sync()
+                totals[step.kernel_name] = totals.get(step.kernel_name, 0.0) + time.perf_counter() - start
+            if len(step.outputs) == 1:
+                env[step.outputs[0]] = result
+            else:
+                for s, r in zip(step.outputs, result):
+                    env[s] = r
+            for s in step.free_after:
+                env[s] = None
+    except Exception as e:  # say where (tracebacks, and why a CUDA graph capture failed)
+        if step is not None:
+            e.add_note(f"in node {step.node} ({step.kernel_name})")
+        raise
 
 
 def _dims_only_values(graph) -> set[str]:

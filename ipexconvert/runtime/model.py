@@ -22,7 +22,8 @@ from .kernels import check_avoid
 class Signature:
     """Input/output names, specs and dim ranges, with the run-time checks they imply."""
 
-    def __init__(self, manifest: Manifest):
+    def __init__(self, manifest: Manifest, device: str = "cpu"):
+        self.device = device  # where input tensors may live besides the CPU
         self.inputs: list[IOSpec] = manifest.inputs
         self.outputs: list[IOSpec] = manifest.outputs
         self.dims = manifest.dims
@@ -51,11 +52,13 @@ class Signature:
 
     def check(self, tensors: Sequence[torch.Tensor]) -> dict[str, int]:
         """Validate dtypes and shapes; returns the bound dynamic dims."""
-        return check_inputs(self.inputs, self.dims, tensors)
+        return check_inputs(self.inputs, self.dims, tensors, self.device)
 
 
-def check_inputs(inputs: Sequence[IOSpec], dims: dict[str, DimRange], tensors: Sequence[torch.Tensor]) -> dict[str, int]:
+def check_inputs(inputs: Sequence[IOSpec], dims: dict[str, DimRange], tensors: Sequence[torch.Tensor],
+                 device: str = "cpu") -> dict[str, int]:
     """Validate dtypes and shapes of tensors (in the order of inputs) against their specs; returns the bound dynamic dims.
+    Tensors may be on the CPU or on `device` (the model's).
 
     Shared by Signature.check and calibration-data loading (ipexconvert.quant.data)."""
     if len(tensors) != len(inputs):
@@ -64,7 +67,7 @@ def check_inputs(inputs: Sequence[IOSpec], dims: dict[str, DimRange], tensors: S
     bound: dict[str, int] = {}
     for io, t in zip(inputs, tensors):
         want = io.spec
-        _check_plain_tensor(io.name, t, want.dtype)
+        _check_plain_tensor(io.name, t, want.dtype, device)
         if dtypes.to_name(t.dtype) != want.dtype:
             raise UserInputError(f"input {io.name} has dtype {dtypes.to_name(t.dtype)}, the model expects {want.dtype}",
                                  f"convert it first, e.g. tensor.to(torch.{want.dtype})")
@@ -98,9 +101,9 @@ def check_inputs(inputs: Sequence[IOSpec], dims: dict[str, DimRange], tensors: S
     return bound
 
 
-def _check_plain_tensor(name: str, t: Any, want_dtype: str) -> None:
-    """A dense CPU tensor of a dtype the IR names: the kernels read its memory directly, so sparse,
-    nested, mkldnn, quantized and meta tensors (no plain strided data on the CPU) are refused here."""
+def _check_plain_tensor(name: str, t: Any, want_dtype: str, device: str = "cpu") -> None:
+    """A dense tensor of a dtype the IR names, on the CPU or the model's device: the kernels read its memory
+    directly, so sparse, nested, mkldnn, quantized and meta tensors (no plain strided data) are refused here."""
     if not isinstance(t, torch.Tensor):
         raise UserInputError(f"input {name} is a {type(t).__name__}, not a tensor", "pass a torch.Tensor or numpy array")
     if t.is_nested:
@@ -108,10 +111,11 @@ def _check_plain_tensor(name: str, t: Any, want_dtype: str) -> None:
     if t.layout != torch.strided:
         raise UserInputError(f"input {name} is a {str(t.layout).removeprefix('torch.')} tensor; the model takes dense tensors",
                              "convert it with tensor.to_dense()")
-    if t.device.type != "cpu":
+    if t.device.type not in ("cpu", device):
         fix = ("a meta tensor holds no data: pass a real tensor" if t.device.type == "meta"
                else "move it first: tensor.cpu()")
-        raise UserInputError(f"input {name} is on device {t.device}; the model runs on the CPU", fix)
+        where = "the CPU" if device == "cpu" else f"device {device} (inputs may also be on the CPU)"
+        raise UserInputError(f"input {name} is on device {t.device}; the model runs on {where}", fix)
     if t.is_quantized:
         raise UserInputError(f"input {name} is a quantized tensor ({str(t.dtype).removeprefix('torch.')}); the model expects "
                              f"{want_dtype}", f"pass the float values: tensor.dequantize().to(torch.{want_dtype})")
@@ -155,10 +159,11 @@ class LoadedModel:
         self.avoid_kernels = check_avoid(avoid_kernels, self.backend.device)
         self.backend.prepare_process()
         self.graph = program.graph
-        self.signature = Signature(self.manifest)
+        self.signature = Signature(self.manifest, self.backend.device)
         self.device, self.verify = self.backend.device, verify
         self.executor = self._build(program)
-        self._nan_safe: Executor | None = None  # built on the first call whose float inputs hold NaN or Inf
+        self.runner = self.backend.make_runner(self.executor)  # the executor itself on the CPU
+        self._nan_safe = None  # a runner of NaN-safe kernels, built on the first call whose float inputs hold NaN or Inf
         self._float_inputs = [i for i, io in enumerate(self.signature.inputs) if io.spec.dtype.startswith(("float", "bfloat"))]
         self.load_seconds = time.perf_counter() - start
 
@@ -174,23 +179,25 @@ class LoadedModel:
 
     def run_list(self, tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         dims = self.signature.check(tensors)
-        return self._executor_for(tensors).run(tensors, dims)
+        return self._runner_for(tensors).run(tensors, dims)
 
-    def _executor_for(self, tensors: Sequence[torch.Tensor]) -> Executor:
-        """The plan for these inputs. Some fast kernels (oneDNN's max pooling and fused relu) turn NaN
+    def _runner_for(self, tensors: Sequence[torch.Tensor]):
+        """The plan for these inputs. Some fast CPU kernels (oneDNN's max pooling and fused relu) turn NaN
         into numbers, so inputs holding NaN or Inf (checked here, one pass over the float inputs) run
         a plan without them: NaN in gives NaN out, as in eager PyTorch. Integer codes cannot carry
         NaN, so an int8 artifact refuses such inputs instead of answering with plausible numbers."""
+        if self.backend.propagates_nan and self.manifest.dtype != "int8":
+            return self.runner  # no scan: every kernel keeps NaN
         bad = next((i for i in self._float_inputs if not bool(torch.isfinite(tensors[i]).all())), None)
         if bad is None:
-            return self.executor
+            return self.runner
         name = self.signature.input_names[bad]
         if self.manifest.dtype == "int8":
             raise UserInputError(f"input {name} holds NaN or Inf, which an int8 artifact cannot represent "
                                  "(its layers compute on integer codes)",
                                  "clean the input (torch.nan_to_num), or run the fp32/bf16 artifact, where NaN propagates")
         if self._nan_safe is None:
-            self._nan_safe = self._build(self._reread(), nan_safe=True)
+            self._nan_safe = self.backend.make_runner(self._build(self._reread(), nan_safe=True))
         return self._nan_safe
 
     def _reread(self):
@@ -208,7 +215,7 @@ class LoadedModel:
 
     def profile(self, inputs: dict[str, Any]) -> dict[str, float]:
         tensors = self.signature.bind((), inputs)
-        return self.executor.profile(tensors, self.signature.check(tensors))
+        return self.runner.profile(tensors, self.signature.check(tensors))
 
     def __repr__(self) -> str:
         return f"LoadedModel({self.path.name}, {self.manifest.dtype}, {self.signature})"

@@ -1,4 +1,4 @@
-"""Every registered CPU kernel factory against its op's reference implementation (the oracle).
+"""Every registered kernel factory, CPU and GPU, against its op's reference implementation (the oracle).
 
 Like ggml's test-backend-ops: for each op with registered factories, a few small representative
 nodes (dtypes, layouts, constant inputs, post-ops, output quantization) are built as the executor
@@ -10,6 +10,9 @@ lower level runs that level's kernel build, as on a smaller CPU). A factory that
 taken by some factory where one must take it, and that every factory that can run here takes at least
 one case, so a kernel that silently stops accepting anything, or a new kernel without a case it takes,
 fails here. A newly registered op without cases fails `test_every_registered_op_has_cases`.
+
+The GPU (cuda) factories run the same cases with their inputs and constants on the GPU, against the
+reference on the CPU; without a GPU (CI) they skip with the reason.
 """
 from __future__ import annotations
 
@@ -21,9 +24,12 @@ from typing import Callable, Optional
 import pytest
 import torch
 
+import ipexconvert.backends.cuda.kernels  # noqa: F401  (registers the GPU factories; needs no GPU)
 import ipexconvert.runtime.executor  # noqa: F401  (registers every kernel factory)
+from ipexconvert.backends.cuda import unavailable_reason as gpu_unavailable_reason
 from ipexconvert.backends.cpu import native_lib as native
 from ipexconvert.backends.cpu import onednn_direct as dnnl
+from ipexconvert.backends import get_backend
 from ipexconvert.ir import dtypes
 from ipexconvert.ir.opdef import get_op
 from ipexconvert.ir.spec import TensorSpec
@@ -75,6 +81,8 @@ def make_tensor(spec: In, g: torch.Generator) -> torch.Tensor:
         t = ((torch.rand(shape, generator=g) + 0.5) * spec.scale).to(dtype)
     elif spec.fill == "halfway":
         t = (torch.randint(-400, 401, shape, generator=g) * (spec.scale / 2)).to(dtype)
+    elif spec.fill == "ids":  # ids into a table whose row count is the case's first input's first dim
+        t = torch.randint(0, 30, shape, generator=g, dtype=dtype)
     elif spec.fill == "padding_mask":
         t = torch.zeros(shape)
         t[-1, ..., shape[-1] // 2 + 1:] = float("-inf")
@@ -119,7 +127,7 @@ CODE_TOLERANCE = 1
 
 X_SCALE, X_ZP = 0.03, 131  # an int8 layer's input quantization (uint8 codes around 131)
 
-CPU_CASES: dict[str, dict[str, Case]] = {
+CASES: dict[str, dict[str, Case]] = {
     "adaptive_avg_pool2d": {
         "f32-global-channels-last": Case({"output_size": [1, 1]}, (In((2, 16, 5, 7), layout="channels_last"),)),
         "bf16-global-nchw": Case({"output_size": [1, 1]}, (In((2, 8, 4, 4), "bfloat16"),)),
@@ -157,6 +165,10 @@ CPU_CASES: dict[str, dict[str, Case]] = {
             {"stride": [2, 2], "padding": [1, 1], "post_ops": [{"kind": "relu"}]},
             (In((2, 8, 9, 9), "bfloat16", layout="channels_last"), const([12, 8, 3, 3], "bfloat16", scale=0.2),
              const([12], "bfloat16")), budget="gemm"),
+    },
+    "embedding": {
+        "f32-ids": Case({}, (const([50, 12]), In((2, 7), "int64", "ids")), budget="exact"),
+        "bf16-int32-ids": Case({}, (const([30, 8], "bfloat16"), In((3, 4), "int32", "ids")), budget="exact"),
     },
     "gelu": {
         "f32-erf": Case({}, (In((4, 33), scale=3.0),)),
@@ -279,20 +291,22 @@ def seed_of(op: str, case: str) -> int:
 def make_inputs(op: str, case_name: str) -> list[Optional[torch.Tensor]]:
     """The case's inputs; each call makes new tensors with the same values (and strides)."""
     g = torch.Generator().manual_seed(seed_of(op, case_name))
-    return [None if spec is None else make_tensor(spec, g) for spec in CPU_CASES[op][case_name].inputs]
+    return [None if spec is None else make_tensor(spec, g) for spec in CASES[op][case_name].inputs]
 
 
-def node_context(op: str, case_name: str, level: str = ISA) -> NodeContext:
-    """The NodeContext the executor builds for this node at ISA `level` (its constants are tensors of their own)."""
-    case = CPU_CASES[op][case_name]
+def node_context(op: str, case_name: str, level: str = ISA, device: str = "cpu") -> NodeContext:
+    """The NodeContext the executor builds for this node at ISA `level` (its constants are tensors of their own,
+    placed on the device as its backend places them)."""
+    case = CASES[op][case_name]
     opdef = get_op(op)
     attrs = opdef.parse_attrs(case.attrs)
     tensors = make_inputs(op, case_name)
     specs = tuple(None if t is None else TensorSpec.of(t) for t in tensors)
+    place = (lambda t, spec: t) if device == "cpu" else get_backend(device).place_constant
     return NodeContext(op=op, attrs=attrs,
-                       constants=tuple(t if spec is not None and spec.const else None
+                       constants=tuple(place(t, TensorSpec.of(t)) if spec is not None and spec.const else None
                                        for t, spec in zip(tensors, case.inputs)),
-                       input_specs=specs, output_specs=tuple(opdef.infer(specs, attrs)), device="cpu", isa=level)
+                       input_specs=specs, output_specs=tuple(opdef.infer(specs, attrs)), device=device, isa=level)
 
 
 def as_list(result) -> list[torch.Tensor]:
@@ -318,19 +332,22 @@ def assert_matches(got: torch.Tensor, want: torch.Tensor, budget: str, what: str
                                         f"(allowed {atol:g} + {rtol:g} * max)")
 
 
-def run_kernel(fn, kernel: Kernel, op: str, case_name: str) -> tuple[list, list]:
-    """Call fn as the executor does (consumed constants passed as None) on fresh inputs: (outputs, inputs)."""
-    inputs = [None if i in kernel.consumed_inputs else t for i, t in enumerate(make_inputs(op, case_name))]
+def run_kernel(fn, kernel: Kernel, op: str, case_name: str, device: str = "cpu") -> tuple[list, list]:
+    """Call fn as the executor does (consumed constants passed as None) on fresh inputs on the device:
+    (outputs, inputs), both back on the CPU."""
+    inputs = [None if i in kernel.consumed_inputs or t is None else t.to(device)
+              for i, t in enumerate(make_inputs(op, case_name))]
     with torch.inference_mode():
-        return as_list(fn(inputs, {})), inputs
+        outputs = as_list(fn(inputs, {}))
+    return [t.cpu() for t in outputs], [None if t is None else t.cpu() for t in inputs]
 
 
-def check_kernel(kernel: Kernel, op: str, case_name: str) -> None:
-    case = CPU_CASES[op][case_name]
+def check_kernel(kernel: Kernel, op: str, case_name: str, device: str = "cpu") -> None:
+    case = CASES[op][case_name]
     reference = get_op(op).compile(get_op(op).parse_attrs(case.attrs))
     with torch.inference_mode():
         want = as_list(reference(make_inputs(op, case_name), {}))
-    got, passed = run_kernel(kernel.fn, kernel, op, case_name)
+    got, passed = run_kernel(kernel.fn, kernel, op, case_name, device)
     assert len(got) == len(want), f"{kernel.name}: {len(got)} outputs, the reference's {len(want)}"
     for i, (g, w) in enumerate(zip(got, want)):
         assert_matches(g, w, case.budget, f"{kernel.name} output {i}")
@@ -339,7 +356,7 @@ def check_kernel(kernel: Kernel, op: str, case_name: str) -> None:
         if after is not None:
             assert torch.equal(after, before), f"{kernel.name} changed its input {i}"
     if kernel.in_place is not None:
-        got, _ = run_kernel(kernel.in_place[1], kernel, op, case_name)
+        got, _ = run_kernel(kernel.in_place[1], kernel, op, case_name, device)
         for i, (g, w) in enumerate(zip(got, want)):
             assert_matches(g, w, case.budget, f"{kernel.name} (in place on input {kernel.in_place[0]}) output {i}")
 
@@ -347,17 +364,33 @@ def check_kernel(kernel: Kernel, op: str, case_name: str) -> None:
 # ---- the tests ---------------------------------------------------------------------------------------
 
 
+NO_GPU = gpu_unavailable_reason()
+
+
+def _levels(device: str) -> list[str]:
+    """The levels a device's factories are tried at: every CPU level this machine has; the GPU's own."""
+    if device == "cpu":
+        return LEVELS
+    return ["gpu"] if NO_GPU is not None else [get_backend(device).level()]
+
+
+def _skip_without_device(device: str) -> None:
+    if device != "cpu" and NO_GPU is not None:
+        pytest.skip(f"GPU kernels need a CUDA GPU: {NO_GPU}")
+
+
 def _oracle_params():
     params = []
     for (device, op), factories in sorted(KERNELS.items()):
-        if device != "cpu" or op not in CPU_CASES:
+        if op not in CASES:
             continue  # test_every_registered_op_has_cases says so
-        for case_name in CPU_CASES[op]:
+        for case_name in CASES[op]:
             for factory in factories:
-                for level in LEVELS:
+                for level in _levels(device):
                     key = (op, case_name, factory_id(factory))
                     marks = [pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[key])] if key in KNOWN_BUGS else []
-                    params.append(pytest.param(op, case_name, factory, level, id="/".join((*key, level)), marks=marks))
+                    params.append(pytest.param(device, op, case_name, factory, level, id="/".join((*key, level)),
+                                               marks=marks))
     return params
 
 
@@ -366,42 +399,43 @@ def _cap_note() -> str:
     return f" (IPEXCONVERT_MAX_ISA={cap})" if cap else ""
 
 
-@pytest.mark.parametrize("op, case_name, factory, level", _oracle_params())
-def test_kernel_matches_reference(op: str, case_name: str, factory: Callable, level: str) -> None:
+@pytest.mark.parametrize("device, op, case_name, factory, level", _oracle_params())
+def test_kernel_matches_reference(device: str, op: str, case_name: str, factory: Callable, level: str) -> None:
+    _skip_without_device(device)
     why_not = why_not_here(factory, level)
     if why_not is not None:
         pytest.skip(f"{factory_id(factory)} cannot run at {level}: {why_not}")
-    kernel = factory(node_context(op, case_name, level))
+    kernel = factory(node_context(op, case_name, level, device))
     if kernel is None:
-        pytest.skip(f"{factory_id(factory)} declines {op}/{case_name} at ISA {level}" + _cap_note())
-    check_kernel(kernel, op, case_name)
+        pytest.skip(f"{factory_id(factory)} declines {op}/{case_name} at {level}" + _cap_note())
+    check_kernel(kernel, op, case_name, device)
 
 
 def _factories():
-    return [pytest.param(op, f, id=factory_id(f)) for (device, op), fs in sorted(KERNELS.items()) for f in fs
-            if device == "cpu" and op in CPU_CASES]
+    return [pytest.param(device, op, f, id=factory_id(f)) for (device, op), fs in sorted(KERNELS.items()) for f in fs
+            if op in CASES]
 
 
-@pytest.mark.parametrize("op, factory", _factories())
-def test_every_factory_that_can_run_here_takes_a_case(op: str, factory: Callable) -> None:
+@pytest.mark.parametrize("device, op, factory", _factories())
+def test_every_factory_that_can_run_here_takes_a_case(device: str, op: str, factory: Callable) -> None:
     """A new kernel needs a case it takes (else the oracle above only ever skips it): at the highest level
     this machine has where the factory can run, some case of its op must be accepted."""
-    level = next((lv for lv in reversed(LEVELS) if why_not_here(factory, lv) is None), None)
+    _skip_without_device(device)
+    levels = _levels(device)
+    level = next((lv for lv in reversed(levels) if why_not_here(factory, lv) is None), None)
     if level is None:
-        pytest.skip(f"{factory_id(factory)} cannot run on this machine: {why_not_here(factory, ISA)}" + _cap_note())
-    taken = [case for case in CPU_CASES[op] if factory(node_context(op, case, level)) is not None]
+        pytest.skip(f"{factory_id(factory)} cannot run on this machine: {why_not_here(factory, levels[-1])}" + _cap_note())
+    taken = [case for case in CASES[op] if factory(node_context(op, case, level, device)) is not None]
     assert taken, (f"{factory_id(factory)} can run at {level} but declines every {op} case: add a case it takes "
-                   f"to CPU_CASES in {__file__}")
+                   f"to CASES in {__file__}")
 
 
 def test_every_registered_op_has_cases() -> None:
-    other_devices = sorted(f"{d}/{op}" for d, op in KERNELS if d != "cpu")
-    assert not other_devices, f"kernels registered for devices this oracle does not run: {other_devices}"
-    missing = sorted(op for d, op in KERNELS if op not in CPU_CASES)
-    assert not missing, (f"CPU kernels registered for {missing} have no oracle cases: add them to CPU_CASES "
+    missing = sorted(f"{d}/{op}" for d, op in KERNELS if op not in CASES)
+    assert not missing, (f"kernels registered for {missing} have no oracle cases: add them to CASES "
                          f"in {__file__}")
-    stale = sorted(set(CPU_CASES) - {op for _, op in KERNELS})
-    assert not stale, f"CPU_CASES has cases for {stale}, which no kernel is registered for: remove them"
+    stale = sorted(set(CASES) - {op for _, op in KERNELS})
+    assert not stale, f"CASES has cases for {stale}, which no kernel is registered for: remove them"
 
 
 def _level_at_least(level: str) -> bool:
@@ -433,7 +467,7 @@ ACCEPTANCE_FLOOR: dict[str, tuple[str, Callable[[], bool]]] = {
 }
 
 
-@pytest.mark.parametrize("op", sorted(CPU_CASES))
+@pytest.mark.parametrize("op", sorted(op for d, op in KERNELS if d == "cpu"))
 def test_some_factory_takes_each_op(op: str) -> None:
     """Declines are skips above; here at least one case of each op must be taken by a non-reference
     kernel wherever one is guaranteed, so a factory that stops accepting everything fails."""
@@ -443,6 +477,6 @@ def test_some_factory_takes_each_op(op: str) -> None:
         pytest.skip(f"ipexconvert._native is not built ({native.unavailable_reason()})")
     if not _level_at_least(floor) or not ready():
         pytest.skip(f"no {op} kernel is guaranteed at ISA {ISA} with these libraries and settings")
-    taken = [(case_name, factory_id(f)) for case_name in CPU_CASES[op] for f in KERNELS[("cpu", op)]
+    taken = [(case_name, factory_id(f)) for case_name in CASES[op] for f in KERNELS[("cpu", op)]
              if f(node_context(op, case_name)) is not None]
     assert taken, f"every factory for {op} declined every case at ISA {ISA}"

@@ -17,6 +17,7 @@ from .isa import ISA_LEVELS, selected_isa
 
 class CpuBackend:
     device = "cpu"
+    propagates_nan = False  # oneDNN's max pooling and fused relu compute max(x, 0)
 
     def level(self) -> str:
         return selected_isa()
@@ -43,6 +44,9 @@ class CpuBackend:
         if spec.memory_format == "channels_last" and tensor.dim() == 4:
             return tensor.contiguous(memory_format=torch.channels_last)
         return tensor
+
+    def make_runner(self, executor):
+        return executor
 
     def kernel_names(self) -> dict[str, list[str]]:
         return {op: [f.__name__ for f in factories] for (device, op), factories in sorted(KERNELS.items())

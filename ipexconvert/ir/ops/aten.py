@@ -104,10 +104,10 @@ def _mentions_runtime_values(value: Any) -> bool:
     return False
 
 
-def _decoder(value: Any) -> Callable[[list, dict], Any]:
-    """Build once, call per run: JSON argument -> live value."""
+def _decoder(value: Any, device: torch.device) -> Callable[[list, dict], Any]:
+    """Build once, call per run: JSON argument -> live value (`$device` is the executor's device)."""
     if isinstance(value, list):
-        parts = [_decoder(v) for v in value]
+        parts = [_decoder(v, device) for v in value]
         return lambda ins, dims: [p(ins, dims) for p in parts]
     if isinstance(value, dict):
         (tag, payload), = value.items()
@@ -117,7 +117,7 @@ def _decoder(value: Any) -> Callable[[list, dict], Any]:
             return lambda ins, dims: resolve_int(payload, dims)
         constant = {
             "$dtype": lambda: dtypes.to_torch(payload),
-            "$device": lambda: torch.device("cpu"),  # the executor's device
+            "$device": lambda: device,
             "$layout": lambda: _LAYOUTS[payload],
             "$memory_format": lambda: _MEMORY_FORMATS[payload],
             "$float": lambda: float(payload),
@@ -149,7 +149,8 @@ class AtenOp(OpDef):
         return Arity(n, n)
 
     @classmethod
-    def compile(cls, attrs: AtenAttrs):
+    def compile(cls, attrs: AtenAttrs, device: str = "cpu"):
+        """device: where the op's `device=` arguments put new tensors (the executor's device)."""
         reason = refusal_reason(attrs.target)
         if reason is not None:
             raise ValueError(f"artifact names {attrs.target}, which is refused: {reason}")
@@ -157,8 +158,8 @@ class AtenOp(OpDef):
         names = _argument_names(op, attrs)
         arg_check = ALLOWED[attrs.target]
         budget = max_tensor_bytes()
-        args = _decoder(attrs.args)
-        kwargs = {k: _decoder(v) for k, v in attrs.kwargs.items()}
+        args = _decoder(attrs.args, torch.device(device))
+        kwargs = {k: _decoder(v, torch.device(device)) for k, v in attrs.kwargs.items()}
 
         def run(inputs, dims):
             a = args(inputs, dims)

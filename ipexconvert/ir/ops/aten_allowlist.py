@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import torch
@@ -146,14 +147,41 @@ def _broadcast(shapes: Sequence[Sequence[int]]) -> list[int]:
 
 
 def _index_range(index: torch.Tensor, low: int, high: int, what: str) -> None:
-    """Every index in [low, high); one min/max pass (skipped on meta tensors, which hold no values)."""
+    """Every index in [low, high); one min/max pass (skipped on meta tensors, which hold no values).
+
+    On a GPU the pass reads two numbers back, which a CUDA graph being captured cannot do. A GPU index
+    tensor checked before (the same tensor object, unchanged since: a constant or a value computed once per
+    set of dims, which a captured graph reads as it is) passes during a capture without a read-back; any
+    other one fails the capture, and those shapes run without a graph, checked on every call
+    (backends/cuda/graphs.py). Replays run no Python: they only ever read indices checked this way."""
     if index.dtype not in (torch.int64, torch.int32):  # (uint8 would be a mask to aten.index)
         raise Refused(f"{what} has dtype {index.dtype}, not int64 or int32")
     if index.is_meta or index.numel() == 0:
         return
+    if index.is_cuda and torch.cuda.is_current_stream_capturing():
+        seen = _CHECKED_ON_GPU.get(id(index))
+        if seen is not None and seen[0]() is index and seen[1:] == (_version(index), low, high):
+            return
+        raise Refused(f"{what} is computed from the inputs: it cannot be checked inside a CUDA graph")
     lo, hi = (int(v) for v in torch.aminmax(index))
     if lo < low or hi >= high:
         raise Refused(f"{what} holds values in {lo}..{hi}, outside {low}..{high - 1}", "index")
+    if index.is_cuda:
+        _CHECKED_ON_GPU[id(index)] = (weakref.ref(index, lambda _, key=id(index): _CHECKED_ON_GPU.pop(key, None)),
+                                      _version(index), low, high)
+
+
+def _version(t: torch.Tensor) -> Optional[int]:
+    """t's in-place write counter; None for tensors made in inference mode, which keep none (the executor
+    never writes into the values it keeps for a set of dims)."""
+    try:
+        return t._version
+    except RuntimeError:
+        return None
+
+
+# id(GPU index tensor) -> (a weak reference to it, its version counter, the range it was found in), while it lives
+_CHECKED_ON_GPU: dict[int, tuple] = {}
 
 
 # ---- checks --------------------------------------------------------------------------------------------

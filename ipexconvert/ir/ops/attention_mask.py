@@ -30,5 +30,5 @@ class AttentionMaskOp(OpDef):
     def reference(cls, inputs, attrs, dims):
         mask, dtype = inputs[0], dtypes.to_torch(attrs.dtype)
         if mask.dtype == torch.bool:
-            return torch.zeros(mask.shape, dtype=dtype).masked_fill_(mask.logical_not(), float("-inf"))
+            return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(mask.logical_not(), float("-inf"))
         return mask.to(dtype)

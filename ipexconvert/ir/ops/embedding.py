@@ -41,7 +41,10 @@ def check_indices(indices: torch.Tensor, rows: int) -> None:
     lo, hi = torch.aminmax(indices)
     lo, hi = int(lo), int(hi)
     if lo < 0 or hi >= rows:
-        bad = lo if lo < 0 else hi
-        raise UserInputError(f"an id input of the model (token ids such as input_ids or token_type_ids) holds {bad}, outside "
-                             f"an embedding table of {rows} rows: valid ids are 0..{rows - 1} (the ids given span {lo}..{hi})",
-                             f"pass ids from this model's tokenizer/vocabulary, each in 0..{rows - 1}")
+        raise bad_ids_error(rows, f"{lo if lo < 0 else hi} (the ids given span {lo}..{hi})")
+
+
+def bad_ids_error(rows: int, which: str) -> UserInputError:
+    return UserInputError(f"an id input of the model (token ids such as input_ids or token_type_ids) holds {which}, outside "
+                          f"an embedding table of {rows} rows: valid ids are 0..{rows - 1}",
+                          f"pass ids from this model's tokenizer/vocabulary, each in 0..{rows - 1}")

@@ -1,0 +1,115 @@
+"""GraphRunner: an Executor's plan on the GPU, replayed from one CUDA graph per set of input shapes.
+
+A launch costs microseconds of CPU time, a kernel at batch 1 often less on the GPU: run op by op, the
+GPU waits on Python. So the first call with new shapes runs the plan eagerly on a side stream (the
+warm-up: cuDNN picks its algorithms, cuBLAS its workspace, the dims-only values are computed and kept),
+then captures it into a CUDA graph; every later call with those shapes copies the inputs into the
+graph's static buffers, replays it (one launch) and clones the outputs (the buffers are overwritten by
+the next replay). All graphs of a runner share one memory pool: they never run at the same time.
+
+A plan that cannot be captured (a kernel that reads a value back to the CPU, e.g. an index check of a
+generic ATen op) runs eagerly for those shapes, and `graph_status()` says why. Kernels that must refuse
+bad input without a CPU read-back (embedding ids outside the table) raise a flag on the GPU instead;
+the runner reads the flags after each run and raises the error then (see guards.py).
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import torch
+
+from .guards import raise_tripped
+
+MAX_GRAPHS = 16  # sets of shapes kept captured; the least recently used one is dropped beyond that
+
+
+@dataclass
+class Captured:
+    graph: Optional[torch.cuda.CUDAGraph]  # None: these shapes run eagerly (capture_error says why)
+    static_inputs: list[torch.Tensor] = field(default_factory=list)
+    static_outputs: list[torch.Tensor] = field(default_factory=list)
+    kept: list = field(default_factory=list)  # dims-only values the graph reads (held so their memory stays)
+    capture_error: Optional[str] = None
+
+
+class GraphRunner:
+    def __init__(self, executor, gpu: torch.device, max_graphs: int = MAX_GRAPHS):
+        self.executor, self.gpu, self.max_graphs = executor, gpu, max_graphs
+        self.bf16_compute = executor.bf16_compute
+        self._graphs: "OrderedDict[tuple, Captured]" = OrderedDict()
+        self._pool = torch.cuda.graph_pool_handle()
+        self._lock = threading.Lock()  # one replay at a time: the static buffers are shared
+        self._guards = [g for step in executor.steps for g in getattr(step.kernel, "guards", ())]
+
+    def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
+        key = tuple((tuple(t.shape), t.dtype) for t in inputs)
+        with self._lock, torch.inference_mode():
+            entry = self._graphs.get(key)
+            if entry is None:
+                return self._first_run(key, inputs, dims)
+            self._graphs.move_to_end(key)
+            if entry.graph is None:
+                return self._eager(inputs, dims)
+            for buffer, t in zip(entry.static_inputs, inputs):
+                buffer.copy_(t, non_blocking=True)
+            entry.graph.replay()
+            outputs = [t.clone() for t in entry.static_outputs]
+            raise_tripped(self._guards)
+            return outputs
+
+    def profile(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> dict[str, float]:
+        """Seconds per kernel kind for one eager run, the GPU synchronized after every step (so each
+        kernel's launch and GPU time are both counted; a graph replay has the launches removed)."""
+        with self._lock:
+            totals = self.executor.profile(self._on_gpu(inputs), dims, sync=torch.cuda.synchronize)
+            raise_tripped(self._guards)
+            return totals
+
+    def graph_status(self) -> dict[str, str]:
+        """Per captured set of input shapes: "graph" or why it runs eagerly."""
+        return {" ".join(str(list(s)) for s, _ in key): ("graph" if e.graph is not None else f"eager: {e.capture_error}")
+                for key, e in self._graphs.items()}
+
+    def _on_gpu(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        return [t.to(self.gpu, non_blocking=True) for t in inputs]
+
+    def _eager(self, inputs, dims) -> list[torch.Tensor]:
+        outputs = self.executor.run(self._on_gpu(inputs), dims)
+        raise_tripped(self._guards)
+        return outputs
+
+    def _first_run(self, key: tuple, inputs, dims) -> list[torch.Tensor]:
+        """Warm up on a side stream (its results are this call's answer), then capture."""
+        static_inputs = [t.to(self.gpu, copy=True).contiguous() for t in inputs]
+        side = torch.cuda.Stream(self.gpu)
+        side.wait_stream(torch.cuda.current_stream(self.gpu))
+        with torch.cuda.stream(side):
+            outputs = self.executor.run(static_inputs, dims)
+            raise_tripped(self._guards)  # bad input: refused before anything is kept
+            self.executor.run(static_inputs, dims)  # a second run: lazily built kernel state settles
+        torch.cuda.current_stream(self.gpu).wait_stream(side)
+        entry = self._capture(static_inputs, dims)
+        self._graphs[key] = entry
+        while len(self._graphs) > self.max_graphs:
+            self._graphs.popitem(last=False)
+        return outputs
+
+    def _capture(self, static_inputs: list[torch.Tensor], dims) -> Captured:
+        graph = torch.cuda.CUDAGraph()
+        first: list[BaseException] = []  # the kernel's own error (the capture's end reports a later one)
+        try:
+            with torch.cuda.graph(graph, pool=self._pool):
+                try:
+                    static_outputs = self.executor.run(static_inputs, dims)
+                except Exception as e:
+                    first.append(e)
+                    raise
+        except Exception as e:  # a kernel that synchronizes or reads back: these shapes run eagerly
+            torch.cuda.synchronize(self.gpu)
+            cause = first[0] if first else e
+            text = " ".join(" ".join([str(getattr(cause, "problem", cause)), *getattr(cause, "__notes__", [])]).split())
+            return Captured(None, capture_error=text[:300] or type(cause).__name__)
+        return Captured(graph, static_inputs, list(static_outputs), self.executor.kept_values(dims))
