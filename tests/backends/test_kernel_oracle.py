@@ -302,6 +302,8 @@ def node_context(op: str, case_name: str, level: str = ISA, device: str = "cpu")
     attrs = opdef.parse_attrs(case.attrs)
     tensors = make_inputs(op, case_name)
     specs = tuple(None if t is None else TensorSpec.of(t) for t in tensors)
+    if device != "cpu":
+        get_backend(device).prepare_process()  # e.g. no TF32 for float32 on the GPU, as at load
     place = (lambda t, spec: t) if device == "cpu" else get_backend(device).place_constant
     return NodeContext(op=op, attrs=attrs,
                        constants=tuple(place(t, TensorSpec.of(t)) if spec is not None and spec.const else None

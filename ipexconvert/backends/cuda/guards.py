@@ -4,6 +4,9 @@ On the CPU, a kernel refuses bad input data (an embedding id outside the table) 
 max before touching memory. Inside a captured graph nothing may be read back, so a GPU kernel makes the
 access safe on the GPU (ids clamped into the table) and raises a flag there; the runner reads every flag
 after the run (raise_tripped) and turns a raised one into the same UserInputError, discarding the outputs.
+Reading the flags waits for the GPU, so where the checked value is a model input given on the CPU (token
+ids usually are), the runner checks it there before copying it over instead (check_host), and the GPU's
+flags need not be read.
 """
 from __future__ import annotations
 
@@ -15,9 +18,18 @@ from ...errors import UserInputError
 
 
 class Guard:
-    def __init__(self, gpu: torch.device, error: Callable[[], UserInputError]):
+    def __init__(self, gpu: torch.device, reads: int, low: int, high: int, error: Callable[[], UserInputError]):
+        """reads: which input of its node the guard checks, to hold values in [low, high)."""
         self.flag = torch.zeros((), dtype=torch.bool, device=gpu)
-        self.error = error
+        self.reads, self.low, self.high, self.error = reads, low, high, error
+        self.input_position: int | None = None  # the model input it checks, when the node reads one directly
+
+    def check_host(self, values: torch.Tensor) -> None:
+        """The same check on a CPU tensor, before it goes to the GPU."""
+        if values.numel():
+            lo, hi = (int(v) for v in torch.aminmax(values))
+            if lo < self.low or hi >= self.high:
+                raise self.error()
 
     def trip_if(self, bad: torch.Tensor) -> None:
         """Raise the flag where `bad` holds any True (no read-back: capturable)."""

@@ -37,14 +37,10 @@ def fully_masked_rows(mask: torch.Tensor) -> torch.Tensor:
     return removed.all(dim=-1, keepdim=True)
 
 
-def zero_masked_rows(y: torch.Tensor, mask: torch.Tensor, read_back: bool = True) -> torch.Tensor:
-    """y with the rows the mask removes entirely set to 0 (y [..., L, Ev], mask broadcastable to [..., L, S]).
-    read_back=False always applies the fill, never asking the device whether any row is removed (a
-    captured CUDA graph cannot read values back)."""
+def zero_masked_rows(y: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """y with the rows the mask removes entirely set to 0 (y [..., L, Ev], mask broadcastable to [..., L, S])."""
     fully = fully_masked_rows(mask)
-    if read_back and not bool(fully.any()):
-        return y
-    return y.masked_fill(fully, 0)
+    return y.masked_fill(fully, 0) if bool(fully.any()) else y
 
 
 @register_op
@@ -88,20 +84,24 @@ class SdpaOp(OpDef):
 
     @classmethod
     def reference(cls, inputs, attrs, dims):
-        return attend(inputs, attrs)
+        y = attention(inputs, attrs)
+        if inputs[3] is not None:
+            y = zero_masked_rows(y, inputs[3])
+        return quantize_output(y, inputs, attrs)
 
 
-def attend(inputs, attrs: SdpaAttrs, read_back: bool = True) -> torch.Tensor:
-    """The reference arithmetic (torch's attention, fully masked rows 0, optional quantize); read_back as
-    for zero_masked_rows."""
+def attention(inputs, attrs: SdpaAttrs) -> torch.Tensor:
+    """torch's attention on q, k, v and the mask (an additive mask in the activations' dtype), nothing more."""
     q, k, v, mask = inputs[:4]
     if mask is not None and mask.dtype != torch.bool and mask.dtype != q.dtype:
         mask = mask.to(q.dtype)  # an fp32 additive mask next to bf16 activations
     scale = attrs.scale if attrs.scale is not None else 1.0 / math.sqrt(q.shape[-1])
-    y = torch.nn.functional.scaled_dot_product_attention(
+    return torch.nn.functional.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, is_causal=attrs.is_causal, scale=scale, enable_gqa=attrs.enable_gqa)
-    if mask is not None:
-        y = zero_masked_rows(y, mask, read_back)
+
+
+def quantize_output(y: torch.Tensor, inputs, attrs: SdpaAttrs) -> torch.Tensor:
+    """y itself, or its codes when the node quantizes for the int8 layer after it."""
     if attrs.quantize is None:
         return y
     qa, rows = attrs.quantize, y.transpose(1, 2)  # [batch, q_len, heads, head_dim]

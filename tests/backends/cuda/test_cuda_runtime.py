@@ -93,6 +93,12 @@ def test_ids_outside_the_table_are_refused_after_a_replay_and_the_model_still_wo
         model.run_dict(bad)
     again = model.run_dict(good)
     assert torch.equal(again["last_hidden_state"], first["last_hidden_state"])
+    # ids already on the GPU: checked there (a flag read after the replay), not on the host
+    on_gpu = {k: v.cuda() for k, v in bad.items()}
+    with pytest.raises(UserInputError, match="outside an embedding table"):
+        model.run_dict(on_gpu)
+    again = model.run_dict({k: v.cuda() for k, v in good.items()})
+    assert torch.equal(again["last_hidden_state"], first["last_hidden_state"])
 
 
 @needs_gpu

@@ -20,7 +20,7 @@ def torch_cuda_embedding(ctx: NodeContext) -> Optional[Kernel]:
     if not isinstance(rows, int):
         return None  # a table of dynamic size: the reference checks it per call (no graph capture)
     gpu = torch.device(ctx.device, torch.cuda.current_device())
-    guard = Guard(gpu, lambda: bad_ids_error(rows, "an id"))
+    guard = Guard(gpu, 1, 0, rows, lambda: bad_ids_error(rows, "an id"))
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         weight, ids = inputs
