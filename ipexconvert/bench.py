@@ -129,8 +129,11 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
     tensors = resize_inputs(tensors, model, _parse_dims(dims))
     batch = _batch_size(model, tensors)
     on_gpu = model.device != "cpu"
-    if on_gpu:
-        tensors = {k: t.to(model.device) for k, t in tensors.items()}
+    if on_gpu:  # float inputs wait on the GPU; ids stay on the CPU, as from a tokenizer (checked there, see backends/cuda)
+        tensors = {k: (t.to(model.device) if t.is_floating_point() else t) for k, t in tensors.items()}
+        eager_tensors = {k: t.to(model.device) for k, t in tensors.items()}
+    else:
+        eager_tensors = tensors
     wait = _waiter(model.device)
 
     def run_artifact():
@@ -148,7 +151,7 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
 
         def run_eager():
             with torch.inference_mode():
-                eager(**tensors)
+                eager(**eager_tensors)
             wait()
 
         candidates["eager (fp32)"] = run_eager

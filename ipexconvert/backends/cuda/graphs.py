@@ -4,8 +4,8 @@ A launch costs microseconds of CPU time, a kernel at batch 1 often less on the G
 GPU waits on Python. So the first call with new shapes runs the plan eagerly on a side stream (the
 warm-up: cuDNN picks its algorithms, cuBLAS its workspace, the dims-only values are computed and kept),
 then captures it into a CUDA graph; every later call with those shapes copies the inputs into the
-graph's static buffers, replays it (one launch) and clones the outputs (the buffers are overwritten by
-the next replay). All graphs of a runner share one memory pool: they never run at the same time.
+graph's static buffers (CPU inputs through pinned memory, so nothing waits), replays it (one launch)
+and clones the outputs (the buffers are overwritten by the next replay). All graphs of a runner share one memory pool: they never run at the same time.
 
 A plan that cannot be captured (a kernel that reads a value back to the CPU, e.g. an index check of a
 generic ATen op) runs eagerly for those shapes, and `graph_status()` says why. Kernels that must refuse
@@ -33,6 +33,23 @@ class Captured:
     static_outputs: list[torch.Tensor] = field(default_factory=list)
     kept: list = field(default_factory=list)  # dims-only values the graph reads (held so their memory stays)
     capture_error: Optional[str] = None
+    staging: dict = field(default_factory=dict)  # input position -> pinned host buffer for CPU inputs
+    copied: Optional[torch.cuda.Event] = None  # recorded after the last call's copies out of `staging`
+
+    def load_inputs(self, inputs: Sequence[torch.Tensor]) -> None:
+        """Copy the call's inputs into the static buffers without waiting for the GPU: a CPU input goes
+        through a pinned buffer (a copy from pageable memory would wait for the work queued before it)."""
+        for i, (buffer, t) in enumerate(zip(self.static_inputs, inputs)):
+            if t.device.type == "cpu":
+                if i not in self.staging:
+                    self.staging[i] = torch.empty_like(buffer, device="cpu").pin_memory()
+                elif self.copied is not None:
+                    self.copied.synchronize()  # the previous call's copy out of this buffer is done
+                self.staging[i].copy_(t)
+                t = self.staging[i]
+            buffer.copy_(t, non_blocking=True)
+        self.copied = torch.cuda.Event()
+        self.copied.record()
 
 
 class GraphRunner:
@@ -60,8 +77,7 @@ class GraphRunner:
             if entry.graph is None:
                 outputs = self.executor.run(self._on_gpu(inputs), dims)
             else:
-                for buffer, t in zip(entry.static_inputs, inputs):
-                    buffer.copy_(t, non_blocking=True)
+                entry.load_inputs(inputs)
                 entry.graph.replay()
                 outputs = [t.clone() for t in entry.static_outputs]
             if not checked:

@@ -1,7 +1,8 @@
 """sdpa on the GPU: torch's attention (flash / memory-efficient / cuDNN, torch picks per shape), with the
 fully-masked-row rule applied without asking the GPU whether any row is fully masked (a captured graph
-cannot read back): the fill always runs. Which rows a mask removes is found once per mask tensor: every
-layer of an encoder reads the same mask, so the other layers reuse the first one's answer."""
+cannot read back): the fill always runs. The mask's cast to the activations' dtype and which rows it
+removes are found once per mask tensor: every layer of an encoder reads the same mask, so the other
+layers reuse the first one's."""
 from __future__ import annotations
 
 from typing import Optional
@@ -11,18 +12,20 @@ import torch
 from ....ir.ops.sdpa import attention, fully_masked_rows, quantize_output
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 
-# (the last mask seen, its fully masked rows). Holding the mask keeps its identity from being reused by
-# another tensor, so `is` is an exact test; one entry, since a plan reads one mask in all its layers.
-_last_mask: tuple = (None, None)
+# (the last mask seen, it in the activations' dtype, its fully masked rows). Holding the mask keeps its
+# identity from being reused by another tensor, so `is` is an exact test; one entry, since a plan reads one
+# mask in all its layers.
+_last_mask: tuple = (None, None, None)
 
 
-def _removed_rows(mask: torch.Tensor) -> torch.Tensor:
+def _prepared(mask: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     global _last_mask
-    seen, rows = _last_mask
-    if seen is not mask:
+    seen, cast, rows = _last_mask
+    if seen is not mask or (cast.dtype != dtype and mask.dtype != torch.bool):
+        cast = mask if mask.dtype in (torch.bool, dtype) else mask.to(dtype)
         rows = fully_masked_rows(mask)
-        _last_mask = (mask, rows)
-    return rows
+        _last_mask = (mask, cast, rows)
+    return cast, rows
 
 
 @register_kernel("cuda", "sdpa")
@@ -30,9 +33,11 @@ def torch_cuda_sdpa(ctx: NodeContext) -> Optional[Kernel]:
     attrs = ctx.attrs
 
     def run(inputs: list, dims: dict[str, int]):
-        y = attention(inputs, attrs)
-        if inputs[3] is not None:
-            y = y.masked_fill(_removed_rows(inputs[3]), 0)
+        q, k, v, mask = inputs[:4]
+        if mask is None:
+            return quantize_output(attention(inputs, attrs), inputs, attrs)
+        cast, removed = _prepared(mask, q.dtype)
+        y = attention([q, k, v, cast], attrs).masked_fill(removed, 0)
         return quantize_output(y, inputs, attrs)
 
     return Kernel(run, "torch_cuda:sdpa")
