@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import sys
 
 import torch
 
@@ -147,4 +148,16 @@ def kernels_markdown() -> str:
             where = first_paragraph(getattr(factory, "runs_at", None).__doc__)
             lines.append(f"| {op} | `{factory.__name__}` | {first_paragraph(factory.__doc__)} | {where} |")
         lines.append(f"| {op} | reference | `ir/ops/{op}.py`, plain torch | everywhere |")
+    import importlib
+
+    importlib.import_module("ipexconvert.backends.cuda.kernels")  # registers the GPU factories; needs no GPU
+    lines += ["", "# GPU (cuda) kernels", "",
+              "`load_artifact(path, device=\"cuda\")`, `--device cuda` (`ipexconvert/backends/cuda/kernels/<op>.py`; docs/gpu.md).",
+              "Every other op, and any node these decline, runs its reference on the GPU.", "",
+              "| op | factory | what it does |", "| --- | --- | --- |"]
+    for (device, op), factories in sorted(KERNELS.items()):
+        if device == "cuda":
+            for factory in factories:
+                doc = sys.modules[factory.__module__].__doc__
+                lines.append(f"| {op} | `{factory.__name__}` | {first_paragraph(doc)} |")
     return "\n".join(lines) + "\n"
