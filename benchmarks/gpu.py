@@ -64,7 +64,7 @@ def _print_kernel_profile(fn, rows: int) -> None:
         for _ in range(10):
             fn()
         torch.cuda.synchronize()
-    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=70), flush=True)
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=110), flush=True)
 
 
 def bench_case(name: str, dtype: str, batch: int, compile_mode: str, rounds: int, calls: int, folder: Path,
@@ -128,6 +128,9 @@ def bench_case(name: str, dtype: str, batch: int, compile_mode: str, rounds: int
     medians = {k: statistics.median(v) * 1e3 for k, v in samples.items()}
     if profile_rows:
         _print_kernel_profile(lambda: model.run_dict(artifact_inputs), profile_rows)
+        steps = model.profile(artifact_inputs)  # per kernel kind, the GPU synchronized after every step
+        for kind, seconds in sorted(steps.items(), key=lambda kv: -kv[1])[:profile_rows]:
+            print(f"  step {kind}: {seconds * 1e3:.3f} ms", flush=True)
     return {"model": name, "dtype": dtype, "batch": batch, "medians_ms": medians, "cosines": cosines,
             "load_s": load_s, "first_call_s": first_s, "compile_s": compile_s,
             "graphs": model.runner.graph_status()}

@@ -158,6 +158,6 @@ def kernels_markdown() -> str:
     for (device, op), factories in sorted(KERNELS.items()):
         if device == "cuda":
             for factory in factories:
-                doc = sys.modules[factory.__module__].__doc__
+                doc = factory.__doc__ or sys.modules[factory.__module__].__doc__
                 lines.append(f"| {op} | `{factory.__name__}` | {first_paragraph(doc)} |")
     return "\n".join(lines) + "\n"

@@ -59,12 +59,16 @@ class GraphRunner:
         self._graphs: "OrderedDict[tuple, Captured]" = OrderedDict()
         self._pool = torch.cuda.graph_pool_handle()
         self._lock = threading.Lock()  # one replay at a time: the static buffers are shared
-        self._guards = []
+        # Guards of the steps a replay runs; those of the steps run once per set of dims (ids that are
+        # not inputs, e.g. position ids) are read on the first call with those dims, before the capture.
+        self._guards, self._all_guards = [], []
         position = {slot: i for i, slot in enumerate(executor.input_slots)}
         for step in executor.steps:
             for guard in getattr(step.kernel, "guards", ()):
                 guard.input_position = position.get(step.inputs[guard.reads])
-                self._guards.append(guard)
+                self._all_guards.append(guard)
+                if not step.dims_only:
+                    self._guards.append(guard)
 
     def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
         key = tuple((tuple(t.shape), t.dtype) for t in inputs)
@@ -74,12 +78,13 @@ class GraphRunner:
             if entry is None:
                 return self._first_run(key, inputs, dims)
             self._graphs.move_to_end(key)
-            if entry.graph is None:
+            if entry.graph is None:  # eager: may rerun the per-dims steps too, whose guards are read here
                 outputs = self.executor.run(self._on_gpu(inputs), dims)
-            else:
-                entry.load_inputs(inputs)
-                entry.graph.replay()
-                outputs = [t.clone() for t in entry.static_outputs]
+                raise_tripped(self._all_guards)
+                return outputs
+            entry.load_inputs(inputs)
+            entry.graph.replay()
+            outputs = [t.clone() for t in entry.static_outputs]
             if not checked:
                 raise_tripped(self._guards)
             return outputs
@@ -100,7 +105,7 @@ class GraphRunner:
         kernel's launch and GPU time are both counted; a graph replay has the launches removed)."""
         with self._lock:
             totals = self.executor.profile(self._on_gpu(inputs), dims, sync=torch.cuda.synchronize)
-            raise_tripped(self._guards)
+            raise_tripped(self._all_guards)
             return totals
 
     def graph_status(self) -> dict[str, str]:
@@ -118,7 +123,7 @@ class GraphRunner:
         side.wait_stream(torch.cuda.current_stream(self.gpu))
         with torch.cuda.stream(side):
             outputs = self.executor.run(static_inputs, dims)
-            raise_tripped(self._guards)  # bad input: refused before anything is kept
+            raise_tripped(self._all_guards)  # bad input: refused before anything is kept
             self.executor.run(static_inputs, dims)  # a second run: lazily built kernel state settles
         torch.cuda.current_stream(self.gpu).wait_stream(side)
         entry = self._capture(static_inputs, dims)

@@ -1,5 +1,12 @@
-"""add_layer_norm on the GPU: the sum, then torch's fused CUDA layer norm on the activations' dtype (two
-kernels; the reference launches six for bf16). A node that also quantizes its result runs the reference."""
+"""add_layer_norm on the GPU. Factories in preference order:
+
+triton: one Triton kernel (_triton_layer_norm.py): the sum, written out when the node returns it, and the
+norm, in one pass over the row.
+
+torch_cuda: the sum, then torch's fused CUDA layer norm on the activations' dtype (two kernels; the
+reference launches six for bf16).
+
+A node that also quantizes its result runs the reference."""
 from __future__ import annotations
 
 from typing import Optional
@@ -7,14 +14,42 @@ from typing import Optional
 import torch.nn.functional as F
 
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
+from . import _triton_layer_norm
 from ._norm import constant_affine
+
+
+def _takes(ctx: NodeContext):
+    """(weight, bias) when a GPU kernel takes this node, else None."""
+    if ctx.attrs.quantize is not None or ctx.input_specs[0].dtype != ctx.input_specs[1].dtype:
+        return None
+    return constant_affine(ctx, 2)
+
+
+def _consumed(ctx: NodeContext) -> frozenset[int]:
+    return frozenset(i for i in (2, 3) if ctx.input_specs[i] is not None)
+
+
+@register_kernel("cuda", "add_layer_norm", runs_at=_triton_layer_norm.triton_missing)
+def triton_add_layer_norm(ctx: NodeContext) -> Optional[Kernel]:
+    """The sum and the norm in one Triton kernel (rows up to 16384 wide, one norm dim)."""
+    attrs, affine = ctx.attrs, _takes(ctx)
+    shape = ctx.input_specs[0].shape
+    if (affine is None or len(attrs.normalized_shape) != 1 or not isinstance(shape[-1], int)
+            or shape[-1] > _triton_layer_norm.MAX_COLUMNS or ctx.input_specs[0].shape != ctx.input_specs[1].shape):
+        return None
+    weight, bias = affine
+
+    def run(inputs: list, dims: dict[str, int]):
+        return _triton_layer_norm.add_layer_norm(inputs[0], inputs[1], weight, bias, attrs.eps, attrs.return_sum)
+
+    return Kernel(run, "triton:add_layer_norm", _consumed(ctx), fresh_output=True)
 
 
 @register_kernel("cuda", "add_layer_norm")
 def torch_cuda_add_layer_norm(ctx: NodeContext) -> Optional[Kernel]:
-    attrs = ctx.attrs
-    affine = constant_affine(ctx, 2)
-    if affine is None or attrs.quantize is not None or ctx.input_specs[0].dtype != ctx.input_specs[1].dtype:
+    """The sum, then torch's CUDA layer norm."""
+    attrs, affine = ctx.attrs, _takes(ctx)
+    if affine is None:
         return None
     weight, bias = affine
 
@@ -23,5 +58,4 @@ def torch_cuda_add_layer_norm(ctx: NodeContext) -> Optional[Kernel]:
         y = F.layer_norm(total, attrs.normalized_shape, weight, bias, attrs.eps)
         return (y, total) if attrs.return_sum else y
 
-    return Kernel(run, "torch_cuda:add_layer_norm", frozenset(i for i in (2, 3) if ctx.input_specs[i] is not None),
-                  fresh_output=True)
+    return Kernel(run, "torch_cuda:add_layer_norm", _consumed(ctx), fresh_output=True)

@@ -1,6 +1,10 @@
-"""layer_norm on the GPU: torch's fused CUDA layer norm on the activations' own dtype (it accumulates in
-float32 and rounds once, as the reference's float32 round trip does), weights cast once at load: one
-kernel where the reference launches five for bf16."""
+"""layer_norm on the GPU. Factories in preference order:
+
+triton: the Triton row kernel of add_layer_norm (_triton_layer_norm.py) without the residual.
+
+torch_cuda: torch's fused CUDA layer norm on the activations' own dtype (it accumulates in float32 and
+rounds once, as the reference's float32 round trip does), weights cast once at load: one kernel where the
+reference launches five for bf16."""
 from __future__ import annotations
 
 from typing import Optional
@@ -8,11 +12,32 @@ from typing import Optional
 import torch.nn.functional as F
 
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
+from . import _triton_layer_norm
 from ._norm import constant_affine
+
+
+def _consumed(ctx: NodeContext) -> frozenset[int]:
+    return frozenset(i for i in (1, 2) if ctx.input_specs[i] is not None)
+
+
+@register_kernel("cuda", "layer_norm", runs_at=_triton_layer_norm.triton_missing)
+def triton_layer_norm(ctx: NodeContext) -> Optional[Kernel]:
+    """One Triton kernel (rows up to 16384 wide, one norm dim)."""
+    affine, attrs, shape = constant_affine(ctx, 1), ctx.attrs, ctx.input_specs[0].shape
+    if (affine is None or len(attrs.normalized_shape) != 1 or not isinstance(shape[-1], int)
+            or shape[-1] > _triton_layer_norm.MAX_COLUMNS):
+        return None
+    weight, bias = affine
+
+    def run(inputs: list, dims: dict[str, int]):
+        return _triton_layer_norm.add_layer_norm(inputs[0], None, weight, bias, attrs.eps, False)
+
+    return Kernel(run, "triton:layer_norm", _consumed(ctx), fresh_output=True)
 
 
 @register_kernel("cuda", "layer_norm")
 def torch_cuda_layer_norm(ctx: NodeContext) -> Optional[Kernel]:
+    """torch's CUDA layer norm."""
     affine = constant_affine(ctx, 1)
     if affine is None:
         return None
@@ -22,5 +47,4 @@ def torch_cuda_layer_norm(ctx: NodeContext) -> Optional[Kernel]:
     def run(inputs: list, dims: dict[str, int]):
         return F.layer_norm(inputs[0], shape, weight, bias, eps)
 
-    return Kernel(run, "torch_cuda:layer_norm", frozenset(i for i in (1, 2) if ctx.input_specs[i] is not None),
-                  fresh_output=True)
+    return Kernel(run, "torch_cuda:layer_norm", _consumed(ctx), fresh_output=True)

@@ -1,0 +1,79 @@
+"""One Triton kernel for layer_norm and add_layer_norm on the GPU: a row per program, the residual sum
+(rounded to the activations' dtype, as the reference's `x + r` is) optionally written out, then the norm
+in float32 and one rounding to the activations' dtype. One kernel where torch needs two (add, norm).
+
+Triton is imported on first use: CI imports this package without a GPU or Triton (`runs_at` says why
+the factories cannot run there)."""
+from __future__ import annotations
+
+import functools
+from typing import Optional
+
+import torch
+
+MAX_COLUMNS = 16384  # one row per program, held in registers: wider rows run torch's kernels
+
+
+def triton_missing(_level: str) -> Optional[str]:
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return "Triton is not installed"
+    return None
+
+
+triton_missing.__doc__ = "Where Triton is installed (it comes with torch's CUDA builds)."
+
+
+@functools.cache
+def _kernel():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add_layer_norm_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, sum_ptr, columns, eps,
+                            HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
+                            WRITE_SUM: tl.constexpr, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        cols = tl.arange(0, BLOCK)
+        inside = cols < columns
+        offsets = row * columns + cols
+        x = tl.load(x_ptr + offsets, mask=inside, other=0.0)
+        if HAS_RESIDUAL:
+            total = x + tl.load(r_ptr + offsets, mask=inside, other=0.0)  # in the activations' dtype
+            if WRITE_SUM:
+                tl.store(sum_ptr + offsets, total, mask=inside)
+        else:
+            total = x
+        v = total.to(tl.float32)
+        mean = tl.sum(v, axis=0) / columns
+        centered = tl.where(inside, v - mean, 0.0)
+        variance = tl.sum(centered * centered, axis=0) / columns
+        y = centered * (1.0 / tl.sqrt(variance + eps))
+        if HAS_WEIGHT:
+            y = y * tl.load(w_ptr + cols, mask=inside, other=0.0).to(tl.float32)
+        if HAS_BIAS:
+            y = y + tl.load(b_ptr + cols, mask=inside, other=0.0).to(tl.float32)
+        tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty), mask=inside)
+
+    return add_layer_norm_rows
+
+
+def add_layer_norm(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
+                   bias: Optional[torch.Tensor], eps: float, return_sum: bool):
+    """Norm over the last dim of x (+ residual): y, or (y, x + residual) with return_sum."""
+    import triton
+
+    columns = x.shape[-1]
+    x = x.contiguous()
+    residual = None if residual is None else residual.contiguous()
+    y = torch.empty_like(x)
+    total = torch.empty_like(x) if return_sum else None
+    rows = x.numel() // columns if columns else 0
+    if rows:
+        block = triton.next_power_of_2(columns)
+        _kernel()[(rows,)](x, x if residual is None else residual, x if weight is None else weight,
+                           x if bias is None else bias, y, y if total is None else total, columns, eps,
+                           HAS_RESIDUAL=residual is not None, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None,
+                           WRITE_SUM=total is not None, BLOCK=block, num_warps=4 if block <= 1024 else 8)
+    return (y, total) if return_sum else y
