@@ -1,6 +1,6 @@
 """sdpa on the GPU: torch's attention (flash / memory-efficient / cuDNN, torch picks per shape), with the
 fully-masked-row rule applied without asking the GPU whether any row is fully masked (a captured graph
-cannot read back): the fill always runs. The mask's cast to the activations' dtype and which rows it
+cannot read back): the fill always runs, writing the heads-last layout the next reshape wants. The mask's cast to the activations' dtype and which rows it
 removes are found once per mask tensor: every layer of an encoder reads the same mask, so the other
 layers reuse the first one's."""
 from __future__ import annotations
@@ -37,7 +37,14 @@ def torch_cuda_sdpa(ctx: NodeContext) -> Optional[Kernel]:
         if mask is None:
             return quantize_output(attention(inputs, attrs), inputs, attrs)
         cast, removed = _prepared(mask, q.dtype)
-        y = attention([q, k, v, cast], attrs).masked_fill(removed, 0)
-        return quantize_output(y, inputs, attrs)
+        y = attention([q, k, v, cast], attrs)
+        if y.dim() != 4:
+            return quantize_output(y.masked_fill_(removed, 0), inputs, attrs)
+        # The fill writes [batch, q_len, heads, head_dim] memory (viewed as y's shape): the layout the
+        # heads are merged in next, so that reshape is a view instead of another copy.
+        b, h, length, e = y.shape
+        out = torch.empty((b, length, h, e), dtype=y.dtype, device=y.device).transpose(1, 2)
+        torch.where(removed, y.new_zeros(()), y, out=out)
+        return quantize_output(out, inputs, attrs)
 
     return Kernel(run, "torch_cuda:sdpa")
