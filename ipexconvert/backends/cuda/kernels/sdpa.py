@@ -12,20 +12,21 @@ import torch
 from ....ir.ops.sdpa import attention, fully_masked_rows, quantize_output
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 
-# (the last mask seen, it in the activations' dtype, its fully masked rows). Holding the mask keeps its
+# (the last mask seen, the activations' dtype, then what _prepared returns). Holding the mask keeps its
 # identity from being reused by another tensor, so `is` is an exact test; one entry, since a plan reads one
 # mask in all its layers.
 _last_mask: tuple = (None, None, None)
 
 
-def _prepared(mask: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def _prepared(mask: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(the mask in the activations' dtype, its fully masked rows, a zero of that dtype on the GPU)."""
     global _last_mask
-    seen, cast, rows = _last_mask
-    if seen is not mask or (cast.dtype != dtype and mask.dtype != torch.bool):
+    seen, seen_dtype, prepared = _last_mask
+    if seen is not mask or seen_dtype != dtype:
         cast = mask if mask.dtype in (torch.bool, dtype) else mask.to(dtype)
-        rows = fully_masked_rows(mask)
-        _last_mask = (mask, cast, rows)
-    return cast, rows
+        prepared = (cast, fully_masked_rows(mask), torch.zeros((), dtype=dtype, device=mask.device))
+        _last_mask = (mask, dtype, prepared)
+    return prepared
 
 
 @register_kernel("cuda", "sdpa")
@@ -36,7 +37,7 @@ def torch_cuda_sdpa(ctx: NodeContext) -> Optional[Kernel]:
         q, k, v, mask = inputs[:4]
         if mask is None:
             return quantize_output(attention(inputs, attrs), inputs, attrs)
-        cast, removed = _prepared(mask, q.dtype)
+        cast, removed, zero = _prepared(mask, q.dtype)
         y = attention([q, k, v, cast], attrs)
         if y.dim() != 4:
             return quantize_output(y.masked_fill_(removed, 0), inputs, attrs)
@@ -44,7 +45,7 @@ def torch_cuda_sdpa(ctx: NodeContext) -> Optional[Kernel]:
         # heads are merged in next, so that reshape is a view instead of another copy.
         b, h, length, e = y.shape
         out = torch.empty((b, length, h, e), dtype=y.dtype, device=y.device).transpose(1, 2)
-        torch.where(removed, y.new_zeros(()), y, out=out)
+        torch.where(removed, zero, y, out=out)
         return quantize_output(out, inputs, attrs)
 
     return Kernel(run, "torch_cuda:sdpa")
