@@ -1,10 +1,15 @@
 """qlinear on the GPU: an int8 x int8 -> int32 GEMM (torch._int_mm, cuBLASLt), exact like the CPU's VNNI/AMX
-kernels, then the float epilogue and the op's own finish (post-ops, output dtype).
+kernels, then the epilogue. Factories in preference order:
+
+triton: the epilogue (zero-point term, scales, bias, post-ops, output dtype or requantized codes) in one
+Triton kernel (_triton_int8.py).
+
+torch_cuda: the same epilogue in torch operators, then the op's own finish.
 
 uint8 codes become int8 by subtracting 128 (a flip of the top bit), and the zero point moves into a
 per-column constant: sum_k (x_k - zp) w_nk = sum_k (x_k - shift) w_nk + (shift - zp) * sum_k w_nk.
 _int_mm refuses fewer than 17 rows, so small batches are padded to 32 rows (zeros, sliced off); it wants
-K and N in multiples of 8 (otherwise this factory declines and the reference runs)."""
+K and N in multiples of 8 (otherwise these factories decline and the reference runs)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -12,40 +17,78 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from ....ir.ops._quant import finish
+from ....ir import dtypes
+from ....ir.ops._quant import QRANGE, finish
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
+from . import _triton_int8
+from ._triton_layer_norm import triton_missing
 
 _MIN_ROWS = 32  # padded row count below _int_mm's minimum of 17
 
 
-@register_kernel("cuda", "qlinear")
-def torch_cuda_int_mm_qlinear(ctx: NodeContext) -> Optional[Kernel]:
-    attrs = ctx.attrs
-    weight, scales, bias = ctx.constants[1], ctx.constants[2], ctx.constants[3]
-    if weight is None or scales is None or weight.dim() != 2 or (ctx.input_specs[3] is not None and bias is None):
-        return None
-    n, k = weight.shape
-    if k % 8 or n % 8 or k == 0:
-        return None
-    shift = 128 if ctx.input_specs[0].dtype == "uint8" else 0
-    weight_kn = weight.contiguous().t()  # [K, N], column-major: the layout _int_mm takes for its second operand
-    offset = (shift - attrs.x_zero_point) * weight.sum(dim=1, dtype=torch.int32)
-    col_scale = attrs.x_scale * scales.float()
-    bias = None if bias is None else bias.float()
+class _IntGemm:
+    """The constants of one qlinear node as the GPU GEMM wants them, and the GEMM itself."""
 
-    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        x = inputs[0]
-        rows = x.reshape(-1, k)
-        if shift:
+    def __init__(self, ctx: NodeContext, weight: torch.Tensor, scales: torch.Tensor, bias: Optional[torch.Tensor]):
+        self.n, self.k = weight.shape
+        self.shift = 128 if ctx.input_specs[0].dtype == "uint8" else 0
+        self.weight_kn = weight.contiguous().t()  # [K, N], column-major: the layout _int_mm takes for its second operand
+        self.offset = (self.shift - ctx.attrs.x_zero_point) * weight.sum(dim=1, dtype=torch.int32)
+        self.col_scale = ctx.attrs.x_scale * scales.float()
+        self.bias = None if bias is None else bias.float()
+        self.consumed = frozenset({1, 2} | ({3} if bias is not None else set()))
+
+    @classmethod
+    def of(cls, ctx: NodeContext) -> Optional["_IntGemm"]:
+        weight, scales, bias = ctx.constants[1], ctx.constants[2], ctx.constants[3]
+        if weight is None or scales is None or weight.dim() != 2 or (ctx.input_specs[3] is not None and bias is None):
+            return None
+        n, k = weight.shape
+        return None if k % 8 or n % 8 or k == 0 else cls(ctx, weight, scales, bias)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """x's codes [..., K] -> the int32 accumulator [rows, N] (without the zero-point term)."""
+        rows = x.reshape(-1, self.k)
+        if self.shift:
             rows = torch.bitwise_xor(rows, 128).view(torch.int8)
         m = rows.shape[0]
         if m < 17:
             rows = F.pad(rows, (0, 0, 0, _MIN_ROWS - m))
-        acc = torch._int_mm(rows, weight_kn)[:m]
-        y = (acc + offset).float() * col_scale
-        if bias is not None:
-            y = y + bias
-        return finish(y.reshape(*x.shape[:-1], n), attrs.post_ops, inputs, attrs)
+        return torch._int_mm(rows, self.weight_kn)[:m]
 
-    return Kernel(run, "torch_cuda:qlinear_int_mm", frozenset({1, 2} | ({3} if bias is not None else set())),
-                  fresh_output=True)
+
+@register_kernel("cuda", "qlinear", runs_at=triton_missing)
+def triton_int_mm_qlinear(ctx: NodeContext) -> Optional[Kernel]:
+    """_int_mm, then one Triton kernel for the epilogue (up to 4 post-ops, 2 operands)."""
+    attrs, gemm = ctx.attrs, _IntGemm.of(ctx)
+    fused = _triton_int8.post_op_codes(attrs.post_ops)
+    if gemm is None or fused is None:
+        return None
+    codes, operand_slots = fused
+    quantize = (attrs.output_scale, attrs.output_zero_point, attrs.output_dtype) if attrs.output_dtype in QRANGE else None
+    out_dtype = dtypes.to_torch(attrs.output_dtype)
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x = inputs[0]
+        return _triton_int8.run_epilogue(gemm(x), gemm.offset, gemm.col_scale, gemm.bias, codes,
+                                         [inputs[i] for i in operand_slots], (*x.shape[:-1], gemm.n), out_dtype,
+                                         quantize)
+
+    return Kernel(run, "triton:qlinear_int_mm", gemm.consumed, fresh_output=True)
+
+
+@register_kernel("cuda", "qlinear")
+def torch_cuda_int_mm_qlinear(ctx: NodeContext) -> Optional[Kernel]:
+    """_int_mm, then the epilogue and finish in torch operators."""
+    attrs, gemm = ctx.attrs, _IntGemm.of(ctx)
+    if gemm is None:
+        return None
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x = inputs[0]
+        y = (gemm(x) + gemm.offset).float() * gemm.col_scale
+        if gemm.bias is not None:
+            y = y + gemm.bias
+        return finish(y.reshape(*x.shape[:-1], gemm.n), attrs.post_ops, inputs, attrs)
+
+    return Kernel(run, "torch_cuda:qlinear_int_mm", gemm.consumed, fresh_output=True)
