@@ -255,6 +255,10 @@ CASES: dict[str, dict[str, Case]] = {
             {"quantize": {"scale": 0.02, "zero_point": 128}},
             (In((1, 2, 4, 16)), In((1, 2, 4, 16)), In((1, 2, 4, 16)), None,
              const([32], fill="positive", scale=50.0))),
+        "f32-padding-mask-quantized-smoothquant": Case(  # the GPU kernel's masked path writes codes heads-last
+            {"quantize": {"scale": 0.02, "zero_point": 128}},
+            (In((2, 2, 5, 16)), In((2, 2, 7, 16)), In((2, 2, 7, 16)), In((2, 1, 1, 7), fill="padding_mask"),
+             const([32], fill="positive", scale=50.0))),
     },
     "silu": {
         "f32": Case({}, (In((5, 37), scale=3.0),)),

@@ -89,15 +89,16 @@ def run_epilogue(acc: torch.Tensor, offset: torch.Tensor, col_scale: torch.Tenso
 
 
 def run_quantize(x: torch.Tensor, scale: float, zero_point: int, dtype: str,
-                 multiplier: Optional[torch.Tensor]) -> torch.Tensor:
-    """Codes of x (contiguous in the memory format it has: the result keeps it), as ir/ops/_quant.quantize."""
+                 multiplier: Optional[torch.Tensor], channels: Optional[int] = None) -> torch.Tensor:
+    """Codes of x (contiguous in the memory format it has: the result keeps it), as ir/ops/_quant.quantize;
+    the multiplier runs over the innermost `channels` elements (default: the last dim)."""
     out = torch.empty_like(x, dtype=torch.uint8 if dtype == "uint8" else torch.int8)
     lo, hi = QRANGE[dtype]
     n = x.numel()
     if n:
         block = 1024
         _kernels()[1][((n + block - 1) // block,)](
-            x, x if multiplier is None else multiplier, out, n, x.shape[-1] if x.dim() else 1,
+            x, x if multiplier is None else multiplier, out, n, channels or (x.shape[-1] if x.dim() else 1),
             inverse_scale(scale), float(zero_point), float(lo), float(hi),
             HAS_MULTIPLIER=multiplier is not None, BLOCK=block, num_warps=4)
     return out

@@ -11,6 +11,8 @@ import torch
 
 from ....ir.ops.sdpa import attention, fully_masked_rows, quantize_output
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
+from . import _triton_int8
+from ._triton_layer_norm import triton_missing
 
 # (the last mask seen, the activations' dtype, then what _prepared returns). Holding the mask keeps its
 # identity from being reused by another tensor, so `is` is an exact test; one entry, since a plan reads one
@@ -32,6 +34,7 @@ def _prepared(mask: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, tor
 @register_kernel("cuda", "sdpa")
 def torch_cuda_sdpa(ctx: NodeContext) -> Optional[Kernel]:
     attrs = ctx.attrs
+    fast_quantize = triton_missing(ctx.isa) is None  # a quantizing node's codes through Triton (_triton_int8.py)
 
     def run(inputs: list, dims: dict[str, int]):
         q, k, v, mask = inputs[:4]
@@ -46,6 +49,11 @@ def torch_cuda_sdpa(ctx: NodeContext) -> Optional[Kernel]:
         b, h, length, e = y.shape
         out = torch.empty((b, length, h, e), dtype=y.dtype, device=y.device).transpose(1, 2)
         torch.where(removed, zero, y, out=out)
+        if attrs.quantize is not None and fast_quantize:  # the codes in the same heads-last memory, one kernel
+            qa, multiplier = attrs.quantize, inputs[4] if len(inputs) > 4 else None
+            codes = _triton_int8.run_quantize(out.transpose(1, 2), qa.scale, qa.zero_point, qa.dtype,
+                                              None if multiplier is None else multiplier.float(), h * e)
+            return codes.transpose(1, 2)
         return quantize_output(out, inputs, attrs)
 
     return Kernel(run, "torch_cuda:sdpa")
