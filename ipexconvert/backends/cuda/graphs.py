@@ -5,7 +5,9 @@ GPU waits on Python. So the first call with new shapes runs the plan eagerly on 
 warm-up: cuDNN picks its algorithms, cuBLAS its workspace, the dims-only values are computed and kept),
 then captures it into a CUDA graph; every later call with those shapes copies the inputs into the
 graph's static buffers (CPU inputs through pinned memory, so nothing waits), replays it (one launch)
-and clones the outputs (the buffers are overwritten by the next replay). All graphs of a runner share one memory pool: they never run at the same time.
+and clones the outputs (the buffers are overwritten by the next replay). All graphs of a runner share
+one memory pool: they never run at the same time. Every pass over the plan starts a run (run_scope.py),
+so memos kernels keep within a run never outlive it.
 
 A plan that cannot be captured (a kernel that reads a value back to the CPU, e.g. an index check of a
 generic ATen op) runs eagerly for those shapes, and `graph_status()` says why. Kernels that must refuse
@@ -21,6 +23,8 @@ from typing import Optional, Sequence
 
 import torch
 
+from ...ir.ops.aten_allowlist import forget_checked_indices
+from . import run_scope
 from .guards import raise_tripped
 
 MAX_GRAPHS = 16  # sets of shapes kept captured; the least recently used one is dropped beyond that
@@ -79,6 +83,7 @@ class GraphRunner:
                 return self._first_run(key, inputs, dims)
             self._graphs.move_to_end(key)
             if entry.graph is None:  # eager: may rerun the per-dims steps too, whose guards are read here
+                run_scope.begin_run()
                 outputs = self.executor.run(self._on_gpu(inputs), dims)
                 raise_tripped(self._all_guards)
                 return outputs
@@ -104,6 +109,7 @@ class GraphRunner:
         """Seconds per kernel kind for one eager run, the GPU synchronized after every step (so each
         kernel's launch and GPU time are both counted; a graph replay has the launches removed)."""
         with self._lock:
+            run_scope.begin_run()
             totals = self.executor.profile(self._on_gpu(inputs), dims, sync=torch.cuda.synchronize)
             raise_tripped(self._all_guards)
             return totals
@@ -122,10 +128,15 @@ class GraphRunner:
         side = torch.cuda.Stream(self.gpu)
         side.wait_stream(torch.cuda.current_stream(self.gpu))
         with torch.cuda.stream(side):
+            run_scope.begin_run()
             outputs = self.executor.run(static_inputs, dims)
             raise_tripped(self._all_guards)  # bad input: refused before anything is kept
+            run_scope.begin_run()
             self.executor.run(static_inputs, dims)  # a second run: lazily built kernel state settles
         torch.cuda.current_stream(self.gpu).wait_stream(side)
+        # The static buffers get new contents on every replay: an index check the warm-up made on one of
+        # them must not let a capture skip it (the check stays for the values fixed per set of dims).
+        forget_checked_indices(static_inputs)
         entry = self._capture(static_inputs, dims)
         self._graphs[key] = entry
         while len(self._graphs) > self.max_graphs:
@@ -135,6 +146,7 @@ class GraphRunner:
     def _capture(self, static_inputs: list[torch.Tensor], dims) -> Captured:
         graph = torch.cuda.CUDAGraph()
         first: list[BaseException] = []  # the kernel's own error (the capture's end reports a later one)
+        run_scope.begin_run()
         try:
             with torch.cuda.graph(graph, pool=self._pool):
                 try:

@@ -184,6 +184,15 @@ def _version(t: torch.Tensor) -> Optional[int]:
 _CHECKED_ON_GPU: dict[int, tuple] = {}
 
 
+def forget_checked_indices(tensors) -> None:
+    """Take these tensors off the checked list: they get new contents without a version bump (a CUDA
+    graph's static input buffers, filled before each replay), so a capture must not trust an old check."""
+    for t in tensors:
+        seen = _CHECKED_ON_GPU.get(id(t))
+        if seen is not None and seen[0]() is t:
+            del _CHECKED_ON_GPU[id(t)]
+
+
 # ---- checks --------------------------------------------------------------------------------------------
 
 

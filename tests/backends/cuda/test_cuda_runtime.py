@@ -70,9 +70,11 @@ def test_each_shape_gets_its_own_graph_and_replays_read_new_inputs(artifacts):
     model = ipexconvert.load_artifact(path, device="cuda")
     reference = ipexconvert.load_artifact(path, device="cpu")
     g = torch.Generator().manual_seed(0)
-    for seq in (8, 16, 8, 12, 16):
+    for seq, padding in ((8, 0), (16, 3), (8, 5), (12, 0), (16, 7), (8, 2)):  # replays see new ids and masks
         ids = torch.randint(0, 1000, (2, seq), generator=g)
-        inputs = {"input_ids": ids, "attention_mask": torch.ones(2, seq, dtype=torch.int64)}
+        mask = torch.ones(2, seq, dtype=torch.int64)
+        mask[1, seq - padding:] = 0
+        inputs = {"input_ids": ids, "attention_mask": mask}
         inputs = {k: v for k, v in inputs.items() if k in model.signature.input_names}
         got, want = model.run_dict(inputs), reference.run_dict(inputs)
         for key in want:

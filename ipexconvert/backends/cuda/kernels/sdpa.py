@@ -1,8 +1,8 @@
 """sdpa on the GPU: torch's attention (flash / memory-efficient / cuDNN, torch picks per shape), with the
 fully-masked-row rule applied without asking the GPU whether any row is fully masked (a captured graph
 cannot read back): the fill always runs, writing the heads-last layout the next reshape wants. The mask's cast to the activations' dtype and which rows it
-removes are found once per mask tensor: every layer of an encoder reads the same mask, so the other
-layers reuse the first one's."""
+removes are found once per mask tensor and run (run_scope.py): every layer of an encoder reads the same
+mask, so the other layers reuse the first one's."""
 from __future__ import annotations
 
 from typing import Optional
@@ -11,23 +11,24 @@ import torch
 
 from ....ir.ops.sdpa import attention, fully_masked_rows, quantize_output
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
+from .. import run_scope
 from . import _triton_int8
 from ._triton_layer_norm import triton_missing
 
-# (the last mask seen, the activations' dtype, then what _prepared returns). Holding the mask keeps its
-# identity from being reused by another tensor, so `is` is an exact test; one entry, since a plan reads one
-# mask in all its layers.
-_last_mask: tuple = (None, None, None)
+# (the last mask seen, the activations' dtype, the run it was seen in (run_scope.py), then what _prepared
+# returns). Holding the mask keeps its identity from being reused by another tensor, so `is` is an exact
+# test within a run; one entry, since a plan reads one mask in all its layers.
+_last_mask: tuple = (None, None, 0, None)
 
 
 def _prepared(mask: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(the mask in the activations' dtype, its fully masked rows, a zero of that dtype on the GPU)."""
     global _last_mask
-    seen, seen_dtype, prepared = _last_mask
-    if seen is not mask or seen_dtype != dtype:
+    seen, seen_dtype, seen_run, prepared = _last_mask
+    if seen is not mask or seen_dtype != dtype or seen_run != run_scope.current():
         cast = mask if mask.dtype in (torch.bool, dtype) else mask.to(dtype)
         prepared = (cast, fully_masked_rows(mask), torch.zeros((), dtype=dtype, device=mask.device))
-        _last_mask = (mask, dtype, prepared)
+        _last_mask = (mask, dtype, run_scope.current(), prepared)
     return prepared
 
 
