@@ -104,7 +104,21 @@ def environment_report() -> dict:
         "threads": torch.get_num_threads(),
         "openmp_wait": openmp_wait.state,
         "malloc_tuning": _malloc_report(),
+        "gpu": gpu_report(),
     }
+
+
+def gpu_report() -> dict:
+    """Whether `--device cuda` can run here: the GPU, its architecture and the libraries its kernels use,
+    or why not (docs/gpu.md)."""
+    from .backends.cuda import unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        return {"cuda": f"not available: {reason}"}
+    major, minor = torch.cuda.get_device_capability()
+    return {"cuda": torch.version.cuda, "device": torch.cuda.get_device_name(), "architecture": f"sm_{major}{minor}",
+            "cudnn": torch.backends.cudnn.version(), "triton": _version("triton")}
 
 
 

@@ -52,3 +52,14 @@ def test_tripped_flags_raise_once_and_reset():
         raise_tripped([first, second])
     assert not first.flag.item() and not second.flag.item()
     raise_tripped([first, second])  # reset: a clean call passes
+
+
+def test_doctor_says_whether_the_gpu_can_run():
+    from ipexconvert.backends.cuda import unavailable_reason
+    from ipexconvert.doctor import gpu_report
+
+    reason, report = unavailable_reason(), gpu_report()
+    if reason is not None:
+        assert report == {"cuda": f"not available: {reason}"}
+    else:
+        assert report["architecture"].startswith("sm_") and report["device"]
