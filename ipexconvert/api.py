@@ -16,7 +16,7 @@ from .artifact import write_artifact
 from .backends import get_backend
 from .errors import AccuracyError, ArtifactError, UserInputError
 from .config import ConversionConfig
-from .frontend.base import ImportedModel, ImportRequest, import_model
+from .frontend.base import ImportedModel, ImportRequest, import_model, importer_for
 from .ir import Program
 from .ir.dynamic_dims import DynamicDims
 from .manifest import AccuracyRecord, IOSpec, Manifest
@@ -105,11 +105,9 @@ def optimize(
     if cfg.dtype == "int8":
         from .quant.convert import check_calibration_args
 
-        from .frontend.onnx.importer import IMPORTER as ONNX_IMPORTER
-
         check_calibration_args(calibration if calibration is not None else cfg.calibration.files,
                                cfg.calibration.text, cfg.calibration.synthetic,
-                               required=not ONNX_IMPORTER.accepts(model))  # a QDQ model states its ranges
+                               required=not importer_for(model).may_state_ranges)  # e.g. a QDQ ONNX model
         if cfg.qconfig_out is not None and not Path(cfg.qconfig_out).parent.is_dir():
             raise UserInputError(f"the folder for --qconfig-out {cfg.qconfig_out} does not exist", "create it first")
         if cfg.qconfig_out is not None:

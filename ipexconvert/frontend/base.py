@@ -45,6 +45,10 @@ class ImportedModel:
 
 
 class Importer(Protocol):
+    # Whether the models it reads can state their own int8 ranges (ONNX's QuantizeLinear/DequantizeLinear
+    # pairs): then --dtype int8 may run without calibration data (quant/model_ranges.py).
+    may_state_ranges: bool
+
     def accepts(self, model: Any) -> bool:
         """Whether this frontend reads `model` (a module, a path, `example:NAME`)."""
 
@@ -58,9 +62,14 @@ IMPORTERS: dict[str, str] = {"onnx": "ipexconvert.frontend.onnx.importer",
                              "torch": "ipexconvert.frontend.torch.importer"}
 
 
-def import_model(model: Any, request: ImportRequest, say: Callable[[str], None] = lambda _m: None) -> ImportedModel:
+def importer_for(model: Any) -> Importer:
+    """The first importer that reads `model`."""
     for module in IMPORTERS.values():
         importer = import_module(module).IMPORTER
         if importer.accepts(model):
-            return importer.import_model(model, request, say)
+            return importer
     raise UserInputError(f"no frontend reads {model!r}", f"supported: {', '.join(IMPORTERS)} models")
+
+
+def import_model(model: Any, request: ImportRequest, say: Callable[[str], None] = lambda _m: None) -> ImportedModel:
+    return importer_for(model).import_model(model, request, say)

@@ -10,6 +10,8 @@ from ..base import ImportedModel, ImportRequest
 
 
 class OnnxImporter:
+    may_state_ranges = True  # QDQ pairs
+
     def accepts(self, model: Any) -> bool:
         if type(model).__name__ == "ModelProto" and type(model).__module__.startswith("onnx"):
             return True

@@ -17,6 +17,8 @@ from .sources import ResolvedSource, SourceRequest, from_module, resolve_source
 
 
 class TorchImporter:
+    may_state_ranges = False
+
     def accepts(self, model: Any) -> bool:
         return isinstance(model, torch.nn.Module) or isinstance(model, str) or hasattr(model, "__fspath__")
 
