@@ -132,8 +132,8 @@ def run_check(artifact: Path, reference: str, inputs_path: Optional[Path], rtol:
         outputs.append({"name": name, "passed": passed, "max_abs_error": acc.max_abs_error,
                         "max_rel_error": acc.max_rel_error, "cosine": acc.cosine, "tolerance": tolerance,
                         "nonfinite": counts, "message": message})
-    return {"artifact": str(artifact), "device": model.device, "reference": reference, "rtol": rtol, "atol": atol, "min_cosine": min_cosine,
-            "check_finite": check_finite, "passed": all(o["passed"] for o in outputs), "outputs": outputs}
+    return {"artifact": str(artifact), "device": model.device, "reference": reference, "rtol": rtol, "atol": atol,
+            "min_cosine": min_cosine, "check_finite": check_finite, "passed": all(o["passed"] for o in outputs), "outputs": outputs}
 
 
 def write_junit(report: dict, path: Path) -> None:

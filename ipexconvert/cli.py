@@ -592,6 +592,10 @@ def export(
 
 
 # --------------------------------------------------------------------------- run
+_DEVICE_HELP = ("where to run it: cpu or cuda (default: the device it was made for, the CPU); the same artifact "
+                "runs on both")
+
+
 @app.command()
 @handle_errors
 def run(
@@ -599,8 +603,7 @@ def run(
     inputs: Optional[Path] = typer.Option(None, "--inputs", help="safetensors file with one tensor per input (default: the stored example inputs)"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="where to write outputs (safetensors)"),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="intra-op threads (default: all cores)"),
-    device: Optional[str] = typer.Option(None, "--device", help="where to run it: cpu or cuda (default: the device it "
-                                         "was made for, the CPU); the same artifact runs on both"),
+    device: Optional[str] = typer.Option(None, "--device", help=_DEVICE_HELP),
     check_finite: bool = typer.Option(False, "--check-finite", help="exit 1 if an output holds NaN or Inf "
                                       "(outputs and inputs holding them are reported either way)"),
 ):
@@ -674,8 +677,7 @@ def bench(
     rounds: int = typer.Option(20, "--rounds", min=1),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="torch intra-op threads (default: all cores)"),
     profile: bool = typer.Option(False, "--profile", help="print time per op kind"),
-    device: Optional[str] = typer.Option(None, "--device", help="where to run it: cpu or cuda (default: the device it "
-                                         "was made for, the CPU); the same artifact runs on both"),
+    device: Optional[str] = typer.Option(None, "--device", help=_DEVICE_HELP),
     avoid_kernel: List[str] = typer.Option([], "--avoid-kernel", help="a kernel factory or family not to use, e.g. "
                                            "onednn_direct (repeatable; `ipexconvert doctor --kernels` lists them)"),
     as_json: bool = typer.Option(False, "--json"),
@@ -734,8 +736,7 @@ def check(
                                            "(NaN/Inf where the reference is finite, or a number where it is NaN/Inf); "
                                            "--no-check-finite only reports them. Errors are measured where both are finite"),
     junit: Optional[Path] = typer.Option(None, "--junit", help="write a JUnit XML report here"),
-    device: Optional[str] = typer.Option(None, "--device", help="where to run it: cpu or cuda (default: the device it "
-                                         "was made for, the CPU); the same artifact runs on both"),
+    device: Optional[str] = typer.Option(None, "--device", help=_DEVICE_HELP),
     as_json: bool = typer.Option(False, "--json"),
 ):
     """CI gate: compare an artifact's outputs with a reference. Exit 0 within tolerance, 1 on regression, 2 on usage error."""

@@ -5,6 +5,7 @@ import importlib.metadata
 import os
 import platform
 import sys
+from importlib import import_module
 
 import torch
 
@@ -121,7 +122,6 @@ def gpu_report() -> dict:
             "cudnn": torch.backends.cudnn.version(), "triton": _version("triton")}
 
 
-
 def kernel_table() -> list[dict]:
     """Every CPU op's registered factories in preference order (from the registry, not a hand-kept list),
     and why each cannot run in this process at the selected ISA level (`doctor --kernels`)."""
@@ -162,9 +162,7 @@ def kernels_markdown() -> str:
             where = first_paragraph(getattr(factory, "runs_at", None).__doc__)
             lines.append(f"| {op} | `{factory.__name__}` | {first_paragraph(factory.__doc__)} | {where} |")
         lines.append(f"| {op} | reference | `ir/ops/{op}.py`, plain torch | everywhere |")
-    import importlib
-
-    importlib.import_module("ipexconvert.backends.cuda.kernels")  # registers the GPU factories; needs no GPU
+    import_module("ipexconvert.backends.cuda.kernels")  # registers the GPU factories; needs no GPU
     lines += ["", "# GPU (cuda) kernels", "",
               "`load_artifact(path, device=\"cuda\")`, `--device cuda` (`ipexconvert/backends/cuda/kernels/<op>.py`; docs/gpu.md).",
               "Every other op, and any node these decline, runs its reference on the GPU.", "",

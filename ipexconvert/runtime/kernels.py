@@ -70,6 +70,11 @@ def register_kernel(device: str, op: str, runs_at: RunsAt = _always):
     return wrap
 
 
+def kernel_names(device: str) -> dict[str, list[str]]:
+    """op -> the names of the device's registered factories, in preference order (Backend.kernel_names)."""
+    return {op: [f.__name__ for f in factories] for (d, op), factories in sorted(KERNELS.items()) if d == device}
+
+
 def why_not_here(factory: KernelFactory, level: str) -> Optional[str]:
     """None when the factory can run at this level, else why not (factories registered by hand, e.g. in
     tests, always can)."""

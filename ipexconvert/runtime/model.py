@@ -164,7 +164,10 @@ class LoadedModel:
         self.executor = self._build(program)
         self.runner = self.backend.make_runner(self.executor)  # the executor itself on the CPU
         self._nan_safe = None  # a runner of NaN-safe kernels, built on the first call whose float inputs hold NaN or Inf
-        self._float_inputs = [i for i, io in enumerate(self.signature.inputs) if io.spec.dtype.startswith(("float", "bfloat"))]
+        # Float inputs scanned for NaN/Inf on every call, unless every kernel keeps NaN and the artifact is float.
+        self._nan_scanned_inputs = [i for i, io in enumerate(self.signature.inputs) if io.spec.dtype.startswith(("float", "bfloat"))]
+        if self.backend.propagates_nan and self.manifest.dtype != "int8":
+            self._nan_scanned_inputs = []
         self.load_seconds = time.perf_counter() - start
 
     def _build(self, program, nan_safe: bool = False) -> Executor:
@@ -186,9 +189,7 @@ class LoadedModel:
         into numbers, so inputs holding NaN or Inf (checked here, one pass over the float inputs) run
         a plan without them: NaN in gives NaN out, as in eager PyTorch. Integer codes cannot carry
         NaN, so an int8 artifact refuses such inputs instead of answering with plausible numbers."""
-        if self.backend.propagates_nan and self.manifest.dtype != "int8":
-            return self.runner  # no scan: every kernel keeps NaN
-        bad = next((i for i in self._float_inputs if not bool(torch.isfinite(tensors[i]).all())), None)
+        bad = next((i for i in self._nan_scanned_inputs if not bool(torch.isfinite(tensors[i]).all())), None)
         if bad is None:
             return self.runner
         name = self.signature.input_names[bad]

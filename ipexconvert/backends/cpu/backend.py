@@ -9,7 +9,7 @@ import torch
 from ...errors import ArtifactError
 from ...ir import Program
 from ...ir.spec import TensorSpec
-from ...runtime.kernels import KERNELS
+from ...runtime.kernels import kernel_names
 from ...target import PORTABLE, Target
 from . import compute_precision, kernels, malloc  # noqa: F401  (kernels: registers the CPU factories)
 from .isa import ISA_LEVELS, selected_isa
@@ -49,8 +49,7 @@ class CpuBackend:
         return executor
 
     def kernel_names(self) -> dict[str, list[str]]:
-        return {op: [f.__name__ for f in factories] for (device, op), factories in sorted(KERNELS.items())
-                if device == self.device}
+        return kernel_names(self.device)
 
 
 BACKEND = CpuBackend()

@@ -11,7 +11,7 @@ import torch
 from ...errors import UserInputError
 from ...ir import Program
 from ...ir.spec import TensorSpec
-from ...runtime.kernels import KERNELS
+from ...runtime.kernels import kernel_names
 from ...target import Target
 from . import kernels, unavailable_reason  # noqa: F401  (kernels: registers the CUDA factories)
 
@@ -58,8 +58,7 @@ class CudaBackend:
         return on_gpu
 
     def kernel_names(self) -> dict[str, list[str]]:
-        return {op: [f.__name__ for f in factories] for (device, op), factories in sorted(KERNELS.items())
-                if device == self.device}
+        return kernel_names(self.device)
 
     def make_runner(self, executor):
         from .graphs import GraphRunner

@@ -22,3 +22,8 @@ def constant_affine(ctx: NodeContext, first: int) -> Optional[tuple[Optional[tor
         else:
             affine.append(ctx.constants[i].to(dtype))
     return affine[0], affine[1]
+
+
+def affine_slots(ctx: NodeContext, first: int) -> frozenset[int]:
+    """The node inputs holding the weight and bias (which the kernel keeps, cast, in place of the originals)."""
+    return frozenset(i for i in (first, first + 1) if ctx.input_specs[i] is not None)

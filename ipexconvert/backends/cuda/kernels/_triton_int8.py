@@ -1,4 +1,5 @@
-"""Triton kernels for int8 layers on the GPU: what follows the integer GEMM in one pass, and quantize.
+"""Launching the Triton kernels for int8 layers on the GPU (_triton_jit.py): what follows the integer GEMM
+in one pass, and quantize.
 
 epilogue: from the int32 accumulator of an int8 GEMM to the layer's output in one kernel: the zero-point
 column term, the per-column scale, the bias, up to four post-ops (relu, gelu, gelu_tanh, silu, sigmoid,
@@ -7,20 +8,19 @@ requantized codes. The reference (ir/ops/_quant.py finish) takes a dozen kernels
 
 quantize: float -> uint8/int8 codes, per tensor or with a per-channel multiplier.
 
-Both follow the reference's arithmetic (ir/ops/_quant.py quantize): per tensor, x * (1 / scale) + zero point
+Both follow the reference's arithmetic (ir/ops/_quant.py quantize; _triton_jit.codes_of): per tensor, x * (1 / scale) + zero point
 computed in float64 and rounded once to float32; with a multiplier, the float32 product; then rounding half
 to even and clamping. Rounding half to even is written out (floor(v + 0.5) in float64, exact for every
 float32 v, moved down at an odd tie), since libdevice's rint is not available in Triton's interpreter, in
 which these kernels are also tried on the CPU (TRITON_INTERPRET=1).
-
-Triton is imported on first use (CI has neither a GPU nor Triton).
 """
 from __future__ import annotations
 
-import functools
 from typing import Optional, Sequence
 
 import torch
+
+from . import _triton
 
 UNARY_CODES = {"relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4, "sigmoid": 5, "tanh": 6}
 BINARY_CODES = {"add": 10, "mul": 12}  # + operand slot (0 or 1)
@@ -43,13 +43,6 @@ def post_op_codes(post_ops) -> Optional[tuple[list[int], list[int]]]:
     if len(codes) > MAX_POST_OPS:
         return None
     return codes + [0] * (MAX_POST_OPS - len(codes)), operands
-
-
-@functools.cache
-def _kernels():
-    from . import _triton_int8_jit as jit
-
-    return jit.epilogue, jit.quantize
 
 
 def inverse_scale(scale: float) -> float:
@@ -77,7 +70,7 @@ def run_epilogue(acc: torch.Tensor, offset: torch.Tensor, col_scale: torch.Tenso
     if rows and cols:
         block_m, block_n = 16, 128
         grid = ((rows + block_m - 1) // block_m, (cols + block_n - 1) // block_n)
-        _kernels()[0][grid](acc, offset, col_scale, acc if bias is None else bias, acc if a is None else a,
+        _triton.jit().epilogue[grid](acc, offset, col_scale, acc if bias is None else bias, acc if a is None else a,
                             acc if b is None else b, out, rows, cols,
                             0 if a is None else a.stride(0), 0 if a is None else a.stride(1),
                             0 if b is None else b.stride(0), 0 if b is None else b.stride(1),
@@ -97,7 +90,7 @@ def run_quantize(x: torch.Tensor, scale: float, zero_point: int, dtype: str,
     n = x.numel()
     if n:
         block = 1024
-        _kernels()[1][((n + block - 1) // block,)](
+        _triton.jit().quantize[((n + block - 1) // block,)](
             x, x if multiplier is None else multiplier, out, n, channels or (x.shape[-1] if x.dim() else 1),
             inverse_scale(scale), float(zero_point), float(lo), float(hi),
             HAS_MULTIPLIER=multiplier is not None, BLOCK=block, num_warps=4)

@@ -1,79 +1,17 @@
-"""One Triton kernel for layer_norm and add_layer_norm on the GPU: a row per program, the residual sum
-(rounded to the activations' dtype, as the reference's `x + r` is) optionally written out, then the norm
-in float32 and one rounding to the activations' dtype, then optionally the codes of the result for the
-int8 layer after it (the quantize arithmetic of _triton_int8.py). One kernel where torch needs two (add,
-norm), and the reference a dozen with the quantize.
-
-Triton is imported on first use: CI imports this package without a GPU or Triton (`runs_at` says why
-the factories cannot run there)."""
+"""Launching the Triton kernel for layer_norm and add_layer_norm on the GPU (_triton_jit.add_layer_norm_rows):
+a row per program, the residual sum (rounded to the activations' dtype, as the reference's `x + r` is)
+optionally written out, then the norm in float32 and one rounding to the activations' dtype, then
+optionally the codes of the result for the int8 layer after it (the quantize arithmetic, codes_of). One kernel where torch needs two (add,
+norm), and the reference a dozen with the quantize."""
 from __future__ import annotations
 
-import functools
 from typing import Optional
 
 import torch
 
+from . import _triton
+
 MAX_COLUMNS = 16384  # one row per program, held in registers: wider rows run torch's kernels
-
-
-def triton_missing(_level: str) -> Optional[str]:
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return "Triton is not installed"
-    return None
-
-
-triton_missing.__doc__ = "Where Triton is installed (it comes with torch's CUDA builds)."
-
-
-@functools.cache
-def _kernel():
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def add_layer_norm_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, sum_ptr, m_ptr, q_ptr, columns, eps,
-                            inv_scale, zero_point, lo, hi,
-                            HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
-                            WRITE_SUM: tl.constexpr, QUANTIZE: tl.constexpr, HAS_MULTIPLIER: tl.constexpr,
-                            BLOCK: tl.constexpr):
-        row = tl.program_id(0).to(tl.int64)
-        cols = tl.arange(0, BLOCK)
-        inside = cols < columns
-        offsets = row * columns + cols
-        x = tl.load(x_ptr + offsets, mask=inside, other=0.0)
-        if HAS_RESIDUAL:
-            total = x + tl.load(r_ptr + offsets, mask=inside, other=0.0)  # in the activations' dtype
-            if WRITE_SUM:
-                tl.store(sum_ptr + offsets, total, mask=inside)
-        else:
-            total = x
-        v = total.to(tl.float32)
-        mean = tl.sum(v, axis=0) / columns
-        centered = tl.where(inside, v - mean, 0.0)
-        variance = tl.sum(centered * centered, axis=0) / columns
-        y = centered * (1.0 / tl.sqrt(variance + eps))
-        if HAS_WEIGHT:
-            y = y * tl.load(w_ptr + cols, mask=inside, other=0.0).to(tl.float32)
-        if HAS_BIAS:
-            y = y + tl.load(b_ptr + cols, mask=inside, other=0.0).to(tl.float32)
-        y = y.to(y_ptr.dtype.element_ty)
-        tl.store(y_ptr + offsets, y, mask=inside)
-        if QUANTIZE:  # the codes of y as stored (rounded to the activations' dtype), as the reference
-            v = y.to(tl.float32)
-            if HAS_MULTIPLIER:
-                v = (v * tl.load(m_ptr + cols, mask=inside, other=0.0)).to(tl.float64)
-                r = tl.floor(v + 0.5)
-                v = tl.where((r - v == 0.5) & (r - 2.0 * tl.floor(r * 0.5) != 0.0), r - 1.0, r) + zero_point
-            else:
-                v = (v.to(tl.float64) * inv_scale + zero_point).to(tl.float32).to(tl.float64)
-                r = tl.floor(v + 0.5)
-                v = tl.where((r - v == 0.5) & (r - 2.0 * tl.floor(r * 0.5) != 0.0), r - 1.0, r)
-            q = tl.minimum(tl.maximum(v, lo), hi)
-            tl.store(q_ptr + offsets, q.to(q_ptr.dtype.element_ty), mask=inside)
-
-    return add_layer_norm_rows
 
 
 def add_layer_norm(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Optional[torch.Tensor],
@@ -96,7 +34,7 @@ def add_layer_norm(x: torch.Tensor, residual: Optional[torch.Tensor], weight: Op
     rows = x.numel() // columns if columns else 0
     if rows:
         block = triton.next_power_of_2(columns)
-        _kernel()[(rows,)](x, x if residual is None else residual, x if weight is None else weight,
+        _triton.jit().add_layer_norm_rows[(rows,)](x, x if residual is None else residual, x if weight is None else weight,
                            x if bias is None else bias, y, y if total is None else total,
                            x if multiplier is None else multiplier, y if codes is None else codes, columns, eps,
                            inv, float(zp), float(lo), float(hi),

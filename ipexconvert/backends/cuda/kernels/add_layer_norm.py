@@ -15,7 +15,8 @@ import torch.nn.functional as F
 
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from . import _triton_layer_norm
-from ._norm import constant_affine
+from ._triton import triton_missing
+from ._norm import affine_slots, constant_affine
 
 
 def _takes(ctx: NodeContext, quantizing: bool = False):
@@ -27,11 +28,7 @@ def _takes(ctx: NodeContext, quantizing: bool = False):
     return constant_affine(ctx, 2)
 
 
-def _consumed(ctx: NodeContext) -> frozenset[int]:
-    return frozenset(i for i in (2, 3) if ctx.input_specs[i] is not None)
-
-
-@register_kernel("cuda", "add_layer_norm", runs_at=_triton_layer_norm.triton_missing)
+@register_kernel("cuda", "add_layer_norm", runs_at=triton_missing)
 def triton_add_layer_norm(ctx: NodeContext) -> Optional[Kernel]:
     """The sum, the norm and the codes for a following int8 layer in one Triton kernel (rows up to 16384 wide,
     one norm dim)."""
@@ -43,7 +40,7 @@ def triton_add_layer_norm(ctx: NodeContext) -> Optional[Kernel]:
     weight, bias = affine
     multiplier = ctx.constants[4] if attrs.quantize is not None and len(ctx.constants) > 4 else None
     multiplier = None if multiplier is None else multiplier.float().contiguous()
-    consumed = _consumed(ctx) | ({4} if multiplier is not None else set())
+    consumed = affine_slots(ctx, 2) | ({4} if multiplier is not None else set())
 
     def run(inputs: list, dims: dict[str, int]):
         return _triton_layer_norm.add_layer_norm(inputs[0], inputs[1], weight, bias, attrs.eps, attrs.return_sum,
@@ -65,4 +62,4 @@ def torch_cuda_add_layer_norm(ctx: NodeContext) -> Optional[Kernel]:
         y = F.layer_norm(total, attrs.normalized_shape, weight, bias, attrs.eps)
         return (y, total) if attrs.return_sum else y
 
-    return Kernel(run, "torch_cuda:add_layer_norm", _consumed(ctx), fresh_output=True)
+    return Kernel(run, "torch_cuda:add_layer_norm", affine_slots(ctx, 2), fresh_output=True)

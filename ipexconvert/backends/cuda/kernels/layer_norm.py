@@ -13,14 +13,11 @@ import torch.nn.functional as F
 
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from . import _triton_layer_norm
-from ._norm import constant_affine
+from ._triton import triton_missing
+from ._norm import affine_slots, constant_affine
 
 
-def _consumed(ctx: NodeContext) -> frozenset[int]:
-    return frozenset(i for i in (1, 2) if ctx.input_specs[i] is not None)
-
-
-@register_kernel("cuda", "layer_norm", runs_at=_triton_layer_norm.triton_missing)
+@register_kernel("cuda", "layer_norm", runs_at=triton_missing)
 def triton_layer_norm(ctx: NodeContext) -> Optional[Kernel]:
     """One Triton kernel (rows up to 16384 wide, one norm dim)."""
     affine, attrs, shape = constant_affine(ctx, 1), ctx.attrs, ctx.input_specs[0].shape
@@ -32,7 +29,7 @@ def triton_layer_norm(ctx: NodeContext) -> Optional[Kernel]:
     def run(inputs: list, dims: dict[str, int]):
         return _triton_layer_norm.add_layer_norm(inputs[0], None, weight, bias, attrs.eps, False)
 
-    return Kernel(run, "triton:layer_norm", _consumed(ctx), fresh_output=True)
+    return Kernel(run, "triton:layer_norm", affine_slots(ctx, 1), fresh_output=True)
 
 
 @register_kernel("cuda", "layer_norm")
@@ -47,4 +44,4 @@ def torch_cuda_layer_norm(ctx: NodeContext) -> Optional[Kernel]:
     def run(inputs: list, dims: dict[str, int]):
         return F.layer_norm(inputs[0], shape, weight, bias, eps)
 
-    return Kernel(run, "torch_cuda:layer_norm", _consumed(ctx), fresh_output=True)
+    return Kernel(run, "torch_cuda:layer_norm", affine_slots(ctx, 1), fresh_output=True)

@@ -21,7 +21,7 @@ from ....ir import dtypes
 from ....ir.ops._quant import QRANGE, finish
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from . import _triton_int8
-from ._triton_layer_norm import triton_missing
+from ._triton import triton_missing
 
 _MIN_ROWS = 32  # padded row count below _int_mm's minimum of 17
 

@@ -10,7 +10,7 @@ import torch
 from ....ir.ops.quantize import QuantizeOp
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from . import _triton_int8
-from ._triton_layer_norm import triton_missing
+from ._triton import triton_missing
 
 
 @register_kernel("cuda", "quantize", runs_at=triton_missing)

@@ -13,7 +13,7 @@ from ....ir.ops.sdpa import attention, fully_masked_rows, quantize_output
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from .. import run_scope
 from . import _triton_int8
-from ._triton_layer_norm import triton_missing
+from ._triton import triton_missing
 
 # (the last mask seen, the activations' dtype, the run it was seen in (run_scope.py), then what _prepared
 # returns). Holding the mask keeps its identity from being reused by another tensor, so `is` is an exact

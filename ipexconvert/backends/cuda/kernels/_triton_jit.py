@@ -1,14 +1,26 @@
-"""The Triton source of _triton_int8.py's kernels (imported only where Triton is: the JIT resolves the
-helpers it calls as module globals)."""
+"""The Triton source of the GPU kernels (layer norm, int8 epilogue, quantize), imported only where Triton is
+(_triton.py): Triton's JIT resolves the helpers a kernel calls as module globals, so they all live here,
+and the quantize arithmetic is written once (codes_of). The launchers are _triton_layer_norm.py and
+_triton_int8.py."""
 import triton
 import triton.language as tl
-
 
 
 @triton.jit
 def round_half_even(v):  # v float64
     r = tl.floor(v + 0.5)
     return tl.where((r - v == 0.5) & (r - 2.0 * tl.floor(r * 0.5) != 0.0), r - 1.0, r)
+
+
+@triton.jit
+def codes_of(x, m, inv_scale, zero_point, lo, hi, HAS_MULTIPLIER: tl.constexpr):
+    """ir/ops/_quant.quantize of float32 x: with a multiplier m, round(x * m) (a float32 product) plus the
+    zero point; else round(float32(x * inv_scale + zero point)), product and sum in float64; clamped."""
+    if HAS_MULTIPLIER:
+        v = round_half_even((x * m).to(tl.float64)) + zero_point
+    else:
+        v = round_half_even((x.to(tl.float64) * inv_scale + zero_point).to(tl.float32).to(tl.float64))
+    return tl.minimum(tl.maximum(v, lo), hi)
 
 
 @triton.jit
@@ -62,8 +74,7 @@ def epilogue(acc_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, ro
     y = post_op(y, P2, a, b)
     y = post_op(y, P3, a, b)
     if QUANTIZE:
-        v = (y.to(tl.float64) * inv_out_scale + out_zero_point).to(tl.float32)
-        q = tl.minimum(tl.maximum(round_half_even(v.to(tl.float64)), lo), hi)
+        q = codes_of(y, 0.0, inv_out_scale, out_zero_point, lo, hi, False)
         tl.store(out_ptr + r * cols + c, q.to(out_ptr.dtype.element_ty), mask=inside)
     else:
         tl.store(out_ptr + r * cols + c, y.to(out_ptr.dtype.element_ty), mask=inside)
@@ -75,10 +86,44 @@ def quantize(x_ptr, m_ptr, out_ptr, n, channels, inv_scale, zero_point, lo, hi,
     i = (tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
     inside = i < n
     x = tl.load(x_ptr + i, mask=inside, other=0.0).to(tl.float32)
+    m = 0.0
     if HAS_MULTIPLIER:
         m = tl.load(m_ptr + i % channels, mask=inside, other=0.0)
-        v = round_half_even((x * m).to(tl.float64)) + zero_point
-    else:
-        v = round_half_even((x.to(tl.float64) * inv_scale + zero_point).to(tl.float32).to(tl.float64))
-    q = tl.minimum(tl.maximum(v, lo), hi)
+    q = codes_of(x, m, inv_scale, zero_point, lo, hi, HAS_MULTIPLIER)
     tl.store(out_ptr + i, q.to(out_ptr.dtype.element_ty), mask=inside)
+
+
+@triton.jit
+def add_layer_norm_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, sum_ptr, m_ptr, q_ptr, columns, eps,
+                        inv_scale, zero_point, lo, hi,
+                        HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
+                        WRITE_SUM: tl.constexpr, QUANTIZE: tl.constexpr, HAS_MULTIPLIER: tl.constexpr,
+                        BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    inside = cols < columns
+    offsets = row * columns + cols
+    x = tl.load(x_ptr + offsets, mask=inside, other=0.0)
+    if HAS_RESIDUAL:
+        total = x + tl.load(r_ptr + offsets, mask=inside, other=0.0)  # in the activations' dtype
+        if WRITE_SUM:
+            tl.store(sum_ptr + offsets, total, mask=inside)
+    else:
+        total = x
+    v = total.to(tl.float32)
+    mean = tl.sum(v, axis=0) / columns
+    centered = tl.where(inside, v - mean, 0.0)
+    variance = tl.sum(centered * centered, axis=0) / columns
+    y = centered * (1.0 / tl.sqrt(variance + eps))
+    if HAS_WEIGHT:
+        y = y * tl.load(w_ptr + cols, mask=inside, other=0.0).to(tl.float32)
+    if HAS_BIAS:
+        y = y + tl.load(b_ptr + cols, mask=inside, other=0.0).to(tl.float32)
+    y = y.to(y_ptr.dtype.element_ty)
+    tl.store(y_ptr + offsets, y, mask=inside)
+    if QUANTIZE:  # the codes of y as stored (rounded to the activations' dtype), as the reference
+        m = 0.0
+        if HAS_MULTIPLIER:
+            m = tl.load(m_ptr + cols, mask=inside, other=0.0)
+        q = codes_of(y.to(tl.float32), m, inv_scale, zero_point, lo, hi, HAS_MULTIPLIER)
+        tl.store(q_ptr + offsets, q.to(q_ptr.dtype.element_ty), mask=inside)
