@@ -13,6 +13,8 @@ import torch
 from . import __version__
 from .accuracy import describe_failure, flatten_outputs, measure
 from .artifact import write_artifact
+
+TOKENIZER_FILE = "tokenizer.json"  # a decoder's Hugging Face tokenizer, stored in the artifact as data
 from .backends import get_backend
 from .errors import AccuracyError, ArtifactError, UserInputError
 from .config import ConversionConfig
@@ -154,7 +156,7 @@ def optimize(
                                      cfg.accuracy.max_rel_error, cfg.accuracy.min_cosine, check_inputs, where, avoid)
         with write_errors(out_path, "-o"):
             final = write_artifact(folder / "artifact.ipxc", program, manifest.model_copy(update={"accuracy": accuracy}),
-                                   source.example_inputs)
+                                   source.example_inputs, data=_decoder_data(source))
             os.replace(folder / "artifact.ipxc", out_path)
     if quantization is not None and cfg.qconfig_out is not None:
         with write_errors(Path(cfg.qconfig_out), "--qconfig-out"):
@@ -205,7 +207,23 @@ def _manifest(program: Program, source: ImportedModel, dtype: str, records, targ
         dims=graph.dims,
         op_histogram=graph.op_histogram(),
         fallback_ops=sorted({n.attrs["target"] for n in graph.nodes if n.op == "aten"}),
+        decoder=_decoder_record(source),
     )
+
+
+def _decoder_record(source: ImportedModel):
+    """A decoder's record, naming its tokenizer when the source folder has one."""
+    if source.decoder is None:
+        return None
+    return source.decoder.model_copy(update={"tokenizer": TOKENIZER_FILE if _decoder_data(source) else None})
+
+
+def _decoder_data(source: ImportedModel) -> dict[str, bytes]:
+    """A decoder's tokenizer.json (plain JSON, read as data by the tokenizers library; never code)."""
+    folder = source.tokenizer_folder
+    if source.decoder is None or folder is None or not (Path(folder) / TOKENIZER_FILE).is_file():
+        return {}
+    return {TOKENIZER_FILE: (Path(folder) / TOKENIZER_FILE).read_bytes()}
 
 
 def _measure_accuracy(program: Program, manifest: Manifest, source: ImportedModel, dtype: str, out_path: Path,

@@ -51,6 +51,8 @@ from .quant.plan import QuantPlan
 MANIFEST_KEY = "ipexconvert.manifest"
 GRAPH_KEY = "ipexconvert.graph"
 EXAMPLE_PREFIX = "example_inputs/"  # the inputs used at conversion, kept for run/bench/check defaults
+DATA_PREFIX = "data/"  # files kept as bytes (a decoder's tokenizer.json): read as data, never run
+MAX_DATA_BYTES = 64 << 20  # Qwen2's tokenizer.json is 7 MB
 
 MAX_HEADER_BYTES = 100 << 20  # safetensors header (JSON with the metadata); ResNet-50's is ~60 KB
 MAX_JSON_DEPTH = 64  # real manifests and graphs nest 5-7 levels
@@ -139,13 +141,20 @@ def _unshare(tensors: dict[str, torch.Tensor]) -> None:
 
 
 def write_artifact(path: str | Path, program: Program, manifest: Manifest,
-                   example_inputs: dict[str, torch.Tensor] | None = None) -> Manifest:
-    """Fill the hashes into the manifest and write both atomically. Returns the final manifest."""
+                   example_inputs: dict[str, torch.Tensor] | None = None, data: Mapping[str, bytes] | None = None) -> Manifest:
+    """Fill the hashes into the manifest and write both atomically. Returns the final manifest.
+    `data`: files stored as uint8 tensors under data/ (hashed like every tensor)."""
     path = Path(path)
     graph_json = program.graph.model_dump_json()
     tensors = {name: program.weights[name].detach().contiguous() for name in program.graph.constants}
     for name, tensor in (example_inputs or {}).items():
         tensors[EXAMPLE_PREFIX + name] = tensor.detach().contiguous()
+    for name, blob in (data or {}).items():
+        if len(blob) > MAX_DATA_BYTES:
+            raise ArtifactError(f"data file {name} has {len(blob)} bytes, over the {MAX_DATA_BYTES >> 20} MiB limit",
+                                "store a smaller file")
+        tensors[DATA_PREFIX + name] = torch.frombuffer(bytearray(blob), dtype=torch.uint8) if blob \
+            else torch.zeros(0, dtype=torch.uint8)
     _unshare(tensors)
     raw = json.loads(manifest.model_copy(update={"format_version": FORMAT_VERSION}).model_dump_json())
     raw = rehash(raw, graph_json, tensors)
@@ -441,6 +450,7 @@ def _check_consistency(f: _ArtifactFile, manifest: Manifest, graph: Graph) -> No
         raise ArtifactError(f"{path}: the manifest's dynamic dims {_dims(manifest.dims)} are not the graph's "
                             f"{_dims(graph.dims)}", f"the manifest and graph disagree, so the file was edited; {_RECREATE}")
     expected = set(graph.constants) | {n for n in f.entries if n.startswith(EXAMPLE_PREFIX)}
+    expected |= set(_data_entries(f))
     stray = sorted(set(f.entries) - expected)
     if stray:
         raise ArtifactError(f"{path} holds tensors the graph does not use ({', '.join(stray[:5])})", _RECREATE)
@@ -488,6 +498,35 @@ def read_artifact(path: str | Path, verify: bool = True) -> tuple[Manifest, Prog
         if bad:
             raise ArtifactError(f"{path}: weights do not match their recorded hashes ({', '.join(bad[:5])})", _MODIFIED_FIX)
     return manifest, Program(graph, weights)
+
+
+def _data_entries(f: _ArtifactFile) -> list[str]:
+    """The data files' tensor names, each checked to be a 1-D uint8 tensor within the size limit."""
+    names = [k for k in f.entries if k.startswith(DATA_PREFIX)]
+    for name in names:
+        entry = f.entries[name]
+        if entry.dtype != "uint8" or len(entry.shape) != 1 or entry.end - entry.start > MAX_DATA_BYTES:
+            raise ArtifactError(f"{f.path}: data file {name[len(DATA_PREFIX):]} is not a 1-D uint8 tensor of at most "
+                                f"{MAX_DATA_BYTES >> 20} MiB", _RECREATE)
+    return names
+
+
+def read_data(path: str | Path, content_sha256: str | None = None) -> dict[str, bytes]:
+    """The data files stored at conversion (name -> bytes; empty if none), hashes checked; with
+    content_sha256, the file must still be the artifact of that hash (the one loaded)."""
+    path = Path(path)
+    with _ArtifactFile(path) as f:
+        raw, manifest, graph_json = _read_metadata(f)
+        _check_version(path, manifest)
+        _verify_hashes(f, raw, manifest, graph_json)
+        if content_sha256 is not None and manifest.content_sha256 != content_sha256:
+            raise ArtifactError(f"{path} changed since it was loaded", "load the artifact again")
+        names = _data_entries(f)
+        tensors, hashes = f.read_tensors(names)
+    for name, digest in hashes.items():
+        if manifest.tensor_sha256.get(name) != digest:
+            raise ArtifactError(f"{path}: stored data file {name[len(DATA_PREFIX):]} does not match its hash", _MODIFIED_FIX)
+    return {name[len(DATA_PREFIX):]: bytes(t.numpy().tobytes()) for name, t in tensors.items()}
 
 
 def read_example_inputs(path: str | Path) -> dict[str, torch.Tensor]:

@@ -663,6 +663,70 @@ def _save_outputs(results: dict, output: Path) -> None:
         os.replace(folder / "outputs.safetensors", output)
 
 
+# --------------------------------------------------------------------------- generate
+@app.command()
+@handle_errors
+def generate(
+    artifact: Path = typer.Argument(..., help="an .ipxc file of a causal LM (converted with its KV cache)"),
+    prompt: Optional[str] = typer.Option(None, "--prompt", "-p", help="text to continue (needs the tokenizer the "
+                                         "artifact stores when converted from a folder with tokenizer.json)"),
+    ids: Optional[str] = typer.Option(None, "--ids", help="the prompt as comma-separated token ids, e.g. 1,45,300"),
+    max_new_tokens: int = typer.Option(64, "--max-new-tokens", "-n", min=1, help="how many tokens to add at most"),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0: greedy; above 0: sample"),
+    top_k: int = typer.Option(0, "--top-k", min=0, help="sample among the k most likely tokens (0: all)"),
+    top_p: float = typer.Option(1.0, "--top-p", help="sample among the most likely tokens holding this probability"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="seed of the sampling (same seed, same text)"),
+    stream: bool = typer.Option(False, "--stream", help="print tokens as they come"),
+    ignore_eos: bool = typer.Option(False, "--ignore-eos", help="do not stop at the end-of-sequence token"),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, help="intra-op threads (default: all cores)"),
+    device: Optional[str] = typer.Option(None, "--device", help=_DEVICE_HELP),
+):
+    """Continue a prompt with a decoder artifact: greedy or sampled, printing the text (or the token ids
+    when the artifact stores no tokenizer) and prefill / per-token timings."""
+    from .api import load_artifact
+
+    if (prompt is None) == (ids is None):
+        raise UserInputError("give the prompt as --prompt TEXT or as --ids 1,2,3 (one of them)",
+                             'e.g. ipexconvert generate model.ipxc --prompt "Once upon a time"')
+    model = load_artifact(artifact, threads=threads, device=device)
+    given = prompt if prompt is not None else _parse_ids(ids)
+    decoder = model.decoder
+    settings = dict(max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+                    stop_at_eos=not ignore_eos)
+    if stream:
+        shown, new = "", []
+        for step in model.stream(given, **settings):
+            new.append(int(step[0]))
+            if decoder.tokenizer is None:
+                out.print(str(new[-1]), end=" ", highlight=False)
+            else:
+                text = decoder.decode(new)
+                out.print(text[len(shown):] if text.startswith(shown) else "\n" + text, end="", highlight=False, markup=False)
+                shown = text
+        out.print()
+        return
+    result = model.generate(given, **settings)
+    for row, new_ids in enumerate(result.new_ids):
+        text = result.text[row] if result.text is not None else " ".join(map(str, new_ids))
+        out.print(text, highlight=False, markup=False)
+    prompt_tokens = len(result.prompt_ids[0])
+    line = (f"prompt {prompt_tokens} tokens, prefill {1000 * result.prefill_seconds:.1f} ms "
+            f"({prompt_tokens / max(result.prefill_seconds, 1e-9):.0f} tokens/s); {len(result.new_ids[0])} new tokens")
+    if result.decode_ms_per_token is not None:
+        line += f", decode {result.decode_ms_per_token:.2f} ms/token (median)"
+    err.print(f"{line}; stopped by {result.stopped_by}", highlight=False)
+
+
+def _parse_ids(text: str) -> list[int]:
+    try:
+        values = [int(t) for t in text.replace(" ", "").split(",") if t]
+    except ValueError:
+        raise UserInputError(f"--ids {text!r} is not a comma-separated list of integers", "write it like --ids 1,45,300") from None
+    if not values:
+        raise UserInputError("--ids is empty", "write it like --ids 1,45,300")
+    return values
+
+
 # --------------------------------------------------------------------------- bench
 @app.command()
 @handle_errors

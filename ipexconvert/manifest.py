@@ -64,6 +64,20 @@ class AccuracyRecord(_Model):
     outputs: list[OutputAccuracy]
 
 
+class DecoderRecord(_Model):
+    """A causal LM traced with its KV cache as inputs and outputs (examples/decoder_cache.py): how
+    generate() drives it. Checked against the signature at load (runtime/decoder.py)."""
+
+    input_ids: str = Field(default="input_ids", description="int64 input [batch, seq]")
+    logits: str = Field(default="logits", description="output [batch, 1, vocab]: the last position's logits")
+    cache: list[tuple[str, str]] = Field(description="(past input, present output) of every cache tensor, "
+                                         "[batch, kv_heads, past, head_dim] in, [.., past + seq, ..] out")
+    cache_dim: str = Field(default="past", description="the dynamic dim of the cached length")
+    bos_token_id: Optional[int] = None
+    eos_token_ids: list[int] = Field(default_factory=list, description="generation stops at any of these")
+    tokenizer: Optional[str] = Field(default=None, description="data file holding the Hugging Face tokenizer.json")
+
+
 class Manifest(_Model):
     @model_validator(mode="before")
     @classmethod
@@ -85,13 +99,14 @@ class Manifest(_Model):
     created_at: str
     source: SourceRecord
     target: Target = Field(default_factory=Target, description="the device and ISA level the artifact was made for")
-    dtype: Literal["fp32", "bf16", "int8"]
+    dtype: Literal["fp32", "bf16", "int8", "int4"]
     passes: list[PassRecord] = Field(default_factory=list)
     quantization: Optional[dict[str, Any]] = None
     inputs: list[IOSpec]
     outputs: list[IOSpec]
     dims: dict[str, DimRange] = Field(default_factory=dict)
     accuracy: Optional[AccuracyRecord] = None
+    decoder: Optional[DecoderRecord] = Field(default=None, description="set for causal LMs with a KV cache")
     op_histogram: dict[str, int] = Field(default_factory=dict)
     fallback_ops: list[str] = Field(default_factory=list, description="ATen ops run through the generic fallback")
     graph_sha256: str = ""

@@ -102,11 +102,12 @@ _EXAMPLE_LIST = [
     ),
     ExampleModel(
         name="tiny-llama",
-        description="2-layer Llama causal LM (GQA 4/2 heads, random weights, no KV cache), seq 32",
+        description="2-layer Llama causal LM (GQA 4/2 heads, random weights, KV cache as inputs/outputs), "
+                    "seq 32 after 16 cached positions",
         build=tiny_llama.build_tiny_llama,
         example_inputs=tiny_llama.tiny_llama_inputs,
-        dynamic_dims={"input_ids": {0: _batch(16), 1: _seq(tiny_llama.MAX_SEQ_LEN)}},
-        output_names=("logits",),
+        dynamic_dims=tiny_llama.tiny_llama_dims(),
+        output_names=tiny_llama.tiny_llama_outputs(),
         task="causal-lm",
     ),
 ]

@@ -1,30 +1,23 @@
-"""`tiny-llama`: a 2-layer Llama causal LM (GQA: 4 query heads, 2 kv heads) with random weights."""
+"""`tiny-llama`: a 2-layer Llama causal LM (GQA: 4 query heads, 2 kv heads) with random weights,
+traced with its KV cache as inputs and outputs (examples/decoder_cache.py)."""
 
 from __future__ import annotations
 
 import torch
-from torch import nn
+
+from .decoder_cache import (DecoderShape, DecoderWithCache, decoder_dynamic_dims, decoder_example_inputs,
+                            decoder_output_names)
 
 SEQ_LEN = 32
+PAST_LEN = 16  # the example call continues a 16-position cache, so conversion checks attention over a past
 MAX_SEQ_LEN = 256
 VOCAB_SIZE = 1000
 
 
-class CausalLMLogits(nn.Module):
-    """input_ids -> logits, with the KV cache disabled so the graph is a pure function."""
+def tiny_llama_config():
+    from transformers import LlamaConfig  # optional dependency: import lazily
 
-    def __init__(self, lm: nn.Module):
-        super().__init__()
-        self.lm = lm
-
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return self.lm(input_ids=input_ids, use_cache=False, return_dict=True).logits
-
-
-def build_tiny_llama() -> CausalLMLogits:
-    from transformers import LlamaConfig, LlamaForCausalLM  # optional dependency: import lazily
-
-    config = LlamaConfig(
+    return LlamaConfig(
         vocab_size=VOCAB_SIZE,
         hidden_size=128,
         intermediate_size=256,
@@ -32,15 +25,38 @@ def build_tiny_llama() -> CausalLMLogits:
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=MAX_SEQ_LEN,
-        use_cache=False,
+        bos_token_id=1,
+        eos_token_id=2,
         attn_implementation="sdpa",
     )
+
+
+def build_tiny_llama_lm():
+    """The Hugging Face model itself (the oracle for generate())."""
+    from transformers import LlamaForCausalLM
+
     with torch.random.fork_rng(devices=[]):  # keep the caller's global RNG untouched
         torch.manual_seed(3)
-        model = LlamaForCausalLM(config)
-    return CausalLMLogits(model).eval()
+        model = LlamaForCausalLM(tiny_llama_config())
+    return model.eval()
+
+
+def build_tiny_llama():
+    return DecoderWithCache(build_tiny_llama_lm()).eval()
+
+
+def tiny_llama_shape():
+    return DecoderShape(layers=2, kv_heads=2, head_dim=32, vocab_size=VOCAB_SIZE, max_positions=MAX_SEQ_LEN)
 
 
 def tiny_llama_inputs(batch_size: int) -> dict[str, torch.Tensor]:
-    generator = torch.Generator().manual_seed(3)
-    return {"input_ids": torch.randint(0, VOCAB_SIZE, (batch_size, SEQ_LEN), generator=generator)}
+    return decoder_example_inputs(tiny_llama_shape(), batch_size, SEQ_LEN, PAST_LEN, seed=3)
+
+
+def tiny_llama_dims() -> dict:
+    return decoder_dynamic_dims(tiny_llama_shape(), max_batch=16)
+
+
+def tiny_llama_outputs() -> tuple[str, ...]:
+    return tuple(decoder_output_names(tiny_llama_shape()))
+

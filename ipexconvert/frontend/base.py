@@ -18,7 +18,7 @@ import torch
 from ..errors import UserInputError
 from ..ir import Program
 from ..ir.dynamic_dims import DynamicDims
-from ..manifest import SourceRecord
+from ..manifest import DecoderRecord, SourceRecord
 
 
 @dataclass
@@ -42,6 +42,7 @@ class ImportedModel:
     int_high: int = 100  # upper bound for random integer inputs (vocab size for token ids)
     tokenizer_folder: Optional[Path] = None  # a Hugging Face tokenizer for --calib-text, where the model has one
     oracle: str = "eager PyTorch"  # what `eager` is, in messages and the accuracy record
+    decoder: Optional[DecoderRecord] = None  # a causal LM with its KV cache as inputs/outputs (generate())
 
 
 class Importer(Protocol):

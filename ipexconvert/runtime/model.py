@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from ..artifact import read_artifact
+from ..artifact import read_artifact, read_data
 from ..backends import get_backend
 from ..errors import ArtifactError, UserInputError
 from ..ir import dtypes
@@ -163,6 +163,7 @@ class LoadedModel:
         self.device, self.verify = self.backend.device, verify
         self.executor = self._build(program)
         self.runner = self.backend.make_runner(self.executor)  # the executor itself on the CPU
+        self._decoder = None  # the generation loop of a decoder artifact, built on first use
         self._nan_safe = None  # a runner of NaN-safe kernels, built on the first call whose float inputs hold NaN or Inf
         # Float inputs scanned for NaN/Inf on every call, unless every kernel keeps NaN and the artifact is float.
         self._nan_scanned_inputs = [i for i, io in enumerate(self.signature.inputs) if io.spec.dtype.startswith(("float", "bfloat"))]
@@ -217,6 +218,40 @@ class LoadedModel:
     def profile(self, inputs: dict[str, Any]) -> dict[str, float]:
         tensors = self.signature.bind((), inputs)
         return self.runner.profile(tensors, self.signature.check(tensors))
+
+    # ---- causal LMs ------------------------------------------------------------------------------------------------
+
+    @property
+    def decoder(self):
+        """The generation loop of a decoder artifact (runtime/decoder.py); built on first use."""
+        if self._decoder is None:
+            from .decoder import Decoder
+
+            record = self.manifest.decoder
+            if record is None:
+                raise UserInputError(f"{self.path.name} is not a decoder with a KV cache, so it cannot generate",
+                                     "convert a causal LM (a Hugging Face *ForCausalLM folder, example:tiny-llama)")
+            data = read_data(self.path, self.manifest.content_sha256) if record.tokenizer else {}
+            if record.tokenizer and record.tokenizer not in data:
+                raise ArtifactError(f"{self.path}: the manifest names tokenizer {record.tokenizer}, which the file "
+                                    "does not hold", "re-create the artifact with `ipexconvert optimize`")
+            self._decoder = Decoder(self, record, data.get(record.tokenizer) if record.tokenizer else None)
+        return self._decoder
+
+    def generate(self, prompt, max_new_tokens: int = 64, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
+                 seed: int | None = None, stop_at_eos: bool = True):
+        """Continue a prompt (text, with a stored tokenizer, or token ids [n] / [batch, n]); returns a
+        `Generation` (new ids, text, prefill seconds and decode ms per token). temperature 0 is greedy."""
+        from .decoder import SamplingSettings
+
+        return self.decoder.generate(prompt, SamplingSettings(max_new_tokens, temperature, top_k, top_p, seed, stop_at_eos))
+
+    def stream(self, prompt, max_new_tokens: int = 64, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
+               seed: int | None = None, stop_at_eos: bool = True):
+        """Like generate(), yielding each step's new ids [batch] as soon as they are chosen."""
+        from .decoder import SamplingSettings
+
+        return self.decoder.stream(prompt, SamplingSettings(max_new_tokens, temperature, top_k, top_p, seed, stop_at_eos))
 
     def __repr__(self) -> str:
         return f"LoadedModel({self.path.name}, {self.manifest.dtype}, {self.signature})"

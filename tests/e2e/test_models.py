@@ -11,6 +11,7 @@ import torch
 import ipexconvert
 from ipexconvert.accuracy import compare_output, flatten_outputs
 from ipexconvert.examples import get_example
+from ipexconvert.examples.decoder_cache import decoder_example_inputs
 
 
 # torch.export of transformers' Llama on torch < 2.13 (seen: 2.11 on the GPU machine's host) stops at a
@@ -103,10 +104,11 @@ def test_tiny_llama_forward(dtype, tmp_path):
     module = example.build()
     result = ipexconvert.optimize("example:tiny-llama", dtype=dtype, output=tmp_path / "llama.ipxc")
     model = ipexconvert.load_artifact(result.path)
-    for batch, seq in ((1, 32), (2, 17)):
-        inputs = {"input_ids": example.example_inputs(batch)["input_ids"][:, :seq].contiguous()}
-        got = model.run_list([inputs["input_ids"]])
+    shape = module.shape
+    for batch, seq, past in ((1, 32, 0), (2, 17, 5), (1, 1, 40), (2, 1, 0)):  # prefill, continuation, decode steps
+        inputs = decoder_example_inputs(shape, batch, seq, past, seed=seq + past)
+        got = model.run_list([inputs[n] for n in model.signature.input_names])
         want = _eager(module, inputs)
-        _assert_close(got, want, dtype, f"tiny-llama {dtype} {batch}x{seq}")
+        _assert_close(got, want, dtype, f"tiny-llama {dtype} {batch}x{seq} after {past}")
         if dtype == "fp32":
             assert torch.equal(got[0].argmax(-1), want[0].argmax(-1))

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from ipexconvert.examples import get_example
+from ipexconvert.examples.decoder_cache import decoder_example_inputs
 from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.ir.dynamic_dims import DynamicDim
 from ipexconvert.passes.base import PASSES, PassOptions
@@ -77,5 +78,5 @@ def test_tiny_llama_norms_all_fused():
     # 2 layers x (input + post-attention norm) + the final norm
     assert _fuse(after)["rms_norm_fused"] == 5
     assert "aten:aten.rsqrt.default" not in after.graph.op_histogram()
-    ids = example.example_inputs(3)["input_ids"][:, :11].contiguous()
-    assert_same_outputs(before, after, {"input_ids": ids}, {"batch": 3, "seq": 11})
+    inputs = decoder_example_inputs(module.shape, batch=3, seq=11, past=4)
+    assert_same_outputs(before, after, inputs, {"batch": 3, "seq": 11, "past": 4})

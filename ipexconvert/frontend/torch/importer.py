@@ -38,7 +38,7 @@ class TorchImporter:
         _ensure_example_inputs(program, source)
         return ImportedModel(program=program, record=source.record, eager=source.eager,
                              example_inputs=source.example_inputs, int_high=source.int_high,
-                             tokenizer_folder=source.tokenizer_folder)
+                             tokenizer_folder=source.tokenizer_folder, decoder=source.decoder)
 
 
 IMPORTER = TorchImporter()

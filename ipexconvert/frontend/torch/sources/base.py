@@ -11,7 +11,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from ....ir.dynamic_dims import DynamicDims
-from ....manifest import SourceRecord
+from ....manifest import DecoderRecord, SourceRecord
 
 
 class SourceRequest(BaseModel):
@@ -37,6 +37,7 @@ class ResolvedSource:
     int_high: int = 100  # upper bound for random integer inputs (vocab size for token ids)
     eager_fn: Optional[Callable[..., Any]] = None  # called with keyword inputs; defaults to module
     tokenizer_folder: Optional[Path] = None  # where a Hugging Face tokenizer for the model lives (--calib-text)
+    decoder: Optional[DecoderRecord] = None  # a causal LM with its KV cache as inputs/outputs (generate())
 
     @property
     def eager(self) -> Callable[..., Any]:

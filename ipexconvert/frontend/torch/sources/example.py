@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ....errors import UserInputError
 from ....manifest import SourceRecord
+from ..decoder_record import decoder_record
 from .base import ResolvedSource, SourceRequest
 
 PREFIX = "example:"
@@ -33,4 +34,5 @@ def load(request: SourceRequest) -> ResolvedSource:
         dynamic=example.dynamic_dims,
         output_names=list(example.output_names),
         tokenizer_folder=example.tokenizer_folder() if example.tokenizer_folder else None,
+        decoder=decoder_record(module),
     )

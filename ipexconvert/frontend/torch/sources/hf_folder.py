@@ -1,6 +1,7 @@
 """A Hugging Face model folder (config.json + *.safetensors), loaded offline with transformers.
 
-Encoder models return (last_hidden_state[, pooler_output]); causal LMs return logits;
+Encoder models return (last_hidden_state[, pooler_output]); causal LMs are traced with their KV
+cache as inputs and outputs (examples/decoder_cache.py), for generate();
 a sentence-transformers folder (modules.json with mean pooling) returns the pooled,
 normalised sentence embedding.
 """
@@ -15,6 +16,9 @@ from torch import nn
 from ....errors import UserInputError
 from ....ir.dynamic_dims import DynamicDim
 from ....manifest import SourceRecord
+from ....examples.decoder_cache import (DecoderWithCache, decoder_dynamic_dims, decoder_example_inputs,
+                                        decoder_output_names)
+from ..decoder_record import decoder_record
 from .base import ResolvedSource, SourceRequest, sha256_of
 
 DEFAULT_SEQ = 128
@@ -33,15 +37,6 @@ class _EncoderOutputs(nn.Module):
     def forward(self, input_ids, attention_mask):
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
         return (out.last_hidden_state, out.pooler_output) if self.with_pooler else out.last_hidden_state
-
-
-class _CausalLMLogits(nn.Module):
-    def __init__(self, model: nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids, attention_mask):
-        return self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, return_dict=True).logits
 
 
 def _is_sentence_transformer(folder: Path) -> bool:
@@ -77,12 +72,11 @@ def load(request: SourceRequest) -> ResolvedSource:
     except Exception as e:  # transformers raises many types for an unusable folder
         raise UserInputError(f"transformers could not load {folder}: {e}", "check that the folder holds a complete model") from None
     if causal:
-        wrapper: nn.Module = _CausalLMLogits(model)
-        outputs = ["logits"]
-    elif _is_sentence_transformer(folder):
+        return _decoder_source(folder, model)
+    if _is_sentence_transformer(folder):
         from ....examples.minilm import SentenceEmbedder
 
-        wrapper = SentenceEmbedder(model)
+        wrapper: nn.Module = SentenceEmbedder(model)
         outputs = ["sentence_embedding"]
     else:
         with_pooler = getattr(model, "pooler", None) is not None
@@ -102,3 +96,15 @@ def load(request: SourceRequest) -> ResolvedSource:
         module=wrapper.eval(), example_inputs=example,
         dynamic={"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}},
         output_names=outputs, int_high=vocab, tokenizer_folder=folder)
+
+
+def _decoder_source(folder: Path, model: nn.Module) -> ResolvedSource:
+    """A causal LM with its KV cache as inputs/outputs; the example call continues a short random cache."""
+    wrapper = DecoderWithCache(model).eval()
+    shape = wrapper.shape
+    seq = min(DEFAULT_SEQ // 4, shape.max_positions // 2)
+    return ResolvedSource(
+        record=SourceRecord(kind="hf-folder", location=str(folder), sha256=sha256_of(folder)),
+        module=wrapper, example_inputs=decoder_example_inputs(shape, 1, seq, past=min(8, seq)),
+        dynamic=decoder_dynamic_dims(shape, max_batch=64), output_names=decoder_output_names(shape),
+        int_high=shape.vocab_size, tokenizer_folder=folder, decoder=decoder_record(wrapper))

@@ -1,0 +1,181 @@
+"""Decoder LLMs side by side: prefill of a prompt and per-token decode, in one process, interleaved rounds.
+
+    python benchmarks/decoder.py                                     # Qwen2-0.5B-shaped, 512-token prompt, 32 new
+    python benchmarks/decoder.py --shape tiny --prompt 64 --new 16    # smoke test
+    python benchmarks/decoder.py --systems hf-fp32,ipexconvert-fp32,ipexconvert-int8,ipexconvert-int4
+
+Systems: `hf-fp32` / `hf-bf16` (transformers eager with its DynamicCache; bf16 = weights in bf16),
+`ipexconvert-<dtype>` (an artifact converted from the same folder; generate() with ignore-eos).
+The model has random weights from the shape's config (seeded), saved once as a Hugging Face folder under
+--cache. Each round runs every system once (prefill = the first call, decode = the median interval of the
+other calls); the table shows medians over rounds, the weight bytes each decode step reads, and their share
+of the read bandwidth measured here (a one-pass sum over 1 GiB with the same threads).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+SHAPES = {
+    # Qwen2-0.5B's config (tied 151936 x 896 embedding, 14 query / 2 kv heads), positions capped at 4096.
+    "qwen2-0.5b": dict(model_type="qwen2", vocab_size=151936, hidden_size=896, intermediate_size=4864,
+                       num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
+                       max_position_embeddings=4096, rope_theta=1000000.0, rms_norm_eps=1e-6,
+                       tie_word_embeddings=True),
+    "tiny": dict(model_type="qwen2", vocab_size=1000, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+                 tie_word_embeddings=True),
+}
+
+
+def build_folder(shape: str, cache: Path) -> Path:
+    folder = cache / f"{shape}-random"
+    if (folder / "config.json").is_file():
+        return folder
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = dict(SHAPES[shape])
+    config = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config)
+    with torch.no_grad():  # random init gives near-uniform logits; a larger spread makes greedy tokens decisive
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.normal_(0.0, 0.05)
+    model.generation_config.pad_token_id = 0
+    model.save_pretrained(folder, safe_serialization=True)
+    return folder
+
+
+def artifact_for(folder: Path, dtype: str, cache: Path, settings: dict) -> Path:
+    import ipexconvert
+
+    path = cache / f"{folder.name}.{dtype}.ipxc"
+    if not path.is_file():
+        t = time.perf_counter()
+        ipexconvert.optimize(folder, output=path, dtype=dtype, **settings)
+        print(f"converted {dtype} in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    return path
+
+
+class HfSystem:
+    def __init__(self, folder: Path, dtype: torch.dtype):
+        from transformers import AutoModelForCausalLM
+
+        self.model = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=dtype, local_files_only=True).eval()
+        self.weight_bytes = sum(p.numel() * p.element_size() for p in self.model.parameters())
+        if self.model.config.tie_word_embeddings:  # the head reads the embedding once more per token
+            self.weight_bytes += self.model.lm_head.weight.numel() * self.model.lm_head.weight.element_size()
+            self.weight_bytes -= self.model.model.embed_tokens.weight.numel() * self.model.lm_head.weight.element_size()
+
+    def run(self, ids: torch.Tensor, new: int) -> tuple[float, list[float]]:
+        from transformers import DynamicCache
+
+        times, cache, step = [], DynamicCache(config=self.model.config), ids
+        with torch.inference_mode():
+            for _ in range(new):
+                t = time.perf_counter()
+                out = self.model(input_ids=step, past_key_values=cache, use_cache=True, logits_to_keep=1)
+                step = out.logits[:, -1].argmax(-1, keepdim=True)
+                times.append(time.perf_counter() - t)
+        return times[0], times[1:]
+
+
+class IpexconvertSystem:
+    def __init__(self, path: Path, threads: int):
+        import ipexconvert
+
+        self.model = ipexconvert.load_artifact(path, threads=threads)
+        self.weight_bytes = _artifact_decode_bytes(path)
+
+    def run(self, ids: torch.Tensor, new: int) -> tuple[float, list[float]]:
+        g = self.model.generate(ids, max_new_tokens=new, stop_at_eos=False)
+        return g.prefill_seconds, g.step_seconds
+
+
+def _artifact_decode_bytes(path: Path) -> int:
+    """Bytes of the constants a decode step reads: every weight except an embedding table (one row a token)."""
+    from ipexconvert.artifact import read_artifact
+
+    _, program = read_artifact(path, verify=False)
+    tables = {n.inputs[0] for n in program.graph.nodes if n.op == "embedding"}
+    return sum(t.numel() * t.element_size() for name, t in program.weights.items() if name not in tables)
+
+
+def read_bandwidth(threads: int) -> float:
+    """GB/s of a one-pass float32 sum over 1 GiB (median of 5)."""
+    torch.set_num_threads(threads)
+    x = torch.ones(1 << 28)
+    times = []
+    for _ in range(6):
+        t = time.perf_counter()
+        x.sum()
+        times.append(time.perf_counter() - t)
+    return x.numel() * 4 / statistics.median(times[1:]) / 1e9
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shape", default="qwen2-0.5b", choices=sorted(SHAPES))
+    ap.add_argument("--prompt", type=int, default=512)
+    ap.add_argument("--new", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--systems", default="hf-fp32,ipexconvert-fp32")
+    ap.add_argument("--convert-settings", default="{}", help="JSON of optimize() settings for every dtype")
+    ap.add_argument("--cache", type=Path, default=REPO / "benchmarks" / ".cache")
+    ap.add_argument("--json", type=Path, help="also write the raw samples here")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    folder = build_folder(args.shape, args.cache)
+    systems = {}
+    for name in args.systems.split(","):
+        if name.startswith("hf-"):
+            systems[name] = HfSystem(folder, {"hf-fp32": torch.float32, "hf-bf16": torch.bfloat16}[name])
+        elif name.startswith("ipexconvert-"):
+            dtype = name.removeprefix("ipexconvert-")
+            systems[name] = IpexconvertSystem(artifact_for(folder, dtype, args.cache, json.loads(args.convert_settings)),
+                                              args.threads)
+        else:
+            raise SystemExit(f"unknown system {name}")
+    vocab = SHAPES[args.shape]["vocab_size"]
+    ids = torch.randint(0, vocab, (1, args.prompt), generator=torch.Generator().manual_seed(1))
+    bandwidth = read_bandwidth(args.threads)
+    samples: dict[str, dict[str, list[float]]] = {n: {"prefill": [], "decode": []} for n in systems}
+    for name, system in systems.items():  # warm-up: first calls, page faults, plan building
+        system.run(ids[:, :8], 2)
+    for r in range(args.rounds):
+        for name, system in systems.items():
+            time.sleep(0.2)
+            prefill, steps = system.run(ids, args.new)
+            samples[name]["prefill"].append(prefill)
+            samples[name]["decode"].append(statistics.median(steps))
+            print(f"round {r}: {name} prefill {prefill:.3f} s, decode {1000 * statistics.median(steps):.2f} ms/token",
+                  file=sys.stderr)
+    print(f"\n{args.shape}, prompt {args.prompt}, {args.new} new tokens, {args.threads} threads, "
+          f"read bandwidth {bandwidth:.1f} GB/s, torch {torch.__version__}\n")
+    print("| system | weights read per token (MB) | prefill (s) | prefill tokens/s | decode ms/token | share of bandwidth |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, system in systems.items():
+        prefill = statistics.median(samples[name]["prefill"])
+        decode = statistics.median(samples[name]["decode"])
+        mb = system.weight_bytes / 1e6
+        share = system.weight_bytes / (decode / 1000) / 1e9 / bandwidth if decode else float("nan")
+        print(f"| {name} | {mb:.0f} | {prefill:.3f} | {args.prompt / prefill:.0f} | {1000 * decode:.2f} | {share:.2f} |")
+    if args.json:
+        args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "bandwidth_gbs": bandwidth,
+                                         "samples": samples}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+"""generate(): token-by-token decoding over a causal-LM artifact with its KV cache as inputs/outputs.
+
+The artifact's graph maps (input_ids, past cache) -> (last-position logits, present cache)
+(examples/decoder_cache.py). The prompt runs once (prefill, past = 0); each new token runs with
+the previous call's present cache as its past. The cache lives in buffers with room to grow: the
+`kv_append` kernels write the new positions in place instead of copying the cache every token.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence, Union
+
+import torch
+
+from ..errors import ArtifactError, UserInputError
+from ..manifest import DecoderRecord
+
+if TYPE_CHECKING:
+    from .model import LoadedModel
+
+Prompt = Union[str, Sequence[int], torch.Tensor]
+
+
+@dataclass
+class SamplingSettings:
+    """temperature 0: greedy (arg-max, the lowest id on ties); otherwise sample from softmax(logits / temperature)
+    restricted to the top_k most likely ids (0: all) and to the smallest set whose probability reaches top_p."""
+
+    max_new_tokens: int = 64
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: Optional[int] = None
+    stop_at_eos: bool = True
+
+    def check(self) -> None:
+        if self.max_new_tokens < 1:
+            raise UserInputError(f"max_new_tokens={self.max_new_tokens}", "ask for at least one new token")
+        if not self.temperature >= 0.0:
+            raise UserInputError(f"temperature={self.temperature}", "use 0 (greedy) or a positive temperature")
+        if self.top_k < 0:
+            raise UserInputError(f"top_k={self.top_k}", "use 0 (no limit) or a positive count")
+        if not 0.0 < self.top_p <= 1.0:
+            raise UserInputError(f"top_p={self.top_p}", "use a probability in (0, 1]")
+
+
+@dataclass
+class Generation:
+    """What generate() returns: the new token ids per sequence, their text (with a tokenizer), and timings."""
+
+    prompt_ids: list[list[int]]
+    new_ids: list[list[int]]
+    text: Optional[list[str]] = None
+    prefill_seconds: float = 0.0
+    step_seconds: list[float] = field(default_factory=list)  # one per decode step after the first token
+    stopped_by: str = "max_new_tokens"
+
+    @property
+    def decode_ms_per_token(self) -> Optional[float]:
+        return 1000.0 * statistics.median(self.step_seconds) if self.step_seconds else None
+
+
+class Decoder:
+    """A loaded decoder artifact's generation loop (LoadedModel.generate / .stream)."""
+
+    def __init__(self, model: "LoadedModel", record: DecoderRecord, tokenizer_json: Optional[bytes]):
+        self.model, self.record = model, record
+        self._check_signature()
+        self.tokenizer = _load_tokenizer(tokenizer_json, model.path) if tokenizer_json is not None else None
+        dim = model.signature.dims[record.cache_dim]
+        self.max_positions = dim.max + 1  # the cache holds up to dim.max positions before the last token's
+
+    def _check_signature(self) -> None:
+        sig, r = self.model.signature, self.record
+        inputs = {io.name: io.spec for io in sig.inputs}
+        outputs = {io.name: io.spec for io in sig.outputs}
+
+        def refuse(why: str) -> ArtifactError:
+            return ArtifactError(f"{self.model.path}: the decoder record does not match the graph ({why})",
+                                 "re-create the artifact with `ipexconvert optimize`")
+
+        ids = inputs.get(r.input_ids)
+        if ids is None or ids.dtype != "int64" or ids.rank != 2:
+            raise refuse(f"{r.input_ids} is not an int64 [batch, seq] input")
+        logits = outputs.get(r.logits)
+        if logits is None or logits.rank != 3 or logits.shape[1] != 1:
+            raise refuse(f"{r.logits} is not a [batch, 1, vocab] output")
+        if r.cache_dim not in sig.dims or sig.dims[r.cache_dim].min != 0:
+            raise refuse(f"the cache dim {r.cache_dim} is not a dynamic dim starting at 0")
+        names = [n for pair in r.cache for n in pair]
+        if not r.cache or len(set(names)) != len(names):
+            raise refuse("the cache pairs are empty or name a tensor twice")
+        if {p for p, _ in r.cache} | {r.input_ids} != set(inputs):
+            raise refuse("the inputs are not input_ids and the cache")
+        for past, present in r.cache:
+            spec, out = inputs.get(past), outputs.get(present)
+            if spec is None or spec.rank != 4 or spec.shape[2] != r.cache_dim:
+                raise refuse(f"{past} is not a [batch, heads, {r.cache_dim}, head_dim] input")
+            if out is None or out.rank != 4 or out.dtype != spec.dtype:
+                raise refuse(f"{present} is not a rank-4 {spec.dtype} output")
+
+    # ---- prompts and tokens -------------------------------------------------------------------------------------------
+
+    def encode(self, prompt: Prompt) -> torch.Tensor:
+        """A prompt as int64 ids [batch, n]: text through the stored tokenizer, or ids as given."""
+        if isinstance(prompt, str):
+            if self.tokenizer is None:
+                raise UserInputError("this artifact stores no tokenizer, so it takes token ids, not text",
+                                     "pass the prompt as a list of token ids (or convert from a folder with tokenizer.json)")
+            ids = torch.tensor([self.tokenizer.encode(prompt).ids], dtype=torch.int64)
+        elif isinstance(prompt, (list, tuple)) and not prompt:
+            raise UserInputError("the prompt is empty", "give at least one token")
+        else:
+            ids = torch.as_tensor(prompt)
+            if ids.dtype not in (torch.int64, torch.int32) or ids.dim() not in (1, 2):
+                raise UserInputError(f"prompt ids of dtype {ids.dtype} and shape {tuple(ids.shape)}",
+                                     "pass a list of ints, or an int64 tensor [n] or [batch, n]")
+            ids = ids.to(torch.int64)
+            ids = ids.unsqueeze(0) if ids.dim() == 1 else ids
+        if ids.shape[1] < 1:
+            raise UserInputError("the prompt is empty", "give at least one token")
+        return ids
+
+    def decode(self, ids: Sequence[int]) -> str:
+        if self.tokenizer is None:
+            raise UserInputError("this artifact stores no tokenizer", "read the token ids instead of the text")
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    # ---- the loop ---------------------------------------------------------------------------------------------------
+
+    def stream(self, prompt: Prompt, settings: SamplingSettings, on_step: Optional[Callable[[float], None]] = None
+               ) -> Iterator[torch.Tensor]:
+        """Yields the next token ids [batch] as they are chosen. on_step(seconds) after every model call."""
+        settings.check()
+        ids = self.encode(prompt)
+        batch, length = ids.shape
+        if length + settings.max_new_tokens > self.max_positions:
+            raise UserInputError(f"{length} prompt tokens + {settings.max_new_tokens} new ones exceed the model's "
+                                 f"{self.max_positions} positions", "shorten the prompt or ask for fewer tokens")
+        generator = torch.Generator().manual_seed(settings.seed) if settings.seed is not None else None
+        past = self._empty_cache(batch)
+        done = torch.zeros(batch, dtype=torch.bool)
+        eos = torch.tensor(self.record.eos_token_ids, dtype=torch.int64)
+        step_ids = ids
+        for _ in range(settings.max_new_tokens):
+            start = time.perf_counter()
+            outputs = self.model.run_dict({self.record.input_ids: step_ids, **past})
+            logits = outputs[self.record.logits][:, -1, :].float()
+            next_ids = _choose(logits, settings, generator)
+            if on_step is not None:
+                on_step(time.perf_counter() - start)
+            if settings.stop_at_eos and eos.numel():
+                next_ids = torch.where(done, eos[0], next_ids)  # finished rows keep emitting eos
+                done |= torch.isin(next_ids, eos)
+            yield next_ids
+            if settings.stop_at_eos and eos.numel() and bool(done.all()):
+                return
+            past = {p: outputs[o] for p, o in self.record.cache}
+            step_ids = next_ids.unsqueeze(1)
+
+    def generate(self, prompt: Prompt, settings: SamplingSettings) -> Generation:
+        ids = self.encode(prompt)
+        times: list[float] = []
+        new = [step for step in self.stream(ids, settings, on_step=times.append)]
+        new_ids = torch.stack(new, dim=1).tolist() if new else [[] for _ in range(ids.shape[0])]
+        eos = set(self.record.eos_token_ids)
+        if settings.stop_at_eos and eos:  # cut each row after its first eos
+            new_ids = [_until_eos(row, eos) for row in new_ids]
+        stopped = "eos" if settings.stop_at_eos and eos and all(r and r[-1] in eos for r in new_ids) else "max_new_tokens"
+        text = [self.decode(row) for row in new_ids] if self.tokenizer is not None else None
+        return Generation(prompt_ids=ids.tolist(), new_ids=new_ids, text=text, prefill_seconds=times[0] if times else 0.0,
+                          step_seconds=times[1:], stopped_by=stopped)
+
+    def _empty_cache(self, batch: int) -> dict[str, torch.Tensor]:
+        inputs = {io.name: io.spec for io in self.model.signature.inputs}
+        cache = {}
+        for past, _ in self.record.cache:
+            spec = inputs[past]
+            shape = [batch if d == "batch" else 0 if d == self.record.cache_dim else d for d in spec.shape]
+            if not all(isinstance(d, int) for d in shape):
+                raise ArtifactError(f"{self.model.path}: cache input {past} has a dim other than batch and "
+                                    f"{self.record.cache_dim} that is not fixed ({spec.describe()})",
+                                    "re-create the artifact with `ipexconvert optimize`")
+            cache[past] = torch.zeros(shape, dtype=getattr(torch, spec.dtype))
+        return cache
+
+
+def _until_eos(row: list[int], eos: set[int]) -> list[int]:
+    for i, token in enumerate(row):
+        if token in eos:
+            return row[:i + 1]
+    return row
+
+
+def _choose(logits: torch.Tensor, s: SamplingSettings, generator: Optional[torch.Generator]) -> torch.Tensor:
+    """The next id per row of logits [batch, vocab]."""
+    if s.temperature == 0.0:
+        return logits.argmax(dim=-1)
+    scores = logits / s.temperature
+    if 0 < s.top_k < scores.shape[-1]:
+        kth = torch.topk(scores, s.top_k, dim=-1).values[:, -1:]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    if s.top_p < 1.0:
+        sorted_scores, order = scores.sort(dim=-1, descending=True)
+        cumulative = sorted_scores.softmax(dim=-1).cumsum(dim=-1)
+        drop = cumulative - sorted_scores.softmax(dim=-1) >= s.top_p  # keep the tokens before the mass reaches top_p
+        scores = scores.scatter(-1, order, sorted_scores.masked_fill(drop, float("-inf")))
+    probabilities = scores.softmax(dim=-1)
+    return torch.multinomial(probabilities, 1, generator=generator).squeeze(1)
+
+
+def _load_tokenizer(blob: bytes, path) -> object:
+    """The stored tokenizer.json, parsed by the tokenizers library (a JSON description, no code)."""
+    try:
+        from tokenizers import Tokenizer
+    except ModuleNotFoundError:
+        raise UserInputError("text prompts need the tokenizers package", "pip install tokenizers, or pass token ids") from None
+    try:
+        return Tokenizer.from_str(blob.decode("utf-8"))
+    except Exception as e:  # the library raises its own exception types for malformed JSON
+        raise ArtifactError(f"{path}: the stored tokenizer.json cannot be read ({str(e)[:200]})",
+                            "re-create the artifact from a folder with a valid tokenizer.json") from None

@@ -1,0 +1,66 @@
+"""`ipexconvert generate`: text in, text out through the stored tokenizer; ids without one; clear errors."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import ipexconvert
+
+from ipxc_cli_helpers import expect_exit, norm
+
+pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+pytestmark = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
+                                reason="torch.export of transformers' Llama needs torch >= 2.13 (see docs/architecture.md)")
+
+
+@pytest.fixture(scope="module")
+def decoder_paths(tmp_path_factory):
+    from ipexconvert.examples.llama_folder import save_tiny_llama_folder
+
+    root = tmp_path_factory.mktemp("generate")
+    save_tiny_llama_folder(root / "hf")
+    with_tokenizer = ipexconvert.optimize(root / "hf", output=root / "hf.ipxc").path
+    ids_only = ipexconvert.optimize("example:tiny-llama", output=root / "ids.ipxc").path
+    return with_tokenizer, ids_only
+
+
+def test_generate_text_greedy_and_streamed(cli, decoder_paths):
+    path, _ = decoder_paths
+    model = ipexconvert.load_artifact(path)
+    want = model.generate("the city is", max_new_tokens=8, stop_at_eos=False).text[0]
+    result = cli("generate", path, "--prompt", "the city is", "-n", "8", "--ignore-eos")
+    expect_exit(result, 0)
+    assert result.stdout.strip() == want
+    assert "prompt 3 tokens" in norm(result.stderr) and "8 new tokens" in norm(result.stderr)
+    streamed = cli("generate", path, "--prompt", "the city is", "-n", "8", "--ignore-eos", "--stream")
+    expect_exit(streamed, 0)
+    assert " ".join(streamed.stdout.split()) == " ".join(want.split())
+
+
+def test_generate_ids_and_sampling_seed(cli, decoder_paths):
+    _, path = decoder_paths
+    model = ipexconvert.load_artifact(path)
+    want = model.generate([5, 6, 7], max_new_tokens=6, stop_at_eos=False, temperature=0.9, seed=4).new_ids[0]
+    result = cli("generate", path, "--ids", "5,6,7", "-n", "6", "--ignore-eos", "--temperature", "0.9", "--seed", "4")
+    expect_exit(result, 0)
+    assert [int(t) for t in result.stdout.split()] == want
+
+
+@pytest.mark.parametrize("args, problem", [
+    ([], "one of them"),
+    (["--ids", "5,x"], "not a comma-separated list"),
+    (["--prompt", "hello"], "stores no tokenizer"),
+    (["--ids", "5", "-n", "300"], "exceed the model's 256 positions"),
+])
+def test_generate_errors_exit_2(cli, decoder_paths, args, problem):
+    _, path = decoder_paths
+    result = cli("generate", path, *args)
+    expect_exit(result, 2)
+    assert problem in norm(result.stderr)
+
+
+def test_generate_on_an_encoder_exits_2(cli, cnn):
+    result = cli("generate", cnn["path"], "--ids", "1,2")
+    expect_exit(result, 2)
+    assert "not a decoder" in norm(result.stderr)
