@@ -103,11 +103,14 @@ class IpexconvertSystem:
 
 
 def _artifact_decode_bytes(path: Path) -> int:
-    """Bytes of the constants a decode step reads: every weight except an embedding table (one row a token)."""
+    """Bytes of the constants a decode step reads: every weight except a table only embeddings read (one row a
+    token); a table the LM head also reads (tied weights) counts."""
     from ipexconvert.artifact import read_artifact
 
     _, program = read_artifact(path, verify=False)
+    users = program.graph.users()
     tables = {n.inputs[0] for n in program.graph.nodes if n.op == "embedding"}
+    tables = {t for t in tables if all(u.op == "embedding" for u in users.get(t, []))}
     return sum(t.numel() * t.element_size() for name, t in program.weights.items() if name not in tables)
 
 
@@ -170,7 +173,7 @@ def main() -> None:
         prefill = statistics.median(samples[name]["prefill"])
         decode = statistics.median(samples[name]["decode"])
         mb = system.weight_bytes / 1e6
-        share = system.weight_bytes / (decode / 1000) / 1e9 / bandwidth if decode else float("nan")
+        share = system.weight_bytes / decode / 1e9 / bandwidth if decode else float("nan")
         print(f"| {name} | {mb:.0f} | {prefill:.3f} | {args.prompt / prefill:.0f} | {1000 * decode:.2f} | {share:.2f} |")
     if args.json:
         args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "bandwidth_gbs": bandwidth,

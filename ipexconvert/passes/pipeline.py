@@ -26,6 +26,7 @@ _FP32 = [
     "fuse_rms_norm",
     "fuse_gelu",
     "fuse_attention",
+    "fuse_grouped_attention",
     "fuse_add_layer_norm",
     "fuse_post_ops",
     "channels_last",
