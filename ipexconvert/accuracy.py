@@ -5,10 +5,12 @@ tensor) and the per-sample ones (cosine of each sample along dim 0, top-1 agreem
 [batch, classes] outputs, nearest-neighbour agreement of [batch, dim] embeddings). What decides
 depends on the dtype:
 - fp32 must reproduce eager numerically: max relative error and cosine;
-- bf16 and int8 are approximations, judged by what a user of the output sees: every sample's
+- bf16, int8 and int4 are approximations, judged by what a user of the output sees: every sample's
   cosine (an embedding's direction, a logit vector's shape). One element's relative error is
   recorded, not judged (an int8 MiniLM at 0.998 cosine has single elements 28% off), unless the
-  caller sets max_rel_error.
+  caller sets max_rel_error. int4 (weight-only, 4-bit weights) gets a wider cosine budget than int8:
+  a decoder's logits after round-to-nearest int4 lose more (the tiny Llama example: 0.98); weight-only
+  int8 artifacts are recorded as int8 and held to its budget, which they clear easily (0.9999).
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ DEFAULT_BUDGETS: dict[str, tuple[float, float]] = {
     "fp32": (1e-3, 0.99999),
     "bf16": (0.1, 0.99),
     "int8": (0.25, 0.98),
+    "int4": (0.5, 0.95),
 }
 ELEMENTWISE = "max relative error and cosine"
 PER_SAMPLE = "every sample's cosine"
@@ -136,6 +139,22 @@ def describe_failure(record: AccuracyRecord) -> str:
     if "relative" in record.judged_by:
         text += f", max relative error {worst.max_rel_error:.3g} (budget {record.budget_rel_error:g})"
     return text
+
+
+def eager_inputs(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Inputs for the eager float32 oracle: float tensors as float32. An artifact may take some float inputs
+    in its compute dtype (a bf16 decoder's KV cache, passes/cache_in_compute_dtype.py)."""
+    return {k: t.float() if t.is_floating_point() and t.dtype != torch.float32 else t for k, t in tensors.items()}
+
+
+def as_signature_dtypes(tensors: dict[str, torch.Tensor], specs: dict[str, str]) -> dict[str, torch.Tensor]:
+    """Float tensors cast to the float dtype the signature gives their name (others as they are)."""
+    out = dict(tensors)
+    for name, dtype in specs.items():
+        t = out.get(name)
+        if t is not None and t.is_floating_point() and dtype.startswith(("float", "bfloat")) and str(t.dtype) != f"torch.{dtype}":
+            out[name] = t.to(getattr(torch, dtype))
+    return out
 
 
 def flatten_outputs(value) -> list[torch.Tensor]:

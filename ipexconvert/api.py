@@ -11,7 +11,7 @@ from typing import Callable, Iterable, Mapping, Optional, Union
 import torch
 
 from . import __version__
-from .accuracy import describe_failure, flatten_outputs, measure
+from .accuracy import as_signature_dtypes, describe_failure, flatten_outputs, measure
 from .artifact import write_artifact
 
 TOKENIZER_FILE = "tokenizer.json"  # a decoder's Hugging Face tokenizer, stored in the artifact as data
@@ -155,8 +155,9 @@ def optimize(
         accuracy = _measure_accuracy(program, manifest, source, cfg.dtype, out_path, folder / "check.ipxc",
                                      cfg.accuracy.max_rel_error, cfg.accuracy.min_cosine, check_inputs, where, avoid)
         with write_errors(out_path, "-o"):
+            stored = as_signature_dtypes(source.example_inputs, {io.name: io.spec.dtype for io in manifest.inputs})
             final = write_artifact(folder / "artifact.ipxc", program, manifest.model_copy(update={"accuracy": accuracy}),
-                                   source.example_inputs, data=_decoder_data(source))
+                                   stored, data=_decoder_data(source))
             os.replace(folder / "artifact.ipxc", out_path)
     if quantization is not None and cfg.qconfig_out is not None:
         with write_errors(Path(cfg.qconfig_out), "--qconfig-out"):
@@ -234,7 +235,8 @@ def _measure_accuracy(program: Program, manifest: Manifest, source: ImportedMode
     with write_errors(out_path, "-o"):
         write_artifact(tmp, program, manifest)
     loaded = load_artifact(tmp, avoid_kernels=avoid)
-    got = loaded.run_list([inputs[n] for n in loaded.signature.input_names])
+    given = as_signature_dtypes(dict(inputs), {io.name: io.spec.dtype for io in loaded.signature.inputs})
+    got = loaded.run_list([given[n] for n in loaded.signature.input_names])
     os.unlink(tmp)
     with torch.no_grad():
         want = flatten_outputs(source.eager(**inputs))

@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from .accuracy import as_signature_dtypes, eager_inputs
 from .errors import UserInputError
 
 
@@ -46,11 +47,14 @@ def time_interleaved(candidates: dict[str, Callable[[], Any]], warmup: int, roun
 def time_pair(eager: Callable, model, inputs: dict[str, torch.Tensor], rounds: int = 10) -> dict[str, float]:
     """Median ms of eager vs artifact on the same inputs (quick check printed by optimize)."""
 
+    given = as_signature_dtypes(inputs, {io.name: io.spec.dtype for io in model.signature.inputs})
+    eager_given = eager_inputs(inputs)
+
     def run_eager():
         with torch.inference_mode():
-            eager(**inputs)
+            eager(**eager_given)
 
-    samples = time_interleaved({"eager": run_eager, "artifact": lambda: model.run_dict(inputs)}, warmup=2, rounds=rounds)
+    samples = time_interleaved({"eager": run_eager, "artifact": lambda: model.run_dict(given)}, warmup=2, rounds=rounds)
     return {"eager_ms": statistics.median(samples["eager"]) * 1e3,
             "artifact_ms": statistics.median(samples["artifact"]) * 1e3, "rounds": rounds}
 
@@ -131,9 +135,9 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
     on_gpu = model.device != "cpu"
     if on_gpu:  # float inputs wait on the GPU; ids stay on the CPU, as from a tokenizer (checked there, see backends/cuda)
         tensors = {k: (t.to(model.device) if t.is_floating_point() else t) for k, t in tensors.items()}
-        eager_tensors = {k: t.to(model.device) for k, t in tensors.items()}
+        eager_tensors = {k: t.to(model.device) for k, t in eager_inputs(tensors).items()}
     else:
-        eager_tensors = tensors
+        eager_tensors = eager_inputs(tensors)
     wait = _waiter(model.device)
 
     def run_artifact():

@@ -14,7 +14,7 @@ from xml.sax.saxutils import quoteattr
 
 import torch
 
-from .accuracy import DEFAULT_BUDGETS, compare_output, flatten_outputs
+from .accuracy import DEFAULT_BUDGETS, compare_output, eager_inputs, flatten_outputs
 from .errors import UserInputError
 
 
@@ -57,7 +57,7 @@ def _reference_outputs(reference: str, names: list[str], tensors: dict[str, torc
     source = resolve_source(SourceRequest(location=reference, model_factory=model_factory,
                                           model_kwargs=parse_model_kwargs(model_kwargs), trust_pickle=trust_pickle))
     with torch.inference_mode():
-        return flatten_outputs(source.eager(**tensors))
+        return flatten_outputs(source.eager(**eager_inputs(tensors)))
 
 
 def nonfinite_counts(t: torch.Tensor) -> tuple[int, int]:
