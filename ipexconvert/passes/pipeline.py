@@ -40,12 +40,12 @@ _FP32 = [
 # merge_shortcut_conv (ResNet's projection shortcut inside the block's last 1x1 conv) pays for
 # int8 convs at batch 16; float convs measured too little gain to merge (see the pass).
 PIPELINES: dict[tuple[str, str], list[str]] = {
-    ("cpu", "fp32"): [*_FP32, "share_attention_mask", "prepack"],
-    ("cpu", "bf16"): [*_FP32, "to_bf16", "cache_in_compute_dtype", "fuse_layout_change", "merge_linears", "share_attention_mask", "prepack"],
+    ("cpu", "fp32"): [*_FP32, "share_attention_mask", "cache_append", "prepack"],
+    ("cpu", "bf16"): [*_FP32, "to_bf16", "cache_in_compute_dtype", "fuse_layout_change", "merge_linears", "share_attention_mask", "cache_append", "prepack"],
     ("cpu", "int8"): [*_FP32, "calibrate", "to_bf16", "quantize", "int8_residual", "quantize_before_pool", "fold_requantize", "fold_norm_quantize",
              "fold_attention_quantize", "merge_shortcut_conv", "fuse_layout_change",
              "merge_linears", "share_attention_mask",
-             "dead_code", "prepack"],
+             "dead_code", "cache_append", "prepack"],
 }
 # Stages: steps of a pipeline that are not passes. At "calibrate" the int8 conversion (ipexconvert/quant)
 # calibrates, plans and guards accuracy; the passes after it run once per candidate plan.

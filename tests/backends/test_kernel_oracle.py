@@ -170,6 +170,10 @@ CASES: dict[str, dict[str, Case]] = {
         "f32-ids": Case({}, (const([50, 12]), In((2, 7), "int64", "ids")), budget="exact"),
         "bf16-int32-ids": Case({}, (const([30, 8], "bfloat16"), In((3, 4), "int32", "ids")), budget="exact"),
     },
+    "kv_append": {  # the first call of a kernel: no buffer yet (the in-place path: tests/backends/cpu/test_kv_append.py)
+        "f32-prefill": Case({}, (In((1, 2, 0, 16)), In((1, 2, 7, 16))), budget="exact"),
+        "bf16-decode-step": Case({}, (In((2, 2, 9, 8), "bfloat16"), In((2, 2, 1, 8), "bfloat16")), budget="exact"),
+    },
     "gelu": {
         "f32-erf": Case({}, (In((4, 33), scale=3.0),)),
         "bf16-tanh": Case({"approximate": "tanh"}, (In((2, 3, 65), "bfloat16", scale=3.0),)),
@@ -465,6 +469,7 @@ ACCEPTANCE_FLOOR: dict[str, tuple[str, Callable[[], bool]]] = {
         "adaptive_avg_pool2d", "add_layer_norm", "aten", "gelu", "layer_norm", "quantize", "rms_norm", "silu",
         "softmax", "to_memory_format")},
     "sdpa": ("avx512", native.available),
+    "kv_append": ("generic", lambda: True),  # plain torch copies into its own buffer
     "conv2d": ("avx2", _onednn_ready),
     "linear": ("avx2", _onednn_ready),
     "qconv2d": ("avx2", lambda: native.available() and _onednn_ready()),

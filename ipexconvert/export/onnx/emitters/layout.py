@@ -1,4 +1,4 @@
-"""Ops that only move or relabel data: reshape, flatten, permute, identity, to_memory_format (ONNX
+"""Ops that only move or relabel data: reshape, flatten, permute, kv_append (a Concat), identity, to_memory_format (ONNX
 has no memory layout: an Identity, or a Cast with a dtype), to_dtype."""
 from __future__ import annotations
 
@@ -26,6 +26,11 @@ def flatten(b, node) -> None:
 @emits("permute")
 def permute(b, node) -> None:
     b.node("Transpose", [node.inputs[0]], node.outputs, perm=list(node.attrs["perm"]))
+
+
+@emits("kv_append")
+def kv_append(b, node) -> None:
+    b.node("Concat", list(node.inputs), node.outputs, axis=2)  # ONNX has no in-place cache: the value is the cat
 
 
 @emits("identity")

@@ -1,0 +1,35 @@
+"""kv_append: a decoder's KV cache with new positions appended. inputs: past [b, heads, past, d] (a graph
+input), new [b, heads, seq, d]; output [b, heads, past + seq, d] (a graph output, the next call's past).
+
+The value is torch.cat([past, new], dim=2); the op says more than cat does: the output becomes the next
+call's past, so a kernel may keep the cache in a buffer with room to grow and write only the new
+positions (backends/cpu/kernels/kv_append.py), where cat copies the whole cache every token."""
+from __future__ import annotations
+
+import torch
+
+from ..dims import add
+from ..opdef import Arity, OpDef, register_op
+from ..spec import TensorSpec
+from ._common import expect_rank, require, same_dim
+
+
+@register_op
+class KvAppendOp(OpDef):
+    name = "kv_append"
+    arity = Arity(2, 2)
+
+    @classmethod
+    def infer(cls, inputs, attrs):
+        past, new = inputs
+        expect_rank(past, (4,), "the past cache")
+        expect_rank(new, (4,), "the new positions")
+        require(past.dtype == new.dtype, f"the past cache is {past.dtype} and the new positions {new.dtype}")
+        for axis in (0, 1, 3):
+            require(same_dim(past.shape[axis], new.shape[axis]),
+                    f"dim {axis} of the past cache ({past.shape[axis]}) and the new positions ({new.shape[axis]}) differ")
+        return [TensorSpec(dtype=past.dtype, shape=[*past.shape[:2], add(past.shape[2], new.shape[2]), past.shape[3]])]
+
+    @classmethod
+    def reference(cls, inputs, attrs, dims):
+        return torch.cat(inputs, dim=2)
