@@ -92,6 +92,7 @@ class Executor:
         dims_only = _dims_only_values(graph)
 
         self.steps: list[Step] = []
+        self.keeps_nan = True  # every kernel of the plan propagates NaN (Kernel.keeps_nan)
         fresh: set[str] = set()  # values made by fresh_output kernels, not views of anything
         view_makers: set[str] = set()  # values read by a kernel that may return a view of them
 
@@ -120,6 +121,7 @@ class Executor:
                 node = node.model_copy(update={"inputs": step_inputs[i]})
             else:
                 kernel = kernel_of(node)
+            self.keeps_nan = self.keeps_nan and kernel.keeps_nan
             fn, in_place = kernel.fn, False
             if kernel.in_place is not None:
                 operand, in_place_fn = kernel.in_place

@@ -45,6 +45,9 @@ class Kernel:
     consumed_inputs: frozenset[int] = field(default_factory=frozenset)  # constants the kernel holds itself
     fresh_output: bool = False  # returns memory it allocated itself, never a view of an input
     in_place: Optional[tuple[int, KernelFn]] = None  # (input slot, fn that may overwrite that input)
+    # False: may turn NaN into numbers (oneDNN's max pooling and fused relu); such kernels are left out of
+    # NaN-safe plans (NodeContext.nan_safe), and a plan holding one makes the model scan its float inputs.
+    keeps_nan: bool = True
 
 
 KernelFactory = Callable[[NodeContext], Optional[Kernel]]

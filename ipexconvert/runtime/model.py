@@ -165,9 +165,12 @@ class LoadedModel:
         self.runner = self.backend.make_runner(self.executor)  # the executor itself on the CPU
         self._decoder = None  # the generation loop of a decoder artifact, built on first use
         self._nan_safe = None  # a runner of NaN-safe kernels, built on the first call whose float inputs hold NaN or Inf
-        # Float inputs scanned for NaN/Inf on every call, unless every kernel keeps NaN and the artifact is float.
+        # Float inputs are scanned for NaN/Inf on every call where that can change the answer: a plan with a
+        # kernel that turns NaN into numbers, or layers computing on integer codes (a decoder's KV cache is
+        # megabytes a token: never scanned for nothing).
+        self._computes_codes = any(n.op == "quantize" for n in self.graph.nodes)
         self._nan_scanned_inputs = [i for i, io in enumerate(self.signature.inputs) if io.spec.dtype.startswith(("float", "bfloat"))]
-        if self.backend.propagates_nan and self.manifest.dtype != "int8":
+        if not self._computes_codes and (self.backend.propagates_nan or self.executor.keeps_nan):
             self._nan_scanned_inputs = []
         self.load_seconds = time.perf_counter() - start
 
@@ -194,7 +197,7 @@ class LoadedModel:
         if bad is None:
             return self.runner
         name = self.signature.input_names[bad]
-        if self.manifest.dtype == "int8":
+        if self._computes_codes:
             raise UserInputError(f"input {name} holds NaN or Inf, which an int8 artifact cannot represent "
                                  "(its layers compute on integer codes)",
                                  "clean the input (torch.nan_to_num), or run the fp32/bf16 artifact, where NaN propagates")

@@ -100,7 +100,7 @@ def conv_kernel(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, o
         return launch(inputs[0].contiguous(memory_format=torch.channels_last), out)
 
     in_place = None if sum_operand is None or residual is not None else (sum_operand, run_in_place)
-    return Kernel(run, name, consumed, fresh_output=True, in_place=in_place)
+    return Kernel(run, name, consumed, fresh_output=True, in_place=in_place, keeps_nan=False)
 
 
 def _channels_last_copy(t: torch.Tensor) -> torch.Tensor:

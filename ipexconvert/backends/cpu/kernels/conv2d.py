@@ -133,4 +133,4 @@ def torch_onednn_conv2d(ctx: NodeContext) -> Optional[Kernel]:
                           kind, 1.0, unary_attr, [], unary_algorithm)
             return y.contiguous(memory_format=layout)
 
-    return Kernel(with_tail(run, plan.tail), "torch_onednn:conv2d", consumed(ctx))
+    return Kernel(with_tail(run, plan.tail), "torch_onednn:conv2d", consumed(ctx), keeps_nan=False)

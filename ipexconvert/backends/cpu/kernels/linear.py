@@ -145,4 +145,4 @@ def build_linear_kernel(ctx: NodeContext) -> Optional[Kernel]:
         def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
             return binary_op(inputs[0], inputs[slot], packed, bias, kind)
 
-    return Kernel(with_tail(run, plan.tail), "torch_onednn:linear", consumed(ctx))
+    return Kernel(with_tail(run, plan.tail), "torch_onednn:linear", consumed(ctx), keeps_nan=False)

@@ -39,4 +39,4 @@ def onednn_direct_max_pool2d(ctx: NodeContext) -> Optional[Kernel]:
             raise onednn_direct.refused("onednn_direct:max_pool2d", e) from None
         return out
 
-    return Kernel(run, "onednn_direct:max_pool2d", fresh_output=True)
+    return Kernel(run, "onednn_direct:max_pool2d", fresh_output=True, keeps_nan=False)
