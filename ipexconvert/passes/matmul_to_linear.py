@@ -85,7 +85,29 @@ def absorb_biases(program: Program) -> int:
     return len(doomed)
 
 
+def bias_post_ops_to_bias(program: Program) -> int:
+    """A linear whose first post-op adds a constant [out] vector (an addmm's bias) takes it as its bias."""
+    values, moved = program.graph.values, 0
+    for n in program.graph.nodes:
+        post_ops = n.attrs.get("post_ops") or []
+        if n.op != "linear" or len(n.inputs) < 3 or n.inputs[2] is not None or not post_ops:
+            continue
+        first = post_ops[0]
+        operand = n.inputs[first["operand"]] if first.get("kind") == "add" and first.get("operand") is not None else None
+        out = values[n.outputs[0]]
+        if operand is None or not program.is_constant(operand) or values[operand].shape != [values[n.inputs[1]].shape[0]] \
+                or values[operand].dtype != out.dtype or n.inputs.count(operand) != 1:
+            continue
+        slot = first["operand"]
+        n.inputs = [*n.inputs[:2], operand, *n.inputs[3:slot], *n.inputs[slot + 1:]]
+        rest = [{**p, "operand": p["operand"] - 1} if p.get("operand") is not None and p["operand"] > slot else dict(p)
+                for p in post_ops[1:]]
+        n.attrs = {**n.attrs, "post_ops": rest}
+        moved += 1
+    return moved
+
+
 @register_pass("matmul_to_linear", "x @ constant W -> linear(x, W^T); a following add of a constant [out] -> its bias")
 def matmul_to_linear(program: Program, options: PassOptions) -> dict[str, int]:
     rewritten = matmuls_to_linears(program)
-    return {"matmul_to_linear": rewritten, "biases_absorbed": absorb_biases(program)}
+    return {"matmul_to_linear": rewritten, "biases_absorbed": absorb_biases(program) + bias_post_ops_to_bias(program)}

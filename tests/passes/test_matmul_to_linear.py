@@ -40,3 +40,28 @@ def test_matmul_plus_bias_becomes_linear_with_bias():
     assert len(biased) == 2
     assert after.graph.outputs == before.graph.outputs  # an output keeps its name
     assert_same_outputs(before, after, {"x": x}, {})
+
+
+class Conv1DLike(nn.Module):
+    """GPT-2's Conv1D: torch.addmm(bias, x, weight [in, out]) on the flattened rows, then a relu."""
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(1)
+        self.weight = nn.Parameter(torch.randn(8, 6, generator=g))
+        self.bias = nn.Parameter(torch.randn(6, generator=g))
+
+    def forward(self, x):
+        return torch.relu(torch.addmm(self.bias, x.reshape(-1, 8), self.weight))
+
+
+def test_addmm_becomes_linear_with_its_bias():
+    x = torch.randn(5, 8)
+    before = program_from_module(Conv1DLike(), {"x": x}, {})
+    assert [n.op for n in before.graph.nodes if n.op == "matmul"] == ["matmul"]  # addmm maps to matmul + add post-op
+    after = copy_program(before)
+    changes = PASSES["matmul_to_linear"].run(after, PassOptions())
+    assert changes == {"matmul_to_linear": 1, "biases_absorbed": 1}
+    linear = next(n for n in after.graph.nodes if n.op == "linear")
+    assert linear.inputs[2] is not None and linear.attrs["post_ops"] == [] and len(linear.inputs) == 3
+    assert_same_outputs(before, after, {"x": x}, {})

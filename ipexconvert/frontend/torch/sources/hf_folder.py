@@ -39,6 +39,16 @@ class _EncoderOutputs(nn.Module):
         return (out.last_hidden_state, out.pooler_output) if self.with_pooler else out.last_hidden_state
 
 
+def _causal_lm_architectures(transformers) -> set[str]:
+    """Class names transformers builds for causal LMs (LlamaForCausalLM, GPT2LMHeadModel, ...)."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    names: set[str] = set()
+    for value in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values():
+        names.update([value] if isinstance(value, str) else value)
+    return names
+
+
 def _is_sentence_transformer(folder: Path) -> bool:
     modules = folder / "modules.json"
     if not modules.is_file():
@@ -65,7 +75,7 @@ def load(request: SourceRequest) -> ResolvedSource:
     config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
     config._attn_implementation = "sdpa"
     archs = config.architectures or []
-    causal = any(a.endswith("ForCausalLM") for a in archs)
+    causal = any(a in _causal_lm_architectures(transformers) for a in archs)
     loader = transformers.AutoModelForCausalLM if causal else transformers.AutoModel
     try:
         model = loader.from_pretrained(folder, config=config, local_files_only=True, use_safetensors=True).eval()
