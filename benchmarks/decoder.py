@@ -5,7 +5,8 @@
     python benchmarks/decoder.py --systems hf-fp32,ipexconvert-fp32,ipexconvert-int8,ipexconvert-int4
 
 Systems: `hf-fp32` / `hf-bf16` (transformers eager with its DynamicCache; bf16 = weights in bf16),
-`ipexconvert-<dtype>` (an artifact converted from the same folder; generate() with ignore-eos).
+`ipexconvert-{fp32,bf16,int8,int4}` (artifacts converted from the same folder, int8/int4 weight-only with the LM head
+quantized too; generate() with ignore-eos).
 The model has random weights from the shape's config (seeded), saved once as a Hugging Face folder under
 --cache. Each round runs every system once (prefill = the first call, decode = the median interval of the
 other calls); the table shows medians over rounds, the weight bytes each decode step reads, and their share
@@ -24,6 +25,8 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from ipexconvert.decoder_bench import decode_weight_bytes, read_bandwidth_gbs  # noqa: E402
 
 SHAPES = {
     # Qwen2-0.5B's config (tied 151936 x 896 embedding, 14 query / 2 kv heads), positions capped at 4096.
@@ -56,14 +59,26 @@ def build_folder(shape: str, cache: Path) -> Path:
     return folder
 
 
-def artifact_for(folder: Path, dtype: str, cache: Path, settings: dict) -> Path:
+# ipexconvert systems: name -> optimize() settings. The quantized ones quantize the LM head too, as llama.cpp's
+# Q8_0 / Q4_0 files do (a float32 head alone reads 545 MB a token for this shape).
+IPEXCONVERT_SYSTEMS = {
+    "ipexconvert-fp32": dict(dtype="fp32"),
+    "ipexconvert-bf16": dict(dtype="bf16"),
+    "ipexconvert-int8": dict(dtype="int8", int8_scheme="weight-only", woq={"quantize_lm_head": True}),
+    # The random-weight model has no structure that survives 4-bit rounding through 24 layers (its logits' cosine
+    # to fp32 is ~0.25; tiny-llama's is 0.987): the int4 artifact is timed, its accuracy is not the point here.
+    "ipexconvert-int4": dict(dtype="int4", woq={"quantize_lm_head": True}, min_cosine=0.0),
+}
+
+
+def artifact_for(folder: Path, system: str, cache: Path, extra: dict) -> Path:
     import ipexconvert
 
-    path = cache / f"{folder.name}.{dtype}.ipxc"
+    path = cache / f"{folder.name}.{system.removeprefix('ipexconvert-')}.ipxc"
     if not path.is_file():
         t = time.perf_counter()
-        ipexconvert.optimize(folder, output=path, dtype=dtype, **settings)
-        print(f"converted {dtype} in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+        ipexconvert.optimize(folder, output=path, **IPEXCONVERT_SYSTEMS[system], **extra)
+        print(f"converted {system} in {time.perf_counter() - t:.0f} s", file=sys.stderr)
     return path
 
 
@@ -95,35 +110,11 @@ class IpexconvertSystem:
         import ipexconvert
 
         self.model = ipexconvert.load_artifact(path, threads=threads)
-        self.weight_bytes = _artifact_decode_bytes(path)
+        self.weight_bytes = decode_weight_bytes(self.model.graph)
 
     def run(self, ids: torch.Tensor, new: int) -> tuple[float, list[float]]:
         g = self.model.generate(ids, max_new_tokens=new, stop_at_eos=False)
         return g.prefill_seconds, g.step_seconds
-
-
-def _artifact_decode_bytes(path: Path) -> int:
-    """Bytes of the constants a decode step reads: every weight except a table only embeddings read (one row a
-    token); a table the LM head also reads (tied weights) counts."""
-    from ipexconvert.artifact import read_artifact
-
-    _, program = read_artifact(path, verify=False)
-    users = program.graph.users()
-    tables = {n.inputs[0] for n in program.graph.nodes if n.op == "embedding"}
-    tables = {t for t in tables if all(u.op == "embedding" for u in users.get(t, []))}
-    return sum(t.numel() * t.element_size() for name, t in program.weights.items() if name not in tables)
-
-
-def read_bandwidth(threads: int) -> float:
-    """GB/s of a one-pass float32 sum over 1 GiB (median of 5)."""
-    torch.set_num_threads(threads)
-    x = torch.ones(1 << 28)
-    times = []
-    for _ in range(6):
-        t = time.perf_counter()
-        x.sum()
-        times.append(time.perf_counter() - t)
-    return x.numel() * 4 / statistics.median(times[1:]) / 1e9
 
 
 def main() -> None:
@@ -134,7 +125,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--systems", default="hf-fp32,ipexconvert-fp32")
-    ap.add_argument("--convert-settings", default="{}", help="JSON of optimize() settings for every dtype")
+    ap.add_argument("--convert-settings", default="{}", help="JSON of optimize() settings added for every artifact")
+    ap.add_argument("--convert-only", action="store_true", help="convert the artifacts, time nothing")
     ap.add_argument("--cache", type=Path, default=REPO / "benchmarks" / ".cache")
     ap.add_argument("--json", type=Path, help="also write the raw samples here")
     args = ap.parse_args()
@@ -145,15 +137,16 @@ def main() -> None:
     for name in args.systems.split(","):
         if name.startswith("hf-"):
             systems[name] = HfSystem(folder, {"hf-fp32": torch.float32, "hf-bf16": torch.bfloat16}[name])
-        elif name.startswith("ipexconvert-"):
-            dtype = name.removeprefix("ipexconvert-")
-            systems[name] = IpexconvertSystem(artifact_for(folder, dtype, args.cache, json.loads(args.convert_settings)),
+        elif name in IPEXCONVERT_SYSTEMS:
+            systems[name] = IpexconvertSystem(artifact_for(folder, name, args.cache, json.loads(args.convert_settings)),
                                               args.threads)
         else:
             raise SystemExit(f"unknown system {name}")
+    if args.convert_only:
+        return
     vocab = SHAPES[args.shape]["vocab_size"]
     ids = torch.randint(0, vocab, (1, args.prompt), generator=torch.Generator().manual_seed(1))
-    bandwidth = read_bandwidth(args.threads)
+    bandwidth = read_bandwidth_gbs()
     samples: dict[str, dict[str, list[float]]] = {n: {"prefill": [], "decode": []} for n in systems}
     for name, system in systems.items():  # warm-up: first calls, page faults, plan building
         system.run(ids[:, :8], 2)

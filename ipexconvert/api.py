@@ -100,11 +100,12 @@ def optimize(
         settings["inputs"] = [arg if isinstance(arg, str) else arg.to_text() for arg in settings["inputs"]]
     cfg = ConversionConfig.build(config, **settings)
     say = progress or (lambda _msg: None)
-    names = pipeline_for(cfg.dtype, cfg.passes, cfg.skip_passes, device=cfg.target.device)  # before any slow work
+    names = pipeline_for(cfg.dtype, cfg.passes, cfg.skip_passes, device=cfg.target.device,
+                         weight_only=cfg.weight_only_selected)  # before any slow work
     _check_target_runs_here(cfg.target)
     avoid = check_avoid(cfg.avoid_kernels, cfg.target.device)
     tune = tune if tune is not None else _tune_settings(cfg)
-    if cfg.dtype == "int8":
+    if cfg.dtype == "int8" and not cfg.weight_only_selected:  # weight-only int8 calibrates nothing
         from .quant.convert import check_calibration_args
 
         check_calibration_args(calibration if calibration is not None else cfg.calibration.files,
@@ -133,7 +134,8 @@ def optimize(
             progress_bar=progress_bar, tune=tune, target=target, avoid_kernels=avoid,
             load=lambda candidate, kind: _load_in_memory(candidate, _manifest(candidate, source, kind, [], target), avoid))
     else:
-        records = run_pipeline(program, names, PassOptions(dtype=cfg.dtype, target=target),
+        records = run_pipeline(program, names, PassOptions(
+            dtype=cfg.dtype, target=target, weight_only=cfg.weight_only if cfg.weight_only_selected else None),
                                on_pass=lambda n: say(f"pass {n}"))
     manifest = _manifest(program, source, cfg.dtype, records, target)
     if quantization is not None:

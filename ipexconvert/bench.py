@@ -111,7 +111,8 @@ def _compute_precision(model) -> str:
 
 def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path], dims: list[str], warmup: int,
               rounds: int, threads: Optional[int], profile: bool, console=None, trust_pickle: bool = False,
-              avoid_kernels: tuple[str, ...] = (), device: Optional[str] = None) -> dict:
+              avoid_kernels: tuple[str, ...] = (), device: Optional[str] = None, prompt_tokens: int = 128,
+              new_tokens: int = 32) -> dict:
     """device: where the artifact runs (None: the device it was made for). On a GPU the inputs are placed
     there once before timing, every timed call waits for the GPU, and --against runs the eager model there too."""
     from rich.progress import Progress
@@ -173,6 +174,10 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
               "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
               "malloc_tuning": malloc.current().state,
               "compute": _compute_precision(model)}
+    if model.manifest.decoder is not None and inputs_path is None and not dims:
+        from .decoder_bench import bench_generation
+
+        report["generation"] = bench_generation(model, prompt_tokens, new_tokens, rounds=3)
     if profile:
         report["profile"] = model.profile(tensors)
     if on_gpu:

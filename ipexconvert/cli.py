@@ -198,6 +198,7 @@ class Int8Flag:
 
 
 INT8_PANEL = "int8 (--dtype int8 only)"
+WOQ_PANEL = "weight-only (--dtype int4, or --dtype int8 --weight-only)"
 # optimize() parameter -> flag. A flag counts as given when its value is not None/False.
 INT8_FLAGS: dict[str, Int8Flag] = {
     "calib": Int8Flag("--calib", None, "a .safetensors file or a folder of them"),
@@ -369,8 +370,8 @@ def _print_quant_summary(plan: QuantPlan) -> None:
 @handle_errors
 def optimize(
     source: str = typer.Argument(..., help="model.pt2, a Hugging Face folder, a checkpoint (.safetensors/.pt), or example:NAME"),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="fp32 (default), bf16 or int8 (int8 needs --calib, "
-                                        "--calib-text or --calib-synthetic)"),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="fp32 (default), bf16, int8 (needs --calib, --calib-text "
+                                        "or --calib-synthetic, unless --weight-only) or int4 (4-bit weights, float activations)"),
     target: Optional[str] = typer.Option(None, "--target", help="cpu (default; portable: any x86-64 CPU, kernels chosen at "
                                          "load) or cpu:LEVEL (only CPUs with that ISA level or above, e.g. cpu:avx512_bf16)"),
     config: Optional[Path] = typer.Option(None, "--config", help="a .json or .toml file of conversion settings "
@@ -418,6 +419,15 @@ def optimize(
                                           help="package.module:function(model) -> score (higher is better), for --tune"),
     tolerable_loss: Optional[float] = typer.Option(None, "--tolerable-loss", rich_help_panel=INT8_PANEL,
                                                    help="relative score loss allowed by --tune (default 0.01)"),
+    weight_only: bool = typer.Option(False, "--weight-only", rich_help_panel=WOQ_PANEL,
+                                     help="with --dtype int8: int8 weights per output channel, float activations, no "
+                                          "calibration data (int4 is always weight-only)"),
+    group_size: Optional[str] = typer.Option(None, "--group-size", metavar="32|64|128|channel", rich_help_panel=WOQ_PANEL,
+                                             help="input features per weight scale (default 128 for int4, channel for int8)"),
+    asymmetric: bool = typer.Option(False, "--asymmetric", rich_help_panel=WOQ_PANEL,
+                                    help="int4: a zero point per group as well as a scale"),
+    quantize_lm_head: bool = typer.Option(False, "--quantize-lm-head", rich_help_panel=WOQ_PANEL,
+                                          help="quantize the LM head too (kept float by default)"),
 ):
     """Convert a model into an .ipxc artifact and check it against eager PyTorch."""
     from .api import load_artifact
@@ -449,7 +459,10 @@ def optimize(
             max_rel_error=max_rel_error, min_cosine=min_cosine, model_factory=model_factory, model_kwargs=kwargs or None,
             trust_pickle=trust_pickle or None, progress=progress.say, calib_files=calib, calib_text=calib_text,
             calib_synthetic=calib_synthetic, quant=quant, qconfig_out=qconfig_out, progress_bar=progress.stage,
-            tune=tune_settings, on_output=written.expect)
+            tune=tune_settings, on_output=written.expect,
+            int8_scheme="weight-only" if weight_only else None, group_size=group_size,
+            woq={**({"symmetric": False} if asymmetric else {}),
+                 **({"quantize_lm_head": True} if quantize_lm_head else {})} or None)
         timings = None
         if timing:
             progress.say("timing eager vs artifact")
@@ -540,6 +553,15 @@ def inspect(
     out.print("fallback ATen ops: " + (_show(", ".join(m["fallback_ops"])) or "none"), highlight=False)
     out.print("weights: " + _show(", ".join(f"{k} {_human_bytes(v)}" for k, v in summary["weight_bytes_by_dtype"].items())),
               highlight=False)
+    if summary.get("weight_only"):
+        out.print("weight-only layers: " + _show(", ".join(f"{k} x{v}" for k, v in summary["weight_only"].items())),
+                  highlight=False)
+    if summary.get("decoder"):
+        d = summary["decoder"]
+        out.print(f"decoder: KV cache of {d['cache_tensors']} tensors, {_human_bytes(d['cache_bytes_per_token'])} per "
+                  f"position, up to {d['max_positions']} positions; tokenizer "
+                  f"{'stored' if d['tokenizer'] else 'not stored (token ids only)'}; eos ids "
+                  f"{_show(str(d['eos_token_ids']))}", highlight=False)
     if m["accuracy"]:
         for acc in m["accuracy"]["outputs"]:
             out.print(f"accuracy at conversion, {_show(acc['name'])}: {_accuracy_line(acc)}", highlight=False)
@@ -744,14 +766,18 @@ def bench(
     device: Optional[str] = typer.Option(None, "--device", help=_DEVICE_HELP),
     avoid_kernel: List[str] = typer.Option([], "--avoid-kernel", help="a kernel factory or family not to use, e.g. "
                                            "onednn_direct (repeatable; `ipexconvert doctor --kernels` lists them)"),
+    prompt_tokens: int = typer.Option(128, "--prompt-tokens", min=1, help="decoders: the prompt length generations start from"),
+    new_tokens: int = typer.Option(32, "--new-tokens", min=1, help="decoders: tokens each timed generation adds"),
     as_json: bool = typer.Option(False, "--json"),
 ):
-    """Time an artifact (and optionally the eager model): median/p90 latency, throughput, memory."""
+    """Time an artifact (and optionally the eager model): median/p90 latency, throughput, memory. A decoder
+    also times generations: prefill tokens/s, decode ms/token and the share of read bandwidth it reaches."""
     from .bench import run_bench
 
     report = run_bench(artifact, against=against, inputs_path=inputs, dims=dim, warmup=warmup, rounds=rounds,
                        threads=threads, profile=profile, console=err, trust_pickle=trust_pickle,
-                       avoid_kernels=tuple(avoid_kernel), device=device)
+                       avoid_kernels=tuple(avoid_kernel), device=device, prompt_tokens=prompt_tokens,
+                       new_tokens=new_tokens)
     if as_json:
         out.print_json(json.dumps(report))
         return
@@ -767,6 +793,14 @@ def bench(
     out.print(f"load {report['load_ms']:.1f} ms; peak RSS {_human_bytes(report['peak_rss_bytes'])}; "
               f"malloc tuning {report['malloc_tuning']}", highlight=False)
     out.print(f"computes in: {report['compute']}", highlight=False)
+    gen = report.get("generation")
+    if gen is not None:
+        line = (f"generation (median of {gen['rounds']}): prefill {gen['prompt_tokens']} tokens {gen['prefill_ms']:.1f} ms "
+                f"({gen['prefill_tokens_per_s']:.0f} tokens/s)")
+        if gen["decode_ms_per_token"] is not None:
+            line += (f"; decode {gen['decode_ms_per_token']:.2f} ms/token, reading {gen['weight_mb_per_token']:.0f} MB of "
+                     f"weights a token: {gen['bandwidth_share']:.2f} of the {gen['read_bandwidth_gbs']:.1f} GB/s measured here")
+        out.print(line, highlight=False)
     for shapes, how in report.get("graphs", {}).items():
         out.print(f"inputs {shapes}: {'one CUDA graph replay per call' if how == 'graph' else how}", highlight=False, markup=False)
     if report.get("profile"):

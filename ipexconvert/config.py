@@ -23,7 +23,7 @@ from typing import Any, Literal, Optional, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import UserInputError
-from .quant.options import QuantOptions
+from .quant.options import QuantOptions, WeightOnlyOptions
 from .target import Target
 
 
@@ -58,7 +58,9 @@ class TuneConfig(_Model):
 
 
 class ConversionConfig(_Model):
-    dtype: Literal["fp32", "bf16", "int8"] = Field(default="fp32", description="what the artifact computes in")
+    dtype: Literal["fp32", "bf16", "int8", "int4"] = Field(
+        default="fp32", description="what the artifact computes in; int4: 4-bit weights, float activations "
+        "(weight-only, see weight_only)")
     target: Target = Field(default_factory=Target, description='"cpu" (portable) or "cpu:LEVEL"')
     inputs: list[str] = Field(default_factory=list, description="NAME:SHAPE:DTYPE, e.g. x:batch,3,224,224:float32")
     passes: Optional[list[str]] = Field(default=None, description="a pass list replacing the dtype's pipeline")
@@ -70,6 +72,12 @@ class ConversionConfig(_Model):
     avoid_kernels: list[str] = Field(default_factory=list, description="kernel factories or families (`ipexconvert doctor "
                                      "--kernels`) the accuracy check and the int8 guard must not use, e.g. onednn_direct")
     # int8 only
+    int8_scheme: Literal["static", "weight-only"] = Field(
+        default="static", description="int8: static (int8 activations and weights, calibrated) or weight-only "
+        "(int8 weights, float activations, no calibration data)")
+    # int4 and weight-only int8
+    weight_only: WeightOnlyOptions = Field(default_factory=WeightOnlyOptions)
+    # static int8 only
     calibration: CalibrationSource = Field(default_factory=CalibrationSource)
     quantization: QuantOptions = Field(default_factory=QuantOptions)
     qconfig_out: Optional[Path] = Field(default=None, description="write the final quantization plan here")
@@ -80,13 +88,31 @@ class ConversionConfig(_Model):
     def _target_from_text(cls, value: Any) -> Any:
         return Target.parse(value) if isinstance(value, str) else value
 
+    @property
+    def weight_only_selected(self) -> bool:
+        """Weight-only quantization: --dtype int4, or int8 with int8_scheme "weight-only"."""
+        return self.dtype == "int4" or (self.dtype == "int8" and self.int8_scheme == "weight-only")
+
+    def _changed(self, *names: str) -> list[str]:
+        return [name for name in names
+                if getattr(self, name) != type(self).model_fields[name].get_default(call_default_factory=True)]
+
     @model_validator(mode="after")
     def _int8_fields_need_int8(self) -> "ConversionConfig":
-        if self.dtype != "int8":
-            used = [name for name in ("calibration", "quantization", "qconfig_out", "tune")
-                    if getattr(self, name) != type(self).model_fields[name].get_default(call_default_factory=True)]
+        if self.dtype != "int8" and self._changed("int8_scheme"):
+            raise ValueError(f"int8_scheme: an int8 setting, but this conversion is {self.dtype}"
+                             + (" (always weight-only)" if self.dtype == "int4" else ""))
+        if not self.weight_only_selected and self._changed("weight_only"):
+            raise ValueError(f"weight_only: settings for --dtype int4 and weight-only int8, but this conversion is "
+                             f"{self.dtype}{' (static)' if self.dtype == 'int8' else ''}")
+        if self.dtype == "int8" and self.weight_only_selected and not self.weight_only.symmetric:
+            raise ValueError("weight_only.symmetric: int8 weights are always symmetric (asymmetric is for int4)")
+        if self.dtype != "int8" or self.weight_only_selected:
+            used = self._changed("calibration", "quantization", "qconfig_out", "tune")
             if used:
-                raise ValueError(f"{', '.join(used)}: int8 settings, but this conversion is {self.dtype}")
+                kind = "static int8 settings, but this conversion is weight-only int8" if self.dtype == "int8" else \
+                    f"int8 settings, but this conversion is {self.dtype}"
+                raise ValueError(f"{', '.join(used)}: {kind}")
         if len(self.calibration.given()) > 1:
             raise ValueError(f"more than one calibration source given ({', '.join(self.calibration.given())}); pass one")
         return self
@@ -149,6 +175,8 @@ FLAT_FIELDS: dict[str, tuple[str, Optional[str]]] = {
     "calib_text": ("calibration", "text"),
     "calib_synthetic": ("calibration", "synthetic"),
     "quant": ("quantization", None),
+    "group_size": ("weight_only", "group_size"),
+    "woq": ("weight_only", None),
 }
 
 
@@ -197,6 +225,8 @@ def configuration_markdown() -> str:
         "", "| field | type | default | what |", "| --- | --- | --- | --- |", *_rows(ConversionConfig), "",
         "`quantization.*` are the int8 settings (`ipexconvert/quant/options.py`), also the `--observer`, `--smoothquant`,",
         "`--max-error`, `--guard-metric`, `--no-guard`, `--float-dtype` and `--qconfig-in` flags.", "",
+        "`weight_only.*` are the weight-only settings (`dtype = \"int4\"`, or `dtype = \"int8\"` with",
+        "`int8_scheme = \"weight-only\"`; docs/quantization.md): no calibration data, the activations stay float.", "",
         "## Environment variables", "",
         "Overrides of process-wide runtime choices, not conversion settings; every one ipexconvert reads",
         "(`ipexconvert/environment.py`).", "",

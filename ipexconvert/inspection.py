@@ -60,6 +60,11 @@ def inspect_artifact(path: Path) -> Inspection:
         "node_count": len(graph.nodes),
         "manifest": manifest.model_dump(mode="json", exclude={"tensor_sha256"}),
     }
+    woq = weight_only_layers(graph)
+    if woq:
+        summary["weight_only"] = woq
+    if manifest.decoder is not None:
+        summary["decoder"] = decoder_summary(manifest, graph)
     plan = quant_plan(Path(path), manifest)
     if plan is None:
         return Inspection(summary)
@@ -67,6 +72,36 @@ def inspect_artifact(path: Path) -> Inspection:
     # graph order (the plan lists smoothed layers first); layers the graph does not have go last
     layers = sorted(plan.layers.values(), key=lambda layer: position.get(layer.node, len(position)))
     return Inspection(summary, plan, layers)
+
+
+def decoder_summary(manifest: Manifest, graph: Graph) -> dict:
+    """A decoder's cache: tensors, bytes per cached position (batch 1), the dim's range, tokenizer, eos ids."""
+    record = manifest.decoder
+    per_token = 0
+    for past, _ in record.cache:
+        spec = graph.values.get(past)
+        if spec is None or spec.rank != 4:
+            continue  # the loader refuses such a record; inspect still shows the rest
+        fixed = [d for i, d in enumerate(spec.shape) if i in (1, 3)]
+        if all(isinstance(d, int) for d in fixed):
+            per_token += fixed[0] * fixed[1] * dtypes.to_torch(spec.dtype).itemsize
+    dim = graph.dims.get(record.cache_dim)
+    return {"cache_tensors": len(record.cache), "cache_bytes_per_token": per_token,
+            "max_positions": None if dim is None else dim.max + 1, "tokenizer": record.tokenizer is not None,
+            "eos_token_ids": record.eos_token_ids}
+
+
+def weight_only_layers(graph: Graph) -> dict[str, int]:
+    """Weight-only quantized layers by format, e.g. {"int4 g128 symmetric": 14}, from the woq_linear nodes (whose
+    attrs check_graph parsed)."""
+    counts: dict[str, int] = {}
+    for node in graph.nodes:
+        if node.op == "woq_linear":
+            asymmetric = len(node.inputs) > 3 and node.inputs[3] is not None
+            label = (f"int{node.attrs['bits']} g{node.attrs['group_size']} "
+                     f"{'asymmetric' if asymmetric else 'symmetric'}")
+            counts[label] = counts.get(label, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def summarize(path: Path) -> dict:

@@ -2,13 +2,13 @@
 tokenizer, the small decoder folder the README converts and generates text with."""
 from __future__ import annotations
 
-from .sentences import SENTENCES
+from .sentences import CALIBRATION_SENTENCES, SENTENCES
 from .tiny_llama import VOCAB_SIZE, build_tiny_llama_lm
 
 
 def save_tiny_llama_folder(folder) -> None:
     """Write tiny-llama as a Hugging Face folder (config, safetensors weights, generation config) with a
-    word-level tokenizer.json over the built-in sentences' words: a small decoder folder to convert and
+    word-level tokenizer.json over built-in sentences' words: a small decoder folder to convert and
     generate text with (random weights, so the text is random words)."""
     from pathlib import Path
 
@@ -19,7 +19,8 @@ def save_tiny_llama_folder(folder) -> None:
     lm = build_tiny_llama_lm()
     lm.generation_config.pad_token_id = 0
     lm.save_pretrained(folder, safe_serialization=True)
-    words = sorted({w.strip(".,?!;:\"'()").lower() for s in SENTENCES for w in s.split()} - {""})
+    # The words of the built-in sentences, enough to give every id of the 1000-row vocabulary a word.
+    words = sorted({w.strip(".,?!;:\"'()").lower() for s in (*SENTENCES, *CALIBRATION_SENTENCES) for w in s.split()} - {""})
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
     for word in words[:VOCAB_SIZE - len(vocab)]:
         vocab[word] = len(vocab)

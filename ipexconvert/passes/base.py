@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
 
 from ..ir import Program
+from ..quant.options import WeightOnlyOptions
 from ..target import Target
 
 if TYPE_CHECKING:
@@ -20,6 +21,8 @@ class PassOptions:
     # int8: the calibrated plan and its tensors, for the passes after the "calibrate" stage (quantize,
     # int8_residual); None before calibration and for float pipelines
     quantization: Optional["Quantization"] = None
+    # weight-only quantization (int4, weight-only int8): group size, symmetry, LM head; None: the defaults
+    weight_only: Optional[WeightOnlyOptions] = None
 
 
 PassFn = Callable[[Program, PassOptions], dict[str, int]]

@@ -24,6 +24,7 @@ _FP32 = [
     "fold_batchnorm",
     "matmul_to_linear",
     "fuse_rms_norm",
+    "fuse_rope",
     "fuse_gelu",
     "fuse_attention",
     "fuse_grouped_attention",
@@ -47,6 +48,17 @@ PIPELINES: dict[tuple[str, str], list[str]] = {
              "merge_linears", "share_attention_mask",
              "dead_code", "cache_append", "prepack"],
 }
+# Weight-only quantization (--dtype int4, and int8 with int8_scheme "weight-only"): the fp32 passes with
+# merge_linears moved before fuse_post_ops (so Q/K/V and a SwiGLU's gate/up, whose up projection would
+# otherwise take the gate as a mul operand, each become one GEMM over the weights read once), then
+# weight_only_quantize. Activations stay float32 and nothing is calibrated.
+_WEIGHT_ONLY = [p for n in _FP32 for p in (["merge_linears", n] if n == "fuse_post_ops" else [n])] + [
+    "weight_only_quantize", "share_attention_mask", "cache_append", "prepack"]
+PIPELINES[("cpu", "int4")] = _WEIGHT_ONLY
+# The weight-only choice of each (device, dtype) that has one: int4 is always weight-only.
+WEIGHT_ONLY_PIPELINES: dict[tuple[str, str], list[str]] = {("cpu", "int4"): _WEIGHT_ONLY, ("cpu", "int8"): _WEIGHT_ONLY}
+WEIGHT_ONLY_PASS = "weight_only_quantize"
+
 # Stages: steps of a pipeline that are not passes. At "calibrate" the int8 conversion (ipexconvert/quant)
 # calibrates, plans and guards accuracy; the passes after it run once per candidate plan.
 CALIBRATE = "calibrate"
@@ -56,11 +68,18 @@ QUANTIZATION_STAGE = ("to_bf16", "quantize")
 
 
 def pipeline_for(dtype: str, only: Optional[Iterable[str]] = None, skip: Iterable[str] = (),
-                 device: str = "cpu") -> list[str]:
+                 device: str = "cpu", weight_only: bool = False) -> list[str]:
+    """The passes for `dtype` (`only` replaces the list, `skip` leaves some out); `weight_only` picks the
+    weight-only pipeline of int8 (int4 is always weight-only)."""
     if (device, dtype) not in PIPELINES:
         dtypes = [d for dev, d in PIPELINES if dev == device]
         raise UserInputError(f"dtype {dtype!r} is not supported for {device}", f"use one of: {', '.join(dtypes)}")
-    names = list(only) if only is not None else list(PIPELINES[device, dtype])
+    weight_only = weight_only or dtype == "int4"
+    if weight_only and (device, dtype) not in WEIGHT_ONLY_PIPELINES:
+        raise UserInputError(f"weight-only quantization applies to --dtype int4 and int8, not {dtype}",
+                             "use --dtype int4, or int8 with weight-only quantization")
+    table = WEIGHT_ONLY_PIPELINES if weight_only else PIPELINES
+    names = list(only) if only is not None else list(table[device, dtype])
     skip = set(skip)
     unknown = [n for n in [*names, *skip] if n not in PASSES and n not in STAGES]
     if unknown:
@@ -71,6 +90,15 @@ def pipeline_for(dtype: str, only: Optional[Iterable[str]] = None, skip: Iterabl
             names.remove("prepack")
             names.append("prepack")
     names = [n for n in names if n not in skip]
+    if weight_only:
+        if WEIGHT_ONLY_PASS not in names:
+            raise UserInputError(f"weight-only {dtype} needs the {WEIGHT_ONLY_PASS} pass", "do not skip it")
+        if CALIBRATE in names:
+            raise UserInputError(f"the {CALIBRATE} stage does not apply to weight-only {dtype}", "leave it out of --passes")
+        return names
+    if WEIGHT_ONLY_PASS in names:
+        raise UserInputError(f"the {WEIGHT_ONLY_PASS} pass only applies to --dtype int4 and weight-only int8",
+                             f"leave it out of --passes, or convert with --dtype int4")
     if dtype == "int8" and "quantize" not in names:
         raise UserInputError("--dtype int8 needs the quantize pass", "do not skip it, or use --dtype bf16")
     if dtype == "int8" and CALIBRATE not in names:

@@ -1,4 +1,5 @@
-"""QuantOptions: the int8 settings a user chooses (CLI flags / optimize() keyword), validated once."""
+"""QuantOptions: the int8 settings a user chooses (CLI flags / optimize() keyword), validated once; WeightOnlyOptions:
+the weight-only (int4, weight-only int8) settings."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -46,3 +47,33 @@ class QuantOptions(BaseModel):
         if isinstance(v, (int, float)) and not 0.0 <= float(v) <= 1.0:
             raise ValueError("a fixed SmoothQuant alpha must be in [0, 1]")
         return v
+
+
+GroupSize = Union[Literal[32, 64, 128], Literal["channel"]]
+
+
+class WeightOnlyOptions(BaseModel):
+    """Weight-only quantization (--dtype int4, or int8 with int8_scheme weight-only): how the linear weights are
+    rounded. Activations stay float, so no calibration data is needed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group_size: Optional[GroupSize] = Field(
+        default=None, description="input features sharing one scale: 32, 64, 128 or channel (one per output "
+        "channel); None: 128 for int4, channel for int8")
+    symmetric: bool = Field(default=True, description="int4: a scale per group (codes -8..7), or false for a scale "
+                            "and a zero point per group (codes 0..15); int8 weights are always symmetric")
+    quantize_lm_head: bool = Field(default=False, description="also quantize the LM head (a linear producing a graph "
+                                   "output, or sharing its weight with an embedding); kept float by default")
+
+    @field_validator("group_size", mode="before")
+    @classmethod
+    def _group_size_from_text(cls, v):
+        if isinstance(v, str) and v.strip().isdigit():  # "--group-size 64" arrives as text
+            return int(v)
+        return v
+
+    def resolved_group_size(self, bits: int, in_features: int) -> int:
+        """The group size for a layer of `in_features` inputs (channel: all of them)."""
+        size = self.group_size if self.group_size is not None else (128 if bits == 4 else "channel")
+        return in_features if size == "channel" else int(size)

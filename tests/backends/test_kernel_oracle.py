@@ -50,7 +50,7 @@ class In:
 
     shape: tuple[int, ...]
     dtype: str = "float32"
-    # normal: randn * scale | codes: uniform uint8/int8 | weight: int8 in -127..127
+    # normal: randn * scale | codes: uniform uint8/int8 | weight: int8 in -127..127 | nibbles: 0..15
     # positive: (0.5..1.5) * scale | halfway: multiples of scale / 2 (half of them exactly between two codes)
     # padding_mask: additive, 0 or -inf (the last batch row masks its second half of keys)
     fill: str = "normal"
@@ -81,6 +81,8 @@ def make_tensor(spec: In, g: torch.Generator) -> torch.Tensor:
         t = ((torch.rand(shape, generator=g) + 0.5) * spec.scale).to(dtype)
     elif spec.fill == "halfway":
         t = (torch.randint(-400, 401, shape, generator=g) * (spec.scale / 2)).to(dtype)
+    elif spec.fill == "nibbles":  # 4-bit zero points
+        t = torch.randint(0, 16, shape, generator=g, dtype=dtype)
     elif spec.fill == "ids":  # ids into a table whose row count is the case's first input's first dim
         t = torch.randint(0, 30, shape, generator=g, dtype=dtype)
     elif spec.fill == "padding_mask":
@@ -173,6 +175,10 @@ CASES: dict[str, dict[str, Case]] = {
     "kv_append": {  # the first call of a kernel: no buffer yet (the in-place path: tests/backends/cpu/test_kv_append.py)
         "f32-prefill": Case({}, (In((1, 2, 0, 16)), In((1, 2, 7, 16))), budget="exact"),
         "bf16-decode-step": Case({}, (In((2, 2, 9, 8), "bfloat16"), In((2, 2, 1, 8), "bfloat16")), budget="exact"),
+    },
+    "rope": {  # (strided x: tests/native/test_native_rope.py)
+        "f32": Case({}, (In((1, 4, 6, 16)), In((1, 1, 6, 16)), In((1, 1, 6, 16)))),  # FMA contraction: not bit-exact
+        "bf16-f32-table": Case({}, (In((2, 3, 5, 64), "bfloat16"), In((2, 1, 5, 64)), In((2, 1, 5, 64)))),
     },
     "gelu": {
         "f32-erf": Case({}, (In((4, 33), scale=3.0),)),
@@ -278,6 +284,20 @@ CASES: dict[str, dict[str, Case]] = {
                                           (In((1, 3, 7, 5)),), budget="exact"),
         "bf16-to-f32-channels-last": Case({"memory_format": "channels_last", "dtype": "float32"},
                                           (In((2, 5, 4, 3), "bfloat16"),), budget="exact"),
+    },
+    "woq_linear": {  # x, codes, scales, zero points, bias (weight-only int8 / int4)
+        "f32-int4-asymmetric-g32-bias-silu": Case(
+            {"bits": 4, "group_size": 32, "post_ops": [{"kind": "silu"}]},
+            (In((3, 5, 64)), const([40, 32], "uint8", "codes"), const([40, 2], fill="positive", scale=0.05),
+             const([40, 2], "uint8", "nibbles"), const([40])), budget="gemm"),
+        "f32-int8-per-channel-residual-add": Case(  # 6 rows: the prefill path
+            {"bits": 8, "group_size": 64, "post_ops": [{"kind": "add", "operand": 5}]},
+            (In((6, 64)), const([24, 64], "int8", "weight"), const([24, 1], fill="positive", scale=0.01), None, None,
+             In((6, 24))), budget="gemm"),
+        "bf16-int4-symmetric-decode": Case(
+            {"bits": 4, "group_size": 32},
+            (In((1, 2, 32), "bfloat16"), const([20, 16], "uint8", "codes"), const([20, 1], fill="positive", scale=0.05),
+             None, const([20])), budget="gemm"),
     },
 }
 
@@ -470,11 +490,13 @@ ACCEPTANCE_FLOOR: dict[str, tuple[str, Callable[[], bool]]] = {
         "softmax", "to_memory_format")},
     "sdpa": ("avx512", native.available),
     "kv_append": ("generic", lambda: True),  # plain torch copies into its own buffer
+    "rope": ("avx2", native.available),
     "conv2d": ("avx2", _onednn_ready),
     "linear": ("avx2", _onednn_ready),
     "qconv2d": ("avx2", lambda: native.available() and _onednn_ready()),
     "qlinear": ("avx2", lambda: native.available() and _onednn_ready()),
     "max_pool2d": ("avx2", lambda: _onednn_ready() and dnnl.available() and dnnl.enabled()),
+    "woq_linear": ("avx2", native.available),
 }
 
 

@@ -64,3 +64,23 @@ def test_generate_on_an_encoder_exits_2(cli, cnn):
     result = cli("generate", cnn["path"], "--ids", "1,2")
     expect_exit(result, 2)
     assert "not a decoder" in norm(result.stderr)
+
+
+def test_bench_of_a_decoder_times_generations(cli, decoder_paths):
+    _, path = decoder_paths
+    result = cli("bench", path, "--rounds", "2", "--prompt-tokens", "20", "--new-tokens", "4", "--json")
+    expect_exit(result, 0)
+    import json
+
+    gen = json.loads(result.stdout)["generation"]
+    assert gen["prompt_tokens"] == 20 and gen["new_tokens"] == 4 and gen["prefill_ms"] > 0
+    assert gen["decode_ms_per_token"] > 0 and 0 < gen["bandwidth_share"] and gen["weight_mb_per_token"] > 0.5
+
+
+def test_inspect_of_a_decoder_shows_its_cache(cli, decoder_paths):
+    path, ids_only = decoder_paths
+    result = cli("inspect", path)
+    expect_exit(result, 0)
+    # 2 layers x (k, v) x 2 kv heads x 32 dims x 4 bytes
+    assert "decoder: KV cache of 4 tensors, 1.0 KiB per position, up to 256 positions; tokenizer stored" in norm(result.stdout)
+    assert "tokenizer not stored (token ids only)" in norm(cli("inspect", ids_only).stdout)

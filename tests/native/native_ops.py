@@ -22,6 +22,7 @@ from ipexconvert.backends.cpu.native_lib import (_lib, _run, available, cpu_feat
                                                   kernel_levels, kernel_names, levels, raw, selected_level,
                                                   supported_levels, unavailable_reason)
 from ipexconvert.backends.cpu.kernels._int8_gemm import pack_int8_weight  # noqa: F401  (the runtime's packing)
+from ipexconvert.backends.cpu.kernels.woq_linear import pack_woq_weight  # noqa: F401  (the runtime's packing)
 
 
 # ---- kernels --------------------------------------------------------------------------------
@@ -450,3 +451,22 @@ def int8_gemm(a: torch.Tensor, a_zero_point: int, packed: torch.Tensor, n: int, 
          None if bias is None else bias.float().contiguous(), bool(relu), out, float(out_scale), int(out_zero_point),
          max_isa, _threads(threads))
     return out.view(*a.shape[:-1], n)
+
+
+# ---- weight-only quantized GEMM (int8 / int4 weights) ------------------------------------------------
+
+def woq_gemm(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, zero_points: Optional[torch.Tensor] = None,
+             bias: Optional[torch.Tensor] = None, *, bits: int, group_size: int, path: int = 0,
+             max_isa: Optional[str] = None, threads: Optional[int] = None) -> torch.Tensor:
+    """x [..., k] float32 @ dequant(W)^T + bias as float32 [..., n], W given as the woq_linear op stores it:
+    codes int8 [n, k] (bits 8) or uint8 [n, k / 2] (bits 4), scales float32 [n, k / group_size], zero points
+    uint8 or None. Packed here (pack_woq_weight) on every call. path: 0 by rows, 1 decode, 2 prefill, 3 decode on
+    int8-quantized x (4-bit weights, avx2 and up; numerically different)."""
+    x = _tensor(x, "x")
+    rows = x.reshape(-1, x.shape[-1])
+    n = codes.shape[0]
+    packed, qparams, has_zero = pack_woq_weight(codes, scales, zero_points, bits, group_size)
+    out = torch.empty((rows.shape[0], n), dtype=torch.float32)
+    _run(_lib().woq_gemm, rows, packed, n, bits, group_size, qparams, has_zero,
+         None if bias is None else bias.float().contiguous(), out, max_isa, _threads(threads), path)
+    return out.view(*x.shape[:-1], n)

@@ -1,0 +1,117 @@
+"""woq_linear (int8 / int4 weights, float activations) on the CPU: our native woq_gemm kernel
+(native/kernels/woq_gemm, generic / avx2 / avx512 builds), else the op's reference.
+
+The artifact keeps the plain codes, scales and zero points (ir/ops/woq_linear.py); the factory packs
+them once at load into the kernel's layout (pack_woq_weight; native/kernels/woq_gemm/args.h) and
+holds the packed copies, so the executor frees the originals. The kernel adds the bias; post-ops
+run after it in torch, in place on its fresh float32 output. The kernel's path 3 (int8-quantized
+activations, AVX2 integer dot products) rounds x, so it is not within float32 error of the reference:
+this factory never asks for it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+
+from ....ir.ops.woq_linear import SYMMETRIC_INT4_ZERO
+from ....ir.postops import BINARY_POST_OPS, UNARY_POST_OPS
+from ....runtime.kernels import Kernel, NodeContext, register_kernel
+from .. import native_lib
+from . import _runs_at
+from ._native import kernel_name
+
+_BLOCK = 16  # output channels per packed block
+
+
+def pack_woq_weight(codes: torch.Tensor, scales: torch.Tensor, zero_points: Optional[torch.Tensor], bits: int,
+                    group_size: int) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """(packed codes, packed scales and zero points, whether any zero point is not 0) in woq_gemm's layout:
+    codes [n16 / 16, K or K / 2, 16] (the 16 channels of a block side by side for each k, or pair of k),
+    qparams float32 [n16 / 16, groups, 2, 16] (scales, then zero points); channels padded to 16 with zeros."""
+    n, cols = codes.shape
+    groups = scales.shape[1]
+    n16 = -(-n // _BLOCK) * _BLOCK
+    padded = torch.zeros((n16, cols), dtype=codes.dtype)
+    padded[:n] = codes
+    packed = padded.view(n16 // _BLOCK, _BLOCK, cols).transpose(1, 2).contiguous()
+    qparams = torch.zeros((n16, groups, 2), dtype=torch.float32)
+    qparams[:n, :, 0] = scales.float()
+    if zero_points is not None:
+        qparams[:n, :, 1] = zero_points.float()
+    elif bits == 4:
+        qparams[:n, :, 1] = SYMMETRIC_INT4_ZERO
+    qparams = qparams.view(n16 // _BLOCK, _BLOCK, groups, 2).permute(0, 2, 3, 1).contiguous()
+    return packed, qparams, bits == 4
+
+
+_IN_PLACE_UNARY = {"relu": torch.relu_, "silu": lambda y: F.silu(y, inplace=True), "sigmoid": torch.sigmoid_,
+                   "tanh": torch.tanh_}
+
+
+def _post_ops_in_place(y: torch.Tensor, post_ops, inputs: list) -> torch.Tensor:
+    """The node's post-ops on the kernel's fresh float32 output: in place where torch has the op (binary
+    operands broadcast to y without growing it: the loader checked that)."""
+    for p in post_ops:
+        if p.operand is None:
+            y = _IN_PLACE_UNARY[p.kind](y) if p.kind in _IN_PLACE_UNARY else UNARY_POST_OPS[p.kind](y)
+        else:
+            operand = inputs[p.operand]
+            operand = operand.float() if operand.is_floating_point() and operand.dtype != torch.float32 else operand
+            BINARY_POST_OPS[p.kind](y, operand, out=y)
+    return y
+
+
+@dataclass
+class WoqGemm:
+    """One layer's packed weight and the call."""
+
+    packed: torch.Tensor
+    qparams: torch.Tensor
+    has_zero: bool
+    bias: Optional[torch.Tensor]
+    n: int
+    k: int
+    bits: int
+    group_size: int
+    isa: str
+
+    def __call__(self, rows: torch.Tensor) -> torch.Tensor:
+        """rows: float32 [m, k] (rows may be strided) -> float32 [m, n]."""
+        out = torch.empty((rows.shape[0], self.n), dtype=torch.float32)
+        native_lib.raw.woq_gemm(rows, self.packed, self.n, self.bits, self.group_size, self.qparams, self.has_zero,
+                                self.bias, out, self.isa, torch.get_num_threads(), 0)
+        return out
+
+
+@register_kernel("cpu", "woq_linear", runs_at=_runs_at.native_kernel("woq_gemm"))
+def native_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
+    """Our int8 / int4 weight-only GEMM: decode rows dequantized in registers, prefill through per-thread
+    float32 panels; bias fused, post-ops after it in place. bfloat16 activations are widened to float32."""
+    x_spec = ctx.input_specs[0]
+    if ctx.device != "cpu" or x_spec is None or x_spec.dtype not in ("float32", "bfloat16"):
+        return None
+    codes, scales, zero_points, bias = ctx.constants[1:5]
+    if codes is None or scales is None or (ctx.input_specs[3] is not None and zero_points is None) \
+            or (ctx.input_specs[4] is not None and bias is None):
+        return None  # the weights are not constants (never written by the pass): the reference runs
+    a = ctx.attrs
+    n = codes.shape[0]
+    k = codes.shape[1] * (2 if a.bits == 4 else 1)
+    packed, qparams, has_zero = pack_woq_weight(codes, scales, zero_points, a.bits, a.group_size)
+    gemm = WoqGemm(packed, qparams, has_zero, None if bias is None else bias.float().contiguous(), n, k, a.bits,
+                   a.group_size, ctx.isa)
+    post_ops = list(a.post_ops)
+
+    def run(inputs: list, dims: dict[str, int]):
+        x = inputs[0]
+        # bf16 activations: float32 at the kernel boundary for now (a bf16 load path would save this copy).
+        rows = x.reshape(-1, k).float()
+        rows = rows if rows.stride(-1) == 1 else rows.contiguous()
+        y = _post_ops_in_place(gemm(rows).view(*x.shape[:-1], n), post_ops, inputs)
+        return y if x.dtype == torch.float32 else y.to(x.dtype)
+
+    held = {1, 2} | {i for i in (3, 4) if ctx.input_specs[i] is not None}
+    return Kernel(run, kernel_name("woq_linear", "woq_gemm", ctx.isa), frozenset(held), fresh_output=True)

@@ -1,0 +1,83 @@
+// Python binding of the woq_gemm kernel: checks every tensor and size against each other before the
+// kernel reads any of them (the weights come from an artifact), fills the argument struct, runs the
+// build for the selected level (compiled once, for the generic level; helpers in native/python/bind_common.h).
+#include "bind_common.h"
+
+namespace ipxc {
+namespace {
+
+constexpr int64_t kMaxDim = int64_t{1} << 31;  // n and k: keeps every packed size below from overflowing
+
+// out = x @ dequant(W)^T + bias. x: float32 [m, k] (rows may be strided); w and qparams packed as
+// args.h says (pack_woq_weight); bias float32 [n] or None; out float32 [m, n] (rows may be strided).
+void woq_gemm(nb::handle x_obj, nb::handle w_obj, int64_t n, int bits, int64_t group_size, nb::handle qparams_obj,
+              bool has_zero, nb::handle bias_obj, nb::handle out_obj, const OptStr& max_isa, int threads, int path) {
+    const TensorArg x(x_obj, "x"), w(w_obj, "w"), qparams(qparams_obj, "qparams"), out(out_obj, "out");
+    const auto bias = optional_tensor(bias_obj, "bias");
+    if (!x.on_cpu() || !w.on_cpu() || !qparams.on_cpu() || !out.on_cpu()) fail("woq_gemm takes CPU tensors");
+    if (!x.is_f32() || x.ndim() != 2) fail("x must be a 2-D float32 tensor, got " + x.dtype_str() + " " + x.shape_str());
+    if (x.stride(1) != 1 || x.stride(0) < x.shape(1)) fail("x " + x.shape_str() + " needs contiguous rows");
+    WoqGemmArgs g;
+    g.m = x.shape(0);
+    g.k = x.shape(1);
+    g.n = n;
+    if (bits != 4 && bits != 8) fail("bits = " + std::to_string(bits) + "; woq_gemm takes 4 or 8");
+    if (g.k < 1 || g.k >= kMaxDim) fail("k = " + std::to_string(g.k) + " is outside 1.." + std::to_string(kMaxDim - 1));
+    if (n < 1 || n >= kMaxDim) fail("n = " + std::to_string(n) + " is outside 1.." + std::to_string(kMaxDim - 1));
+    if (group_size < 1 || group_size > g.k || g.k % group_size != 0)
+        fail("group_size = " + std::to_string(group_size) + " does not divide k = " + std::to_string(g.k));
+    if (bits == 4 && (g.k % 2 != 0 || group_size % 2 != 0))
+        fail("4-bit codes come in pairs along k: k = " + std::to_string(g.k) + " and group_size = " +
+             std::to_string(group_size) + " must be even");
+    if (path < 0 || path > 3)
+        fail("path = " + std::to_string(path) + "; use 0 (by rows), 1 (decode), 2 (prefill) or 3 (decode on int8 activations)");
+    if (path == 3 && bits != 4) fail("path 3 (int8 activations) takes 4-bit weights; bits = " + std::to_string(bits));
+    const int64_t n16 = (n + 15) / 16 * 16, groups = g.k / group_size;
+    check_cpu_contiguous(w);
+    const int64_t w_size = bits == 8 ? n16 * g.k : n16 * (g.k / 2);
+    const bool w_dtype = bits == 8 ? is(w, nb::dtype<int8_t>()) : is(w, nb::dtype<uint8_t>());
+    if (!w_dtype || w.size() != w_size)
+        fail("w must be the packed " + std::string(bits == 8 ? "int8" : "uint8") + " weight of " + std::to_string(w_size) +
+             " elements (n=" + std::to_string(n) + ", k=" + std::to_string(g.k) + ", bits=" + std::to_string(bits) + "), got " +
+             w.dtype_str() + " " + w.shape_str());
+    check_cpu_contiguous(qparams);
+    if (!qparams.is_f32() || qparams.size() != n16 * groups * 2)
+        fail("qparams must be the packed float32 scales and zero points of " + std::to_string(n16 * groups * 2) +
+             " elements (n=" + std::to_string(n) + ", " + std::to_string(groups) + " groups), got " + qparams.dtype_str() +
+             " " + qparams.shape_str());
+    if (bias) g.bias = f32_vector(*bias, n);
+    if (!out.is_f32() || out.ndim() != 2 || out.shape(0) != g.m || out.shape(1) != n)
+        fail("out must be float32 [" + std::to_string(g.m) + ", " + std::to_string(n) + "], got " + out.dtype_str() + " " +
+             out.shape_str());
+    if (out.stride(1) != 1 || out.stride(0) < n) fail("out " + out.shape_str() + " needs contiguous rows");
+    g.x = static_cast<const float*>(x.data());
+    g.x_stride = x.stride(0);
+    g.bits = bits;
+    g.group_size = group_size;
+    g.w = w.data();
+    g.qparams = static_cast<const float*>(qparams.data());
+    g.has_zero = has_zero;
+    g.y = static_cast<float*>(out.data());
+    g.y_stride = out.stride(0);
+    g.path = path;
+    g.threads = threads;
+    if (path == 3) {
+        const auto fn = lookup_woq_gemv_i8(select(max_isa));
+        if (fn == nullptr) fail("path 3 (int8 activations) needs avx2; this call is capped below it");
+        run(fn, "woq_gemv_i8", g);
+        return;
+    }
+    run(lookup_woq_gemm(select(max_isa)), "woq_gemm", g);
+}
+
+}  // namespace
+
+void bind_woq_gemm(nb::module_& m) {
+    m.def("woq_gemm", &woq_gemm, "x"_a, "w"_a, "n"_a, "bits"_a, "group_size"_a, "qparams"_a, "has_zero"_a,
+          "bias"_a.none(), "out"_a, "max_isa"_a.none(), "threads"_a, "path"_a = 0,
+          "out = x @ dequant(W)^T + bias for int8 / 4-bit weights with group-wise scales and zero points; w and "
+          "qparams from pack_woq_weight; path 0 picks decode (m <= 4) or prefill, 1 and 2 force one, 3 is the decode path "
+          "on int8-quantized x (4-bit weights, avx2 and up; numerically different)");
+}
+
+}  // namespace ipxc

@@ -1,0 +1,384 @@
+// woq_gemm (args.h): float32 activations times weight-only quantized (int8 / int4) weights.
+//
+// Decode (a few rows) is bound by reading the weights, so the codes are turned into floats in
+// registers and never stored: per group of k, acc = sum x * q is summed on the integer codes (exact
+// as floats) and the group's scale and zero point are applied once at its end,
+// y += scale * (acc - zero * sum x), with sum x per row and group computed once per call.
+// Prefill (many rows) is bound by the FMAs, so each panel of output channels is dequantized once
+// into a per-thread float32 scratch and a register-tiled micro-kernel (AVX-512: 12 rows x 32
+// channels, AVX2: 6 x 16; every accumulator in a register) runs it over all rows of x.
+//
+// The vector type V16 is the 16 channels of one packed block: one zmm, two ymm, or 16 floats at the
+// generic level (plain loops gcc vectorises for SSE2), so one source serves every level.
+#include "common.h"
+
+#if !IPXC_HAVE_AVX512 && defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define IPXC_WOQ_AVX2 1
+#endif
+
+namespace ipxc {
+namespace IPXC_NS {
+
+#if IPXC_HAVE_AVX512
+struct V16 {
+    __m512 v;
+};
+static inline V16 v_zero() { return {_mm512_setzero_ps()}; }
+static inline V16 v_set1(float s) { return {_mm512_set1_ps(s)}; }
+static inline V16 v_load(const float* p) { return {_mm512_loadu_ps(p)}; }
+static inline void v_store(float* p, V16 a) { _mm512_storeu_ps(p, a.v); }
+static inline V16 v_add(V16 a, V16 b) { return {_mm512_add_ps(a.v, b.v)}; }
+static inline V16 v_sub(V16 a, V16 b) { return {_mm512_sub_ps(a.v, b.v)}; }
+static inline V16 v_mul(V16 a, V16 b) { return {_mm512_mul_ps(a.v, b.v)}; }
+static inline V16 v_fma(V16 a, V16 b, V16 c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+static inline V16 v_fnma(V16 a, V16 b, V16 c) { return {_mm512_fnmadd_ps(a.v, b.v, c.v)}; }  // c - a * b
+// 16 int8 codes as floats.
+static inline V16 v_codes8(const int8_t* p) {
+    return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))))};
+}
+// 16 bytes of two 4-bit codes each: the low nibbles (k even) and the high ones (k odd) as floats.
+static inline void v_codes4(const uint8_t* p, V16& lo, V16& hi) {
+    const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    lo = {_mm512_cvtepi32_ps(_mm512_and_si512(b, _mm512_set1_epi32(15)))};
+    hi = {_mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4))};
+}
+constexpr int kDecodeChains = 8;  // independent FMA chains to cover the FMA latency (2 ports x 4 cycles)
+constexpr int kMR = 12;           // prefill tile: 12 rows x 2 blocks = 24 accumulators of 32 zmm
+constexpr int kCB = 2;
+#elif IPXC_WOQ_AVX2
+struct V16 {
+    __m256 a, b;
+};
+static inline V16 v_zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+static inline V16 v_set1(float s) { return {_mm256_set1_ps(s), _mm256_set1_ps(s)}; }
+static inline V16 v_load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+static inline void v_store(float* p, V16 x) {
+    _mm256_storeu_ps(p, x.a);
+    _mm256_storeu_ps(p + 8, x.b);
+}
+static inline V16 v_add(V16 x, V16 y) { return {_mm256_add_ps(x.a, y.a), _mm256_add_ps(x.b, y.b)}; }
+static inline V16 v_sub(V16 x, V16 y) { return {_mm256_sub_ps(x.a, y.a), _mm256_sub_ps(x.b, y.b)}; }
+static inline V16 v_mul(V16 x, V16 y) { return {_mm256_mul_ps(x.a, y.a), _mm256_mul_ps(x.b, y.b)}; }
+static inline V16 v_fma(V16 x, V16 y, V16 c) { return {_mm256_fmadd_ps(x.a, y.a, c.a), _mm256_fmadd_ps(x.b, y.b, c.b)}; }
+static inline V16 v_fnma(V16 x, V16 y, V16 c) { return {_mm256_fnmadd_ps(x.a, y.a, c.a), _mm256_fnmadd_ps(x.b, y.b, c.b)}; }
+static inline V16 v_codes8(const int8_t* p) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)))};
+}
+static inline void v_codes4(const uint8_t* p, V16& lo, V16& hi) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m256i b0 = _mm256_cvtepu8_epi32(v), b1 = _mm256_cvtepu8_epi32(_mm_srli_si128(v, 8));
+    const __m256i low = _mm256_set1_epi32(15);
+    lo = {_mm256_cvtepi32_ps(_mm256_and_si256(b0, low)), _mm256_cvtepi32_ps(_mm256_and_si256(b1, low))};
+    hi = {_mm256_cvtepi32_ps(_mm256_srli_epi32(b0, 4)), _mm256_cvtepi32_ps(_mm256_srli_epi32(b1, 4))};
+}
+constexpr int kDecodeChains = 4;  // x2 ymm per V16: 8 chains, and registers left for codes and x
+constexpr int kMR = 6;            // prefill tile: 6 rows x 16 channels = 12 of 16 ymm
+constexpr int kCB = 1;
+#else
+struct V16 {
+    float f[16];
+};
+static inline V16 v_zero() { return V16{}; }
+static inline V16 v_set1(float s) {
+    V16 r;
+    for (int j = 0; j < 16; ++j) r.f[j] = s;
+    return r;
+}
+static inline V16 v_load(const float* p) {
+    V16 r;
+    std::memcpy(r.f, p, sizeof r.f);
+    return r;
+}
+static inline void v_store(float* p, const V16& a) { std::memcpy(p, a.f, sizeof a.f); }
+static inline V16 v_add(const V16& a, const V16& b) {
+    V16 r;
+    for (int j = 0; j < 16; ++j) r.f[j] = a.f[j] + b.f[j];
+    return r;
+}
+static inline V16 v_sub(const V16& a, const V16& b) {
+    V16 r;
+    for (int j = 0; j < 16; ++j) r.f[j] = a.f[j] - b.f[j];
+    return r;
+}
+static inline V16 v_mul(const V16& a, const V16& b) {
+    V16 r;
+    for (int j = 0; j < 16; ++j) r.f[j] = a.f[j] * b.f[j];
+    return r;
+}
+static inline V16 v_fma(const V16& a, const V16& b, const V16& c) {
+    V16 r;
+    for (int j = 0; j < 16; ++j) r.f[j] = a.f[j] * b.f[j] + c.f[j];
+    return r;
+}
+static inline V16 v_fnma(const V16& a, const V16& b, const V16& c) {
+    V16 r;
+    for (int j = 0; j < 16; ++j) r.f[j] = c.f[j] - a.f[j] * b.f[j];
+    return r;
+}
+static inline V16 v_codes8(const int8_t* p) {
+    V16 r;
+    for (int j = 0; j < 16; ++j) r.f[j] = static_cast<float>(p[j]);
+    return r;
+}
+static inline void v_codes4(const uint8_t* p, V16& lo, V16& hi) {
+    for (int j = 0; j < 16; ++j) {
+        lo.f[j] = static_cast<float>(p[j] & 15);
+        hi.f[j] = static_cast<float>(p[j] >> 4);
+    }
+}
+constexpr int kDecodeChains = 1;
+constexpr int kMR = 4;
+constexpr int kCB = 1;
+#endif
+
+constexpr int kBlock = 16;                    // output channels per packed block
+constexpr int kSmallM = 4;                    // up to here the decode path
+constexpr int64_t kKC = 256;                  // k per dequantized panel chunk (AVX-512: 32 KiB of floats)
+constexpr int64_t kMinMacsPerTask = 1 << 16;  // below this a task is not worth a thread
+
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// Bytes of packed codes per block and per k (bits 4: half a byte).
+static inline int64_t block_bytes(const WoqGemmArgs& g) { return g.bits == 8 ? g.k * kBlock : g.k / 2 * kBlock; }
+
+// y[r, n0 .. n0 + cols) = v (+ bias), or += v when accumulate.
+static inline void store_row(const WoqGemmArgs& g, int64_t row, int64_t n0, int64_t cols, const V16& v, bool accumulate) {
+    float* y = g.y + row * g.y_stride + n0;
+    alignas(64) float tmp[kBlock];
+    v_store(tmp, v);
+    for (int64_t j = 0; j < cols; ++j) {
+        const float add = accumulate ? y[j] : (g.bias ? g.bias[n0 + j] : 0.0f);
+        y[j] = tmp[j] + add;
+    }
+}
+
+// ---- decode: the codes dequantized in registers ---------------------------------------------------
+
+// One block of 16 channels for MR (<= 4) rows. U accumulators per row cover the FMA latency.
+template <int MR, int BITS>
+static void decode_block(const WoqGemmArgs& g, int64_t blk, const float* xsum) {
+    constexpr int U = kDecodeChains / MR > 1 ? kDecodeChains / MR : 1;
+    // bits 4: a byte row gives two k (two chains); with one chain per row (U 1) both go to the same
+    // accumulator, as more would not fit the registers (AVX2, 4 rows: 8 x 2 ymm of 16).
+    constexpr int U2 = U / 2 > 1 ? U / 2 : 1;
+    constexpr int HI = U > 1 ? 1 : 0;  // accumulator offset of the high nibbles' k
+    const int64_t gs = g.group_size, groups = g.k / gs;
+    const float* qp = g.qparams + blk * groups * 2 * kBlock;
+    const uint8_t* wb = static_cast<const uint8_t*>(g.w) + blk * block_bytes(g);
+    const float* x[MR];
+    for (int r = 0; r < MR; ++r) x[r] = g.x + r * g.x_stride;
+    alignas(64) float total[MR][kBlock] = {};  // in memory: the registers go to the accumulators
+    for (int64_t grp = 0; grp < groups; ++grp) {
+        const int64_t k0 = grp * gs, k1 = k0 + gs;
+        V16 acc[BITS == 8 ? U : (HI ? 2 * U2 : 1)][MR];
+        for (auto& row : acc)
+            for (auto& a : row) a = v_zero();
+        if constexpr (BITS == 8) {
+            const int8_t* w = reinterpret_cast<const int8_t*>(wb);
+            int64_t k = k0;
+            for (; k + U <= k1; k += U) {
+                for (int u = 0; u < U; ++u) {
+                    const V16 q = v_codes8(w + (k + u) * kBlock);
+                    for (int r = 0; r < MR; ++r) acc[u][r] = v_fma(q, v_set1(x[r][k + u]), acc[u][r]);
+                }
+            }
+            for (; k < k1; ++k) {
+                const V16 q = v_codes8(w + k * kBlock);
+                for (int r = 0; r < MR; ++r) acc[0][r] = v_fma(q, v_set1(x[r][k]), acc[0][r]);
+            }
+        } else {
+            int64_t kk = k0 / 2;
+            const int64_t kk1 = k1 / 2;
+            for (; kk + U2 <= kk1; kk += U2) {
+                for (int u = 0; u < U2; ++u) {
+                    V16 lo, hi;
+                    v_codes4(wb + (kk + u) * kBlock, lo, hi);
+                    for (int r = 0; r < MR; ++r) {
+                        acc[HI * 2 * u][r] = v_fma(lo, v_set1(x[r][2 * (kk + u)]), acc[HI * 2 * u][r]);
+                        acc[HI * (2 * u + 1)][r] = v_fma(hi, v_set1(x[r][2 * (kk + u) + 1]), acc[HI * (2 * u + 1)][r]);
+                    }
+                }
+            }
+            for (; kk < kk1; ++kk) {
+                V16 lo, hi;
+                v_codes4(wb + kk * kBlock, lo, hi);
+                for (int r = 0; r < MR; ++r) {
+                    acc[0][r] = v_fma(lo, v_set1(x[r][2 * kk]), acc[0][r]);
+                    acc[HI][r] = v_fma(hi, v_set1(x[r][2 * kk + 1]), acc[HI][r]);
+                }
+            }
+        }
+        const V16 scale = v_load(qp + grp * 2 * kBlock);
+        const V16 zero = v_load(qp + grp * 2 * kBlock + kBlock);
+        for (int r = 0; r < MR; ++r) {
+            V16 a = acc[0][r];
+            for (int u = 1; u < static_cast<int>(sizeof acc / sizeof acc[0]); ++u) a = v_add(a, acc[u][r]);
+            if (g.has_zero) a = v_fnma(zero, v_set1(xsum[r * groups + grp]), a);  // sum x * (q - zero)
+            v_store(total[r], v_fma(scale, a, v_load(total[r])));
+        }
+    }
+    const int64_t n0 = blk * kBlock, cols = min64(kBlock, g.n - n0);
+    for (int r = 0; r < MR; ++r) store_row(g, r, n0, cols, v_load(total[r]), false);
+}
+
+template <int BITS>
+static void decode_block_rows(const WoqGemmArgs& g, int64_t blk, const float* xsum) {
+    switch (g.m) {
+        case 1: decode_block<1, BITS>(g, blk, xsum); break;
+        case 2: decode_block<2, BITS>(g, blk, xsum); break;
+        case 3: decode_block<3, BITS>(g, blk, xsum); break;
+        default: decode_block<4, BITS>(g, blk, xsum); break;
+    }
+}
+
+static void decode(const WoqGemmArgs& g) {
+    const int64_t groups = g.k / g.group_size;
+    const int64_t blocks = (g.n + kBlock - 1) / kBlock;
+    // sum of x over each row's groups: the zero points' share, computed once for every block.
+    float* xsum = nullptr;
+    if (g.has_zero) {
+        xsum = new float[static_cast<size_t>(g.m * groups)];  // bad_alloc reaches Python as MemoryError
+        for (int64_t r = 0; r < g.m; ++r) {
+            const float* x = g.x + r * g.x_stride;
+            for (int64_t grp = 0; grp < groups; ++grp) {
+                float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+                for (int64_t k = grp * g.group_size; k < (grp + 1) * g.group_size; ++k) s += x[k];
+                xsum[r * groups + grp] = s;
+            }
+        }
+    }
+    const int64_t work = g.k * kBlock * g.m;
+    const int64_t grain = work >= kMinMacsPerTask ? 1 : kMinMacsPerTask / work;
+    parallel(blocks, grain, g.threads, [&](int64_t begin, int64_t end) {
+        for (int64_t blk = begin; blk < end; ++blk) {
+            if (g.bits == 8)
+                decode_block_rows<8>(g, blk, xsum);
+            else
+                decode_block_rows<4>(g, blk, xsum);
+        }
+    });
+    delete[] xsum;
+}
+
+// ---- prefill: dequantized panels and a register-tiled micro-kernel --------------------------------
+
+constexpr int kNR = kCB * kBlock;  // channels per panel
+
+// panel[(k - k0) * kNR + c] = W[n0 + c, k] for k in [k0, k0 + kc): exactly (q - zero) * scale.
+// Blocks past the last one (a unit short of kCB blocks) are zeros.
+static void dequantize_panel(const WoqGemmArgs& g, int64_t blk0, int64_t k0, int64_t kc, float* panel) {
+    const int64_t gs = g.group_size, groups = g.k / gs;
+    const int64_t blocks = (g.n + kBlock - 1) / kBlock;
+    for (int c = 0; c < kCB; ++c) {
+        const int64_t blk = blk0 + c;
+        if (blk >= blocks) {
+            for (int64_t k = 0; k < kc; ++k) v_store(panel + k * kNR + c * kBlock, v_zero());
+            continue;
+        }
+        const float* qp = g.qparams + blk * groups * 2 * kBlock;
+        const uint8_t* wb = static_cast<const uint8_t*>(g.w) + blk * block_bytes(g);
+        int64_t k = k0;
+        while (k < k0 + kc) {
+            const int64_t grp = k / gs, end = min64((grp + 1) * gs, k0 + kc);
+            const V16 scale = v_load(qp + grp * 2 * kBlock), zero = v_load(qp + grp * 2 * kBlock + kBlock);
+            if (g.bits == 8) {
+                const int8_t* w = reinterpret_cast<const int8_t*>(wb);
+                for (; k < end; ++k)
+                    v_store(panel + (k - k0) * kNR + c * kBlock, v_mul(v_sub(v_codes8(w + k * kBlock), zero), scale));
+            } else {
+                for (; k < end; k += 2) {  // k, gs and kc are even for 4-bit codes
+                    V16 lo, hi;
+                    v_codes4(wb + (k / 2) * kBlock, lo, hi);
+                    v_store(panel + (k - k0) * kNR + c * kBlock, v_mul(v_sub(lo, zero), scale));
+                    v_store(panel + (k + 1 - k0) * kNR + c * kBlock, v_mul(v_sub(hi, zero), scale));
+                }
+            }
+        }
+    }
+}
+
+// y[r0 .. r0 + MR, n0 .. n0 + cols) (+)= x[rows, k0 .. k0 + kc) . panel.
+template <int MR>
+static void tile(const WoqGemmArgs& g, int64_t r0, int64_t k0, int64_t kc, const float* panel, int64_t n0,
+                 int64_t cols, bool accumulate) {
+    V16 acc[MR][kCB];
+    for (int r = 0; r < MR; ++r)
+        for (int c = 0; c < kCB; ++c) acc[r][c] = v_zero();
+    const float* x = g.x + r0 * g.x_stride + k0;
+    for (int64_t k = 0; k < kc; ++k) {
+        V16 w[kCB];
+        for (int c = 0; c < kCB; ++c) w[c] = v_load(panel + k * kNR + c * kBlock);
+        for (int r = 0; r < MR; ++r) {
+            const V16 xb = v_set1(x[r * g.x_stride + k]);
+            for (int c = 0; c < kCB; ++c) acc[r][c] = v_fma(w[c], xb, acc[r][c]);
+        }
+    }
+    for (int r = 0; r < MR; ++r)
+        for (int c = 0; c < kCB; ++c) {
+            const int64_t left = cols - c * kBlock;
+            if (left > 0) store_row(g, r0 + r, n0 + c * kBlock, min64(kBlock, left), acc[r][c], accumulate);
+        }
+}
+
+template <int MR>
+static void tile_rows(const WoqGemmArgs& g, int rows, int64_t r0, int64_t k0, int64_t kc, const float* panel, int64_t n0,
+                      int64_t cols, bool accumulate) {
+    if constexpr (MR > 1) {
+        if (rows < MR) return tile_rows<MR - 1>(g, rows, r0, k0, kc, panel, n0, cols, accumulate);
+    }
+    tile<MR>(g, r0, k0, kc, panel, n0, cols, accumulate);
+}
+
+static void prefill(const WoqGemmArgs& g) {
+    const int64_t blocks = (g.n + kBlock - 1) / kBlock;
+    const int64_t units = (blocks + kCB - 1) / kCB;
+    // Few units (a narrow layer): split the rows too, so every thread gets work; each task then
+    // dequantizes its panels itself, a small cost next to its rows' FMAs.
+    int64_t row_chunks = units >= 2 * g.threads ? 1 : (2 * g.threads + units - 1) / units;
+    int64_t chunk_rows = (g.m + row_chunks - 1) / row_chunks;
+    chunk_rows = (chunk_rows + kMR - 1) / kMR * kMR;
+    if (chunk_rows < 4 * kMR) chunk_rows = 4 * kMR;
+    row_chunks = (g.m + chunk_rows - 1) / chunk_rows;
+    const int64_t kc_max = min64(kKC, g.k);
+    const int64_t work = min64(chunk_rows, g.m) * g.k * kNR;
+    const int64_t grain = work >= kMinMacsPerTask ? 1 : kMinMacsPerTask / work;
+    parallel(units * row_chunks, grain, g.threads, [&](int64_t begin, int64_t end) {
+        float* panel = scratch_floats(kc_max * kNR + 16);
+        for (int64_t task = begin; task < end; ++task) {
+            const int64_t unit = task / row_chunks, chunk = task % row_chunks;
+            const int64_t n0 = unit * kNR, cols = min64(kNR, g.n - n0);
+            const int64_t r_begin = chunk * chunk_rows, r_end = min64(g.m, r_begin + chunk_rows);
+            for (int64_t k0 = 0; k0 < g.k; k0 += kc_max) {
+                const int64_t kc = min64(kc_max, g.k - k0);
+                dequantize_panel(g, unit * kCB, k0, kc, panel);
+                for (int64_t r = r_begin; r < r_end; r += kMR)
+                    tile_rows<kMR>(g, static_cast<int>(min64(kMR, r_end - r)), r, k0, kc, panel, n0, cols, k0 > 0);
+            }
+        }
+    });
+}
+
+static void woq_gemm(const WoqGemmArgs& g) {
+    if (g.m <= 0 || g.n <= 0) return;
+    const bool small = g.path == 1 || (g.path == 0 && g.m <= kSmallM);
+    if (!small) {
+        prefill(g);
+        return;
+    }
+    // The decode path keeps up to 4 rows in registers: more rows run in slices of 4.
+    for (int64_t r0 = 0; r0 < g.m; r0 += kSmallM) {
+        WoqGemmArgs part = g;
+        part.x = g.x + r0 * g.x_stride;
+        part.y = g.y + r0 * g.y_stride;
+        part.m = min64(kSmallM, g.m - r0);
+        decode(part);
+    }
+}
+
+IPXC_REGISTER_KERNEL(woq_gemm, woq_gemm);
+
+}  // namespace IPXC_NS
+}  // namespace ipxc

@@ -1,0 +1,257 @@
+"""woq_gemm: float32 activations times int8 / int4 weight-only quantized weights, at every ISA level this
+CPU runs (capped per call), against dequantize-then-matmul in float64.
+
+Tolerance: float32 accumulation error. Each output is a sum of K terms; the decode path sums
+x * q per group and subtracts zero * sum(x) (so its terms are x * q * scale and x * zero * scale), the
+prefill path sums x * ((q - zero) * scale). So |got - exact| <= 1e-5 * sum_k |x_k| (|q_nk| + |zero_ng|) scale_ng
+(about 80 float32 ulps of the summed magnitudes) for every element; measured worst is ~1e-6 of that bound.
+
+Covered: bits 8 and 4 (symmetric, asymmetric), groups 2 .. K (per channel), the decode (m <= 4) and prefill
+paths (forced and chosen by m), odd m / n / k around the 16-channel blocks, the 12- and 6-row tiles and the
+256-k panel chunks, bias or none, thread counts (bit-identical), strided rows in and out, empty rows, and
+the argument errors. Path 3 (int8-quantized activations, vpmaddubsw; opt-in, never chosen by the runtime): exact
+on the rounded rows, within x's rounding of the float result, thread-independent, its errors."""
+from __future__ import annotations
+
+from typing import Optional
+
+import pytest
+import torch
+
+import native_ops as native
+from ipexconvert.ir.opdef import get_op
+from ipexconvert.ir.ops.woq_linear import SYMMETRIC_INT4_ZERO, dequantize
+from ipexconvert.ir.spec import TensorSpec
+from ipexconvert.runtime.kernels import NodeContext, resolve_kernel
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="ipexconvert._native is not built")
+LEVELS = native.supported_levels() if native.available() else []
+
+# (m, n, k, group_size): tails of the 16-channel blocks and of the decode / prefill row tiles, panel chunks
+SHAPES = [(1, 1, 2, 2), (1, 16, 32, 32), (2, 33, 64, 32), (3, 50, 256, 64), (4, 7, 128, 128), (5, 40, 512, 128),
+          (13, 17, 6, 2), (25, 100, 384, 128), (70, 300, 640, 64), (1, 96, 1024, 1024)]
+FORMATS = [pytest.param(8, False, id="int8"), pytest.param(4, False, id="int4-sym"), pytest.param(4, True, id="int4-asym")]
+
+
+def operands(m: int, n: int, k: int, group_size: int, bits: int, asym: bool, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(m, k, generator=g)
+    if bits == 8:
+        codes = torch.randint(-127, 128, (n, k), generator=g, dtype=torch.int8)
+    else:
+        codes = torch.randint(0, 256, (n, k // 2), generator=g, dtype=torch.uint8)
+    scales = torch.rand(n, k // group_size, generator=g) * 0.1 + 0.01
+    zero_points = torch.randint(0, 16, (n, k // group_size), generator=g, dtype=torch.uint8) if asym else None
+    bias = torch.randn(n, generator=g)
+    return x, codes, scales, zero_points, bias
+
+
+def expected(x, codes, scales, zero_points, bias, bits, group_size):
+    """(exact result in float64, the error bound of a float32 sum of these terms)."""
+    w = dequantize(codes, scales, zero_points, bits, group_size).double()
+    exact = x.double() @ w.T + (0 if bias is None else bias.double())
+    q = codes.double() if bits == 8 else torch.stack([codes & 15, codes >> 4], -1).reshape(codes.shape[0], -1).double()
+    zero = (zero_points.double() if zero_points is not None else
+            torch.full_like(scales, SYMMETRIC_INT4_ZERO if bits == 4 else 0, dtype=torch.float64))
+    magnitudes = (q.abs() + zero.repeat_interleave(group_size, 1)) * scales.double().repeat_interleave(group_size, 1)
+    return exact, 1e-5 * (x.double().abs() @ magnitudes.T) + 1e-30
+
+
+def check(got, x, codes, scales, zero_points, bias, bits, group_size, what):
+    exact, bound = expected(x, codes, scales, zero_points, bias, bits, group_size)
+    assert got.dtype == torch.float32 and got.shape == exact.shape, what
+    worst = ((got.double() - exact).abs() / bound).max().item() if got.numel() else 0.0
+    assert worst <= 1.0, f"{what}: error {worst:.3g} x the float32 accumulation bound"
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("bits, asym", FORMATS)
+@pytest.mark.parametrize("path", [0, 1, 2], ids=["by-rows", "decode", "prefill"])
+def test_matches_dequantize_then_matmul(level, bits, asym, path):
+    for i, (m, n, k, gs) in enumerate(SHAPES):
+        x, codes, scales, zero_points, bias = operands(m, n, k, gs, bits, asym, seed=i)
+        got = native.woq_gemm(x, codes, scales, zero_points, bias if i % 2 == 0 else None, bits=bits, group_size=gs,
+                              path=path, max_isa=level, threads=2)
+        check(got, x, codes, scales, zero_points, bias if i % 2 == 0 else None, bits, gs,
+              f"{(m, n, k, gs)} at {level}, path {path}")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("bits, asym", FORMATS)
+def test_rows_pick_the_path(level, bits, asym):
+    """Path 0 is the decode path up to 4 rows and the prefill path above, bit for bit."""
+    for m in (1, 4, 5, 9):
+        x, codes, scales, zero_points, bias = operands(m, 40, 256, 64, bits, asym, seed=m)
+        run = lambda path: native.woq_gemm(x, codes, scales, zero_points, bias, bits=bits, group_size=64, path=path,
+                                           max_isa=level, threads=1)
+        assert torch.equal(run(0), run(1 if m <= 4 else 2)), f"m={m}"
+
+
+@pytest.mark.parametrize("path", [1, 2], ids=["decode", "prefill"])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_thread_counts_agree_bit_for_bit(path, threads):
+    """Each output element is summed in the same order however the channels and rows are split."""
+    for m, n in ((3, 100), (40, 35), (200, 16)):
+        x, codes, scales, zero_points, bias = operands(m, n, 512, 128, 4, True, seed=n)
+        run = lambda t: native.woq_gemm(x, codes, scales, zero_points, bias, bits=4, group_size=128, path=path,
+                                        threads=t)
+        assert torch.equal(run(threads), run(1))
+
+
+@pytest.mark.parametrize("m", [2, 30])
+def test_strided_rows_read_and_write_in_place(m):
+    x, codes, scales, zero_points, bias = operands(m, 24, 64, 32, 4, False, seed=7)
+    packed, qparams, has_zero = native.pack_woq_weight(codes, scales, zero_points, 4, 32)
+    wide = torch.zeros(m, 100)
+    wide[:, 10:74] = x
+    out = torch.full((m, 30), -1.0)
+    native.raw.woq_gemm(wide[:, 10:74], packed, 24, 4, 32, qparams, has_zero, bias, out[:, 3:27], None, 2, 0)
+    want = native.woq_gemm(x, codes, scales, zero_points, bias, bits=4, group_size=32)
+    assert torch.equal(out[:, 3:27], want)
+    assert (out[:, :3] == -1).all() and (out[:, 27:] == -1).all()
+
+
+def test_no_rows():
+    x, codes, scales, _, bias = operands(0, 20, 32, 32, 8, False)
+    assert native.woq_gemm(x, codes, scales, None, bias, bits=8, group_size=32).shape == (0, 20)
+
+
+def test_extreme_codes_and_zero_scales():
+    """Codes at both ends of their ranges, a channel of zero scales (a padded or all-zero channel): exact zeros."""
+    k, n = 64, 20
+    x = torch.randn(6, k)
+    for bits, codes in ((8, torch.tensor([-127, 127], dtype=torch.int8).repeat(n, k // 2)),
+                        (4, torch.tensor([0x0F, 0xF0], dtype=torch.uint8).repeat(n, k // 4))):
+        scales = torch.rand(n, 2) + 0.5
+        scales[3] = 0.0
+        for path in (1, 2):
+            got = native.woq_gemm(x, codes, scales, bits=bits, group_size=32, path=path)
+            check(got, x, codes, scales, None, None, bits, 32, f"bits {bits} path {path}")
+            assert (got[:, 3] == 0).all()
+
+
+def test_packing_layout():
+    codes = torch.arange(20 * 6, dtype=torch.int64).remainder(256).to(torch.uint8).view(20, 6)  # bits 4: k = 12
+    scales = torch.rand(20, 3)
+    packed, qparams, has_zero = native.pack_woq_weight(codes, scales, None, 4, 4)
+    assert packed.shape == (2, 6, 16) and packed.dtype == torch.uint8 and has_zero
+    assert packed[1, 2, 3].item() == codes[19, 2].item() and packed[1, 2, 4:].abs().sum() == 0  # channels padded
+    assert qparams.shape == (2, 3, 2, 16)
+    assert qparams[1, 2, 0, 3].item() == scales[19, 2].item() and qparams[1, 2, 1, 3].item() == SYMMETRIC_INT4_ZERO
+    assert qparams[1, :, :, 4:].abs().sum() == 0
+
+
+def test_kernel_has_per_level_builds():
+    assert native.kernel_levels("woq_gemm") == ["generic", "avx2", "avx512"]
+    assert native.kernel_levels("woq_gemv_i8") == ["avx2"]
+
+
+# ---- path 3: decode on int8-quantized activations (4-bit weights, AVX2 and up) -------------------------
+
+AVX2_UP = [level for level in LEVELS if level != "generic"]
+
+
+def _quantized_rows(x: torch.Tensor) -> torch.Tensor:
+    """x as path 3 sees it: per row xs = max|x| / 127 (float32), codes round_half_even(x / xs), times xs."""
+    xs = x.abs().amax(dim=1, keepdim=True) / 127
+    xs = torch.where(xs > 0, xs, torch.ones_like(xs))
+    return torch.round(x / xs) * xs
+
+
+@pytest.mark.parametrize("level", AVX2_UP)
+@pytest.mark.parametrize("asym", [False, True], ids=["sym", "asym"])
+def test_int8_activation_path_is_exact_on_the_quantized_rows(level, asym):
+    """Path 3 equals the float computation on x rounded to int8 per row (to float32 accumulation error), and
+    differs from the float paths by x's rounding: at most max|x| / 254 per element times sum |W|."""
+    for i, (m, n, k, gs) in enumerate(SHAPES + [(6, 17, 36, 6), (2, 100, 2048, 2048)]):
+        x, codes, scales, zero_points, bias = operands(m, n, k, gs, 4, asym, seed=i)
+        x[0, : min(k, 3)] = 0.0  # zero codes; and a row of zeros below
+        if m > 1:
+            x[1] = 0.0
+        got = native.woq_gemm(x, codes, scales, zero_points, bias, bits=4, group_size=gs, path=3, max_isa=level)
+        check(got, _quantized_rows(x), codes, scales, zero_points, bias, 4, gs, f"{(m, n, k, gs)} at {level}")
+        w = dequantize(codes, scales, zero_points, 4, gs).double()
+        exact = x.double() @ w.T + bias.double()
+        rounding = (x.abs().amax(1, keepdim=True).double() / 254) @ w.abs().sum(1, keepdim=True).T
+        assert ((got.double() - exact).abs() <= rounding * (1 + 1e-4) + 1e-5).all()
+
+
+def test_int8_activation_path_is_numerically_different_and_thread_independent():
+    if not AVX2_UP:
+        pytest.skip("this CPU has no AVX2")
+    x, codes, scales, zero_points, bias = operands(3, 64, 512, 128, 4, True, seed=4)
+    run = lambda path, threads: native.woq_gemm(x, codes, scales, zero_points, bias, bits=4, group_size=128, path=path,
+                                                threads=threads)
+    assert not torch.equal(run(3, 1), run(1, 1))
+    assert torch.equal(run(3, 2), run(3, 1)) and torch.equal(run(3, 3), run(3, 1))
+
+
+def test_int8_activation_path_errors():
+    args = _args(path=3, bits=8, w=torch.zeros(1, 64, 16, dtype=torch.int8))
+    with pytest.raises(ValueError, match="path 3 .* takes 4-bit weights"):
+        native.raw.woq_gemm(*args.values())
+    with pytest.raises(ValueError, match="needs avx2"):
+        native.raw.woq_gemm(*_args(path=3, max_isa="generic").values())
+
+
+def _args(**change):
+    x, codes, scales, zero_points, bias = operands(4, 16, 64, 32, 4, True)
+    packed, qparams, has_zero = native.pack_woq_weight(codes, scales, zero_points, 4, 32)
+    args = dict(x=x, w=packed, n=16, bits=4, group_size=32, qparams=qparams, has_zero=has_zero, bias=bias,
+                out=torch.empty(4, 16), max_isa=None, threads=1, path=0)
+    args.update(change)
+    return args
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(x=torch.randn(4, 64, dtype=torch.float64)), "x must be a 2-D float32 tensor"),
+    (dict(x=torch.randn(4, 1, 64)), "x must be a 2-D float32 tensor"),
+    (dict(x=torch.randn(64, 4).T), "needs contiguous rows"),
+    (dict(bits=3), "bits = 3"),
+    (dict(group_size=48), "does not divide k = 64"),
+    (dict(group_size=0), "does not divide"),
+    (dict(x=torch.randn(4, 63), group_size=63), "must be even"),
+    (dict(group_size=1), "must be even"),
+    (dict(n=0), "n = 0"),
+    (dict(n=17), "packed uint8 weight"),
+    (dict(w=torch.zeros(1, 32, 16, dtype=torch.int8)), "packed uint8 weight"),
+    (dict(w=torch.zeros(1, 31, 16, dtype=torch.uint8)), "packed uint8 weight"),
+    (dict(bits=8), "packed int8 weight"),
+    (dict(qparams=torch.zeros(1, 2, 2, 15)), "qparams must be"),
+    (dict(qparams=torch.zeros(1, 2, 2, 16, dtype=torch.float64)), "qparams must be"),
+    (dict(bias=torch.zeros(15)), "bias"),
+    (dict(out=torch.empty(4, 15)), "out must be float32 \\[4, 16\\]"),
+    (dict(out=torch.empty(4, 16, dtype=torch.bfloat16)), "out must be float32"),
+    (dict(out=torch.empty(16, 4).T), "out .* needs contiguous rows"),
+    (dict(path=4), "path = 4"),
+    (dict(max_isa="avx9"), "not an ISA level"),
+])
+def test_bad_arguments_are_clear_errors(change, message):
+    args = _args(**change)
+    with pytest.raises(ValueError, match=message):
+        native.raw.woq_gemm(*args.values())
+
+
+# ---- the registered kernel -----------------------------------------------------------------------------
+
+
+def _context(level: str, x: torch.Tensor, constants: list[Optional[torch.Tensor]], attrs: dict) -> NodeContext:
+    op = get_op("woq_linear")
+    parsed = op.parse_attrs(attrs)
+    specs = tuple(None if t is None else TensorSpec.of(t) for t in [x, *constants])
+    return NodeContext(op="woq_linear", attrs=parsed, constants=(None, *constants), input_specs=specs,
+                       output_specs=tuple(op.infer(specs, parsed)), device="cpu", isa=level)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_registered_kernel_runs_native_at_every_level(level, dtype):
+    x, codes, scales, zero_points, bias = operands(6, 40, 128, 64, 4, True, seed=3)
+    x = x.view(2, 3, 128).to(dtype)
+    attrs = {"bits": 4, "group_size": 64, "post_ops": [{"kind": "silu"}]}
+    kernel = resolve_kernel(_context(level, x, [codes, scales, zero_points, bias], attrs))
+    assert kernel.name == f"native:woq_linear@{native.kernel_level('woq_gemm', level)}"
+    got = kernel.fn([x, None, None, None, None], {})
+    want = get_op("woq_linear").reference([x, codes, scales, zero_points, bias], get_op("woq_linear").parse_attrs(attrs), {})
+    assert got.dtype == dtype and got.shape == (2, 3, 40)
+    torch.testing.assert_close(got, want, rtol=1e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-2 if dtype == torch.bfloat16 else 1e-5)

@@ -1,0 +1,163 @@
+"""weight_only_quantize: linears with constant weights become woq_linear (int4 groups, int8 per channel); the LM
+head (a graph output, or tied to an embedding) and layers the group size does not divide stay float, counted;
+post-op operands move with the node; the weight-only pipelines merge Q/K/V-style and gate/up linears first."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ipexconvert.errors import UserInputError
+from ipexconvert.frontend.torch.export import program_from_module
+from ipexconvert.ir import Program
+from ipexconvert.ir.dynamic_dims import DynamicDim
+from ipexconvert.passes import PIPELINES, pipeline_for, run_pipeline
+from ipexconvert.passes.base import PASSES, PassOptions
+from ipexconvert.quant.options import WeightOnlyOptions
+from pass_helpers import copy_program, run_program
+
+D, V = 128, 50
+
+
+class TinyLM(nn.Module):
+    """embedding -> fc1 + gelu -> fc2 + residual -> odd (160 inputs: groups of 128 do not divide them) -> head."""
+
+    def __init__(self, tied: bool = False, head_to_output: bool = True):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = nn.Embedding(V, D)
+        self.fc1, self.fc2 = nn.Linear(D, 2 * D), nn.Linear(2 * D, D)
+        self.odd = nn.Linear(D + 32, D)
+        self.head = nn.Linear(D, V, bias=False)
+        if tied:
+            self.head.weight = self.embed.weight
+        self.head_to_output = head_to_output
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        h = self.fc2(F.gelu(self.fc1(x))) + x
+        h = h + self.odd(torch.cat([h, x[..., :32]], dim=-1))
+        logits = self.head(h)
+        return logits if self.head_to_output else logits * 2.0  # a mul: the head's output is not the graph's
+
+
+def _program(module: nn.Module) -> tuple[Program, dict]:
+    ids = torch.randint(0, V, (2, 5), generator=torch.Generator().manual_seed(1))
+    program = program_from_module(module.eval(), {"ids": ids}, {"ids": {0: DynamicDim(name="batch", max=8)}})
+    for name in ("fuse_post_ops", "dead_code"):
+        PASSES[name].run(program, PassOptions())
+    return program, {"ids": ids}
+
+
+def _quantize(program: Program, dtype: str = "int4", **settings) -> dict[str, int]:
+    options = PassOptions(dtype=dtype, weight_only=WeightOnlyOptions(**settings) if settings else None)
+    return PASSES["weight_only_quantize"].run(program, options)
+
+
+def _nodes(program: Program, op: str):
+    return [n for n in program.graph.nodes if n.op == op]
+
+
+def _cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    return F.cosine_similarity(a.double().flatten(), b.double().flatten(), dim=0).item()
+
+
+def _outputs(program: Program, inputs: dict) -> list[torch.Tensor]:
+    return run_program(program, inputs, {"batch": 2})
+
+
+def test_int4_defaults_keep_the_lm_head_and_undivided_layers_float():
+    program, inputs = _program(TinyLM())
+    before = copy_program(program)
+    counts = _quantize(program)
+    assert counts == {"quantized": 2, "float_lm_head": 1, "float_group_size": 1, "float_other": 0}
+    fc1, fc2 = _nodes(program, "woq_linear")
+    assert fc1.attrs == {"bits": 4, "group_size": 128, "post_ops": [{"kind": "gelu", "operand": None}]}
+    assert fc2.attrs["group_size"] == 128 and fc2.attrs["post_ops"] == [{"kind": "add", "operand": 5}]
+    assert fc2.inputs[5] == before.graph.nodes[[n.name for n in before.graph.nodes].index(fc2.name)].inputs[3]
+    codes, scales, zero_points, bias = (program.weights.get(i) if i else None for i in fc2.inputs[1:5])
+    assert codes.dtype == torch.uint8 and codes.shape == (D, D) and scales.shape == (D, 2) and zero_points is None
+    assert bias.dtype == torch.float32 and bias.shape == (D,)
+    assert not any(name.startswith("fc") for name in program.weights)  # the float weights are gone
+    for got, want in zip(_outputs(program, inputs), _outputs(before, inputs), strict=True):
+        assert got.shape == want.shape and _cosine(got, want) > 0.99
+
+
+def test_group_size_lm_head_and_asymmetric_settings():
+    program, inputs = _program(TinyLM())
+    before = copy_program(program)
+    counts = _quantize(program, group_size=32, symmetric=False, quantize_lm_head=True)
+    assert counts["quantized"] == 4 and counts["float_lm_head"] == counts["float_group_size"] == 0
+    for node in _nodes(program, "woq_linear"):
+        assert node.attrs["group_size"] == 32 and program.weights[node.inputs[3]].dtype == torch.uint8
+    for got, want in zip(_outputs(program, inputs), _outputs(before, inputs), strict=True):
+        assert _cosine(got, want) > 0.99
+
+
+def test_int8_is_per_output_channel_and_close():
+    program, inputs = _program(TinyLM())
+    before = copy_program(program)
+    counts = _quantize(program, "int8")
+    assert counts == {"quantized": 3, "float_lm_head": 1, "float_group_size": 0, "float_other": 0}
+    for node in _nodes(program, "woq_linear"):
+        codes, scales = program.weights[node.inputs[1]], program.weights[node.inputs[2]]
+        assert node.attrs["bits"] == 8 and node.attrs["group_size"] == codes.shape[1]
+        assert codes.dtype == torch.int8 and scales.shape == (codes.shape[0], 1) and node.inputs[3] is None
+    for got, want in zip(_outputs(program, inputs), _outputs(before, inputs), strict=True):
+        assert _cosine(got, want) > 0.9999
+
+
+@pytest.mark.parametrize("tied, lm_head_float", [(True, 1), (False, 0)])
+def test_a_head_tied_to_the_embedding_stays_float(tied, lm_head_float):
+    """The head's output goes through a mul, so only the shared weight marks it."""
+    program, _ = _program(TinyLM(tied=tied, head_to_output=False))
+    counts = _quantize(program, group_size=32)
+    assert counts["float_lm_head"] == lm_head_float and counts["quantized"] == 4 - lm_head_float
+    embedding = _nodes(program, "embedding")[0]
+    assert program.weights[embedding.inputs[0]].dtype == torch.float32  # the table stays, whatever the head did
+
+
+class SwiGLUBlock(nn.Module):
+    """rms-free Llama MLP plus Q/K/V projections on one input: two merge groups for the weight-only pipeline."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(2)
+        self.q, self.k, self.v = nn.Linear(D, D, bias=False), nn.Linear(D, 32, bias=False), nn.Linear(D, 32, bias=False)
+        self.gate, self.up, self.down = (nn.Linear(D, 256, bias=False), nn.Linear(D, 256, bias=False),
+                                         nn.Linear(256, D, bias=False))
+        self.out = nn.Linear(D, D)
+
+    def forward(self, x):
+        a = torch.cat([self.q(x), self.k(x) * self.v(x)], dim=-1)[..., :D]
+        h = x + self.down(F.silu(self.gate(a)) * self.up(a))
+        return self.out(h)
+
+
+def test_the_weight_only_pipeline_merges_before_quantizing():
+    x = torch.randn(2, 3, D)
+    program = program_from_module(SwiGLUBlock().eval(), {"x": x}, {"x": {0: DynamicDim(name="batch", max=8)}})
+    before = copy_program(program)
+    records = {r.name: r.changes for r in run_pipeline(program, pipeline_for("int4"), PassOptions(dtype="int4"))}
+    assert records["merge_linears"] == {"groups_merged": 2, "linears_merged": 5}  # q/k/v and gate/up
+    assert records["weight_only_quantize"]["quantized"] == 3 and records["weight_only_quantize"]["float_lm_head"] == 1
+    assert len(_nodes(program, "woq_linear")) == 3 and len(_nodes(program, "linear")) == 1
+    dims = {"batch": 2}
+    (got,), (want,) = run_program(program, {"x": x}, dims), run_program(before, {"x": x}, dims)
+    assert _cosine(got, want) > 0.99
+
+
+def test_pipelines_and_their_checks():
+    names = PIPELINES["cpu", "int4"]
+    assert names.index("merge_linears") < names.index("fuse_post_ops") < names.index("weight_only_quantize")
+    assert "calibrate" not in names and names[-1] == "prepack"
+    assert pipeline_for("int8", weight_only=True) == names and "calibrate" in pipeline_for("int8")
+    with pytest.raises(UserInputError, match="needs the weight_only_quantize pass"):
+        pipeline_for("int4", skip=["weight_only_quantize"])
+    with pytest.raises(UserInputError, match="only applies to --dtype int4"):
+        pipeline_for("fp32", ["weight_only_quantize", "prepack"])
+    with pytest.raises(UserInputError, match="does not apply to weight-only int8"):
+        pipeline_for("int8", ["calibrate", "weight_only_quantize"], weight_only=True)
+    with pytest.raises(UserInputError, match="applies to --dtype int4 and int8, not bf16"):
+        pipeline_for("bf16", weight_only=True)

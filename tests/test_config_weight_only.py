@@ -1,0 +1,49 @@
+"""ConversionConfig's weight-only settings: --dtype int4 (always weight-only) and int8 with int8_scheme "weight-only",
+the weight_only section (group size, symmetry, LM head) with its flat names, and the settings refused where they do
+not apply."""
+from __future__ import annotations
+
+import pytest
+
+from ipexconvert.config import ConversionConfig
+from ipexconvert.errors import UserInputError
+from ipexconvert.passes import pipeline_for
+
+
+def test_int4_is_weight_only_with_defaults():
+    cfg = ConversionConfig.build(dtype="int4")
+    assert cfg.weight_only_selected and cfg.weight_only.group_size is None and cfg.weight_only.symmetric
+    assert cfg.weight_only.resolved_group_size(4, 896) == 128 and not cfg.weight_only.quantize_lm_head
+
+
+def test_int8_is_static_unless_weight_only_is_chosen():
+    assert not ConversionConfig.build(dtype="int8").weight_only_selected
+    cfg = ConversionConfig.build(dtype="int8", int8_scheme="weight-only", group_size="channel")
+    assert cfg.weight_only_selected and cfg.weight_only.resolved_group_size(8, 896) == 896
+    assert "calibrate" not in pipeline_for(cfg.dtype, weight_only=cfg.weight_only_selected)
+
+
+def test_flat_names_merge_into_a_file_section(tmp_path):
+    (tmp_path / "c.toml").write_text('dtype = "int4"\n[weight_only]\ngroup_size = 64\nquantize_lm_head = true\n')
+    base = ConversionConfig.from_file(tmp_path / "c.toml")
+    cfg = ConversionConfig.build(base, woq={"symmetric": False})
+    assert (cfg.weight_only.group_size, cfg.weight_only.symmetric, cfg.weight_only.quantize_lm_head) == (64, False, True)
+    assert ConversionConfig.build(base, group_size=32).weight_only.group_size == 32
+
+
+@pytest.mark.parametrize("fields, problem", [
+    ({"dtype": "fp32", "group_size": 32}, "weight_only: settings for --dtype int4 and weight-only int8, but this "
+                                          "conversion is fp32"),
+    ({"dtype": "int8", "woq": {"symmetric": False}}, "but this conversion is int8 (static)"),
+    ({"dtype": "int4", "int8_scheme": "weight-only"}, "int8_scheme: an int8 setting, but this conversion is int4"),
+    ({"dtype": "int8", "int8_scheme": "weight-only", "woq": {"symmetric": False}}, "int8 weights are always symmetric"),
+    ({"dtype": "int8", "int8_scheme": "weight-only", "calib_synthetic": 2},
+     "calibration: static int8 settings, but this conversion is weight-only int8"),
+    ({"dtype": "int4", "calib_synthetic": 2}, "calibration: int8 settings, but this conversion is int4"),
+    ({"dtype": "int4", "group_size": 48}, "weight_only.group_size"),
+    ({"dtype": "int8", "int8_scheme": "dynamic"}, "int8_scheme = 'dynamic'"),
+])
+def test_settings_where_they_do_not_apply_are_user_input_errors(fields, problem):
+    with pytest.raises(UserInputError) as err:
+        ConversionConfig.build(**fields)
+    assert problem in err.value.problem
