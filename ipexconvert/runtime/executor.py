@@ -24,7 +24,7 @@ from ..errors import ArtifactError
 from ..ir import Program
 from ..ir.opdef import get_op
 from .kernels import Kernel, NodeContext, resolve_kernel
-from .view_chain import ViewChain, find_chains
+from .view_chain import ViewChain, dims_named, find_chains
 
 _DIMS_CACHE_SIZE = 4  # sets of dims whose dims-only values are kept
 _DIMS_CACHE_BYTES = 64 << 20  # and their memory (a causal mask is seq^2: 32 MiB in bf16 at 4096)
@@ -117,7 +117,8 @@ class Executor:
                 continue
             if i in chains:
                 members = [graph.nodes[j] for j in chains[i]]
-                kernel = Kernel(ViewChain([kernel_of(m).fn for m in members]), "executor:view_chain")
+                uses = dims_named([m.attrs for m in members], graph.dims)
+                kernel = Kernel(ViewChain([kernel_of(m).fn for m in members], uses), "executor:view_chain")
                 node = node.model_copy(update={"inputs": step_inputs[i]})
             else:
                 kernel = kernel_of(node)

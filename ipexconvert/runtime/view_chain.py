@@ -9,7 +9,9 @@ directly. A reshape that had to copy is never remembered: it runs as written eve
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+import json
+import re
+from typing import Callable, Iterable, Optional
 
 import torch
 
@@ -32,16 +34,26 @@ def is_view_node(op: str, attrs: dict, inputs: list) -> bool:
     return tensor_args == [{"$in": 0}]
 
 
-class ViewChain:
-    """The kernel of one collapsed chain: fns are the members' kernels in order."""
+def dims_named(attrs: list, dim_names: Iterable[str]) -> tuple[str, ...]:
+    """The dynamic dims whose names appear in these attrs (as a shape entry or inside a symbolic expression):
+    all a view chain's geometry can depend on besides its input's."""
+    text = json.dumps(attrs)
+    return tuple(sorted(name for name in dim_names if re.search(rf"\b{re.escape(name)}\b", text)))
 
-    def __init__(self, fns: list[Callable]):
+
+class ViewChain:
+    """The kernel of one collapsed chain: fns are the members' kernels in order; `uses` the dynamic dims
+    their attrs name. A decoder's cache length changes every token, and a chain that does not name it
+    must not miss its remembered geometry every token."""
+
+    def __init__(self, fns: list[Callable], uses: tuple[str, ...]):
         self.fns = fns
+        self.uses = uses
         self.geometry: dict[tuple, Optional[tuple]] = {}
 
     def __call__(self, inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
-        key = (x.shape, x.stride(), *dims.items())
+        key = (x.shape, x.stride(), *(dims.get(name) for name in self.uses))
         known = self.geometry.get(key, False)
         if known:
             size, stride, offset = known

@@ -265,6 +265,14 @@ CASES: dict[str, dict[str, Case]] = {
             {"quantize": {"scale": 0.02, "zero_point": 128}},
             (In((1, 2, 4, 16)), In((1, 2, 4, 16)), In((1, 2, 4, 16)), None,
              const([32], fill="positive", scale=50.0))),
+        "f32-gqa-decode-padding-mask": Case(  # a decoder step: one query row, 2 query heads per kv head
+            {"enable_gqa": True}, (In((2, 4, 1, 16)), In((2, 2, 9, 16)), In((2, 2, 9, 16)),
+                                   In((2, 1, 1, 9), fill="padding_mask")), budget="gemm"),
+        "bf16-gqa-decode-two-rows": Case({"enable_gqa": True, "scale": 0.2}, (
+            In((1, 6, 2, 32), "bfloat16"), In((1, 2, 11, 32), "bfloat16"), In((1, 2, 11, 32), "bfloat16"), None),
+            budget="gemm"),
+        "f32-gqa-prefill": Case({"enable_gqa": True}, (In((1, 4, 6, 16)), In((1, 2, 6, 16)), In((1, 2, 6, 16)), None),
+                                budget="gemm"),
         "f32-padding-mask-quantized-smoothquant": Case(  # the GPU kernel's masked path writes codes heads-last
             {"quantize": {"scale": 0.02, "zero_point": 128}},
             (In((2, 2, 5, 16)), In((2, 2, 7, 16)), In((2, 2, 7, 16)), In((2, 1, 1, 7), fill="padding_mask"),

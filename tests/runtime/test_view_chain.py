@@ -11,7 +11,7 @@ from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.ir.ops.permute import PermuteAttrs, PermuteOp
 from ipexconvert.ir.ops.reshape import ReshapeAttrs, ReshapeOp
 from ipexconvert.runtime.executor import Executor
-from ipexconvert.runtime.view_chain import ViewChain
+from ipexconvert.runtime.view_chain import ViewChain, dims_named
 
 BATCH, SEQ = DynamicDim("batch", 1, 8), DynamicDim("seq", 1, 64)
 
@@ -62,7 +62,7 @@ def permute_fn(perm):
 
 
 def test_remembered_view_is_a_view_with_the_chains_geometry():
-    chain = ViewChain([reshape_fn(["batch", "seq", 2, 3]), permute_fn([0, 2, 1, 3])])
+    chain = ViewChain([reshape_fn(["batch", "seq", 2, 3]), permute_fn([0, 2, 1, 3])], ("batch", "seq"))
     base = torch.arange(2 * 4 * 12, dtype=torch.float32).reshape(8, 12)
     dims = {"batch": 2, "seq": 4}
     for x in (base[:, :6], base[:, 6:]):  # same geometry, different storage offsets
@@ -76,7 +76,7 @@ def test_remembered_view_is_a_view_with_the_chains_geometry():
 
 
 def test_same_input_shape_with_other_dims_gets_its_own_geometry():
-    chain = ViewChain([reshape_fn(["batch", "seq", 6])])
+    chain = ViewChain([reshape_fn(["batch", "seq", 6])], ("batch", "seq"))
     x = torch.randn(8, 6)
     assert chain([x], {"batch": 2, "seq": 4}).shape == (2, 4, 6)
     assert chain([x], {"batch": 4, "seq": 2}).shape == (4, 2, 6)
@@ -84,7 +84,7 @@ def test_same_input_shape_with_other_dims_gets_its_own_geometry():
 
 
 def test_a_reshape_that_copies_is_never_remembered():
-    chain = ViewChain([permute_fn([1, 0]), reshape_fn([-1])])  # flattening a transpose must copy
+    chain = ViewChain([permute_fn([1, 0]), reshape_fn([-1])], ())  # flattening a transpose must copy
     x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
     assert torch.equal(chain([x], {}), x.t().reshape(-1))
     assert list(chain.geometry.values()) == [None]
@@ -92,3 +92,20 @@ def test_a_reshape_that_copies_is_never_remembered():
     got = chain([x], {})
     assert torch.equal(got, x.t().reshape(-1))
     assert got.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+
+
+def test_dims_the_chain_does_not_name_do_not_split_its_geometry():
+    """A decoder's cache length changes every token: a chain of views that does not name it keeps one entry."""
+    assert dims_named([{"shape": ["batch", "seq", -1, 64]}, {"perm": [0, 2, 1, 3]}], ["batch", "seq", "past"]) == ("batch", "seq")
+    assert dims_named([{"args": [{"$in": 0}, [{"$sym": "past + seq"}, 2]]}], ["seq", "past", "pastry"]) == ("past", "seq")
+    calls = []
+
+    def counting_permute(inputs, dims):
+        calls.append(1)
+        return inputs[0].permute(1, 0)
+
+    chain = ViewChain([counting_permute], ())
+    x = torch.randn(3, 5)
+    for past in range(10):
+        assert torch.equal(chain([x], {"past": past, "seq": 1}), x.t())
+    assert len(calls) == 1 and len(chain.geometry) == 1

@@ -86,3 +86,37 @@ def native_sdpa(ctx: NodeContext):
         return out
 
     return Kernel(run, _native.kernel_name("sdpa", kernel, ctx.isa), frozenset({4}) if has_multiplier else frozenset())
+
+
+_DECODE_ROWS = 4  # query rows up to which decode_attention runs; longer prompts run torch's attention
+
+
+@kernels.register_kernel("cpu", "sdpa", runs_at=_runs_at.native)
+def native_decode_sdpa(ctx: NodeContext):
+    """Grouped-query attention of a decoder (enable_gqa): our decode_attention for up to 4 query rows (one
+    row per key/value read, float32 softmax; every ISA level), torch's attention for longer prompts;
+    float32/bfloat16, additive or no mask, not causal, not quantized."""
+    a = ctx.attrs
+    q, k, v, mask = (list(ctx.input_specs) + [None] * 4)[:4]
+    if ctx.device != "cpu" or not native_lib.available() or not a.enable_gqa or a.is_causal or a.quantize is not None:
+        return None
+    if q is None or q.dtype not in _native.DTYPES or any(s is None or s.dtype != q.dtype or s.rank != 4 for s in (q, k, v)):
+        return None
+    if (mask is not None and mask.dtype not in _MASK_DTYPES) or len(ctx.input_specs) > 4 or any(c is not None for c in ctx.constants):
+        return None
+    reference = get_op(ctx.op).compile(a)
+    lib, isa = native_lib.raw, ctx.isa
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        q, k, v, mask = inputs[:4]
+        batch, heads, q_len, head_dim = q.shape
+        if q_len > _DECODE_ROWS or k.shape[1] == 0 or heads % k.shape[1] or k.shape[2] == 0:
+            return reference(inputs, dims)
+        if mask is not None and mask.dim() < 4:
+            mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+        scale = a.scale if a.scale is not None else 1.0 / math.sqrt(head_dim)
+        out = torch.empty(batch, q_len, heads, head_dim, dtype=q.dtype).permute(0, 2, 1, 3)  # heads-last: the merge is a view
+        lib.decode_attention(q, k, v, out, mask, scale, isa, torch.get_num_threads())
+        return out
+
+    return Kernel(run, _native.kernel_name("sdpa", "decode_attention", ctx.isa), fresh_output=True)

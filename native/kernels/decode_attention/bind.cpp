@@ -1,0 +1,71 @@
+// Python binding of the decode_attention kernel(s): checks the tensors, fills the argument struct, runs the
+// build for the selected level (compiled once, for the generic level; helpers in native/python/bind_common.h).
+#include "bind_common.h"
+
+namespace ipxc {
+namespace {
+
+// q, out [batch, heads, q_len, head_dim]; k, v [batch, kv_heads, kv_len, head_dim] (heads a multiple of
+// kv_heads); all float32 or all bfloat16, last dims contiguous; optional additive mask broadcastable to
+// [batch, heads, q_len, kv_len] (float32 / bfloat16, last dim contiguous).
+void decode_attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle out_obj, nb::handle mask_obj,
+                      double scale, const OptStr& max_isa, int threads) {
+    const TensorArg q(q_obj, "q"), k(k_obj, "k"), v(v_obj, "v"), out(out_obj, "out");
+    const auto mask = optional_tensor(mask_obj, "mask");
+    DecodeAttentionArgs a;
+    for (const TensorArg* t : {&q, &k, &v, &out}) {
+        if (!t->on_cpu()) fail(std::string(t->name()) + " is not on the CPU; move it with .cpu() first");
+        if (!t->is_f32() && !t->is_bf16())
+            fail(std::string(t->name()) + " has dtype " + t->dtype_str() + "; decode_attention takes float32 or bfloat16");
+        check_same_dtype(*t, q);
+        if (t->ndim() != 4) fail(std::string(t->name()) + " " + t->shape_str() + " must be 4-D: [batch, heads, seq, head_dim]");
+        if (t->stride(3) != 1) fail(std::string(t->name()) + " " + t->shape_str() + " needs a contiguous last dim");
+        for (int d = 0; d < 3; ++d)
+            if (t->stride(d) < 0) fail(std::string(t->name()) + " has a negative stride");
+    }
+    a.dtype = q.is_f32() ? DType::f32 : DType::bf16;
+    a.batch = q.shape(0), a.heads = q.shape(1), a.q_len = q.shape(2), a.head_dim = q.shape(3);
+    a.kv_heads = k.shape(1), a.kv_len = k.shape(2);
+    if (a.head_dim < 1 || a.kv_heads < 1 || a.heads % a.kv_heads != 0)
+        fail("q " + q.shape_str() + " and k " + k.shape_str() + ": the query heads must be a multiple of the key/value heads");
+    if (a.kv_len < 1) fail("k " + k.shape_str() + " has no keys");
+    if (k.shape(0) != a.batch || k.shape(3) != a.head_dim)
+        fail("k " + k.shape_str() + " does not match q " + q.shape_str());
+    for (int d = 0; d < 4; ++d) {
+        if (v.shape(d) != k.shape(d)) fail("v " + v.shape_str() + " must have k's shape " + k.shape_str());
+        if (out.shape(d) != q.shape(d)) fail("out " + out.shape_str() + " must have q's shape " + q.shape_str());
+    }
+    for (int d = 0; d < 3; ++d) {
+        a.q_strides[d] = q.stride(d), a.k_strides[d] = k.stride(d), a.v_strides[d] = v.stride(d);
+        a.out_strides[d] = out.stride(d);
+    }
+    if (mask) {
+        const TensorArg& m = *mask;
+        a.mask_dtype = additive_mask_dtype(m);
+        const int64_t want[4] = {a.batch, a.heads, a.q_len, a.kv_len};
+        if (m.ndim() != 4) fail("mask " + m.shape_str() + " must be 4-D, broadcastable to [batch, heads, q, k]");
+        for (int d = 0; d < 4; ++d)
+            if (m.shape(d) != want[d] && !(d < 3 && m.shape(d) == 1))
+                fail("mask " + m.shape_str() + " does not broadcast to [batch, heads, q, k] = [" + std::to_string(a.batch) +
+                     ", " + std::to_string(a.heads) + ", " + std::to_string(a.q_len) + ", " + std::to_string(a.kv_len) + "]");
+        if (a.kv_len > 1 && m.stride(3) != 1) fail("mask needs a contiguous last dim");
+        for (int d = 0; d < 3; ++d) {
+            if (m.stride(d) < 0) fail("mask has a negative stride");
+            a.mask_strides[d] = m.shape(d) == 1 ? 0 : m.stride(d);
+        }
+        a.mask = m.data();
+    }
+    a.q = q.data(), a.k = k.data(), a.v = v.data(), a.out = out.data();
+    a.scale = static_cast<float>(scale);
+    a.threads = threads;
+    run(lookup_decode_attention(select(max_isa)), "decode_attention", a);
+}
+
+}  // namespace
+
+void bind_decode_attention(nb::module_& m) {
+    m.def("decode_attention", &decode_attention, "q"_a, "k"_a, "v"_a, "out"_a, "mask"_a.none(), "scale"_a,
+          "max_isa"_a.none(), "threads"_a);
+}
+
+}  // namespace ipxc

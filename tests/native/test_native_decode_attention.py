@@ -1,0 +1,58 @@
+"""The native decode_attention kernel at every ISA level this CPU runs, against torch's attention: grouped
+query heads, a cache viewed inside a bigger buffer, masks (broadcast, fully masked rows give zeros), bf16,
+and the binding's refusals."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ipexconvert.backends.cpu import native_lib
+from ipexconvert.backends.cpu.isa import ISA_LEVELS, selected_isa
+
+pytestmark = pytest.mark.skipif(not native_lib.available(), reason="ipexconvert._native is not built")
+LEVELS = ISA_LEVELS[:ISA_LEVELS.index(selected_isa()) + 1]
+
+
+def _run(q, k, v, mask, scale, level):
+    b, h, s, d = q.shape
+    out = torch.empty(b, s, h, d, dtype=q.dtype).permute(0, 2, 1, 3)
+    native_lib.raw.decode_attention(q, k, v, out, mask, scale, level, 2)
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("q_len", [1, 3])
+def test_matches_torch_attention(level, dtype, q_len):
+    g = torch.Generator().manual_seed(q_len)
+    q = torch.randn(2, 6, q_len, 64, generator=g).to(dtype)
+    buffer = torch.randn(2, 2, 40, 64, generator=g).to(dtype)  # the cache: 29 of 40 positions in use
+    k, v = buffer[:, :, :29], torch.randn(2, 2, 40, 64, generator=g).to(dtype)[:, :, :29]
+    mask = torch.zeros(2, 1, q_len, 29)
+    mask[1, ..., 20:] = float("-inf")
+    got = _run(q, k, v, mask, 0.125, level)
+    want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, scale=0.125, enable_gqa=True)
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-2
+    torch.testing.assert_close(got.float(), want, rtol=tolerance, atol=tolerance)
+
+
+def test_a_fully_masked_row_gives_zeros():
+    q, k, v = torch.randn(1, 2, 1, 16), torch.randn(1, 1, 5, 16), torch.randn(1, 1, 5, 16)
+    mask = torch.full((1, 1, 1, 5), float("-inf"))
+    assert torch.equal(_run(q, k, v, mask, 0.25, None), torch.zeros(1, 2, 1, 16))
+
+
+@pytest.mark.parametrize("make, problem", [
+    (lambda: (torch.randn(1, 3, 1, 8), torch.randn(1, 2, 4, 8), torch.randn(1, 2, 4, 8), None), "multiple of the key/value heads"),
+    (lambda: (torch.randn(1, 2, 1, 8), torch.randn(1, 1, 4, 8), torch.randn(1, 1, 5, 8), None), "must have k's shape"),
+    (lambda: (torch.randn(1, 2, 1, 8), torch.randn(1, 1, 4, 8), torch.randn(1, 1, 4, 8).bfloat16(), None), "dtype"),
+    (lambda: (torch.randn(1, 2, 1, 8), torch.randn(1, 1, 0, 8), torch.randn(1, 1, 0, 8), None), "no keys"),
+    (lambda: (torch.randn(1, 2, 1, 8), torch.randn(1, 1, 4, 8), torch.randn(1, 1, 4, 8), torch.zeros(1, 1, 1, 5)), "does not broadcast"),
+    (lambda: (torch.randn(1, 2, 1, 16)[..., ::2], torch.randn(1, 1, 4, 8), torch.randn(1, 1, 4, 8), None), "contiguous last dim"),
+])
+def test_refuses_what_it_cannot_read(make, problem):
+    q, k, v, mask = make()
+    out = torch.empty(q.shape, dtype=q.dtype)
+    with pytest.raises(ValueError, match=problem):
+        native_lib.raw.decode_attention(q, k, v, out, mask, 1.0, None, 1)
