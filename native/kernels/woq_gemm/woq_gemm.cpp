@@ -182,7 +182,8 @@ static void decode_block(const WoqGemmArgs& g, int64_t blk, const float* xsum) {
             const int8_t* w = reinterpret_cast<const int8_t*>(wb);
             int64_t k = k0;
             for (; k + U <= k1; k += U) {
-                if ((k & 3) == 0) __builtin_prefetch(w + (k + kPrefetchRows) * kBlock);
+                for (int u = 0; u < U; u += 4)  // one prefetch per 64-byte line (4 rows), however far U unrolls
+                    if (((k + u) & 3) == 0) __builtin_prefetch(w + (k + u + kPrefetchRows) * kBlock);
                 for (int u = 0; u < U; ++u) {
                     const V16 q = v_codes8(w + (k + u) * kBlock);
                     for (int r = 0; r < MR; ++r) acc[u][r] = v_fma(q, v_set1(x[r][k + u]), acc[u][r]);
@@ -196,7 +197,8 @@ static void decode_block(const WoqGemmArgs& g, int64_t blk, const float* xsum) {
             int64_t kk = k0 / 2;
             const int64_t kk1 = k1 / 2;
             for (; kk + U2 <= kk1; kk += U2) {
-                if ((kk & 3) == 0) __builtin_prefetch(wb + (kk + kPrefetchRows) * kBlock);
+                for (int u = 0; u < U2; u += 4)
+                    if (((kk + u) & 3) == 0) __builtin_prefetch(wb + (kk + u + kPrefetchRows) * kBlock);
                 for (int u = 0; u < U2; ++u) {
                     V16 lo, hi;
                     v_codes4(wb + (kk + u) * kBlock, lo, hi);
