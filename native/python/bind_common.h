@@ -63,6 +63,24 @@ inline DType additive_mask_dtype(const TensorArg& m) {
     fail("mask has dtype " + m.dtype_str() + "; an additive mask must be float32 or bfloat16");
 }
 
+// An additive attention mask broadcastable to [batch, heads, q_len, kv_len] (stride 0 for a broadcast dim,
+// last dim full and contiguous): fills its dtype, the strides of its first three dims, and returns its data.
+inline const void* additive_mask(const TensorArg& m, const int64_t (&want)[4], DType* dtype, int64_t (&strides)[3]) {
+    *dtype = additive_mask_dtype(m);
+    if (m.ndim() != 4) fail("mask " + m.shape_str() + " must be 4-D, broadcastable to [batch, heads, q, k]");
+    for (int d = 0; d < 4; ++d)
+        if (m.shape(d) != want[d] && (d == 3 || m.shape(d) != 1))
+            fail("mask " + m.shape_str() + " does not broadcast to [batch, heads, q, k] = [" + std::to_string(want[0]) +
+                 ", " + std::to_string(want[1]) + ", " + std::to_string(want[2]) + ", " + std::to_string(want[3]) +
+                 "] with a full last dim");
+    if (want[3] > 1 && m.stride(3) != 1) fail("mask " + m.shape_str() + " needs a contiguous last dim");
+    for (int d = 0; d < 3; ++d) {
+        if (m.stride(d) < 0) fail("mask has a negative stride");
+        strides[d] = m.shape(d) == 1 ? 0 : m.stride(d);
+    }
+    return m.data();
+}
+
 // A float32 vector of n elements, one per element of x's last dim (norm weight/bias, ...).
 inline const float* f32_vector(const TensorArg& t, int64_t n) {
     check_cpu_contiguous(t);

@@ -47,18 +47,8 @@ void attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle 
         a.out_strides[d] = out.stride(d);
     }
     if (mask) {
-        const TensorArg& m = *mask;
-        a.mask_dtype = additive_mask_dtype(m);
         const int64_t want[4] = {a.batch, a.heads, a.q_len, a.kv_len};
-        if (m.ndim() != 4) fail("mask " + m.shape_str() + " must be 4-D, broadcastable to [batch, heads, q, k]");
-        for (int d = 0; d < 4; ++d)
-            if (m.shape(d) != want[d] && (d == 3 || m.shape(d) != 1))
-                fail("mask " + m.shape_str() + " does not broadcast to [batch, heads, q, k] = [" +
-                     std::to_string(a.batch) + ", " + std::to_string(a.heads) + ", " + std::to_string(a.q_len) + ", " +
-                     std::to_string(a.kv_len) + "] with a full last dim");
-        if (a.kv_len > 1 && m.stride(3) != 1) fail("mask " + m.shape_str() + " needs a contiguous last dim");
-        for (int d = 0; d < 3; ++d) a.mask_strides[d] = m.shape(d) == 1 ? 0 : m.stride(d);
-        a.mask = m.data();
+        a.mask = additive_mask(*mask, want, &a.mask_dtype, a.mask_strides);
     }
     if (q_multipliers && !a.quantized) fail("q_multipliers needs an int8 or uint8 out");
     if (a.quantized) {

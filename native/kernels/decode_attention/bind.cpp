@@ -40,20 +40,8 @@ void decode_attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::
         a.out_strides[d] = out.stride(d);
     }
     if (mask) {
-        const TensorArg& m = *mask;
-        a.mask_dtype = additive_mask_dtype(m);
         const int64_t want[4] = {a.batch, a.heads, a.q_len, a.kv_len};
-        if (m.ndim() != 4) fail("mask " + m.shape_str() + " must be 4-D, broadcastable to [batch, heads, q, k]");
-        for (int d = 0; d < 4; ++d)
-            if (m.shape(d) != want[d] && !(d < 3 && m.shape(d) == 1))
-                fail("mask " + m.shape_str() + " does not broadcast to [batch, heads, q, k] = [" + std::to_string(a.batch) +
-                     ", " + std::to_string(a.heads) + ", " + std::to_string(a.q_len) + ", " + std::to_string(a.kv_len) + "]");
-        if (a.kv_len > 1 && m.stride(3) != 1) fail("mask needs a contiguous last dim");
-        for (int d = 0; d < 3; ++d) {
-            if (m.stride(d) < 0) fail("mask has a negative stride");
-            a.mask_strides[d] = m.shape(d) == 1 ? 0 : m.stride(d);
-        }
-        a.mask = m.data();
+        a.mask = additive_mask(*mask, want, &a.mask_dtype, a.mask_strides);
     }
     a.q = q.data(), a.k = k.data(), a.v = v.data(), a.out = out.data();
     a.scale = static_cast<float>(scale);
