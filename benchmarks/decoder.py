@@ -68,6 +68,8 @@ IPEXCONVERT_SYSTEMS = {
     # The random-weight model has no structure that survives 4-bit rounding through 24 layers (its logits' cosine
     # to fp32 is ~0.25; tiny-llama's is 0.987): the int4 artifact is timed, its accuracy is not the point here.
     "ipexconvert-int4": dict(dtype="int4", woq={"quantize_lm_head": True}, min_cosine=0.0),
+    # int4 with each activation row rounded to int8: decode multiplies integers (woq_gemm path 3)
+    "ipexconvert-int4-a8": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "int8"}, min_cosine=0.0),
 }
 
 

@@ -428,6 +428,9 @@ def optimize(
                                     help="int4: a zero point per group as well as a scale"),
     quantize_lm_head: bool = typer.Option(False, "--quantize-lm-head", rich_help_panel=WOQ_PANEL,
                                           help="quantize the LM head too (kept float by default)"),
+    int8_activations: bool = typer.Option(False, "--int8-activations", rich_help_panel=WOQ_PANEL,
+                                          help="int4: round each activation row to int8 so decode multiplies integers "
+                                               "(faster on AVX2; the accuracy check judges the rounding)"),
 ):
     """Convert a model into an .ipxc artifact and check it against eager PyTorch."""
     from .api import load_artifact
@@ -462,7 +465,8 @@ def optimize(
             tune=tune_settings, on_output=written.expect,
             int8_scheme="weight-only" if weight_only else None, group_size=group_size,
             woq={**({"symmetric": False} if asymmetric else {}),
-                 **({"quantize_lm_head": True} if quantize_lm_head else {})} or None)
+                 **({"quantize_lm_head": True} if quantize_lm_head else {}),
+                 **({"activations": "int8"} if int8_activations else {})} or None)
         timings = None
         if timing:
             progress.say("timing eager vs artifact")

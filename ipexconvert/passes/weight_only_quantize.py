@@ -113,6 +113,8 @@ def weight_only_quantize(program: Program, options: PassOptions) -> dict[str, in
         node.inputs = inputs
         node.attrs = {"bits": bits, "group_size": group_size,
                       "post_ops": shift_operands(node.attrs.get("post_ops", []), 2)}  # 5 own inputs, not 3
+        if bits == 4 and settings.activations == "int8":
+            node.attrs["activations"] = "int8"
         counts["quantized"] += 1
     program.prune()  # the float weights, unless something else reads them (a tied embedding)
     return counts

@@ -65,6 +65,10 @@ class WeightOnlyOptions(BaseModel):
                             "and a zero point per group (codes 0..15); int8 weights are always symmetric")
     quantize_lm_head: bool = Field(default=False, description="also quantize the LM head (a linear producing a graph "
                                    "output, or sharing its weight with an embedding); kept float by default")
+    activations: Literal["float", "int8"] = Field(
+        default="float", description="int4 layers: float activations, or each activation row rounded to int8 "
+        "(max|x| / 127) so decode multiplies integers (faster on AVX2; adds the rounding, which the accuracy check "
+        "judges)")
 
     @field_validator("group_size", mode="before")
     @classmethod

@@ -302,6 +302,14 @@ CASES: dict[str, dict[str, Case]] = {
             {"bits": 8, "group_size": 64, "post_ops": [{"kind": "add", "operand": 5}]},
             (In((6, 64)), const([24, 64], "int8", "weight"), const([24, 1], fill="positive", scale=0.01), None, None,
              In((6, 24))), budget="gemm"),
+        "f32-int4-int8-activations-decode": Case(  # 2 rows: the integer decode path
+            {"bits": 4, "group_size": 32, "activations": "int8"},
+            (In((2, 64)), const([40, 32], "uint8", "codes"), const([40, 2], fill="positive", scale=0.05),
+             const([40, 2], "uint8", "nibbles"), const([40])), budget="gemm"),
+        "f32-int4-int8-activations-prefill": Case(  # 7 rows: the float path on the rounded rows
+            {"bits": 4, "group_size": 32, "activations": "int8"},
+            (In((7, 64)), const([24, 32], "uint8", "codes"), const([24, 2], fill="positive", scale=0.05), None, None),
+            budget="gemm"),
         "bf16-int4-symmetric-decode": Case(
             {"bits": 4, "group_size": 32},
             (In((1, 2, 32), "bfloat16"), const([20, 16], "uint8", "codes"), const([20, 1], fill="positive", scale=0.05),

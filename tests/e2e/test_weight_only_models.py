@@ -7,13 +7,10 @@ inputs, top-1 agreement ~0.8 over 64 rows; int8 per channel ~0.9999); real check
 uniform, agree more."""
 from __future__ import annotations
 
-import inspect
-
 import pytest
 import torch
 import torch.nn.functional as F
 
-import ipexconvert.api as api
 from ipexconvert.api import load_artifact, optimize
 from ipexconvert.inspection import summarize
 
@@ -21,11 +18,6 @@ LLAMA_EXPORTS = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split
                                    reason="torch.export < 2.13 cannot prove a guard in transformers' Llama")
 pytestmark = [LLAMA_EXPORTS, pytest.mark.filterwarnings("ignore::FutureWarning")]
 pytest.importorskip("transformers")
-
-# optimize() hands the weight-only choice of int8 and the weight_only settings to the pipeline and the passes
-# (api.py); until it does, weight-only int8 through optimize() cannot be asked for.
-API_WIRED = "weight_only" in inspect.getsource(api.optimize)
-
 
 def _logit_rows(outputs) -> torch.Tensor:
     first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
@@ -68,7 +60,6 @@ def test_int4_tiny_llama(tmp_path):
     _check(result, min_top1=0.7, min_cosine=0.95)
 
 
-@pytest.mark.skipif(not API_WIRED, reason="api.optimize does not pass the weight-only choice to the pipeline yet")
 def test_weight_only_int8_tiny_llama(tmp_path):
     result = optimize("example:tiny-llama", dtype="int8", int8_scheme="weight-only", output=tmp_path / "llama.woq8.ipxc")
     m = result.manifest
@@ -77,7 +68,6 @@ def test_weight_only_int8_tiny_llama(tmp_path):
     _check(result, min_top1=0.95, min_cosine=0.999)
 
 
-@pytest.mark.skipif(not API_WIRED, reason="api.optimize does not pass the weight_only settings to the pass yet")
 def test_int4_settings_reach_the_pass(tmp_path):
     result = optimize("example:tiny-llama", dtype="int4", group_size=32, weight_only={"symmetric": False,
                       "quantize_lm_head": True}, output=tmp_path / "llama.int4g32.ipxc")
@@ -86,22 +76,9 @@ def test_int4_settings_reach_the_pass(tmp_path):
     _check(result, min_top1=0.7, min_cosine=0.95)
 
 
-def test_weight_only_int8_pipeline_without_the_api(tmp_path):
-    """The same conversion as optimize() would run it, from the importer to a loaded artifact (covers weight-only
-    int8 whether or not api.py passes the choice on)."""
-    from ipexconvert.artifact import write_artifact
-    from ipexconvert.frontend.base import ImportRequest, import_model
-    from ipexconvert.passes import PassOptions, pipeline_for, run_pipeline
-    from ipexconvert.quant.options import WeightOnlyOptions
-    from ipexconvert.target import Target
-
-    source = import_model("example:tiny-llama", ImportRequest(), lambda _m: None)
-    program = source.program
-    records = run_pipeline(program, pipeline_for("int8", weight_only=True),
-                           PassOptions(dtype="int8", weight_only=WeightOnlyOptions()))
-    assert {r.name: r.changes for r in records}["weight_only_quantize"]["quantized"] >= 4
-    write_artifact(tmp_path / "llama.woq8.ipxc", program, api._manifest(program, source, "int8", records, Target()))
-    model = load_artifact(tmp_path / "llama.woq8.ipxc")
-    assert any(s.kernel_name.startswith("native:woq_linear@") for s in model.executor.steps)
-    top1, cosine = _agreement(model, source.eager, source.example_inputs)
-    assert top1 >= 0.95 and cosine >= 0.999, (top1, cosine)
+def test_int4_with_int8_activations_tiny_llama(tmp_path):
+    result = optimize("example:tiny-llama", dtype="int4", weight_only={"activations": "int8"},
+                      output=tmp_path / "llama.int4a8.ipxc")
+    layers = [n.attrs for n in load_artifact(result.path).graph.nodes if n.op == "woq_linear"]
+    assert layers and all(a["activations"] == "int8" for a in layers)
+    _check(result, min_top1=0.7, min_cosine=0.95)

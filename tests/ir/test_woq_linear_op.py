@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from ipexconvert.ir import Graph, Node, TensorSpec, get_op
 from ipexconvert.ir.graph import check_graph
 from ipexconvert.ir.opdef import SpecError
-from ipexconvert.ir.ops.woq_linear import dequantize, unpack_int4
+from ipexconvert.ir.ops.woq_linear import dequantize, round_rows_to_int8, unpack_int4
 from ipexconvert.ir.spec import DimRange
 from ipexconvert.ir.validate import NodeError, check_nodes
 
@@ -91,3 +91,21 @@ def test_reference_is_dequantize_then_float32_linear():
     assert torch.equal(dequantize(codes, scales, None, 4, 8), (q.float() - 8) * scales.repeat_interleave(8, 1))
     got = OP.reference([x, codes, scales, zero, None], OP.parse_attrs({"bits": 4, "group_size": 8}), {})
     assert torch.equal(got, F.linear(x, w))
+
+
+def test_int8_activations_round_each_row_half_to_even_then_compute():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(3, 16, generator=g)
+    x[1] = 0.0  # a row of zeros: scale 1, all codes 0
+    x[2, :2] = torch.tensor([127.0, 0.5])  # xs = 1 exactly: 0.5 is a tie, rounded to even (0)
+    codes = torch.randint(0, 256, (5, 8), generator=g, dtype=torch.uint8)
+    scales = torch.rand(5, 1, generator=g)
+    rows = round_rows_to_int8(x)
+    assert torch.equal(rows[1], torch.zeros(16)) and rows[2, 1] == 0.0
+    assert torch.equal(rows[2, 2:], x[2, 2:].round())  # xs = 127 / 127: the other values to their nearest integer
+    attrs = OP.parse_attrs({"bits": 4, "group_size": 16, "activations": "int8"})
+    got = OP.reference([x, codes, scales, None, None], attrs, {})
+    assert torch.equal(got, F.linear(rows, dequantize(codes, scales, None, 4, 16)))
+    with pytest.raises(SpecError, match="4-bit weights only"):
+        OP.infer([spec([2, 16]), spec([5, 16], "int8"), spec([5, 1]), None, None],
+                 OP.parse_attrs({"bits": 8, "group_size": 16, "activations": "int8"}))

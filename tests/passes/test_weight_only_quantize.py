@@ -95,6 +95,16 @@ def test_group_size_lm_head_and_asymmetric_settings():
         assert _cosine(got, want) > 0.99
 
 
+def test_int8_activations_are_marked_on_the_int4_layers():
+    program, inputs = _program(TinyLM())
+    before = copy_program(program)
+    counts = _quantize(program, group_size=32, activations="int8")
+    assert counts["quantized"] > 0
+    assert all(node.attrs["activations"] == "int8" for node in _nodes(program, "woq_linear"))
+    for got, want in zip(_outputs(program, inputs), _outputs(before, inputs), strict=True):
+        assert _cosine(got, want) > 0.98
+
+
 def test_int8_is_per_output_channel_and_close():
     program, inputs = _program(TinyLM())
     before = copy_program(program)

@@ -13,6 +13,11 @@ codes stored +8, i.e. zero 8); bias float32 [N] or None; then post-op operands.
 
 The reference dequantizes in float32 and runs F.linear in float32 (post-ops too), then casts to x's
 dtype: what every kernel must match to float32 accumulation error.
+
+activations "int8" (4-bit weights only): each row of x is first rounded to int8 codes with its own scale,
+xs = max|x| / 127 (1 for a row of zeros), xq = round_half_even(x / xs), and the layer computes on xq * xs:
+what lets the kernels multiply integers (llama.cpp's Q4_0 x Q8_0 does the same per block of 32). It adds
+x's rounding (up to max|x| / 254 an element), so the conversion's accuracy check judges it.
 """
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ class WoqLinearAttrs(BaseModel):
     bits: Literal[4, 8]
     group_size: int = Field(ge=1, le=1 << 30)
     post_ops: list[PostOp] = Field(default_factory=list)
+    activations: Literal["float", "int8"] = "float"
 
 
 def _static(spec: TensorSpec, what: str) -> list[int]:
@@ -70,6 +76,14 @@ def weight_shape(codes: TensorSpec, scales: TensorSpec, zero_points: Optional[Te
     return n, k
 
 
+def round_rows_to_int8(x: torch.Tensor) -> torch.Tensor:
+    """float32 x with every row (last dim) rounded to its int8 grid: xs = max|x| / 127, round_half_even(x / xs) * xs."""
+    x = x.float()
+    amax = x.abs().amax(dim=-1, keepdim=True)
+    xs = torch.where(amax > 0, amax / 127.0, torch.ones_like(amax))
+    return torch.round(x / xs) * xs
+
+
 def unpack_int4(codes: torch.Tensor) -> torch.Tensor:
     """uint8 [N, K / 2] of two codes each -> uint8 [N, K], k even from the low nibble."""
     return torch.stack([codes & 15, codes >> 4], dim=-1).reshape(codes.shape[0], -1)
@@ -101,12 +115,14 @@ class WoqLinearOp(OpDef):
         n, k = weight_shape(codes, scales, zero_points, bias, attrs.bits, attrs.group_size)
         require(x.rank >= 1 and same_dim(x.shape[-1], k),
                 f"the input {x.describe()} does not have the weight's {k} input features")
+        require(attrs.activations == "float" or attrs.bits == 4, "int8 activations are for 4-bit weights only")
         return [like(x, [*x.shape[:-1], n])]
 
     @classmethod
     def reference(cls, inputs, attrs, dims):
         x, codes, scales, zero_points, bias = inputs[:5]
         w = dequantize(codes, scales, zero_points, attrs.bits, attrs.group_size)
-        y = F.linear(x.float(), w, None if bias is None else bias.float())
+        rows = round_rows_to_int8(x) if attrs.activations == "int8" else x.float()
+        y = F.linear(rows, w, None if bias is None else bias.float())
         operands = [None if t is None else (t.float() if t.is_floating_point() else t) for t in inputs]
         return apply_post_ops(y, attrs.post_ops, operands).to(x.dtype)

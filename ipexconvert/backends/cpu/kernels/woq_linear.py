@@ -5,8 +5,8 @@ The artifact keeps the plain codes, scales and zero points (ir/ops/woq_linear.py
 them once at load into the kernel's layout (pack_woq_weight; native/kernels/woq_gemm/args.h) and
 holds the packed copies, so the executor frees the originals. The kernel adds the bias; post-ops
 run after it in torch, in place on its fresh float32 output. The kernel's path 3 (int8-quantized
-activations, AVX2 integer dot products) rounds x, so it is not within float32 error of the reference:
-this factory never asks for it.
+activations, AVX2 integer dot products) rounds x, so it runs only for layers whose op says so
+(activations "int8"): decode rows there, the float paths on the rounded rows for longer inputs.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from ....ir.ops.woq_linear import SYMMETRIC_INT4_ZERO
+from ....ir.ops.woq_linear import SYMMETRIC_INT4_ZERO, round_rows_to_int8
 from ....ir.postops import BINARY_POST_OPS, UNARY_POST_OPS
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from .. import native_lib
@@ -24,6 +24,7 @@ from . import _runs_at
 from ._native import kernel_name
 
 _BLOCK = 16  # output channels per packed block
+_INT8_DECODE_ROWS = 4  # rows up to which int8 activations run woq_gemm's integer decode path (path 3)
 
 
 def pack_woq_weight(codes: torch.Tensor, scales: torch.Tensor, zero_points: Optional[torch.Tensor], bits: int,
@@ -78,11 +79,20 @@ class WoqGemm:
     group_size: int
     isa: str
 
+    int8_activations: bool = False
+    integer_decode: bool = False  # woq_gemm's path 3 has a build at this level (AVX2 and up)
+
     def __call__(self, rows: torch.Tensor) -> torch.Tensor:
         """rows: float32 [m, k] (rows may be strided) -> float32 [m, n]."""
         out = torch.empty((rows.shape[0], self.n), dtype=torch.float32)
+        path = 0
+        if self.int8_activations:
+            if self.integer_decode and rows.shape[0] <= _INT8_DECODE_ROWS and bool(torch.isfinite(rows).all()):
+                path = 3  # the integer decode path rounds each row itself (it would turn NaN into numbers)
+            else:
+                rows = round_rows_to_int8(rows)  # the float paths on the rounded rows: the same values
         native_lib.raw.woq_gemm(rows, self.packed, self.n, self.bits, self.group_size, self.qparams, self.has_zero,
-                                self.bias, out, self.isa, torch.get_num_threads(), 0)
+                                self.bias, out, self.isa, torch.get_num_threads(), path)
         return out
 
 
@@ -102,7 +112,8 @@ def native_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
     k = codes.shape[1] * (2 if a.bits == 4 else 1)
     packed, qparams, has_zero = pack_woq_weight(codes, scales, zero_points, a.bits, a.group_size)
     gemm = WoqGemm(packed, qparams, has_zero, None if bias is None else bias.float().contiguous(), n, k, a.bits,
-                   a.group_size, ctx.isa)
+                   a.group_size, ctx.isa, int8_activations=a.activations == "int8",
+                   integer_decode=native_lib.kernel_level("woq_gemv_i8", ctx.isa) != "none")
     post_ops = list(a.post_ops)
 
     def run(inputs: list, dims: dict[str, int]):
