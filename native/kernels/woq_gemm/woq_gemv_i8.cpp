@@ -24,6 +24,7 @@ namespace IPXC_NS {
 
 constexpr int kBlock = 16;
 constexpr int kRows = 4;                       // rows per call of the block loop (decode)
+constexpr int64_t kPrefetchRows = 128;        // 16-byte rows of codes prefetched ahead (2 KiB), as woq_gemm.cpp
 constexpr int kInt16Rows = 8;                  // byte rows summed in int16 before widening: 8 * 3810 < 32768
 constexpr int64_t kMinMacsPerTask = 1 << 16;
 
@@ -61,6 +62,7 @@ static void block_rows(const WoqGemmArgs& g, int64_t blk, const int8_t* xq, cons
             for (int r = 0; r < MR; ++r) acc16[r] = _mm256_setzero_si256();
             for (int64_t p = p0; p < p1; ++p) {
                 const int64_t kk = grp * pairs + p;
+                if ((kk & 3) == 0) __builtin_prefetch(wb + (kk + kPrefetchRows) * kBlock);  // as woq_gemm's decode
                 const __m256i t = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + kk * kBlock)));
                 const __m256i w = _mm256_and_si256(_mm256_or_si256(t, _mm256_slli_epi16(t, 4)), nibbles);
                 for (int r = 0; r < MR; ++r) {
