@@ -214,19 +214,24 @@ def _manifest(program: Program, source: ImportedModel, dtype: str, records, targ
     )
 
 
+def _tokenizer_file(source: ImportedModel) -> Optional[Path]:
+    """A decoder's tokenizer.json in its source folder, if there is one."""
+    folder = source.tokenizer_folder
+    path = None if source.decoder is None or folder is None else Path(folder) / TOKENIZER_FILE
+    return path if path is not None and path.is_file() else None
+
+
 def _decoder_record(source: ImportedModel):
     """A decoder's record, naming its tokenizer when the source folder has one."""
     if source.decoder is None:
         return None
-    return source.decoder.model_copy(update={"tokenizer": TOKENIZER_FILE if _decoder_data(source) else None})
+    return source.decoder.model_copy(update={"tokenizer": TOKENIZER_FILE if _tokenizer_file(source) else None})
 
 
 def _decoder_data(source: ImportedModel) -> dict[str, bytes]:
     """A decoder's tokenizer.json (plain JSON, read as data by the tokenizers library; never code)."""
-    folder = source.tokenizer_folder
-    if source.decoder is None or folder is None or not (Path(folder) / TOKENIZER_FILE).is_file():
-        return {}
-    return {TOKENIZER_FILE: (Path(folder) / TOKENIZER_FILE).read_bytes()}
+    path = _tokenizer_file(source)
+    return {} if path is None else {TOKENIZER_FILE: path.read_bytes()}
 
 
 def _measure_accuracy(program: Program, manifest: Manifest, source: ImportedModel, dtype: str, out_path: Path,

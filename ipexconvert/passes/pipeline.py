@@ -98,7 +98,7 @@ def pipeline_for(dtype: str, only: Optional[Iterable[str]] = None, skip: Iterabl
         return names
     if WEIGHT_ONLY_PASS in names:
         raise UserInputError(f"the {WEIGHT_ONLY_PASS} pass only applies to --dtype int4 and weight-only int8",
-                             f"leave it out of --passes, or convert with --dtype int4")
+                             "leave it out of --passes, or convert with --dtype int4")
     if dtype == "int8" and "quantize" not in names:
         raise UserInputError("--dtype int8 needs the quantize pass", "do not skip it, or use --dtype bf16")
     if dtype == "int8" and CALIBRATE not in names:
