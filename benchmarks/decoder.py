@@ -88,7 +88,8 @@ class HfSystem:
     def __init__(self, folder: Path, dtype: torch.dtype):
         from transformers import AutoModelForCausalLM
 
-        self.model = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=dtype, local_files_only=True).eval()
+        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, local_files_only=True,
+                                                          use_safetensors=True).eval()  # no pickle, no remote code
         self.weight_bytes = sum(p.numel() * p.element_size() for p in self.model.parameters())
         if self.model.config.tie_word_embeddings:  # the head reads the embedding once more per token
             self.weight_bytes += self.model.lm_head.weight.numel() * self.model.lm_head.weight.element_size()

@@ -20,6 +20,7 @@ from typing import Optional, Sequence
 
 import torch
 
+from .ir import dtypes
 from .manifest import AccuracyRecord, OutputAccuracy
 
 # (max relative error, min cosine similarity) allowed at conversion, per dtype.
@@ -152,8 +153,8 @@ def as_signature_dtypes(tensors: dict[str, torch.Tensor], specs: dict[str, str])
     out = dict(tensors)
     for name, dtype in specs.items():
         t = out.get(name)
-        if t is not None and t.is_floating_point() and dtype.startswith(("float", "bfloat")) and str(t.dtype) != f"torch.{dtype}":
-            out[name] = t.to(getattr(torch, dtype))
+        if t is not None and t.is_floating_point() and dtype.startswith(("float", "bfloat")) and dtypes.to_name(t.dtype) != dtype:
+            out[name] = t.to(dtypes.to_torch(dtype))  # the IR's own name table: never getattr on a name from a file
     return out
 
 

@@ -62,6 +62,8 @@ class DecoderWithCache(nn.Module):
         super().__init__()
         self.lm = lm
         self.shape = DecoderShape.of(lm.config)
+        # transformers >= 5.2x names the cache argument `cache` (and warns about `past_key_values`); older ones do not know it.
+        self.cache_arg = "cache" if "cache" in inspect.signature(lm.forward).parameters else "past_key_values"
         # torch.export binds example inputs to forward()'s named parameters: name every cache tensor.
         names = ["input_ids", *self.shape.cache_inputs()]
         self.forward = _named_forward(self._forward, names)
@@ -74,9 +76,7 @@ class DecoderWithCache(nn.Module):
             # Seed each layer with the given tensors; its update() then appends with one cat.
             layer.lazy_initialization(past[key_name("past_key", i)], past[key_name("past_value", i)])
             layer.keys, layer.values = past[key_name("past_key", i)], past[key_name("past_value", i)]
-        # transformers >= 5.2x names the argument `cache` (and warns about `past_key_values`); older ones do not know it.
-        cache_arg = "cache" if "cache" in inspect.signature(self.lm.forward).parameters else "past_key_values"
-        out = self.lm(input_ids=input_ids, use_cache=True, logits_to_keep=1, return_dict=True, **{cache_arg: cache})
+        out = self.lm(input_ids=input_ids, use_cache=True, logits_to_keep=1, return_dict=True, **{self.cache_arg: cache})
         present = []
         for layer in cache.layers[:self.shape.layers]:
             present += [layer.keys, layer.values]

@@ -12,6 +12,7 @@ SEQ_LEN = 32
 PAST_LEN = 16  # the example call continues a 16-position cache, so conversion checks attention over a past
 MAX_SEQ_LEN = 256
 VOCAB_SIZE = 1000
+HIDDEN, LAYERS, HEADS, KV_HEADS = 128, 2, 4, 2  # the config and the cache shape below both read these
 
 
 def tiny_llama_config():
@@ -19,11 +20,11 @@ def tiny_llama_config():
 
     return LlamaConfig(
         vocab_size=VOCAB_SIZE,
-        hidden_size=128,
-        intermediate_size=256,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        hidden_size=HIDDEN,
+        intermediate_size=2 * HIDDEN,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS,
+        num_key_value_heads=KV_HEADS,
         max_position_embeddings=MAX_SEQ_LEN,
         bos_token_id=1,
         eos_token_id=2,
@@ -46,7 +47,10 @@ def build_tiny_llama():
 
 
 def tiny_llama_shape():
-    return DecoderShape(layers=2, kv_heads=2, head_dim=32, vocab_size=VOCAB_SIZE, max_positions=MAX_SEQ_LEN)
+    # Without building the config: the example's dims are declared when ipexconvert.examples is imported,
+    # and transformers is imported only when a model is built.
+    return DecoderShape(layers=LAYERS, kv_heads=KV_HEADS, head_dim=HIDDEN // HEADS, vocab_size=VOCAB_SIZE,
+                        max_positions=MAX_SEQ_LEN)
 
 
 def tiny_llama_inputs(batch_size: int) -> dict[str, torch.Tensor]:

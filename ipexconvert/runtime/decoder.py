@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence, Union
 import torch
 
 from ..errors import ArtifactError, UserInputError
+from ..ir import dtypes
 from ..manifest import DecoderRecord
 
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ class Decoder:
                 raise ArtifactError(f"{self.model.path}: cache input {past} has a dim other than batch and "
                                     f"{self.record.cache_dim} that is not fixed ({spec.describe()})",
                                     "re-create the artifact with `ipexconvert optimize`")
-            cache[past] = torch.zeros(shape, dtype=getattr(torch, spec.dtype))
+            cache[past] = torch.zeros(shape, dtype=dtypes.to_torch(spec.dtype))
         return cache
 
 

@@ -15,12 +15,9 @@ pytestmark = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+
 
 
 @pytest.fixture(scope="module")
-def decoder_paths(tmp_path_factory):
-    from ipexconvert.examples.llama_folder import save_tiny_llama_folder
-
+def decoder_paths(tmp_path_factory, tiny_llama_folder):
     root = tmp_path_factory.mktemp("generate")
-    save_tiny_llama_folder(root / "hf")
-    with_tokenizer = ipexconvert.optimize(root / "hf", output=root / "hf.ipxc").path
+    with_tokenizer = ipexconvert.optimize(tiny_llama_folder, output=root / "hf.ipxc").path
     ids_only = ipexconvert.optimize("example:tiny-llama", output=root / "ids.ipxc").path
     return with_tokenizer, ids_only
 

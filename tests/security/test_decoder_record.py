@@ -17,12 +17,8 @@ pytestmark = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+
 
 
 @pytest.fixture(scope="module")
-def decoder_artifact(tmp_path_factory):
-    from ipexconvert.examples.llama_folder import save_tiny_llama_folder
-
-    root = tmp_path_factory.mktemp("decoder")
-    save_tiny_llama_folder(root / "hf")
-    return ipexconvert.optimize(root / "hf", output=root / "llama.ipxc").path
+def decoder_artifact(tmp_path_factory, tiny_llama_folder):
+    return ipexconvert.optimize(tiny_llama_folder, output=tmp_path_factory.mktemp("decoder") / "llama.ipxc").path
 
 
 def _generate(path):

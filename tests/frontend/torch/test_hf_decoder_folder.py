@@ -15,12 +15,8 @@ pytestmark = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+
 
 
 @pytest.fixture(scope="module")
-def llama_folder(tmp_path_factory):
-    from ipexconvert.examples.llama_folder import save_tiny_llama_folder
-
-    folder = tmp_path_factory.mktemp("hf") / "tiny-llama"
-    save_tiny_llama_folder(folder)
-    return folder
+def llama_folder(tiny_llama_folder):
+    return tiny_llama_folder
 
 
 def test_folder_converts_to_a_decoder_with_its_tokenizer(llama_folder, tmp_path):
