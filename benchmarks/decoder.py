@@ -6,7 +6,8 @@
 
 Systems: `hf-fp32` / `hf-bf16` (transformers eager with its DynamicCache; bf16 = weights in bf16),
 `ipexconvert-{fp32,bf16,int8,int4}` (artifacts converted from the same folder, int8/int4 weight-only with the LM head
-quantized too; generate() with ignore-eos).
+quantized too; generate() with ignore-eos), `llama.cpp-{f32,f16,q8_0,q4_0}` (llama-cpp-python on a GGUF written from
+the same folder and quantized by llama.cpp: benchmarks/llama_cpp_peer.py).
 The model has random weights from the shape's config (seeded), saved once as a Hugging Face folder under
 --cache. Each round runs every system once (prefill = the first call, decode = the median interval of the
 other calls); the table shows medians over rounds, the weight bytes each decode step reads, and their share
@@ -27,6 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from ipexconvert.decoder_bench import decode_weight_bytes, read_bandwidth_gbs  # noqa: E402
+from llama_cpp_peer import FORMATS as LLAMA_CPP_FORMATS  # noqa: E402  (benchmarks/ is on sys.path as the script's folder)
 
 SHAPES = {
     # Qwen2-0.5B's config (tied 151936 x 896 embedding, 14 query / 2 kv heads), positions capped at 4096.
@@ -64,12 +66,15 @@ def build_folder(shape: str, cache: Path) -> Path:
 IPEXCONVERT_SYSTEMS = {
     "ipexconvert-fp32": dict(dtype="fp32"),
     "ipexconvert-bf16": dict(dtype="bf16"),
-    "ipexconvert-int8": dict(dtype="int8", int8_scheme="weight-only", woq={"quantize_lm_head": True}),
+    "ipexconvert-int8": dict(dtype="int8", int8_scheme="weight-only", woq={"quantize_lm_head": True, "guard": False}),
+    # int8 weights with each activation row rounded to int8: integer GEMM at every row count (woq_gemm path 4)
+    "ipexconvert-int8-a8": dict(dtype="int8", int8_scheme="weight-only",
+                                woq={"quantize_lm_head": True, "activations": "int8", "guard": False}),
     # The random-weight model has no structure that survives 4-bit rounding through 24 layers (its logits' cosine
     # to fp32 is ~0.25; tiny-llama's is 0.987): the int4 artifact is timed, its accuracy is not the point here.
-    "ipexconvert-int4": dict(dtype="int4", woq={"quantize_lm_head": True}, min_cosine=0.0),
+    "ipexconvert-int4": dict(dtype="int4", woq={"quantize_lm_head": True, "guard": False}, min_cosine=0.0),
     # int4 with each activation row rounded to int8: decode multiplies integers (woq_gemm path 3)
-    "ipexconvert-int4-a8": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "int8"}, min_cosine=0.0),
+    "ipexconvert-int4-a8": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "int8", "guard": False}, min_cosine=0.0),
 }
 
 
@@ -140,6 +145,11 @@ def main() -> None:
     for name in args.systems.split(","):
         if name.startswith("hf-"):
             systems[name] = HfSystem(folder, {"hf-fp32": torch.float32, "hf-bf16": torch.bfloat16}[name])
+        elif name in LLAMA_CPP_FORMATS:
+            from llama_cpp_peer import LlamaCppSystem, gguf_for
+
+            systems[name] = LlamaCppSystem(gguf_for(folder, name, args.cache, args.threads), args.threads,
+                                           context=args.prompt + args.new + 16)
         elif name in IPEXCONVERT_SYSTEMS:
             systems[name] = IpexconvertSystem(artifact_for(folder, name, args.cache, json.loads(args.convert_settings)),
                                               args.threads)

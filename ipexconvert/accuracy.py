@@ -11,6 +11,8 @@ depends on the dtype:
   caller sets max_rel_error. int4 (weight-only, 4-bit weights) gets a wider cosine budget than int8:
   a decoder's logits after round-to-nearest int4 lose more (the tiny Llama example: 0.98); weight-only
   int8 artifacts are recorded as int8 and held to its budget, which they clear easily (0.9999).
+A weight-only decoder (int4, weight-only int8) is judged teacher-forced instead (decoder_accuracy.py); what
+is measured here on its example inputs is recorded.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Union
 
 import torch
 
@@ -28,6 +28,9 @@ from .passes.pipeline import CALIBRATE
 from .runtime.kernels import check_avoid
 from .runtime.model import LoadedModel
 from .target import Target
+
+if TYPE_CHECKING:
+    from .decoder_accuracy import TeacherForcedCheck
 
 Progress = Callable[[str], None]
 
@@ -82,9 +85,10 @@ def optimize(
     `config` (a ConversionConfig, or a .json/.toml file of one; see docs/configuration.md) holds every
     setting; keyword `settings` override its fields by name (dtype="bf16", target="cpu", passes=[...],
     skip_passes, inputs=["x:batch,3,224,224:float32"], model_factory, model_kwargs, trust_pickle,
-    qconfig_out) or through the flat names of config.FLAT_FIELDS (max_rel_error, min_cosine, calib_text,
-    calib_synthetic, quant=QuantOptions(...)). Raises AccuracyError (and writes nothing) when the
-    artifact misses the dtype's error budget.
+    qconfig_out) or through the flat names of config.FLAT_FIELDS (max_rel_error, min_cosine, min_top1_agreement,
+    max_perplexity_ratio, decoder_positions, calib_text, calib_synthetic, quant=QuantOptions(...)). Raises
+    AccuracyError (and writes nothing) when the artifact misses the dtype's error budget; a weight-only decoder is
+    judged teacher-forced (decoder_accuracy.py), its worst layers moved back to float until it passes.
 
     What cannot live in a config file stays an argument: `example_inputs` (tensors), `dynamic_dims`,
     `calibration` (int8: a list of input dicts or a CalibrationSet; a path works too, as
@@ -121,9 +125,11 @@ def optimize(
         example_inputs=example_inputs, inputs=cfg.inputs, dynamic_dims=dynamic_dims, model_factory=cfg.model_factory,
         model_kwargs=cfg.model_kwargs, trust_pickle=cfg.trust_pickle), say)
     program = source.program
+    decoder_data = _decoder_data(source)  # the tokenizer, read once: the teacher-forced check and the artifact use it
+    teacher = _teacher_forced(source, cfg, decoder_data)  # before the passes change the program's graph
 
     target = cfg.target
-    quantization, held_out = None, None
+    quantization, held_out, woq_guard = None, None, None
     if CALIBRATE in names:  # the int8 stage: calibrate, plan, guard, then the passes after it
         from .quant.convert import quantize_program
 
@@ -134,10 +140,18 @@ def optimize(
             progress_bar=progress_bar, tune=tune, target=target, avoid_kernels=avoid,
             load=lambda candidate, kind: _load_in_memory(candidate, _manifest(candidate, source, kind, [], target), avoid))
     else:
-        records = run_pipeline(program, names, PassOptions(
-            dtype=cfg.dtype, target=target, weight_only=cfg.weight_only if cfg.weight_only_selected else None),
-                               on_pass=lambda n: say(f"pass {n}"))
+        options = PassOptions(dtype=cfg.dtype, target=target,
+                              weight_only=cfg.weight_only if cfg.weight_only_selected else None)
+        if teacher is not None and cfg.weight_only.guard:
+            from .quant.weight_only_guard import guarded_weight_only
+
+            program, records, woq_guard = guarded_weight_only(
+                program, names, options, say=say, judge=lambda candidate, recs: teacher.judge(
+                    _load_in_memory(candidate, _manifest(candidate, source, cfg.dtype, recs, target), avoid)))
+        else:
+            records = run_pipeline(program, names, options, on_pass=lambda n: say(f"pass {n}"))
     manifest = _manifest(program, source, cfg.dtype, records, target)
+    manifest.weight_only_guard = woq_guard
     if quantization is not None:
         manifest.quantization = quantization.model_dump(mode="json")
 
@@ -155,11 +169,12 @@ def optimize(
     # next to the output, removed however this ends; the output appears complete or not at all.
     with scratch_folder(out_path, "-o") as folder:
         accuracy = _measure_accuracy(program, manifest, source, cfg.dtype, out_path, folder / "check.ipxc",
-                                     cfg.accuracy.max_rel_error, cfg.accuracy.min_cosine, check_inputs, where, avoid)
+                                     cfg.accuracy.max_rel_error, cfg.accuracy.min_cosine, check_inputs, where, avoid,
+                                     teacher)
         with write_errors(out_path, "-o"):
             stored = as_signature_dtypes(source.example_inputs, {io.name: io.spec.dtype for io in manifest.inputs})
             final = write_artifact(folder / "artifact.ipxc", program, manifest.model_copy(update={"accuracy": accuracy}),
-                                   stored, data=_decoder_data(source))
+                                   stored, data=decoder_data)
             os.replace(folder / "artifact.ipxc", out_path)
     if quantization is not None and cfg.qconfig_out is not None:
         with write_errors(Path(cfg.qconfig_out), "--qconfig-out"):
@@ -234,11 +249,39 @@ def _decoder_data(source: ImportedModel) -> dict[str, bytes]:
     return {} if path is None else {TOKENIZER_FILE: path.read_bytes()}
 
 
+def _teacher_forced(source: ImportedModel, cfg: ConversionConfig, decoder_data: dict[str, bytes]) -> Optional[TeacherForcedCheck]:
+    """A weight-only decoder is judged teacher-forced (decoder_accuracy.py): the eager logits along the corpus (through
+    the tokenizer the artifact will store), computed once, and the budget. None for everything else."""
+    if not cfg.weight_only_selected:
+        return None
+    if source.decoder is None:
+        given = [name for name in ("min_top1_agreement", "max_perplexity_ratio", "decoder_positions")
+                 if name in cfg.accuracy.model_fields_set]
+        if given:
+            raise UserInputError(f"{', '.join(given)} apply to decoders (causal LMs with a KV cache), and "
+                                 f"{source.record.location} is not one", "leave them out; --min-cosine judges this model")
+        return None
+    from .decoder_accuracy import DECODER_BUDGETS, TeacherForcedCheck, prepare_reference
+    from .runtime.decoder import load_tokenizer
+
+    graph, record = source.program.graph, source.decoder
+    blob = decoder_data.get(TOKENIZER_FILE)
+    reference = prepare_reference(
+        source.eager, record, {n: graph.values[n] for n in graph.inputs}, {n: graph.values[n] for n in graph.outputs},
+        graph.dims[record.cache_dim].max + 1, None if blob is None else load_tokenizer(blob, source.record.location),
+        f"{source.oracle} fp32, teacher-forced", positions=cfg.accuracy.decoder_positions)
+    budget = DECODER_BUDGETS[cfg.dtype].with_overrides(cfg.accuracy.min_cosine, cfg.accuracy.min_top1_agreement,
+                                                       cfg.accuracy.max_perplexity_ratio)
+    return TeacherForcedCheck(reference, budget)
+
+
 def _measure_accuracy(program: Program, manifest: Manifest, source: ImportedModel, dtype: str, out_path: Path,
                       tmp: Path, max_rel_error: Optional[float], min_cosine: Optional[float],
-                      inputs: Mapping[str, torch.Tensor], where: str, avoid: frozenset[str]) -> AccuracyRecord:
+                      inputs: Mapping[str, torch.Tensor], where: str, avoid: frozenset[str],
+                      teacher: Optional[TeacherForcedCheck] = None) -> AccuracyRecord:
     """Write to the temp path `tmp` (next to `out_path`, so a full disk shows now, not at the final
-    write), load it like a user would, and compare with eager on `inputs`."""
+    write), load it like a user would, and compare with eager on `inputs`; a weight-only decoder (`teacher`) is
+    judged by its teacher-forced logits, the call on `inputs` recorded."""
     with write_errors(out_path, "-o"):
         write_artifact(tmp, program, manifest)
     loaded = load_artifact(tmp, avoid_kernels=avoid)
@@ -249,12 +292,47 @@ def _measure_accuracy(program: Program, manifest: Manifest, source: ImportedMode
         want = flatten_outputs(source.eager(**inputs))
     computed_in = None if loaded.executor.bf16_compute is None else f"bf16 parts in {loaded.executor.bf16_compute}"
     simulates_int8 = any(n.op == "fake_quantize" for n in program.graph.nodes)
-    record = measure(loaded.signature.output_names, got, want, dtype, f"{source.oracle} fp32 on {where}",
-                     max_rel_error, min_cosine, computed_in, simulates_int8)
+    reference = f"{source.oracle} fp32 on {where}"
+    if teacher is None:
+        record = measure(loaded.signature.output_names, got, want, dtype, reference, max_rel_error, min_cosine,
+                         computed_in, simulates_int8)
+    else:  # --min-cosine is the teacher-forced budget here, not every sample's
+        record = _judged_teacher_forced(measure(loaded.signature.output_names, got, want, dtype, reference, None, None,
+                                                computed_in, simulates_int8), teacher, loaded, max_rel_error)
     if not record.passed:
+        _refuse(record, dtype, source.oracle, manifest)
+    return record
+
+
+def _judged_teacher_forced(record: AccuracyRecord, teacher: TeacherForcedCheck, loaded: LoadedModel,
+                           max_rel_error: Optional[float]) -> AccuracyRecord:
+    """`record` (the call on the example inputs) with the teacher-forced comparison deciding; --max-rel-error, when
+    given, still judges the example call."""
+    from .decoder_accuracy import JUDGED_BY
+
+    decoder = teacher.judge(loaded)
+    rel_ok = max_rel_error is None or all(o.max_rel_error <= max_rel_error for o in record.outputs)
+    return record.model_copy(update={
+        "decoder": decoder, "passed": decoder.passed and rel_ok, "budget_min_cosine": teacher.budget.min_mean_cosine,
+        "budget_rel_error": record.budget_rel_error if max_rel_error is None else max_rel_error,
+        "judged_by": JUDGED_BY + ("" if max_rel_error is None else " and the example call's max relative error")})
+
+
+def _refuse(record: AccuracyRecord, dtype: str, oracle: str, manifest: Manifest) -> None:
+    """The AccuracyError of a record that missed its budget."""
+    if record.decoder is None:
         raise AccuracyError(
-            f"the {dtype} artifact is too far from {source.oracle} ({record.judged_by} decide): "
+            f"the {dtype} artifact is too far from {oracle} ({record.judged_by} decide): "
             f"{describe_failure(record)}; nothing was written",
             "raise the budget with --max-rel-error / --min-cosine if this is expected, or skip the pass that "
             "causes it (--skip-pass NAME) and report the model")
-    return record
+    from .decoder_accuracy import describe_failure as describe_decoder
+
+    why = describe_decoder(record.decoder) if not record.decoder.passed else describe_failure(record)
+    guard = manifest.weight_only_guard
+    moved = ("" if guard is None else f" (the weight-only guard moved {len(guard.float_layers)} of "
+             f"{guard.candidates} layers back to float)")
+    raise AccuracyError(
+        f"the {dtype} artifact is too far from {oracle}{moved}: {why}; nothing was written",
+        "raise the budget with --min-cosine / --min-top1-agreement / --max-perplexity-ratio if this is expected, try "
+        "a smaller --group-size, or report the model")

@@ -166,6 +166,21 @@ def _accuracy_line(acc: dict) -> str:
     return text
 
 
+def _print_decoder_accuracy(manifest: dict) -> None:
+    """A weight-only decoder's teacher-forced accuracy and what the guard moved to float (manifest as JSON: inspect
+    reads untrusted files, so every string goes through _show)."""
+    from .inspection import decoder_accuracy_line, weight_only_guard_lines
+
+    accuracy = manifest.get("accuracy") or {}
+    if accuracy.get("decoder"):
+        out.print(f"[bold]teacher-forced accuracy[/]: {_show(decoder_accuracy_line(accuracy['decoder']))}", highlight=False)
+    if manifest.get("weight_only_guard"):
+        first, *layers = weight_only_guard_lines(manifest["weight_only_guard"])
+        out.print(f"[bold]weight-only guard[/]: {_show(first)}", highlight=False)
+        for line in layers:
+            out.print(f"  {_show(line)}", highlight=False)
+
+
 def _human_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
@@ -387,7 +402,12 @@ def optimize(
     passes: Optional[str] = typer.Option(None, "--passes", help="comma-separated pass list replacing the dtype's pipeline"),
     skip_pass: List[str] = typer.Option([], "--skip-pass", help="pass to leave out (repeatable)"),
     max_rel_error: Optional[float] = typer.Option(None, "--max-rel-error", help="accuracy budget: max |artifact-eager| / max |eager|"),
-    min_cosine: Optional[float] = typer.Option(None, "--min-cosine", help="accuracy budget: min cosine similarity to eager"),
+    min_cosine: Optional[float] = typer.Option(None, "--min-cosine", help="accuracy budget: min cosine similarity to eager "
+                                               "(weight-only decoders: mean cosine of the teacher-forced logits)"),
+    min_top1_agreement: Optional[float] = typer.Option(None, "--min-top1-agreement", help="weight-only decoders: share of "
+                                                       "teacher-forced positions whose top-1 token is eager's"),
+    max_perplexity_ratio: Optional[float] = typer.Option(None, "--max-perplexity-ratio", help="weight-only decoders: "
+                                                         "perplexity on the built-in text / eager's"),
     timing: bool = typer.Option(True, "--timing/--no-timing", help="time eager vs artifact on the example inputs"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
     # --dtype int8 only (INT8_FLAGS lists them)
@@ -429,8 +449,11 @@ def optimize(
     quantize_lm_head: bool = typer.Option(False, "--quantize-lm-head", rich_help_panel=WOQ_PANEL,
                                           help="quantize the LM head too (kept float by default)"),
     int8_activations: bool = typer.Option(False, "--int8-activations", rich_help_panel=WOQ_PANEL,
-                                          help="int4: round each activation row to int8 so decode multiplies integers "
-                                               "(faster on AVX2; the accuracy check judges the rounding)"),
+                                          help="round each activation row to int8 so the layers multiply integers "
+                                               "(the accuracy check judges the rounding)"),
+    no_weight_only_guard: bool = typer.Option(False, "--no-weight-only-guard", rich_help_panel=WOQ_PANEL,
+                                              help="decoders: keep every layer quantized, without moving the worst "
+                                                   "back to float when the teacher-forced budget fails"),
 ):
     """Convert a model into an .ipxc artifact and check it against eager PyTorch."""
     from .api import load_artifact
@@ -459,14 +482,16 @@ def optimize(
         result = run_optimize(
             source, tensors, file_config, dtype=dtype, target=target, output=output, inputs=input_args or None,
             passes=[p.strip() for p in passes.split(",") if p.strip()] if passes else None, skip_passes=skip_pass or None,
-            max_rel_error=max_rel_error, min_cosine=min_cosine, model_factory=model_factory, model_kwargs=kwargs or None,
+            max_rel_error=max_rel_error, min_cosine=min_cosine, min_top1_agreement=min_top1_agreement,
+            max_perplexity_ratio=max_perplexity_ratio, model_factory=model_factory, model_kwargs=kwargs or None,
             trust_pickle=trust_pickle or None, progress=progress.say, calib_files=calib, calib_text=calib_text,
             calib_synthetic=calib_synthetic, quant=quant, qconfig_out=qconfig_out, progress_bar=progress.stage,
             tune=tune_settings, on_output=written.expect,
             int8_scheme="weight-only" if weight_only else None, group_size=group_size,
             woq={**({"symmetric": False} if asymmetric else {}),
                  **({"quantize_lm_head": True} if quantize_lm_head else {}),
-                 **({"activations": "int8"} if int8_activations else {})} or None)
+                 **({"activations": "int8"} if int8_activations else {}),
+                 **({"guard": False} if no_weight_only_guard else {})} or None)
         timings = None
         if timing:
             progress.say("timing eager vs artifact")
@@ -489,10 +514,12 @@ def optimize(
     out.print(table)
     ops = ", ".join(f"{k} {v}" for k, v in manifest.op_histogram.items())
     out.print(f"[bold]ops[/] ({sum(manifest.op_histogram.values())}): {ops}", highlight=False)
+    judged = (f"judged by {manifest.accuracy.judged_by}; budget rel {manifest.accuracy.budget_rel_error:g}, cosine "
+              f"{manifest.accuracy.budget_min_cosine:g}") if manifest.accuracy.decoder is None else \
+        f"one call on the example inputs; {manifest.accuracy.judged_by} below decide"
     for acc in manifest.accuracy.outputs:
-        out.print(f"[bold]accuracy[/] {acc.name}: {_accuracy_line(acc.model_dump())} "
-                  f"(judged by {manifest.accuracy.judged_by}; budget rel {manifest.accuracy.budget_rel_error:g}, "
-                  f"cosine {manifest.accuracy.budget_min_cosine:g})", highlight=False)
+        out.print(f"[bold]accuracy[/] {acc.name}: {_accuracy_line(acc.model_dump())} ({judged})", highlight=False)
+    _print_decoder_accuracy(manifest.model_dump(mode="json"))
     if manifest.quantization is not None:
         from .quant.plan import QuantPlan
 
@@ -569,6 +596,7 @@ def inspect(
     if m["accuracy"]:
         for acc in m["accuracy"]["outputs"]:
             out.print(f"accuracy at conversion, {_show(acc['name'])}: {_accuracy_line(acc)}", highlight=False)
+    _print_decoder_accuracy(m)
     if report.plan is not None and m["quantization"]:  # an empty record ({}) has nothing to show
         _print_quant_table(report.plan, report.layers)
 

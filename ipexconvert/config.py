@@ -35,7 +35,15 @@ class AccuracyBudget(_Model):
     """How close the artifact must be to eager PyTorch (None: the dtype's default)."""
 
     max_rel_error: Optional[float] = Field(default=None, ge=0, description="max |artifact - eager| / max |eager|")
-    min_cosine: Optional[float] = Field(default=None, description="min cosine similarity to eager")
+    min_cosine: Optional[float] = Field(default=None, description="min cosine similarity to eager; weight-only decoders: "
+                                        "the mean over positions of the teacher-forced logits' cosine")
+    # weight-only decoders (int4, weight-only int8), judged teacher-forced on a text (decoder_accuracy.py)
+    min_top1_agreement: Optional[float] = Field(default=None, ge=0, le=1, description="weight-only decoders: share of "
+                                                "positions whose arg-max next token is eager's")
+    max_perplexity_ratio: Optional[float] = Field(default=None, gt=0, description="weight-only decoders: perplexity on "
+                                                  "the text / eager's")
+    decoder_positions: int = Field(default=128, ge=1, le=4096, description="weight-only decoders: next-token "
+                                   "predictions compared (capped by the model's positions)")
 
 
 class CalibrationSource(_Model):
@@ -113,6 +121,11 @@ class ConversionConfig(_Model):
                 kind = "static int8 settings, but this conversion is weight-only int8" if self.dtype == "int8" else \
                     f"int8 settings, but this conversion is {self.dtype}"
                 raise ValueError(f"{', '.join(used)}: {kind}")
+        decoder_budgets = [f"accuracy.{name}" for name in ("min_top1_agreement", "max_perplexity_ratio", "decoder_positions")
+                           if getattr(self.accuracy, name) != AccuracyBudget.model_fields[name].default]
+        if decoder_budgets and not self.weight_only_selected:
+            raise ValueError(f"{', '.join(decoder_budgets)}: budgets of the teacher-forced check of weight-only decoders "
+                             f"(--dtype int4, or int8 weight-only), but this conversion is {self.dtype}")
         if len(self.calibration.given()) > 1:
             raise ValueError(f"more than one calibration source given ({', '.join(self.calibration.given())}); pass one")
         return self
@@ -171,6 +184,9 @@ class ConversionConfig(_Model):
 FLAT_FIELDS: dict[str, tuple[str, Optional[str]]] = {
     "max_rel_error": ("accuracy", "max_rel_error"),
     "min_cosine": ("accuracy", "min_cosine"),
+    "min_top1_agreement": ("accuracy", "min_top1_agreement"),
+    "max_perplexity_ratio": ("accuracy", "max_perplexity_ratio"),
+    "decoder_positions": ("accuracy", "decoder_positions"),
     "calib_files": ("calibration", "files"),
     "calib_text": ("calibration", "text"),
     "calib_synthetic": ("calibration", "synthetic"),

@@ -91,6 +91,28 @@ def decoder_summary(manifest: Manifest, graph: Graph) -> dict:
             "eos_token_ids": record.eos_token_ids}
 
 
+def decoder_accuracy_line(record: dict) -> str:
+    """A DecoderAccuracy's dump in one line: the teacher-forced numbers, their budgets, the verdict (a number written as
+    NaN or infinity dumps as null: _num shows it as n/a)."""
+    def num(key: str, fmt: str) -> str:
+        return _num(record[key], fmt)
+
+    return (f"{record['positions']} positions of {record['text']} (prefill {record['prefill_tokens']}): mean cosine "
+            f"{num('mean_cosine', '.6f')} (min {num('min_cosine', '.6f')}, budget {num('budget_mean_cosine', 'g')}), "
+            f"top-1 agreement {num('top1_agreement', '.3f')} (budget {num('budget_top1_agreement', 'g')}), perplexity "
+            f"{num('perplexity', '.4g')} vs {num('reference_perplexity', '.4g')} (ratio {num('perplexity_ratio', '.4f')}, "
+            f"budget {num('budget_perplexity_ratio', 'g')}), {'passed' if record['passed'] else 'NOT met'}")
+
+
+def weight_only_guard_lines(record: dict) -> list[str]:
+    """A WeightOnlyGuardRecord's dump: a summary line, then one line per layer it moved back to float."""
+    moved = len(record["float_layers"])
+    first = (f"{moved} of {record['candidates']} quantized layers moved back to float in "
+             f"{_plural(len(record['rounds']), 'round')} ({'passed' if record['passed'] else 'NOT met'}; ranked by "
+             f"{record['ranked_by']})")
+    return [first, *(f"float: {layer['layer']}: {layer['reason']}" for layer in record["float_layers"])]
+
+
 def weight_only_layers(graph: Graph) -> dict[str, int]:
     """Weight-only quantized layers by format, e.g. {"int4 g128 symmetric": 14}, from the woq_linear nodes (whose
     attrs check_graph parsed)."""

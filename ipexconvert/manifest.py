@@ -52,6 +52,26 @@ class OutputAccuracy(_Model):
                                                  "of samples whose nearest other sample (cosine) is the eager one's")
 
 
+class DecoderAccuracy(_Model):
+    """A decoder judged teacher-forced (decoder_accuracy.py): a token sequence fed to the artifact with its KV cache, the
+    true next token each step, and every step's logits compared with the float reference's at the same position."""
+
+    reference: str = Field(description="what the logits were compared with")
+    text: str = Field(description="the token sequence: the built-in corpus through the stored tokenizer, or fixed ids")
+    prefill_tokens: int = Field(ge=1, description="tokens of the first call (a prompt); one token a call after it")
+    positions: int = Field(ge=1, description="next-token predictions compared (one per call)")
+    mean_cosine: float = Field(description="mean over positions of the cosine of the logits to the reference's")
+    min_cosine: float = Field(description="the lowest position's cosine")
+    top1_agreement: float = Field(description="share of positions whose arg-max token is the reference's")
+    perplexity: float = Field(description="exp(mean negative log-likelihood of the true next tokens), the artifact's")
+    reference_perplexity: float = Field(description="the same for the reference")
+    perplexity_ratio: float = Field(description="perplexity / reference_perplexity")
+    budget_mean_cosine: float = Field(description="mean_cosine must reach this (--min-cosine)")
+    budget_top1_agreement: float = Field(description="top1_agreement must reach this (--min-top1-agreement)")
+    budget_perplexity_ratio: float = Field(description="perplexity_ratio must stay at or below this (--max-perplexity-ratio)")
+    passed: bool
+
+
 class AccuracyRecord(_Model):
     reference: str = Field(description="what the artifact was compared with")
     dtype: str
@@ -62,6 +82,33 @@ class AccuracyRecord(_Model):
     computed_in: Optional[str] = Field(default=None, description="what the converting CPU computed bf16 parts in")
     passed: bool
     outputs: list[OutputAccuracy]
+    decoder: Optional[DecoderAccuracy] = Field(
+        default=None, description="weight-only decoders: the teacher-forced comparison that decides `passed` (`outputs` "
+        "then records one call on the example inputs)")
+
+
+class GuardRound(_Model):
+    float_layers: int = Field(ge=0, description="layers moved back to float in this round")
+    mean_cosine: Optional[float] = None
+    top1_agreement: Optional[float] = None
+    perplexity_ratio: Optional[float] = None
+    passed: bool
+
+
+class FloatLayer(_Model):
+    layer: str = Field(description="the linear's node name in the graph")
+    weight_error: float = Field(description="the sensitivity it was ranked by: RMS(dequantized - W) / mean|W|")
+    reason: str
+
+
+class WeightOnlyGuardRecord(_Model):
+    """What the weight-only accuracy guard (quant/weight_only_guard.py) moved back to float, and why."""
+
+    ranked_by: str = Field(description="the per-layer sensitivity, highest moved first")
+    candidates: int = Field(ge=0, description="layers weight_only_quantize quantized before the guard")
+    rounds: list[GuardRound] = Field(description="one teacher-forced measurement per round: 1, 2, 4, ... more layers in float")
+    float_layers: list[FloatLayer] = Field(default_factory=list)
+    passed: bool
 
 
 class DecoderRecord(_Model):
@@ -106,6 +153,8 @@ class Manifest(_Model):
     outputs: list[IOSpec]
     dims: dict[str, DimRange] = Field(default_factory=dict)
     accuracy: Optional[AccuracyRecord] = None
+    weight_only_guard: Optional[WeightOnlyGuardRecord] = Field(
+        default=None, description="weight-only decoders: the accuracy guard's rounds and the layers it kept float")
     decoder: Optional[DecoderRecord] = Field(default=None, description="set for causal LMs with a KV cache")
     op_histogram: dict[str, int] = Field(default_factory=dict)
     fallback_ops: list[str] = Field(default_factory=list, description="ATen ops run through the generic fallback")

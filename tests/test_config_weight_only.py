@@ -23,6 +23,14 @@ def test_int8_is_static_unless_weight_only_is_chosen():
     assert "calibrate" not in pipeline_for(cfg.dtype, weight_only=cfg.weight_only_selected)
 
 
+def test_decoder_budgets_are_flat_names_of_the_accuracy_section():
+    cfg = ConversionConfig.build(dtype="int4", min_cosine=0.98, min_top1_agreement=0.8, max_perplexity_ratio=1.1,
+                                 decoder_positions=64)
+    assert (cfg.accuracy.min_cosine, cfg.accuracy.min_top1_agreement, cfg.accuracy.max_perplexity_ratio,
+            cfg.accuracy.decoder_positions) == (0.98, 0.8, 1.1, 64) and cfg.weight_only.guard
+    assert not ConversionConfig.build(dtype="int4", woq={"guard": False}).weight_only.guard
+
+
 def test_flat_names_merge_into_a_file_section(tmp_path):
     (tmp_path / "c.toml").write_text('dtype = "int4"\n[weight_only]\ngroup_size = 64\nquantize_lm_head = true\n')
     base = ConversionConfig.from_file(tmp_path / "c.toml")
@@ -42,6 +50,9 @@ def test_flat_names_merge_into_a_file_section(tmp_path):
     ({"dtype": "int4", "calib_synthetic": 2}, "calibration: int8 settings, but this conversion is int4"),
     ({"dtype": "int4", "group_size": 48}, "weight_only.group_size"),
     ({"dtype": "int8", "int8_scheme": "dynamic"}, "int8_scheme = 'dynamic'"),
+    ({"dtype": "bf16", "min_top1_agreement": 0.8}, "accuracy.min_top1_agreement: budgets of the teacher-forced check"),
+    ({"dtype": "int8", "max_perplexity_ratio": 1.1, "calib_synthetic": 2}, "but this conversion is int8"),
+    ({"dtype": "int4", "max_perplexity_ratio": 0}, "accuracy.max_perplexity_ratio"),
 ])
 def test_settings_where_they_do_not_apply_are_user_input_errors(fields, problem):
     with pytest.raises(UserInputError) as err:

@@ -2,30 +2,35 @@
 tokenizer, the small decoder folder the README converts and generates text with."""
 from __future__ import annotations
 
+from .corpus import corpus_text
 from .sentences import CALIBRATION_SENTENCES, SENTENCES
 from .tiny_llama import VOCAB_SIZE, build_tiny_llama_lm
 
 
 def save_tiny_llama_folder(folder) -> None:
     """Write tiny-llama as a Hugging Face folder (config, safetensors weights, generation config) with a
-    word-level tokenizer.json over built-in sentences' words: a small decoder folder to convert and
+    word-level tokenizer.json over the built-in corpus's and sentences' words: a small decoder folder to convert and
     generate text with (random weights, so the text is random words)."""
     from pathlib import Path
 
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 
     folder = Path(folder)
     lm = build_tiny_llama_lm()
     lm.generation_config.pad_token_id = 0
     lm.save_pretrained(folder, safe_serialization=True)
-    # The words of the built-in sentences, enough to give every id of the 1000-row vocabulary a word.
-    words = sorted({w.strip(".,?!;:\"'()").lower() for s in (*SENTENCES, *CALIBRATION_SENTENCES) for w in s.split()} - {""})
+    # Every word of the built-in corpus (the teacher-forced accuracy check's text: none becomes <unk>), then the
+    # built-in sentences' words until every id of the 1000-row vocabulary has one.
+    split = pre_tokenizers.Whitespace()
+    corpus_words = {w.lower() for w, _ in split.pre_tokenize_str(corpus_text())}
+    words = {w.strip(".,?!;:\"'()").lower() for s in (*SENTENCES, *CALIBRATION_SENTENCES) for w in s.split()} - {""}
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
-    for word in words[:VOCAB_SIZE - len(vocab)]:
+    for word in [*sorted(corpus_words), *sorted(words - corpus_words)][:VOCAB_SIZE - len(vocab)]:
         vocab[word] = len(vocab)
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Whitespace()])
+    tokenizer.normalizer = normalizers.Lowercase()  # the vocabulary's words are lower case
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([split])
     tokenizer.add_special_tokens(["<unk>", "<s>", "</s>"])
     tokenizer.decoder = decoders.WordPiece(prefix="##")  # joins words with spaces
     tokenizer.save(str(folder / "tokenizer.json"))

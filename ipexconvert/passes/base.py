@@ -23,6 +23,8 @@ class PassOptions:
     quantization: Optional["Quantization"] = None
     # weight-only quantization (int4, weight-only int8): group size, symmetry, LM head; None: the defaults
     weight_only: Optional[WeightOnlyOptions] = None
+    # weight-only: linears (node names) the accuracy guard moved back to float (quant/weight_only_guard.py)
+    keep_float: frozenset[str] = frozenset()
 
 
 PassFn = Callable[[Program, PassOptions], dict[str, int]]

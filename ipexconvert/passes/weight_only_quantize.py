@@ -12,10 +12,11 @@ Kept float, each counted under its reason:
   through shape and dtype changes only, or whose weight an embedding also reads (tied embeddings);
   its error lands directly on the logits, and a tied table would be stored twice;
 - a layer whose in_features the group size does not divide, whose weight is not finite, or whose
-  bias is not a constant; an input that is not float32/bfloat16.
+  bias is not a constant; an input that is not float32/bfloat16;
+- a layer named in PassOptions.keep_float: the accuracy guard moved it back (quant/weight_only_guard.py).
 
 Post-ops stay on the node (their operand slots move by 2: woq_linear has 5 inputs of its own).
-Counts: quantized, float_lm_head, float_group_size, float_other.
+Counts: quantized, float_lm_head, float_group_size, float_accuracy_guard, float_other.
 """
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def weight_only_quantize(program: Program, options: PassOptions) -> dict[str, in
     bits = bits_for(options.dtype)
     graph = program.graph
     users = graph.users()
-    counts = {"quantized": 0, "float_lm_head": 0, "float_group_size": 0, "float_other": 0}
+    counts = {"quantized": 0, "float_lm_head": 0, "float_group_size": 0, "float_accuracy_guard": 0, "float_other": 0}
     for node in graph.nodes:
         if node.op != "linear":
             continue
@@ -92,6 +93,9 @@ def weight_only_quantize(program: Program, options: PassOptions) -> dict[str, in
             continue
         if not settings.quantize_lm_head and is_lm_head(program, node, users):
             counts["float_lm_head"] += 1
+            continue
+        if node.name in options.keep_float:
+            counts["float_accuracy_guard"] += 1
             continue
         weight = program.weights[node.inputs[1]]
         group_size = settings.resolved_group_size(bits, weight.shape[1])
@@ -113,7 +117,7 @@ def weight_only_quantize(program: Program, options: PassOptions) -> dict[str, in
         node.inputs = inputs
         node.attrs = {"bits": bits, "group_size": group_size,
                       "post_ops": shift_operands(node.attrs.get("post_ops", []), 2)}  # 5 own inputs, not 3
-        if bits == 4 and settings.activations == "int8":
+        if settings.activations == "int8":
             node.attrs["activations"] = "int8"
         counts["quantized"] += 1
     program.prune()  # the float weights, unless something else reads them (a tied embedding)

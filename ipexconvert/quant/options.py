@@ -66,9 +66,12 @@ class WeightOnlyOptions(BaseModel):
     quantize_lm_head: bool = Field(default=False, description="also quantize the LM head (a linear producing a graph "
                                    "output, or sharing its weight with an embedding); kept float by default")
     activations: Literal["float", "int8"] = Field(
-        default="float", description="int4 layers: float activations, or each activation row rounded to int8 "
-        "(max|x| / 127) so decode multiplies integers (faster on AVX2; adds the rounding, which the accuracy check "
-        "judges)")
+        default="float", description="float activations, or each activation row rounded to int8 (max|x| / 127) so "
+        "the layers multiply integers (int8 weights: VNNI / AVX2 integer GEMM at every row count; int4: integer decode "
+        "on AVX2); adds the rounding, which the accuracy check judges")
+
+    guard: bool = Field(default=True, description="decoders: move the linears whose weights round worst back to float, "
+                        "in rounds of 1, 2, 4, ..., until the teacher-forced accuracy budget holds")
 
     @field_validator("group_size", mode="before")
     @classmethod

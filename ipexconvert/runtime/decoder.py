@@ -16,6 +16,7 @@ import torch
 
 from ..errors import ArtifactError, UserInputError
 from ..ir import dtypes
+from ..ir.spec import TensorSpec
 from ..manifest import DecoderRecord
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class Decoder:
     def __init__(self, model: "LoadedModel", record: DecoderRecord, tokenizer_json: Optional[bytes]):
         self.model, self.record = model, record
         self._check_signature()
-        self.tokenizer = _load_tokenizer(tokenizer_json, model.path) if tokenizer_json is not None else None
+        self.tokenizer = load_tokenizer(tokenizer_json, model.path) if tokenizer_json is not None else None
         dim = model.signature.dims[record.cache_dim]
         self.max_positions = dim.max + 1  # the cache holds up to dim.max positions before the last token's
 
@@ -175,17 +176,22 @@ class Decoder:
                           step_seconds=times[1:], stopped_by=stopped)
 
     def _empty_cache(self, batch: int) -> dict[str, torch.Tensor]:
-        inputs = {io.name: io.spec for io in self.model.signature.inputs}
-        cache = {}
-        for past, _ in self.record.cache:
-            spec = inputs[past]
-            shape = [batch if d == "batch" else 0 if d == self.record.cache_dim else d for d in spec.shape]
-            if not all(isinstance(d, int) for d in shape):
-                raise ArtifactError(f"{self.model.path}: cache input {past} has a dim other than batch and "
-                                    f"{self.record.cache_dim} that is not fixed ({spec.describe()})",
-                                    "re-create the artifact with `ipexconvert optimize`")
-            cache[past] = torch.zeros(shape, dtype=dtypes.to_torch(spec.dtype))
-        return cache
+        return empty_cache(self.record, {io.name: io.spec for io in self.model.signature.inputs}, batch,
+                           str(self.model.path))
+
+
+def empty_cache(record: DecoderRecord, inputs: dict[str, TensorSpec], batch: int, where: str) -> dict[str, torch.Tensor]:
+    """The cache of no positions for `batch` sequences, shaped and typed as the cache inputs' specs say."""
+    cache = {}
+    for past, _ in record.cache:
+        spec = inputs[past]
+        shape = [batch if d == "batch" else 0 if d == record.cache_dim else d for d in spec.shape]
+        if not all(isinstance(d, int) for d in shape):
+            raise ArtifactError(f"{where}: cache input {past} has a dim other than batch and "
+                                f"{record.cache_dim} that is not fixed ({spec.describe()})",
+                                "re-create the artifact with `ipexconvert optimize`")
+        cache[past] = torch.zeros(shape, dtype=dtypes.to_torch(spec.dtype))
+    return cache
 
 
 def _until_eos(row: list[int], eos: set[int]) -> list[int]:
@@ -212,7 +218,7 @@ def _choose(logits: torch.Tensor, s: SamplingSettings, generator: Optional[torch
     return torch.multinomial(probabilities, 1, generator=generator).squeeze(1)
 
 
-def _load_tokenizer(blob: bytes, path) -> object:
+def load_tokenizer(blob: bytes, path) -> object:
     """The stored tokenizer.json, parsed by the tokenizers library (a JSON description, no code)."""
     try:
         from tokenizers import Tokenizer

@@ -310,6 +310,14 @@ CASES: dict[str, dict[str, Case]] = {
             {"bits": 4, "group_size": 32, "activations": "int8"},
             (In((7, 64)), const([24, 32], "uint8", "codes"), const([24, 2], fill="positive", scale=0.05), None, None),
             budget="gemm"),
+        "f32-int8-int8-activations-decode": Case(  # 1 row: woq_gemm_w8a8 (path 4)
+            {"bits": 8, "group_size": 64, "activations": "int8"},
+            (In((1, 1, 128)), const([40, 128], "int8", "weight"), const([40, 2], fill="positive", scale=0.01), None,
+             const([40])), budget="gemm"),
+        "f32-int8-int8-activations-prefill-gelu": Case(  # 9 rows: path 4 too, a post-op after it
+            {"bits": 8, "group_size": 32, "activations": "int8", "post_ops": [{"kind": "gelu"}]},
+            (In((9, 64)), const([24, 64], "int8", "weight"), const([24, 2], fill="positive", scale=0.01), None, None),
+            budget="gemm"),
         "bf16-int4-symmetric-decode": Case(
             {"bits": 4, "group_size": 32},
             (In((1, 2, 32), "bfloat16"), const([20, 16], "uint8", "codes"), const([20, 1], fill="positive", scale=0.05),

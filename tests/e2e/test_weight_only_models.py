@@ -82,3 +82,12 @@ def test_int4_with_int8_activations_tiny_llama(tmp_path):
     layers = [n.attrs for n in load_artifact(result.path).graph.nodes if n.op == "woq_linear"]
     assert layers and all(a["activations"] == "int8" for a in layers)
     _check(result, min_top1=0.7, min_cosine=0.95)
+
+
+def test_int8_with_int8_activations_tiny_llama(tmp_path):
+    """int8 weights and int8-rounded activations run the integer GEMM (woq_gemm_w8a8) for prefill and decode."""
+    result = optimize("example:tiny-llama", dtype="int8", int8_scheme="weight-only", weight_only={"activations": "int8"},
+                      output=tmp_path / "llama.w8a8.ipxc")
+    layers = [n.attrs for n in load_artifact(result.path).graph.nodes if n.op == "woq_linear"]
+    assert layers and all(a["activations"] == "int8" and a["bits"] == 8 for a in layers)
+    _check(result, min_top1=0.9, min_cosine=0.99)

@@ -461,11 +461,12 @@ def woq_gemm(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, zero_po
     """x [..., k] float32 @ dequant(W)^T + bias as float32 [..., n], W given as the woq_linear op stores it:
     codes int8 [n, k] (bits 8) or uint8 [n, k / 2] (bits 4), scales float32 [n, k / group_size], zero points
     uint8 or None. Packed here (pack_woq_weight) on every call. path: 0 by rows, 1 decode, 2 prefill, 3 decode on
-    int8-quantized x (4-bit weights, avx2 and up; numerically different)."""
+    int8-quantized x (4-bit weights, avx2 and up; numerically different), 4 int8 weights (packed in k-quads) on
+    int8-quantized x (avx2 and up), 5 4-bit weights (packed in k-octets) on int8-quantized x (avx512_vnni)."""
     x = _tensor(x, "x")
     rows = x.reshape(-1, x.shape[-1])
     n = codes.shape[0]
-    packed, qparams, has_zero = pack_woq_weight(codes, scales, zero_points, bits, group_size)
+    packed, qparams, has_zero = pack_woq_weight(codes, scales, zero_points, bits, group_size, integer_layout=path in (4, 5))
     out = torch.empty((rows.shape[0], n), dtype=torch.float32)
     _run(_lib().woq_gemm, rows, packed, n, bits, group_size, qparams, has_zero,
          None if bias is None else bias.float().contiguous(), out, max_isa, _threads(threads), path)

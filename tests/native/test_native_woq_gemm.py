@@ -10,7 +10,10 @@ Covered: bits 8 and 4 (symmetric, asymmetric), groups 2 .. K (per channel), the 
 paths (forced and chosen by m), odd m / n / k around the 16-channel blocks, the 12- and 6-row tiles and the
 256-k panel chunks, bias or none, thread counts (bit-identical), strided rows in and out, empty rows, and
 the argument errors. Path 3 (int8-quantized activations, vpmaddubsw; opt-in, never chosen by the runtime): exact
-on the rounded rows, within x's rounding of the float result, thread-independent, its errors."""
+on the rounded rows, within x's rounding of the float result, thread-independent, its errors. Path 4 (int8 weights
+in k-quads times int8-quantized activations, every row count; AVX2 sign trick / AVX-512 VNNI): the same, plus the
+extreme codes (-127 and 127 against x of both signs), rows of NaN or infinity giving NaN rows. Path 5 (4-bit
+weights in k-octets times int8-quantized activations, every row count; AVX-512 VNNI): the same, bit-equal to path 3."""
 from __future__ import annotations
 
 from typing import Optional
@@ -144,6 +147,8 @@ def test_packing_layout():
 def test_kernel_has_per_level_builds():
     assert native.kernel_levels("woq_gemm") == ["generic", "avx2", "avx512"]
     assert native.kernel_levels("woq_gemv_i8") == ["avx2"]
+    assert native.kernel_levels("woq_gemm_w8a8") == ["avx2", "avx512_vnni"]
+    assert native.kernel_levels("woq_gemm_w4a8") == ["avx512_vnni"]
 
 
 # ---- path 3: decode on int8-quantized activations (4-bit weights, AVX2 and up) -------------------------
@@ -184,6 +189,10 @@ def test_int8_activation_path_is_numerically_different_and_thread_independent():
                                                 threads=threads)
     assert not torch.equal(run(3, 1), run(1, 1))
     assert torch.equal(run(3, 2), run(3, 1)) and torch.equal(run(3, 3), run(3, 1))
+    clean = run(3, 1)
+    x[1, 7] = float("-inf")  # a row with an infinity gives a NaN row, as the op's rounding does; the others stay
+    got = run(3, 2)
+    assert got[1].isnan().all() and torch.equal(got[[0, 2]], clean[[0, 2]])
 
 
 def test_int8_activation_path_errors():
@@ -192,6 +201,83 @@ def test_int8_activation_path_errors():
         native.raw.woq_gemm(*args.values())
     with pytest.raises(ValueError, match="needs avx2"):
         native.raw.woq_gemm(*_args(path=3, max_isa="generic").values())
+
+
+# ---- path 4: int8 weights in k-quads on int8-quantized activations (AVX2 and up) --------------------------
+
+W8A8_SHAPES = [(1, 1, 4, 4), (1, 16, 32, 32), (2, 33, 64, 32), (3, 50, 256, 64), (4, 7, 128, 128), (5, 40, 512, 128),
+               (13, 17, 8, 4), (25, 100, 384, 384), (70, 300, 640, 64), (1, 96, 1024, 1024), (9, 24, 4864, 4864)]
+
+
+@pytest.mark.parametrize("level", AVX2_UP)
+def test_w8a8_path_is_exact_on_the_quantized_rows(level):
+    """Path 4 equals the float computation on x rounded to int8 per row (its integer sums are exact: the only
+    rounding is the float32 scaling per group), including the extreme codes against x of both signs."""
+    for i, (m, n, k, gs) in enumerate(W8A8_SHAPES):
+        x, codes, scales, _, bias = operands(m, n, k, gs, 8, False, seed=i)
+        codes[0, : min(k, 8)] = torch.tensor([-127, 127, -127, 127, 127, -127, 0, -127], dtype=torch.int8)[: min(k, 8)]
+        x[0, : min(k, 4)] = torch.tensor([-3.0, 2.0, 0.0, -1.0])[: min(k, 4)]
+        if m > 1:
+            x[1] = 0.0  # a row of zeros: scale 1, codes 0
+        got = native.woq_gemm(x, codes, scales, None, bias, bits=8, group_size=gs, path=4, max_isa=level)
+        check(got, _quantized_rows(x), codes, scales, None, bias, 8, gs, f"{(m, n, k, gs)} at {level}")
+
+
+def test_w8a8_path_thread_independent_and_nan_rows():
+    if not AVX2_UP:
+        pytest.skip("this CPU has no AVX2")
+    x, codes, scales, _, bias = operands(6, 64, 512, 128, 8, False, seed=4)
+    run = lambda threads, level=None: native.woq_gemm(x, codes, scales, None, bias, bits=8, group_size=128, path=4,
+                                                      threads=threads, max_isa=level)
+    assert torch.equal(run(2), run(1)) and torch.equal(run(3), run(1))
+    assert torch.equal(run(1, "avx2"), run(1))  # exact integer sums: every ISA level gives the same bits
+    x[2, 5], x[4, 0] = float("nan"), float("inf")
+    got = run(2)
+    assert got[2].isnan().all() and got[4].isnan().all()
+    assert torch.isfinite(got[[0, 1, 3, 5]]).all()
+    assert torch.equal(got[[0, 1, 3, 5]], run(1)[[0, 1, 3, 5]])
+
+
+# ---- path 5: 4-bit weights in k-octets on int8-quantized activations (AVX-512 VNNI) ----------------------
+
+VNNI_UP = [level for level in LEVELS if level in ("avx512_vnni", "avx512_bf16", "amx")]
+W4A8_SHAPES = [(1, 1, 8, 8), (1, 16, 32, 32), (2, 33, 64, 32), (3, 50, 256, 64), (4, 7, 128, 128), (5, 40, 512, 128),
+               (13, 17, 16, 8), (25, 100, 384, 384), (70, 300, 640, 64), (1, 96, 1024, 1024), (9, 24, 4864, 128)]
+
+
+@pytest.mark.parametrize("level", VNNI_UP)
+@pytest.mark.parametrize("asym", [False, True], ids=["sym", "asym"])
+def test_w4a8_path_is_exact_on_the_quantized_rows(level, asym):
+    """Path 5 equals the float computation on x rounded to int8 per row, and gives the same bits as path 3
+    (the same integer sums and the same float32 scaling) where both run."""
+    for i, (m, n, k, gs) in enumerate(W4A8_SHAPES):
+        x, codes, scales, zero_points, bias = operands(m, n, k, gs, 4, asym, seed=i)
+        codes[0, : min(k // 2, 4)] = torch.tensor([0x0F, 0xF0, 0x00, 0xFF], dtype=torch.uint8)[: min(k // 2, 4)]
+        if m > 1:
+            x[1] = 0.0
+        got = native.woq_gemm(x, codes, scales, zero_points, bias, bits=4, group_size=gs, path=5, max_isa=level)
+        check(got, _quantized_rows(x), codes, scales, zero_points, bias, 4, gs, f"{(m, n, k, gs)} at {level}")
+        if m <= 4:
+            path3 = native.woq_gemm(x, codes, scales, zero_points, bias, bits=4, group_size=gs, path=3, max_isa=level)
+            assert torch.equal(got, path3), f"{(m, n, k, gs)} at {level}"
+
+
+def test_w4a8_path_thread_independent_nan_rows_and_errors():
+    if not VNNI_UP:
+        pytest.skip("this CPU has no AVX-512 VNNI")
+    x, codes, scales, zero_points, bias = operands(6, 64, 512, 128, 4, True, seed=4)
+    run = lambda threads: native.woq_gemm(x, codes, scales, zero_points, bias, bits=4, group_size=128, path=5,
+                                          threads=threads)
+    assert torch.equal(run(2), run(1)) and torch.equal(run(3), run(1))
+    clean = run(1)
+    x[3, 9] = float("nan")
+    got = run(2)
+    assert got[3].isnan().all() and torch.equal(got[[0, 1, 2, 4, 5]], clean[[0, 1, 2, 4, 5]])
+    with pytest.raises(ValueError, match="needs avx512_vnni"):
+        native.raw.woq_gemm(*_args(path=5, max_isa="avx2").values())
+    with pytest.raises(ValueError, match="path 5 takes 4-bit weights packed in k-octets"):
+        native.raw.woq_gemm(*_args(path=5, x=torch.randn(4, 60), group_size=60, w=torch.zeros(1, 30, 16, dtype=torch.uint8),
+                                   qparams=torch.zeros(1, 1, 2, 16)).values())
 
 
 def _args(**change):
@@ -223,7 +309,8 @@ def _args(**change):
     (dict(out=torch.empty(4, 15)), "out must be float32 \\[4, 16\\]"),
     (dict(out=torch.empty(4, 16, dtype=torch.bfloat16)), "out must be float32"),
     (dict(out=torch.empty(16, 4).T), "out .* needs contiguous rows"),
-    (dict(path=4), "path = 4"),
+    (dict(path=6), "path = 6"),
+    (dict(path=4), "path 4 takes 8-bit weights"),
     (dict(max_isa="avx9"), "not an ISA level"),
 ])
 def test_bad_arguments_are_clear_errors(change, message):

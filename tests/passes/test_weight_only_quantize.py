@@ -1,5 +1,6 @@
 """weight_only_quantize: linears with constant weights become woq_linear (int4 groups, int8 per channel); the LM
-head (a graph output, or tied to an embedding) and layers the group size does not divide stay float, counted;
+head (a graph output, or tied to an embedding), layers the group size does not divide and layers the accuracy guard
+names (PassOptions.keep_float) stay float, counted;
 post-op operands move with the node; the weight-only pipelines merge Q/K/V-style and gate/up linears first."""
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def test_int4_defaults_keep_the_lm_head_and_undivided_layers_float():
     program, inputs = _program(TinyLM())
     before = copy_program(program)
     counts = _quantize(program)
-    assert counts == {"quantized": 2, "float_lm_head": 1, "float_group_size": 1, "float_other": 0}
+    assert counts == {"quantized": 2, "float_lm_head": 1, "float_group_size": 1, "float_accuracy_guard": 0, "float_other": 0}
     fc1, fc2 = _nodes(program, "woq_linear")
     assert fc1.attrs == {"bits": 4, "group_size": 128, "post_ops": [{"kind": "gelu", "operand": None}]}
     assert fc2.attrs["group_size"] == 128 and fc2.attrs["post_ops"] == [{"kind": "add", "operand": 5}]
@@ -109,13 +110,25 @@ def test_int8_is_per_output_channel_and_close():
     program, inputs = _program(TinyLM())
     before = copy_program(program)
     counts = _quantize(program, "int8")
-    assert counts == {"quantized": 3, "float_lm_head": 1, "float_group_size": 0, "float_other": 0}
+    assert counts == {"quantized": 3, "float_lm_head": 1, "float_group_size": 0, "float_accuracy_guard": 0, "float_other": 0}
     for node in _nodes(program, "woq_linear"):
         codes, scales = program.weights[node.inputs[1]], program.weights[node.inputs[2]]
         assert node.attrs["bits"] == 8 and node.attrs["group_size"] == codes.shape[1]
         assert codes.dtype == torch.int8 and scales.shape == (codes.shape[0], 1) and node.inputs[3] is None
     for got, want in zip(_outputs(program, inputs), _outputs(before, inputs), strict=True):
         assert _cosine(got, want) > 0.9999
+
+
+def test_layers_the_guard_keeps_float_stay_linear_and_are_counted():
+    program, inputs = _program(TinyLM())
+    before = copy_program(program)
+    fc1 = next(n.name for n in _nodes(program, "linear") if program.graph.values[n.inputs[1]].shape == [2 * D, D])
+    counts = PASSES["weight_only_quantize"].run(program, PassOptions(dtype="int4", keep_float=frozenset({fc1})))
+    assert counts == {"quantized": 1, "float_lm_head": 1, "float_group_size": 1, "float_accuracy_guard": 1, "float_other": 0}
+    kept = next(n for n in program.graph.nodes if n.name == fc1)
+    assert kept.op == "linear" and program.weights[kept.inputs[1]].dtype == torch.float32
+    for got, want in zip(_outputs(program, inputs), _outputs(before, inputs), strict=True):
+        assert _cosine(got, want) > 0.99
 
 
 @pytest.mark.parametrize("tied, lm_head_float", [(True, 1), (False, 0)])

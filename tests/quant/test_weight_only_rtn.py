@@ -1,6 +1,6 @@
 """quant/weight_only.py: round-to-nearest int8 / int4 weights. The promised arithmetic (scale formulas, round half to
 even on w / scale, clamping, the +8 storage of symmetric int4, the asymmetric zero point), safe scales for zero and
-tiny groups, the reconstruction error, packing, and the weights that stay float."""
+tiny groups, the reconstruction error, packing, the weights that stay float, and the guard's per-layer weight error."""
 from __future__ import annotations
 
 import pytest
@@ -8,7 +8,7 @@ import torch
 
 from ipexconvert.ir.ops.woq_linear import dequantize, unpack_int4
 from ipexconvert.quant.options import WeightOnlyOptions
-from ipexconvert.quant.weight_only import pack_int4, quantize_weight, unsupported_reason
+from ipexconvert.quant.weight_only import pack_int4, quantize_weight, unsupported_reason, weight_error
 
 TIES = [2.5, 3.5, -2.5, -0.5, 0.5, 1.5, -1.5, 0.0]  # exact halves: round half to even gives 2, 4, -2, -0, 0, 2, -2, 0
 EVEN = [2, 4, -2, 0, 0, 2, -2, 0]
@@ -101,3 +101,14 @@ def test_options_resolve_group_sizes():
     assert WeightOnlyOptions(group_size="64").resolved_group_size(8, 896) == 64  # text from a flag
     with pytest.raises(ValueError):
         WeightOnlyOptions(group_size=48)
+
+
+def test_weight_error_is_against_the_typical_weight_so_outlier_groups_show():
+    """The guard's ranking: an outlier per group rounds that group's other weights to zero, which RMS(error) / mean|W|
+    shows and ||error|| / ||W|| (made large by the outliers themselves) would hide."""
+    w = torch.randn(64, 256, generator=torch.Generator().manual_seed(0))
+    plain = weight_error(w, 4, 128)
+    spiked = w.clone()
+    spiked[:, ::128] *= 100.0
+    assert 0.1 < plain < 0.2 and weight_error(spiked, 4, 128) > 3 * plain
+    assert weight_error(w, 8, 256) < plain / 10 and weight_error(torch.zeros(4, 128), 4, 128) == 0.0

@@ -14,9 +14,9 @@ codes stored +8, i.e. zero 8); bias float32 [N] or None; then post-op operands.
 The reference dequantizes in float32 and runs F.linear in float32 (post-ops too), then casts to x's
 dtype: what every kernel must match to float32 accumulation error.
 
-activations "int8" (4-bit weights only): each row of x is first rounded to int8 codes with its own scale,
+activations "int8": each row of x is first rounded to int8 codes with its own scale,
 xs = max|x| / 127 (1 for a row of zeros), xq = round_half_even(x / xs), and the layer computes on xq * xs:
-what lets the kernels multiply integers (llama.cpp's Q4_0 x Q8_0 does the same per block of 32). It adds
+what lets the kernels multiply integers (llama.cpp's Q4_0 / Q8_0 x Q8_0 do the same per block of 32). It adds
 x's rounding (up to max|x| / 254 an element), so the conversion's accuracy check judges it.
 """
 from __future__ import annotations
@@ -115,7 +115,6 @@ class WoqLinearOp(OpDef):
         n, k = weight_shape(codes, scales, zero_points, bias, attrs.bits, attrs.group_size)
         require(x.rank >= 1 and same_dim(x.shape[-1], k),
                 f"the input {x.describe()} does not have the weight's {k} input features")
-        require(attrs.activations == "float" or attrs.bits == 4, "int8 activations are for 4-bit weights only")
         return [like(x, [*x.shape[:-1], n])]
 
     @classmethod

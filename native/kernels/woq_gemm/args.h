@@ -32,6 +32,12 @@ namespace ipxc {
 // Path 3 (woq_gemv_i8.cpp, AVX2 and up, 4-bit weights only; never chosen by path 0): the decode
 // path with each row of x quantized to int8 first and integer dot products (vpmaddubsw). Faster
 // where int4 decode is compute-bound, but numerically different: it adds x's rounding error.
+// Path 4 (woq_gemm_w8a8.cpp, AVX2 and AVX-512 VNNI, 8-bit weights only, every m): x rounded to int8
+// per row, integer dot products; its codes are packed in k-quads, int8 [n16 / 16][k / 4][16][4]
+// (k and group_size multiples of 4), which only path 4 reads.
+// Path 5 (woq_gemm_w4a8.cpp, AVX-512 VNNI, 4-bit weights, every m): the same on 4-bit codes packed in
+// k-octets, uint8 [n16 / 16][k / 8][16][4], byte b of channel c's lane = code(8o + b) | code(8o + 4 + b) << 4
+// (k and group_size multiples of 8), which only path 5 reads.
 struct WoqGemmArgs {
     const float* x = nullptr;         // [m, k], row r at x + r * x_stride
     int64_t x_stride = 0;
@@ -44,7 +50,9 @@ struct WoqGemmArgs {
     const float* bias = nullptr;      // optional, n
     float* y = nullptr;               // [m, n], row r at y + r * y_stride
     int64_t y_stride = 0;
-    int path = 0;                     // 0: by m; 1: decode; 2: prefill; 3: decode on int8-quantized x (woq_gemv_i8)
+    int path = 0;                     // 0: by m; 1: decode; 2: prefill; 3: decode on int8-quantized x (woq_gemv_i8);
+                                      // 4: int8 weights in k-quads x int8-quantized x (woq_gemm_w8a8);
+                                      // 5: 4-bit weights in k-octets x int8-quantized x (woq_gemm_w4a8)
     int threads = 1;
 };
 

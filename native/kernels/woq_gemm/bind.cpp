@@ -29,9 +29,17 @@ void woq_gemm(nb::handle x_obj, nb::handle w_obj, int64_t n, int bits, int64_t g
     if (bits == 4 && (g.k % 2 != 0 || group_size % 2 != 0))
         fail("4-bit codes come in pairs along k: k = " + std::to_string(g.k) + " and group_size = " +
              std::to_string(group_size) + " must be even");
-    if (path < 0 || path > 3)
-        fail("path = " + std::to_string(path) + "; use 0 (by rows), 1 (decode), 2 (prefill) or 3 (decode on int8 activations)");
+    if (path < 0 || path > 5)
+        fail("path = " + std::to_string(path) + "; use 0 (by rows), 1 (decode), 2 (prefill), 3 (decode on int8 "
+             "activations), 4 (int8 weights in k-quads on int8 activations) or 5 (4-bit weights in k-octets on int8 "
+             "activations)");
     if (path == 3 && bits != 4) fail("path 3 (int8 activations) takes 4-bit weights; bits = " + std::to_string(bits));
+    if (path == 4 && (bits != 8 || g.k % 4 != 0 || group_size % 4 != 0))
+        fail("path 4 takes 8-bit weights packed in k-quads: k = " + std::to_string(g.k) + " and group_size = " +
+             std::to_string(group_size) + " must be multiples of 4, bits = " + std::to_string(bits) + " must be 8");
+    if (path == 5 && (bits != 4 || g.k % 8 != 0 || group_size % 8 != 0))
+        fail("path 5 takes 4-bit weights packed in k-octets: k = " + std::to_string(g.k) + " and group_size = " +
+             std::to_string(group_size) + " must be multiples of 8, bits = " + std::to_string(bits) + " must be 4");
     const int64_t n16 = (n + 15) / 16 * 16, groups = g.k / group_size;
     check_cpu_contiguous(w);
     const int64_t w_size = bits == 8 ? n16 * g.k : n16 * (g.k / 2);
@@ -67,6 +75,18 @@ void woq_gemm(nb::handle x_obj, nb::handle w_obj, int64_t n, int bits, int64_t g
         run(fn, "woq_gemv_i8", g);
         return;
     }
+    if (path == 4) {
+        const auto fn = lookup_woq_gemm_w8a8(select(max_isa));
+        if (fn == nullptr) fail("path 4 (int8 weights x int8 activations) needs avx2; this call is capped below it");
+        run(fn, "woq_gemm_w8a8", g);
+        return;
+    }
+    if (path == 5) {
+        const auto fn = lookup_woq_gemm_w4a8(select(max_isa));
+        if (fn == nullptr) fail("path 5 (4-bit weights x int8 activations) needs avx512_vnni; this call is capped below it");
+        run(fn, "woq_gemm_w4a8", g);
+        return;
+    }
     run(lookup_woq_gemm(select(max_isa)), "woq_gemm", g);
 }
 
@@ -77,7 +97,9 @@ void bind_woq_gemm(nb::module_& m) {
           "bias"_a.none(), "out"_a, "max_isa"_a.none(), "threads"_a, "path"_a = 0,
           "out = x @ dequant(W)^T + bias for int8 / 4-bit weights with group-wise scales and zero points; w and "
           "qparams from pack_woq_weight; path 0 picks decode (m <= 4) or prefill, 1 and 2 force one, 3 is the decode path "
-          "on int8-quantized x (4-bit weights, avx2 and up; numerically different)");
+          "on int8-quantized x (4-bit weights, avx2 and up; numerically different), 4 int8 weights packed in k-quads on "
+          "int8-quantized x (every m, avx2 and up), 5 4-bit weights packed in k-octets on int8-quantized x (every m, "
+          "avx512_vnni)");
 }
 
 }  // namespace ipxc

@@ -15,9 +15,10 @@
 // byte of each channel's word, which is the vpmaddubsw pair layout with the x pair broadcast.
 #include <immintrin.h>
 
-#include <cmath>
+#include <cstring>
 
 #include "common.h"
+#include "woq_gemm/int8_rows.h"
 
 namespace ipxc {
 namespace IPXC_NS {
@@ -27,24 +28,6 @@ constexpr int kRows = 4;                       // rows per call of the block loo
 constexpr int64_t kPrefetchRows = 128;        // 16-byte rows of codes prefetched ahead (2 KiB), as woq_gemm.cpp
 constexpr int kInt16Rows = 8;                  // byte rows summed in int16 before widening: 8 * 3810 < 32768
 constexpr int64_t kMinMacsPerTask = 1 << 16;
-
-// x row -> int8 codes (round half to even of x / xs, as torch.round(x / xs)); returns xs.
-static float quantize_row(const float* x, int64_t k, int8_t* q) {
-    float amax = 0.0f;
-    for (int64_t i = 0; i < k; ++i) amax = std::fabs(x[i]) > amax ? std::fabs(x[i]) : amax;
-    const float xs = amax > 0.0f ? amax / 127.0f : 1.0f;
-    const __m256 s = _mm256_set1_ps(xs);
-    int64_t i = 0;
-    for (; i + 8 <= k; i += 8) {
-        const __m256i v = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), s),
-                                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        alignas(32) int32_t t[8];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(t), v);
-        for (int j = 0; j < 8; ++j) q[i + j] = static_cast<int8_t>(t[j]);
-    }
-    for (; i < k; ++i) q[i] = static_cast<int8_t>(std::nearbyint(x[i] / xs));
-    return xs;
-}
 
 template <int MR>
 static void block_rows(const WoqGemmArgs& g, int64_t blk, const int8_t* xq, const float* xs, const int32_t* xsum) {
@@ -102,7 +85,9 @@ static void rows_of_four(const WoqGemmArgs& g) {
     int32_t* xsum = new int32_t[static_cast<size_t>(g.m * groups)];
     float xs[kRows];
     for (int64_t r = 0; r < g.m; ++r) {
-        xs[r] = quantize_row(g.x + r * g.x_stride, g.k, xq + r * g.k);
+        xs[r] = quantize_row_int8(g.x + r * g.x_stride, g.k, xq + r * g.k);
+        // A row with NaN or infinity: xs is NaN, which makes each of its outputs NaN, as the op's meaning does.
+        if (std::isnan(xs[r])) std::memset(xq + r * g.k, 0, static_cast<size_t>(g.k));
         for (int64_t grp = 0; grp < groups; ++grp) {
             int32_t s = 0;
             for (int64_t k = grp * g.group_size; k < (grp + 1) * g.group_size; ++k) s += xq[r * g.k + k];

@@ -4,9 +4,12 @@
 The artifact keeps the plain codes, scales and zero points (ir/ops/woq_linear.py); the factory packs
 them once at load into the kernel's layout (pack_woq_weight; native/kernels/woq_gemm/args.h) and
 holds the packed copies, so the executor frees the originals. The kernel adds the bias; post-ops
-run after it in torch, in place on its fresh float32 output. The kernel's path 3 (int8-quantized
-activations, AVX2 integer dot products) rounds x, so it runs only for layers whose op says so
-(activations "int8"): decode rows there, the float paths on the rounded rows for longer inputs.
+run after it in torch, in place on its fresh float32 output. Layers whose op rounds x to int8
+(activations "int8") run integer dot products: 8-bit weights through path 4 (woq_gemm_w8a8, AVX2 and
+up, every row count; codes packed in k-quads), 4-bit weights through path 5 (woq_gemm_w4a8, AVX-512
+VNNI, every row count; codes in k-octets), or on AVX2 path 3 for decode rows and the float paths on the
+rounded rows for longer inputs. Both integer paths turn a row holding NaN or infinity into NaN
+outputs, as the op's meaning does.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from ....ir.ops.woq_linear import SYMMETRIC_INT4_ZERO, round_rows_to_int8
+from ....ir.ops.woq_linear import SYMMETRIC_INT4_ZERO, round_rows_to_int8, unpack_int4
 from ....ir.postops import BINARY_POST_OPS, UNARY_POST_OPS
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from .. import native_lib
@@ -28,16 +31,25 @@ _INT8_DECODE_ROWS = 4  # rows up to which int8 activations run woq_gemm's intege
 
 
 def pack_woq_weight(codes: torch.Tensor, scales: torch.Tensor, zero_points: Optional[torch.Tensor], bits: int,
-                    group_size: int) -> tuple[torch.Tensor, torch.Tensor, bool]:
+                    group_size: int, integer_layout: bool = False) -> tuple[torch.Tensor, torch.Tensor, bool]:
     """(packed codes, packed scales and zero points, whether any zero point is not 0) in woq_gemm's layout:
-    codes [n16 / 16, K or K / 2, 16] (the 16 channels of a block side by side for each k, or pair of k),
-    qparams float32 [n16 / 16, groups, 2, 16] (scales, then zero points); channels padded to 16 with zeros."""
+    codes [n16 / 16, K or K / 2, 16] (the 16 channels of a block side by side for each k, or pair of k);
+    with integer_layout, the layouts of the integer paths (args.h): 8-bit codes in k-quads [n16 / 16, K / 4,
+    16, 4] (path 4), 4-bit codes in k-octets [n16 / 16, K / 8, 16, 4], byte b = code(8o + b) | code(8o + 4 + b)
+    << 4 (path 5); qparams float32 [n16 / 16, groups, 2, 16] (scales, then zero points); channels padded to 16
+    with zeros."""
     n, cols = codes.shape
     groups = scales.shape[1]
     n16 = -(-n // _BLOCK) * _BLOCK
     padded = torch.zeros((n16, cols), dtype=codes.dtype)
     padded[:n] = codes
-    packed = padded.view(n16 // _BLOCK, _BLOCK, cols).transpose(1, 2).contiguous()
+    if integer_layout and bits == 8:
+        packed = padded.view(n16 // _BLOCK, _BLOCK, cols // 4, 4).transpose(1, 2).contiguous()
+    elif integer_layout:
+        octets = unpack_int4(padded).view(n16 // _BLOCK, _BLOCK, cols // 4, 2, 4).transpose(1, 2)
+        packed = (octets[..., 0, :] | (octets[..., 1, :] << 4)).contiguous()
+    else:
+        packed = padded.view(n16 // _BLOCK, _BLOCK, cols).transpose(1, 2).contiguous()
     qparams = torch.zeros((n16, groups, 2), dtype=torch.float32)
     qparams[:n, :, 0] = scales.float()
     if zero_points is not None:
@@ -46,6 +58,24 @@ def pack_woq_weight(codes: torch.Tensor, scales: torch.Tensor, zero_points: Opti
         qparams[:n, :, 1] = SYMMETRIC_INT4_ZERO
     qparams = qparams.view(n16 // _BLOCK, _BLOCK, groups, 2).permute(0, 2, 3, 1).contiguous()
     return packed, qparams, bits == 4
+
+
+# Integer paths of woq_gemm for layers with int8 activations: path -> (native kernel, bits, k and group multiple).
+_INTEGER_PATHS = {4: ("woq_gemm_w8a8", 8, 4), 5: ("woq_gemm_w4a8", 4, 8)}
+
+
+def _integer_path(codes: torch.Tensor, k: int, bits: int, group_size: int, isa: str) -> Optional[int]:
+    """The integer path (4 or 5) that runs this layer at this ISA level, or None (4-bit on AVX2: path 3 for
+    decode, the float paths on rounded rows otherwise)."""
+    for path, (kernel, path_bits, multiple) in _INTEGER_PATHS.items():
+        if bits == path_bits and k % multiple == 0 and group_size % multiple == 0 \
+                and native_lib.kernel_level(kernel, isa) != "none":
+            # path 4's AVX2 build moves x's sign onto the code: a code of -128 (outside the quantizer's range,
+            # possible only in a hand-made artifact) would overflow, so such a layer takes the float paths.
+            if bits == 8 and int(codes.min()) == -128:
+                return None
+            return path
+    return None
 
 
 _IN_PLACE_UNARY = {"relu": torch.relu_, "silu": lambda y: F.silu(y, inplace=True), "sigmoid": torch.sigmoid_,
@@ -81,14 +111,15 @@ class WoqGemm:
 
     int8_activations: bool = False
     integer_decode: bool = False  # woq_gemm's path 3 has a build at this level (AVX2 and up)
+    integer_path: Optional[int] = None  # 4 or 5: the codes are packed for that path, which runs every call
 
     def __call__(self, rows: torch.Tensor) -> torch.Tensor:
         """rows: float32 [m, k] (rows may be strided) -> float32 [m, n]."""
         out = torch.empty((rows.shape[0], self.n), dtype=torch.float32)
-        path = 0
-        if self.int8_activations:
-            if self.integer_decode and rows.shape[0] <= _INT8_DECODE_ROWS and bool(torch.isfinite(rows).all()):
-                path = 3  # the integer decode path rounds each row itself (it would turn NaN into numbers)
+        path = self.integer_path or 0
+        if self.int8_activations and self.integer_path is None:
+            if self.integer_decode and rows.shape[0] <= _INT8_DECODE_ROWS:
+                path = 3  # the integer decode path rounds each row itself
             else:
                 rows = round_rows_to_int8(rows)  # the float paths on the rounded rows: the same values
         native_lib.raw.woq_gemm(rows, self.packed, self.n, self.bits, self.group_size, self.qparams, self.has_zero,
@@ -110,10 +141,13 @@ def native_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
     a = ctx.attrs
     n = codes.shape[0]
     k = codes.shape[1] * (2 if a.bits == 4 else 1)
-    packed, qparams, has_zero = pack_woq_weight(codes, scales, zero_points, a.bits, a.group_size)
+    int8_activations = a.activations == "int8"
+    integer_path = _integer_path(codes, k, a.bits, a.group_size, ctx.isa) if int8_activations else None
+    packed, qparams, has_zero = pack_woq_weight(codes, scales, zero_points, a.bits, a.group_size,
+                                                integer_layout=integer_path is not None)
     gemm = WoqGemm(packed, qparams, has_zero, None if bias is None else bias.float().contiguous(), n, k, a.bits,
-                   a.group_size, ctx.isa, int8_activations=a.activations == "int8",
-                   integer_decode=native_lib.kernel_level("woq_gemv_i8", ctx.isa) != "none")
+                   a.group_size, ctx.isa, int8_activations=int8_activations,
+                   integer_decode=native_lib.kernel_level("woq_gemv_i8", ctx.isa) != "none", integer_path=integer_path)
     post_ops = list(a.post_ops)
 
     def run(inputs: list, dims: dict[str, int]):
@@ -125,4 +159,5 @@ def native_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
         return y if x.dtype == torch.float32 else y.to(x.dtype)
 
     held = {1, 2} | {i for i in (3, 4) if ctx.input_specs[i] is not None}
-    return Kernel(run, kernel_name("woq_linear", "woq_gemm", ctx.isa), frozenset(held), fresh_output=True)
+    kernel = _INTEGER_PATHS[integer_path][0] if integer_path else "woq_gemm"
+    return Kernel(run, kernel_name("woq_linear", kernel, ctx.isa), frozenset(held), fresh_output=True)

@@ -1,0 +1,84 @@
+"""The weight-only accuracy guard: move the linears that round worst back to float until a decoder's teacher-forced
+accuracy (decoder_accuracy.py) is within budget.
+
+The float passes before weight_only_quantize run once; weight_only_quantize and the passes after it run once per
+round on a copy, with PassOptions.keep_float naming the layers to leave float. Layers are ranked by how much
+round-to-nearest moves their weights against the typical weight, RMS(dequantized - W) / mean|W| (quant/weight_only.py:
+a layer whose groups hold an outlier rounds most of its other weights to zero); nothing is calibrated, so the ranking
+needs no data. Rounds
+move 1, 2, 4, ... more of them back, as the int8 guard does (quant/guard.py), until the budget holds or every
+quantized layer is float; then the conversion's final check (api.py) judges the result, and raises AccuracyError
+(nothing written) if even that misses.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import replace
+from typing import Callable, Optional
+
+from ..ir import Program
+from ..manifest import DecoderAccuracy, FloatLayer, GuardRound, PassRecord, WeightOnlyGuardRecord
+from ..passes import PassOptions, run_pipeline
+from ..passes.pipeline import WEIGHT_ONLY_PASS
+from .weight_only import weight_error
+
+RANKED_BY = "RMS(dequantized - W) / mean|W| of the round-to-nearest weight, largest first"
+Judge = Callable[[Program, list[PassRecord]], DecoderAccuracy]  # a candidate program (and its records) -> accuracy
+
+
+def _finite(value: float) -> Optional[float]:
+    return value if math.isfinite(value) else None
+
+
+def rank_layers(float_program: Program, quantized: Program) -> list[tuple[str, float]]:
+    """(layer, weight error) of every woq_linear of `quantized`, largest error first, from its weight in
+    `float_program` (the same graph before weight_only_quantize) and the bits, group size and symmetry it got."""
+    floats = {node.name: node for node in float_program.graph.nodes if node.op == "linear"}
+    ranked = []
+    for node in quantized.graph.nodes:
+        if node.op != "woq_linear" or node.name not in floats:
+            continue
+        weight = float_program.weights[floats[node.name].inputs[1]]
+        symmetric = len(node.inputs) <= 3 or node.inputs[3] is None
+        ranked.append((node.name, weight_error(weight, node.attrs["bits"], node.attrs["group_size"], symmetric)))
+    return sorted(ranked, key=lambda pair: pair[1], reverse=True)
+
+
+def guarded_weight_only(program: Program, names: list[str], options: PassOptions, judge: Judge,
+                        say: Callable[[str], None] = lambda _m: None
+                        ) -> tuple[Program, list[PassRecord], WeightOnlyGuardRecord]:
+    """Run the weight-only pipeline `names` on `program` (changed in place up to weight_only_quantize), judging each
+    candidate; returns the last candidate, its pass records and what the guard did."""
+    at = names.index(WEIGHT_ONLY_PASS)
+    before = run_pipeline(program, names[:at], options, on_pass=lambda n: say(f"pass {n}"))
+
+    def build(keep_float: list[str]) -> tuple[Program, list[PassRecord]]:
+        candidate = copy.deepcopy(program)
+        records = run_pipeline(candidate, names[at:], replace(options, keep_float=options.keep_float | set(keep_float)),
+                               on_pass=lambda n: say(f"pass {n}"))
+        return candidate, before + records
+
+    candidate, records = build([])
+    ranked = rank_layers(program, candidate)
+    rounds: list[GuardRound] = []
+    moved: list[tuple[str, float]] = []
+    step = 1
+    while True:
+        result = judge(candidate, records)
+        rounds.append(GuardRound(float_layers=len(moved), mean_cosine=_finite(result.mean_cosine),
+                                 top1_agreement=_finite(result.top1_agreement),
+                                 perplexity_ratio=_finite(result.perplexity_ratio), passed=result.passed))
+        say(f"weight-only guard: mean cosine {result.mean_cosine:.5f}, top-1 {result.top1_agreement:.3f}, perplexity "
+            f"ratio {result.perplexity_ratio:.4f} with {len(moved)} layer(s) in float")
+        if result.passed or len(moved) == len(ranked):
+            break
+        moved = ranked[:len(moved) + step]
+        step *= 2
+        candidate, records = build([name for name, _ in moved])
+    float_layers = [FloatLayer(layer=name, weight_error=error,
+                               reason=f"accuracy guard: weight error {error:.3g}, rank {rank} of {len(ranked)}; the "
+                               "teacher-forced budget failed with it quantized")
+                    for rank, (name, error) in enumerate(moved, start=1)]
+    return candidate, records, WeightOnlyGuardRecord(ranked_by=RANKED_BY, candidates=len(ranked), rounds=rounds,
+                                                     float_layers=float_layers, passed=rounds[-1].passed)

@@ -1,0 +1,131 @@
+// woq_gemm_w4a8 (args.h, path 5; AVX-512 VNNI): 4-bit weights times rows of x rounded to int8, every row
+// count, in integer dot products: woq_linear's `activations: int8` meaning, as path 3, without its
+// per-code unpacking.
+//
+// Packed layout (pack_woq_weight with octets): uint8 [n16 / 16][k / 8][16][4]: for each 8 consecutive k,
+// channel c's 32-bit lane holds byte b = code(8o + b) | code(8o + 4 + b) << 4. One 64-byte load is then
+// 16 channels x 8 codes; masking the low nibbles gives 16 lanes of 4 unsigned codes for k 8o..8o+3, the
+// high nibbles those for 8o+4..8o+7, each the unsigned operand of one vpdpbusd against 4 broadcast bytes
+// of x (signed): 128 multiply-adds for 3 instructions plus one vpdpbusd per row, so decode streams the
+// codes at memory speed instead of converting each to a float.
+// Per group, exactly in integers, acc = sum xq * q; y += scale * xs * (acc - zero * sum xq) in float32.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "common.h"
+#include "woq_gemm/int8_rows.h"
+
+namespace ipxc {
+namespace IPXC_NS {
+
+constexpr int kBlock = 16;
+constexpr int kRows = 4;
+constexpr int64_t kOctetBytes = 64;      // one k-octet of a block: 16 channels x 8 codes of 4 bits
+constexpr int64_t kPrefetchOctets = 32;  // 2 KiB ahead, as woq_gemm.cpp's decode
+constexpr int kChains = 2;               // octets unrolled: 4 independent accumulators per row
+constexpr int64_t kMinMacsPerTask = 1 << 16;
+
+// acc[r] (16 channels) = sum over the group's octets of xq[r] . q, exactly.
+template <int MR>
+static void group_dots(const uint8_t* w, int64_t octets, const int8_t* const* xq, int64_t o0, __m512i* acc) {
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    __m512i dot[MR][2 * kChains];
+    for (int r = 0; r < MR; ++r)
+        for (int c = 0; c < 2 * kChains; ++c) dot[r][c] = _mm512_setzero_si512();
+    auto step = [&](int64_t o, int chain) {
+        __builtin_prefetch(w + (o + kPrefetchOctets) * kOctetBytes);  // an octet is one 64-byte line
+        const __m512i v = _mm512_loadu_si512(w + o * kOctetBytes);
+        const __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+        for (int r = 0; r < MR; ++r) {
+            int32_t x_lo, x_hi;
+            std::memcpy(&x_lo, xq[r] + 8 * (o0 + o), sizeof x_lo);
+            std::memcpy(&x_hi, xq[r] + 8 * (o0 + o) + 4, sizeof x_hi);
+            dot[r][2 * chain] = _mm512_dpbusd_epi32(dot[r][2 * chain], lo, _mm512_set1_epi32(x_lo));
+            dot[r][2 * chain + 1] = _mm512_dpbusd_epi32(dot[r][2 * chain + 1], hi, _mm512_set1_epi32(x_hi));
+        }
+    };
+    int64_t o = 0;
+    for (; o + kChains <= octets; o += kChains)
+        for (int c = 0; c < kChains; ++c) step(o + c, c);
+    for (; o < octets; ++o) step(o, 0);
+    for (int r = 0; r < MR; ++r) {
+        __m512i d = dot[r][0];
+        for (int c = 1; c < 2 * kChains; ++c) d = _mm512_add_epi32(d, dot[r][c]);
+        acc[r] = d;
+    }
+}
+
+// One block of 16 channels for MR (<= 4) rows starting at row r0.
+template <int MR>
+static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const int8_t* xq, const float* xs,
+                       const int32_t* xsum) {
+    const int64_t gs = g.group_size, groups = g.k / gs, octets = gs / 8;
+    const float* qp = g.qparams + blk * groups * 2 * kBlock;
+    const uint8_t* wb = static_cast<const uint8_t*>(g.w) + blk * (g.k / 2) * kBlock;
+    const int8_t* rows[MR];
+    for (int r = 0; r < MR; ++r) rows[r] = xq + (r0 + r) * g.k;
+    __m512 total[MR];
+    for (int r = 0; r < MR; ++r) total[r] = _mm512_setzero_ps();
+    for (int64_t grp = 0; grp < groups; ++grp) {
+        __m512i acc[MR];
+        group_dots<MR>(wb + grp * octets * kOctetBytes, octets, rows, grp * octets, acc);
+        const __m512 scale = _mm512_loadu_ps(qp + grp * 2 * kBlock), zero = _mm512_loadu_ps(qp + grp * 2 * kBlock + kBlock);
+        for (int r = 0; r < MR; ++r) {
+            // acc - zero * sum xq: both exact integers below 2^24 for groups up to ~8800 inputs
+            const __m512 a = _mm512_fnmadd_ps(zero, _mm512_set1_ps(static_cast<float>(xsum[(r0 + r) * groups + grp])),
+                                              _mm512_cvtepi32_ps(acc[r]));
+            total[r] = _mm512_fmadd_ps(_mm512_mul_ps(scale, _mm512_set1_ps(xs[r0 + r])), a, total[r]);
+        }
+    }
+    const int64_t n0 = blk * kBlock, cols = g.n - n0 < kBlock ? g.n - n0 : kBlock;
+    for (int r = 0; r < MR; ++r) {
+        alignas(64) float t[kBlock];
+        _mm512_store_ps(t, total[r]);
+        float* y = g.y + (r0 + r) * g.y_stride + n0;
+        for (int64_t j = 0; j < cols; ++j) y[j] = t[j] + (g.bias ? g.bias[n0 + j] : 0.0f);
+    }
+}
+
+static void woq_gemm_w4a8(const WoqGemmArgs& g) {
+    const int64_t groups = g.k / g.group_size;
+    const int64_t blocks = (g.n + kBlock - 1) / kBlock;
+    int8_t* xq = new int8_t[static_cast<size_t>(g.m * g.k)];  // bad_alloc reaches Python as MemoryError
+    int32_t* xsum = new int32_t[static_cast<size_t>(g.m * groups)];
+    float* xs = new float[static_cast<size_t>(g.m)];
+    for (int64_t r = 0; r < g.m; ++r) {
+        int8_t* q = xq + r * g.k;
+        xs[r] = quantize_row_int8(g.x + r * g.x_stride, g.k, q);
+        // A row with NaN or infinity: xs is NaN, which makes each of its outputs NaN, as the op's meaning does.
+        if (std::isnan(xs[r])) std::memset(q, 0, static_cast<size_t>(g.k));
+        for (int64_t grp = 0; grp < groups; ++grp) {
+            int32_t s = 0;
+            for (int64_t k = grp * g.group_size; k < (grp + 1) * g.group_size; ++k) s += q[k];
+            xsum[r * groups + grp] = s;
+        }
+    }
+    const int64_t work = g.k * kBlock * g.m;
+    const int64_t grain = work >= kMinMacsPerTask ? 1 : kMinMacsPerTask / work;
+    // Parallel over blocks of channels; each task takes every row through its block, 4 at a time, so the
+    // block's codes come from DRAM once and from cache for the other rows.
+    parallel(blocks, grain, g.threads, [&](int64_t begin, int64_t end) {
+        for (int64_t blk = begin; blk < end; ++blk) {
+            for (int64_t r0 = 0; r0 < g.m; r0 += kRows) {
+                switch (g.m - r0 < kRows ? g.m - r0 : kRows) {
+                    case 1: block_rows<1>(g, blk, r0, xq, xs, xsum); break;
+                    case 2: block_rows<2>(g, blk, r0, xq, xs, xsum); break;
+                    case 3: block_rows<3>(g, blk, r0, xq, xs, xsum); break;
+                    default: block_rows<4>(g, blk, r0, xq, xs, xsum); break;
+                }
+            }
+        }
+    });
+    delete[] xs;
+    delete[] xsum;
+    delete[] xq;
+}
+
+IPXC_REGISTER_KERNEL(woq_gemm_w4a8, woq_gemm_w4a8);
+
+}  // namespace IPXC_NS
+}  // namespace ipxc

@@ -1,0 +1,188 @@
+// woq_gemm_w8a8 (args.h, path 4): int8 weights times rows of x rounded to int8, every row count, in
+// integer dot products. The layer's meaning is woq_linear's `activations: int8` (x rounded per row,
+// xs = max|x| / 127), so the result is the reference's to float32 rounding of the final scaling only.
+//
+// Why: the float decode path spends 3 instructions per 16 weight bytes (widen, convert, FMA) and is
+// compute-bound at about half the DRAM bandwidth of 2 cores; here 64 bytes of codes take 1-2
+// instructions (VNNI) or 32 bytes take 4 (AVX2), so decode streams the weights at memory speed, and
+// prefill runs int8 MACs (64 a VNNI instruction) on a block of weights held in L1/L2 across rows.
+//
+// Packed layout (pack_woq_weight with quads): int8 [n16 / 16][k / 4][16][4]: for each 4 consecutive k
+// the 16 channels' codes, a channel's 4 codes side by side (one 32-bit lane: the VNNI operand shape).
+// Codes are in [-127, 127] (the op's symmetric range: negating one never overflows).
+//
+// AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes, so x goes in offset, u = xq + 128
+// (1..255): sum u * w = sum xq * w + 128 * sum w, and sum w comes from a second vpdpbusd with a
+// vector of ones, once per weight vector whatever the row count.
+// AVX2: vpmaddubsw (unsigned x signed bytes, pairs summed into int16 with saturation) with the sign
+// trick: |xq| times w with xq's sign moved onto w (vpsignb); a pair is at most 2 * 127 * 127 = 32258,
+// exact in int16; vpmaddwd with ones widens the pairs into 32-bit lanes of 4 products.
+// Per group: acc = sum xq * w, exact in int32; y += scale * xs * acc in float32.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "common.h"
+#include "woq_gemm/int8_rows.h"
+
+namespace ipxc {
+namespace IPXC_NS {
+
+constexpr int kBlock = 16;          // output channels per packed block
+constexpr int kRows = 4;            // rows of x per pass over a block's codes
+constexpr int64_t kQuadBytes = 64;  // one k-quad of a block: 16 channels x 4 codes
+constexpr int64_t kPrefetchQuads = 32;  // 2 KiB ahead, as woq_gemm.cpp's decode
+constexpr int64_t kMinMacsPerTask = 1 << 16;
+
+#if defined(__AVX512VNNI__)
+constexpr int kChains = 2;  // quads unrolled: independent accumulators per row
+
+// acc[r] (16 channels, int32) += sum over the group's quads of xq[r] . w, exactly.
+template <int MR>
+static void group_dots(const int8_t* w, int64_t quads, const uint8_t* const* xu, int64_t q0, __m512i* acc) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    __m512i dot[MR][kChains], wsum[kChains];
+    for (int u = 0; u < kChains; ++u) {
+        wsum[u] = _mm512_setzero_si512();
+        for (int r = 0; r < MR; ++r) dot[r][u] = _mm512_setzero_si512();
+    }
+    int64_t q = 0;
+    for (; q + kChains <= quads; q += kChains) {
+        for (int u = 0; u < kChains; ++u) {
+            __builtin_prefetch(w + (q + u + kPrefetchQuads) * kQuadBytes);  // a quad is one 64-byte line
+            const __m512i wv = _mm512_loadu_si512(w + (q + u) * kQuadBytes);
+            wsum[u] = _mm512_dpbusd_epi32(wsum[u], ones, wv);
+            for (int r = 0; r < MR; ++r) {
+                int32_t x4;
+                std::memcpy(&x4, xu[r] + 4 * (q0 + q + u), sizeof x4);
+                dot[r][u] = _mm512_dpbusd_epi32(dot[r][u], _mm512_set1_epi32(x4), wv);
+            }
+        }
+    }
+    for (; q < quads; ++q) {
+        const __m512i wv = _mm512_loadu_si512(w + q * kQuadBytes);
+        wsum[0] = _mm512_dpbusd_epi32(wsum[0], ones, wv);
+        for (int r = 0; r < MR; ++r) {
+            int32_t x4;
+            std::memcpy(&x4, xu[r] + 4 * (q0 + q), sizeof x4);
+            dot[r][0] = _mm512_dpbusd_epi32(dot[r][0], _mm512_set1_epi32(x4), wv);
+        }
+    }
+    __m512i ws = wsum[0];
+    for (int u = 1; u < kChains; ++u) ws = _mm512_add_epi32(ws, wsum[u]);
+    const __m512i offset = _mm512_slli_epi32(ws, 7);  // 128 * sum w
+    for (int r = 0; r < MR; ++r) {
+        __m512i d = dot[r][0];
+        for (int u = 1; u < kChains; ++u) d = _mm512_add_epi32(d, dot[r][u]);
+        acc[r] = _mm512_sub_epi32(d, offset);
+    }
+}
+
+// y[r, 16 channels] += scale * xs[r] * acc[r]
+template <int MR>
+static void scale_into(const float* scale, const float* xs, const __m512i* acc, float (*total)[kBlock]) {
+    const __m512 s = _mm512_loadu_ps(scale);
+    for (int r = 0; r < MR; ++r) {
+        const __m512 t = _mm512_loadu_ps(total[r]);
+        _mm512_storeu_ps(total[r], _mm512_fmadd_ps(_mm512_mul_ps(s, _mm512_set1_ps(xs[r])), _mm512_cvtepi32_ps(acc[r]), t));
+    }
+}
+using Acc = __m512i;
+#else
+constexpr int kChains = 1;
+
+// acc[2r], acc[2r + 1] (channels 0-7, 8-15) += sum over the group's quads of xq[r] . w, exactly.
+template <int MR>
+static void group_dots(const int8_t* w, int64_t quads, const uint8_t* const* xu, int64_t q0, __m256i* acc) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int i = 0; i < 2 * MR; ++i) acc[i] = _mm256_setzero_si256();
+    for (int64_t q = 0; q < quads; ++q) {
+        __builtin_prefetch(w + (q + kPrefetchQuads) * kQuadBytes);  // a quad is one 64-byte line
+        const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + q * kQuadBytes));
+        const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + q * kQuadBytes + 32));
+        for (int r = 0; r < MR; ++r) {
+            int32_t x4;
+            std::memcpy(&x4, xu[r] + 4 * (q0 + q), sizeof x4);  // here xu holds the signed codes
+            const __m256i xb = _mm256_set1_epi32(x4);
+            const __m256i ax = _mm256_abs_epi8(xb);
+            acc[2 * r] = _mm256_add_epi32(acc[2 * r],
+                                          _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(w0, xb)), ones));
+            acc[2 * r + 1] = _mm256_add_epi32(acc[2 * r + 1],
+                                              _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(w1, xb)), ones));
+        }
+    }
+}
+
+template <int MR>
+static void scale_into(const float* scale, const float* xs, const __m256i* acc, float (*total)[kBlock]) {
+    for (int h = 0; h < 2; ++h) {
+        const __m256 s = _mm256_loadu_ps(scale + 8 * h);
+        for (int r = 0; r < MR; ++r) {
+            const __m256 t = _mm256_loadu_ps(total[r] + 8 * h);
+            _mm256_storeu_ps(total[r] + 8 * h, _mm256_fmadd_ps(_mm256_mul_ps(s, _mm256_set1_ps(xs[r])),
+                                                               _mm256_cvtepi32_ps(acc[2 * r + h]), t));
+        }
+    }
+}
+using Acc = __m256i;
+#endif
+
+// One block of 16 channels for MR (<= 4) rows starting at row r0.
+template <int MR>
+static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const uint8_t* xu, const float* xs) {
+    const int64_t gs = g.group_size, groups = g.k / gs, quads = gs / 4;
+    const float* qp = g.qparams + blk * groups * 2 * kBlock;
+    const int8_t* wb = static_cast<const int8_t*>(g.w) + blk * g.k * kBlock;
+    const uint8_t* rows[MR];
+    for (int r = 0; r < MR; ++r) rows[r] = xu + (r0 + r) * g.k;
+    alignas(64) float total[MR][kBlock] = {};
+    for (int64_t grp = 0; grp < groups; ++grp) {
+        Acc acc[MR * (sizeof(Acc) == 64 ? 1 : 2)];
+        group_dots<MR>(wb + grp * quads * kQuadBytes, quads, rows, grp * quads, acc);
+        scale_into<MR>(qp + grp * 2 * kBlock, xs + r0, acc, total);
+    }
+    const int64_t n0 = blk * kBlock, cols = g.n - n0 < kBlock ? g.n - n0 : kBlock;
+    for (int r = 0; r < MR; ++r) {
+        float* y = g.y + (r0 + r) * g.y_stride + n0;
+        for (int64_t j = 0; j < cols; ++j) y[j] = total[r][j] + (g.bias ? g.bias[n0 + j] : 0.0f);
+    }
+}
+
+static void woq_gemm_w8a8(const WoqGemmArgs& g) {
+    const int64_t blocks = (g.n + kBlock - 1) / kBlock;
+    // x rounded once per call: the row scales and the codes (signed; AVX-512 VNNI: offset by 128, unsigned).
+    uint8_t* xu = new uint8_t[static_cast<size_t>(g.m * g.k)];  // bad_alloc reaches Python as MemoryError
+    float* xs = new float[static_cast<size_t>(g.m)];
+    for (int64_t r = 0; r < g.m; ++r) {
+        int8_t* q = reinterpret_cast<int8_t*>(xu + r * g.k);
+        xs[r] = quantize_row_int8(g.x + r * g.x_stride, g.k, q);
+        // A row with NaN or infinity: xs is NaN, which makes each of its outputs NaN, as the op's meaning does.
+        if (std::isnan(xs[r])) std::memset(q, 0, static_cast<size_t>(g.k));
+#if defined(__AVX512VNNI__)
+        for (int64_t i = 0; i < g.k; ++i) xu[r * g.k + i] = static_cast<uint8_t>(q[i] + 128);
+#endif
+    }
+    const int64_t work = g.k * kBlock * g.m;
+    const int64_t grain = work >= kMinMacsPerTask ? 1 : kMinMacsPerTask / work;
+    // Parallel over blocks of channels; each task takes every row through its block, 4 at a time, so the
+    // block's codes come from DRAM once and from cache for the other rows.
+    parallel(blocks, grain, g.threads, [&](int64_t begin, int64_t end) {
+        for (int64_t blk = begin; blk < end; ++blk) {
+            for (int64_t r0 = 0; r0 < g.m; r0 += kRows) {
+                switch (g.m - r0 < kRows ? g.m - r0 : kRows) {
+                    case 1: block_rows<1>(g, blk, r0, xu, xs); break;
+                    case 2: block_rows<2>(g, blk, r0, xu, xs); break;
+                    case 3: block_rows<3>(g, blk, r0, xu, xs); break;
+                    default: block_rows<4>(g, blk, r0, xu, xs); break;
+                }
+            }
+        }
+    });
+    delete[] xs;
+    delete[] xu;
+}
+
+IPXC_REGISTER_KERNEL(woq_gemm_w8a8, woq_gemm_w8a8);
+
+}  // namespace IPXC_NS
+}  // namespace ipxc
