@@ -114,9 +114,19 @@ def test_kernel_level_falls_back_to_a_lower_build():
             assert built == ["avx2"], built
             assert native.kernel_level(name, "generic") == "none"
             continue
+        if name == "woq_gemm_w8a8":  # woq_gemm's path 4 (sign trick on AVX2, vpdpbusd from VNNI up)
+            assert built == ["avx2", "avx512_vnni"], built
+            assert native.kernel_level(name, "generic") == "none"
+            if "avx512" in native.supported_levels():
+                assert native.kernel_level(name, "avx512") == "avx2"
+            continue
+        if name == "woq_gemm_w4a8":  # woq_gemm's path 5 (vpdpbusd): nothing below avx512_vnni
+            assert built == ["avx512_vnni"], built
+            assert native.kernel_level(name, "avx512") == "none"
+            continue
         assert built and built[0] == "generic", name
         assert native.kernel_level(name, "generic") == "generic"
-    # No kernel has an avx512_vnni build: that level runs the avx512 one.
+    # The other kernels have no avx512_vnni build: that level runs the avx512 one.
     if "avx512_vnni" in native.supported_levels():
         assert native.kernel_level("gelu", "avx512_vnni") == "avx512"
     with pytest.raises(ValueError, match="no native kernel named 'nope'"):
