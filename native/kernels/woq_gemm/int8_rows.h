@@ -1,4 +1,5 @@
-// Rows of x rounded to int8, shared by the integer paths of woq_gemm (woq_gemv_i8.cpp, woq_gemm_w8a8.cpp).
+// Rows of x rounded to int8, and the row-chunk loop, shared by the integer paths of woq_gemm
+// (woq_gemv_i8.cpp, woq_gemm_w8a8.cpp, woq_gemm_w4a8.cpp).
 // Included only by files compiled once per ISA level (AVX2 and up): everything is static in IPXC_NS.
 #pragma once
 
@@ -6,6 +7,8 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 namespace ipxc {
 namespace IPXC_NS {
@@ -33,6 +36,38 @@ static inline float quantize_row_int8(const float* x, int64_t k, int8_t* q) {
     }
     for (; i < k; ++i) q[i] = static_cast<int8_t>(std::nearbyint(x[i] / xs));
     return xs;
+}
+
+// quantize_row_int8 for one row, with the op's meaning for non-finite rows kept: xs NaN and q all zero, so
+// every output of the row is NaN (codes * NaN) and the integer dot products stay defined.
+static inline float quantize_row_or_nan(const float* x, int64_t k, int8_t* q) {
+    const float xs = quantize_row_int8(x, k, q);
+    if (std::isnan(xs)) std::memset(q, 0, static_cast<size_t>(k));
+    return xs;
+}
+
+// Sums of a row's codes per group of `group_size` (the zero-point term of 4-bit codes).
+static inline void group_sums(const int8_t* q, int64_t k, int64_t group_size, int32_t* sums) {
+    for (int64_t grp = 0; grp < k / group_size; ++grp) {
+        int32_t s = 0;
+        for (int64_t i = grp * group_size; i < (grp + 1) * group_size; ++i) s += q[i];
+        sums[grp] = s;
+    }
+}
+
+// Calls f(r0, std::integral_constant<int, R>{}) for rows r0 .. r0+R-1 of m, R = 4 but for the last chunk, so a
+// kernel's row count is a compile-time constant:
+//   for_each_row_quad(m, [&](int64_t r0, auto rows) { run<decltype(rows)::value>(r0); });
+template <class F>
+static inline void for_each_row_quad(int64_t m, F&& f) {
+    for (int64_t r0 = 0; r0 < m; r0 += 4) {
+        switch (m - r0 < 4 ? m - r0 : 4) {
+            case 1: f(r0, std::integral_constant<int, 1>{}); break;
+            case 2: f(r0, std::integral_constant<int, 2>{}); break;
+            case 3: f(r0, std::integral_constant<int, 3>{}); break;
+            default: f(r0, std::integral_constant<int, 4>{}); break;
+        }
+    }
 }
 
 }  // namespace IPXC_NS

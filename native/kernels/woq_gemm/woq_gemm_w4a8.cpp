@@ -20,7 +20,6 @@ namespace ipxc {
 namespace IPXC_NS {
 
 constexpr int kBlock = 16;
-constexpr int kRows = 4;
 constexpr int64_t kOctetBytes = 64;      // one k-octet of a block: 16 channels x 8 codes of 4 bits
 constexpr int64_t kPrefetchOctets = 32;  // 2 KiB ahead, as woq_gemm.cpp's decode
 constexpr int kChains = 2;               // octets unrolled: 4 independent accumulators per row
@@ -94,31 +93,18 @@ static void woq_gemm_w4a8(const WoqGemmArgs& g) {
     int32_t* xsum = new int32_t[static_cast<size_t>(g.m * groups)];
     float* xs = new float[static_cast<size_t>(g.m)];
     for (int64_t r = 0; r < g.m; ++r) {
-        int8_t* q = xq + r * g.k;
-        xs[r] = quantize_row_int8(g.x + r * g.x_stride, g.k, q);
-        // A row with NaN or infinity: xs is NaN, which makes each of its outputs NaN, as the op's meaning does.
-        if (std::isnan(xs[r])) std::memset(q, 0, static_cast<size_t>(g.k));
-        for (int64_t grp = 0; grp < groups; ++grp) {
-            int32_t s = 0;
-            for (int64_t k = grp * g.group_size; k < (grp + 1) * g.group_size; ++k) s += q[k];
-            xsum[r * groups + grp] = s;
-        }
+        xs[r] = quantize_row_or_nan(g.x + r * g.x_stride, g.k, xq + r * g.k);
+        group_sums(xq + r * g.k, g.k, g.group_size, xsum + r * groups);
     }
     const int64_t work = g.k * kBlock * g.m;
     const int64_t grain = work >= kMinMacsPerTask ? 1 : kMinMacsPerTask / work;
     // Parallel over blocks of channels; each task takes every row through its block, 4 at a time, so the
     // block's codes come from DRAM once and from cache for the other rows.
     parallel(blocks, grain, g.threads, [&](int64_t begin, int64_t end) {
-        for (int64_t blk = begin; blk < end; ++blk) {
-            for (int64_t r0 = 0; r0 < g.m; r0 += kRows) {
-                switch (g.m - r0 < kRows ? g.m - r0 : kRows) {
-                    case 1: block_rows<1>(g, blk, r0, xq, xs, xsum); break;
-                    case 2: block_rows<2>(g, blk, r0, xq, xs, xsum); break;
-                    case 3: block_rows<3>(g, blk, r0, xq, xs, xsum); break;
-                    default: block_rows<4>(g, blk, r0, xq, xs, xsum); break;
-                }
-            }
-        }
+        for (int64_t blk = begin; blk < end; ++blk)
+            for_each_row_quad(g.m, [&](int64_t r0, auto rows) {
+                block_rows<decltype(rows)::value>(g, blk, r0, xq, xs, xsum);
+            });
     });
     delete[] xs;
     delete[] xsum;

@@ -29,7 +29,6 @@ namespace ipxc {
 namespace IPXC_NS {
 
 constexpr int kBlock = 16;          // output channels per packed block
-constexpr int kRows = 4;            // rows of x per pass over a block's codes
 constexpr int64_t kQuadBytes = 64;  // one k-quad of a block: 16 channels x 4 codes
 constexpr int64_t kPrefetchQuads = 32;  // 2 KiB ahead, as woq_gemm.cpp's decode
 constexpr int64_t kMinMacsPerTask = 1 << 16;
@@ -155,9 +154,7 @@ static void woq_gemm_w8a8(const WoqGemmArgs& g) {
     float* xs = new float[static_cast<size_t>(g.m)];
     for (int64_t r = 0; r < g.m; ++r) {
         int8_t* q = reinterpret_cast<int8_t*>(xu + r * g.k);
-        xs[r] = quantize_row_int8(g.x + r * g.x_stride, g.k, q);
-        // A row with NaN or infinity: xs is NaN, which makes each of its outputs NaN, as the op's meaning does.
-        if (std::isnan(xs[r])) std::memset(q, 0, static_cast<size_t>(g.k));
+        xs[r] = quantize_row_or_nan(g.x + r * g.x_stride, g.k, q);
 #if defined(__AVX512VNNI__)
         for (int64_t i = 0; i < g.k; ++i) xu[r * g.k + i] = static_cast<uint8_t>(q[i] + 128);
 #endif
@@ -167,16 +164,10 @@ static void woq_gemm_w8a8(const WoqGemmArgs& g) {
     // Parallel over blocks of channels; each task takes every row through its block, 4 at a time, so the
     // block's codes come from DRAM once and from cache for the other rows.
     parallel(blocks, grain, g.threads, [&](int64_t begin, int64_t end) {
-        for (int64_t blk = begin; blk < end; ++blk) {
-            for (int64_t r0 = 0; r0 < g.m; r0 += kRows) {
-                switch (g.m - r0 < kRows ? g.m - r0 : kRows) {
-                    case 1: block_rows<1>(g, blk, r0, xu, xs); break;
-                    case 2: block_rows<2>(g, blk, r0, xu, xs); break;
-                    case 3: block_rows<3>(g, blk, r0, xu, xs); break;
-                    default: block_rows<4>(g, blk, r0, xu, xs); break;
-                }
-            }
-        }
+        for (int64_t blk = begin; blk < end; ++blk)
+            for_each_row_quad(g.m, [&](int64_t r0, auto rows) {
+                block_rows<decltype(rows)::value>(g, blk, r0, xu, xs);
+            });
     });
     delete[] xs;
     delete[] xu;

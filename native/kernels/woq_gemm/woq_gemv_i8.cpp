@@ -85,14 +85,8 @@ static void rows_of_four(const WoqGemmArgs& g) {
     int32_t* xsum = new int32_t[static_cast<size_t>(g.m * groups)];
     float xs[kRows];
     for (int64_t r = 0; r < g.m; ++r) {
-        xs[r] = quantize_row_int8(g.x + r * g.x_stride, g.k, xq + r * g.k);
-        // A row with NaN or infinity: xs is NaN, which makes each of its outputs NaN, as the op's meaning does.
-        if (std::isnan(xs[r])) std::memset(xq + r * g.k, 0, static_cast<size_t>(g.k));
-        for (int64_t grp = 0; grp < groups; ++grp) {
-            int32_t s = 0;
-            for (int64_t k = grp * g.group_size; k < (grp + 1) * g.group_size; ++k) s += xq[r * g.k + k];
-            xsum[r * groups + grp] = s;
-        }
+        xs[r] = quantize_row_or_nan(g.x + r * g.x_stride, g.k, xq + r * g.k);
+        group_sums(xq + r * g.k, g.k, g.group_size, xsum + r * groups);
     }
     const int64_t work = g.k * kBlock * g.m;
     const int64_t grain = work >= kMinMacsPerTask ? 1 : kMinMacsPerTask / work;
