@@ -38,7 +38,10 @@ def _load():
                           "onednn-devel-cpu-gomp==2023.2.0 next to the build requirements and rebuild)")
     for f in metadata.distribution("onednn-cpu-gomp").files or []:
         if f.name == "libdnnl.so.3":
-            ctypes.CDLL(str(f.locate().resolve()), mode=ctypes.RTLD_GLOBAL)
+            # Loaded first so _dnnl's DT_NEEDED finds it by soname. RTLD_LOCAL: libdnnl exports weak C++ standard
+            # library instantiations (std::_Hashtable<...>::...); in the global scope they would interpose those of
+            # libraries loaded later, and OpenVINO GenAI's sampler crashed in free() on such a hash table.
+            ctypes.CDLL(str(f.locate().resolve()), mode=ctypes.RTLD_LOCAL)
             break
     from ... import _dnnl
     return _dnnl

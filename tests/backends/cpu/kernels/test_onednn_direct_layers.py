@@ -407,3 +407,13 @@ def test_a_build_without_onednn_says_so(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name.endswith("._dnnl") else real(name, *a))
     with pytest.raises(ImportError, match="_dnnl was not built.*onednn-devel-cpu-gomp"):
         dnnl._load()
+
+
+def test_libdnnl_symbols_stay_out_of_the_global_scope():
+    """libdnnl exports weak C++ standard-library instantiations; loaded into the global scope they interposed those of
+    libraries loaded later (OpenVINO GenAI's sampler crashed in free() on a std::unordered_map in the same process)."""
+    import ctypes
+
+    assert dnnl.raw is not None
+    with pytest.raises(AttributeError):
+        ctypes.CDLL(None).dnnl_engine_create  # noqa: B018 - the lookup itself is the check
