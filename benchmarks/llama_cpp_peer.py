@@ -117,7 +117,9 @@ class LlamaCppSystem:
         from llama_cpp import Llama
 
         self.np = np
-        self.llm = Llama(model_path=str(path), n_ctx=context, n_batch=512, n_ubatch=512, n_threads=threads,
+        # n_batch = the context: llama-cpp-python keeps n_batch rows of logits without logits_all, but writes row
+        # n_past + n_tokens - 1 (an IndexError once the context passes n_batch); n_ubatch 512 is what computes.
+        self.llm = Llama(model_path=str(path), n_ctx=context, n_batch=context, n_ubatch=512, n_threads=threads,
                          n_threads_batch=threads, logits_all=False, verbose=False)
         from gguf import GGUFReader
 
