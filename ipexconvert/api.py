@@ -13,15 +13,14 @@ import torch
 from . import __version__
 from .accuracy import as_signature_dtypes, describe_failure, flatten_outputs, measure
 from .artifact import write_artifact
-
-TOKENIZER_FILE = "tokenizer.json"  # a decoder's Hugging Face tokenizer, stored in the artifact as data
 from .backends import get_backend
 from .errors import AccuracyError, ArtifactError, UserInputError
 from .config import ConversionConfig
+from .decoder_settings import TOKENIZER_FILE, settle_decoder
 from .frontend.base import ImportedModel, ImportRequest, import_model, importer_for
 from .ir import Program
 from .ir.dynamic_dims import DynamicDims
-from .manifest import AccuracyRecord, IOSpec, Manifest
+from .manifest import AccuracyRecord, IOSpec, Manifest, WeightOnlyRecord
 from .output_path import check_writable, scratch_folder, write_errors
 from .passes import PassOptions, pipeline_for, run_pipeline
 from .passes.pipeline import CALIBRATE
@@ -86,7 +85,9 @@ def optimize(
     setting; keyword `settings` override its fields by name (dtype="bf16", target="cpu", passes=[...],
     skip_passes, inputs=["x:batch,3,224,224:float32"], model_factory, model_kwargs, trust_pickle,
     qconfig_out) or through the flat names of config.FLAT_FIELDS (max_rel_error, min_cosine, min_top1_agreement,
-    max_perplexity_ratio, decoder_positions, calib_text, calib_synthetic, quant=QuantOptions(...)). Raises
+    max_perplexity_ratio, decoder_positions, calib_text, calib_synthetic, quant=QuantOptions(...), and a decoder's
+    eos_token_ids, bos_token_id, tokenizer). A model whose signature is a decoder's (docs/decoders.md) gets a decoder
+    record, so the artifact can generate(). Raises
     AccuracyError (and writes nothing) when the artifact misses the dtype's error budget; a weight-only decoder is
     judged teacher-forced (decoder_accuracy.py), its worst layers moved back to float until it passes.
 
@@ -119,13 +120,26 @@ def optimize(
             raise UserInputError(f"the folder for --qconfig-out {cfg.qconfig_out} does not exist", "create it first")
         if cfg.qconfig_out is not None:
             check_writable(Path(cfg.qconfig_out), "--qconfig-out")
+    inc = None  # weight-only GPTQ / AWQ: Intel Neural Compressor chooses the codes, just before the trace
+    if cfg.weight_only_selected and cfg.weight_only.algorithm != "rtn":
+        from .passes.weight_only_quantize import bits_for
+        from .quant.weight_only_inc import prepare_run
+
+        inc = prepare_run(cfg.weight_only, bits_for(cfg.dtype), cfg.calibration.text, say)
     if output is not None:  # before the slow work
         check_writable(Path(output), "-o")
     source = import_model(model, ImportRequest(
         example_inputs=example_inputs, inputs=cfg.inputs, dynamic_dims=dynamic_dims, model_factory=cfg.model_factory,
-        model_kwargs=cfg.model_kwargs, trust_pickle=cfg.trust_pickle), say)
+        model_kwargs=cfg.model_kwargs, trust_pickle=cfg.trust_pickle,
+        before_trace=inc.before_trace if inc is not None else None), say)
+    if inc is not None and inc.record is None:  # the importer traced no eager torch module (ONNX, .pt2)
+        raise UserInputError(f"--woq-algorithm {cfg.weight_only.algorithm} runs on Hugging Face causal LMs (a model "
+                             f"folder with its tokenizer), and {source.record.location} is not one",
+                             "use --woq-algorithm rtn")
     program = source.program
-    decoder_data = _decoder_data(source)  # the tokenizer, read once: the teacher-forced check and the artifact use it
+    # The decoder's token ids and tokenizer (the user's over the source's); the tokenizer read once: the
+    # teacher-forced check and the artifact use it.
+    decoder_data = settle_decoder(source, cfg.decoder)
     teacher = _teacher_forced(source, cfg, decoder_data)  # before the passes change the program's graph
 
     target = cfg.target
@@ -141,7 +155,8 @@ def optimize(
             load=lambda candidate, kind: _load_in_memory(candidate, _manifest(candidate, source, kind, [], target), avoid))
     else:
         options = PassOptions(dtype=cfg.dtype, target=target,
-                              weight_only=cfg.weight_only if cfg.weight_only_selected else None)
+                              weight_only=cfg.weight_only if cfg.weight_only_selected else None,
+                              weight_codes=inc.codes if inc is not None else None)
         if teacher is not None and cfg.weight_only.guard:
             from .quant.weight_only_guard import guarded_weight_only
 
@@ -152,6 +167,9 @@ def optimize(
             records = run_pipeline(program, names, options, on_pass=lambda n: say(f"pass {n}"))
     manifest = _manifest(program, source, cfg.dtype, records, target)
     manifest.weight_only_guard = woq_guard
+    if cfg.weight_only_selected:
+        manifest.weight_only = inc.record if inc is not None else WeightOnlyRecord(algorithm="rtn",
+                                                                                   implementation="ipexconvert")
     if quantization is not None:
         manifest.quantization = quantization.model_dump(mode="json")
 
@@ -225,28 +243,8 @@ def _manifest(program: Program, source: ImportedModel, dtype: str, records, targ
         dims=graph.dims,
         op_histogram=graph.op_histogram(),
         fallback_ops=sorted({n.attrs["target"] for n in graph.nodes if n.op == "aten"}),
-        decoder=_decoder_record(source),
+        decoder=source.decoder,  # settled by decoder_settings.settle_decoder: token ids and tokenizer
     )
-
-
-def _tokenizer_file(source: ImportedModel) -> Optional[Path]:
-    """A decoder's tokenizer.json in its source folder, if there is one."""
-    folder = source.tokenizer_folder
-    path = None if source.decoder is None or folder is None else Path(folder) / TOKENIZER_FILE
-    return path if path is not None and path.is_file() else None
-
-
-def _decoder_record(source: ImportedModel):
-    """A decoder's record, naming its tokenizer when the source folder has one."""
-    if source.decoder is None:
-        return None
-    return source.decoder.model_copy(update={"tokenizer": TOKENIZER_FILE if _tokenizer_file(source) else None})
-
-
-def _decoder_data(source: ImportedModel) -> dict[str, bytes]:
-    """A decoder's tokenizer.json (plain JSON, read as data by the tokenizers library; never code)."""
-    path = _tokenizer_file(source)
-    return {} if path is None else {TOKENIZER_FILE: path.read_bytes()}
 
 
 def _teacher_forced(source: ImportedModel, cfg: ConversionConfig, decoder_data: dict[str, bytes]) -> Optional[TeacherForcedCheck]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import math
 import os
 import re
@@ -32,6 +33,12 @@ from .output_path import WriteLedger, check_writable, scratch_folder, write_erro
 
 if TYPE_CHECKING:  # imported where used (quant.plan imports torch, which a command loads only when it needs it)
     from .quant.plan import LayerPlan, QuantPlan
+
+# torchao (installed with neural-compressor-pt, imported by transformers whenever it is present) logs on every import
+# that its CUDA extensions do not load on this CPU build and that its enums need no pytree registration: noise on
+# every command, nothing the user can act on. The CLI owns its process, so it raises those two loggers to ERROR.
+for _noisy in ("torchao", "torch.utils._pytree"):
+    logging.getLogger(_noisy).setLevel(logging.ERROR)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Convert PyTorch models into fast, safe single-file artifacts (.ipxc) and run them.")
@@ -167,10 +174,12 @@ def _accuracy_line(acc: dict) -> str:
 
 
 def _print_decoder_accuracy(manifest: dict) -> None:
-    """A weight-only decoder's teacher-forced accuracy and what the guard moved to float (manifest as JSON: inspect
-    reads untrusted files, so every string goes through _show)."""
-    from .inspection import decoder_accuracy_line, weight_only_guard_lines
+    """A weight-only artifact's codes (which algorithm), a decoder's teacher-forced accuracy and what the guard moved to
+    float (manifest as JSON: inspect reads untrusted files, so every string goes through _show)."""
+    from .inspection import decoder_accuracy_line, weight_only_codes_line, weight_only_guard_lines
 
+    if manifest.get("weight_only"):
+        out.print(f"[bold]weight-only codes[/]: {_show(weight_only_codes_line(manifest['weight_only']))}", highlight=False)
     accuracy = manifest.get("accuracy") or {}
     if accuracy.get("decoder"):
         out.print(f"[bold]teacher-forced accuracy[/]: {_show(decoder_accuracy_line(accuracy['decoder']))}", highlight=False)
@@ -401,6 +410,11 @@ def optimize(
                                       "evaluates code in it); only for files from someone you trust"),
     passes: Optional[str] = typer.Option(None, "--passes", help="comma-separated pass list replacing the dtype's pipeline"),
     skip_pass: List[str] = typer.Option([], "--skip-pass", help="pass to leave out (repeatable)"),
+    eos_token_id: List[int] = typer.Option([], "--eos-token-id", help="decoders: generation stops at this token id "
+                                           "(repeatable; default: a Hugging Face folder's config)"),
+    bos_token_id: Optional[int] = typer.Option(None, "--bos-token-id", help="decoders: the beginning-of-sequence token id"),
+    tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="decoders: a Hugging Face tokenizer.json to store "
+                                             "in the artifact (text prompts; default: the folder's tokenizer.json)"),
     max_rel_error: Optional[float] = typer.Option(None, "--max-rel-error", help="accuracy budget: max |artifact-eager| / max |eager|"),
     min_cosine: Optional[float] = typer.Option(None, "--min-cosine", help="accuracy budget: min cosine similarity to eager "
                                                "(weight-only decoders: mean cosine of the teacher-forced logits)"),
@@ -454,6 +468,10 @@ def optimize(
     no_weight_only_guard: bool = typer.Option(False, "--no-weight-only-guard", rich_help_panel=WOQ_PANEL,
                                               help="decoders: keep every layer quantized, without moving the worst "
                                                    "back to float when the teacher-forced budget fails"),
+    woq_algorithm: Optional[str] = typer.Option(None, "--woq-algorithm", metavar="rtn|gptq|awq", rich_help_panel=WOQ_PANEL,
+                                                help="how the weight codes are chosen: rtn rounds to nearest (default, no "
+                                                     "data); gptq and awq calibrate on --calib-text (decoders; Intel "
+                                                     "Neural Compressor: pip install neural-compressor-pt)"),
 ):
     """Convert a model into an .ipxc artifact and check it against eager PyTorch."""
     from .api import load_artifact
@@ -466,8 +484,17 @@ def optimize(
         raise UserInputError(f"-o {output} is a folder, not an artifact path", f"pass a file path, e.g. -o {output / 'model.ipxc'}")
     file_config = ConversionConfig.from_file(config) if config is not None else None
     dtype = dtype or (file_config.dtype if file_config is not None else "fp32")
-    quant = _quant_options(dtype, {
-        "calib": calib, "calib_text": calib_text, "calib_synthetic": calib_synthetic, "observer": observer,
+    algorithm = woq_algorithm or (file_config.weight_only.algorithm if file_config is not None else "rtn")
+    woq_dtype = dtype == "int4" or weight_only or (
+        dtype == "int8" and file_config is not None and file_config.int8_scheme == "weight-only")
+    calibrated_woq = woq_dtype and algorithm != "rtn"
+    if woq_dtype and not calibrated_woq and calib_text is not None:
+        raise UserInputError("--calib-text calibrates static int8 and --woq-algorithm gptq / awq, and this weight-only "
+                             "conversion rounds to nearest (rtn), which reads no data",
+                             "add --woq-algorithm gptq (or awq), or leave out --calib-text")
+    quant = _quant_options(dtype, {  # --calib-text is GPTQ's / AWQ's calibration text then, not an int8 flag
+        "calib": calib, "calib_text": None if calibrated_woq else calib_text, "calib_synthetic": calib_synthetic,
+        "observer": observer,
         "smoothquant": smoothquant, "max_error": max_error, "guard_metric": guard_metric, "no_guard": no_guard,
         "qconfig_out": qconfig_out, "qconfig_in": qconfig_in, "float_dtype": float_dtype, "tune": tune,
         "eval_fn": eval_fn, "tolerable_loss": tolerable_loss})
@@ -482,13 +509,15 @@ def optimize(
         result = run_optimize(
             source, tensors, file_config, dtype=dtype, target=target, output=output, inputs=input_args or None,
             passes=[p.strip() for p in passes.split(",") if p.strip()] if passes else None, skip_passes=skip_pass or None,
+            eos_token_ids=eos_token_id or None, bos_token_id=bos_token_id, tokenizer=tokenizer,
             max_rel_error=max_rel_error, min_cosine=min_cosine, min_top1_agreement=min_top1_agreement,
             max_perplexity_ratio=max_perplexity_ratio, model_factory=model_factory, model_kwargs=kwargs or None,
             trust_pickle=trust_pickle or None, progress=progress.say, calib_files=calib, calib_text=calib_text,
             calib_synthetic=calib_synthetic, quant=quant, qconfig_out=qconfig_out, progress_bar=progress.stage,
             tune=tune_settings, on_output=written.expect,
             int8_scheme="weight-only" if weight_only else None, group_size=group_size,
-            woq={**({"symmetric": False} if asymmetric else {}),
+            woq={**({"algorithm": woq_algorithm} if woq_algorithm else {}),
+                 **({"symmetric": False} if asymmetric else {}),
                  **({"quantize_lm_head": True} if quantize_lm_head else {}),
                  **({"activations": "int8"} if int8_activations else {}),
                  **({"guard": False} if no_weight_only_guard else {})} or None)

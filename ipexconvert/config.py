@@ -50,12 +50,41 @@ class CalibrationSource(_Model):
     """Where int8 calibration batches come from: exactly one of these (or in-memory batches passed to optimize())."""
 
     files: Optional[Path] = Field(default=None, description="a .safetensors file or a folder of them")
-    text: Optional[Path] = Field(default=None, description="a text file, one sentence a line (models with a tokenizer)")
+    text: Optional[Path] = Field(default=None, description="a text file, one sentence a line (models with a tokenizer); "
+                                 "weight_only.algorithm gptq / awq: any UTF-8 text, cut into windows of tokens")
     synthetic: int = Field(default=0, ge=0, description="random batches (not recommended)")
 
     def given(self) -> list[str]:
         return [name for name, on in (("files", self.files is not None), ("text", self.text is not None),
                                       ("synthetic", self.synthetic > 0)) if on]
+
+
+class DecoderSettings(_Model):
+    """How generate() drives a decoder (a model whose signature is docs/decoders.md's); each one given replaces what
+    the source says (a Hugging Face folder's config and tokenizer.json)."""
+
+    eos_token_ids: list[int] = Field(default_factory=list, description="decoders: generation stops at any of these "
+                                     "token ids (default: the Hugging Face config's, else none)")
+    bos_token_id: Optional[int] = Field(default=None, ge=0, description="decoders: the beginning-of-sequence token id")
+    tokenizer: Optional[Path] = Field(default=None, description="decoders: a Hugging Face tokenizer.json stored in the "
+                                      "artifact (text prompts; the teacher-forced check's text)")
+
+    @field_validator("eos_token_ids", mode="before")
+    @classmethod
+    def _one_id_is_a_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("eos_token_ids")
+    @classmethod
+    def _ids_not_negative(cls, value: list[int]) -> list[int]:
+        if any(i < 0 for i in value):
+            raise ValueError("token ids are 0 or more")
+        return value
+
+    def given(self) -> list[str]:
+        return [f"decoder.{name}" for name, on in (("eos_token_ids", bool(self.eos_token_ids)),
+                                                   ("bos_token_id", self.bos_token_id is not None),
+                                                   ("tokenizer", self.tokenizer is not None)) if on]
 
 
 class TuneConfig(_Model):
@@ -79,13 +108,14 @@ class ConversionConfig(_Model):
     trust_pickle: bool = Field(default=False, description="allow sources that run code from the file when loaded")
     avoid_kernels: list[str] = Field(default_factory=list, description="kernel factories or families (`ipexconvert doctor "
                                      "--kernels`) the accuracy check and the int8 guard must not use, e.g. onednn_direct")
+    decoder: DecoderSettings = Field(default_factory=DecoderSettings)
     # int8 only
     int8_scheme: Literal["static", "weight-only"] = Field(
         default="static", description="int8: static (int8 activations and weights, calibrated) or weight-only "
         "(int8 weights, float activations, no calibration data)")
     # int4 and weight-only int8
     weight_only: WeightOnlyOptions = Field(default_factory=WeightOnlyOptions)
-    # static int8 only
+    # static int8; calibration.text also for weight_only.algorithm gptq / awq
     calibration: CalibrationSource = Field(default_factory=CalibrationSource)
     quantization: QuantOptions = Field(default_factory=QuantOptions)
     qconfig_out: Optional[Path] = Field(default=None, description="write the final quantization plan here")
@@ -115,8 +145,14 @@ class ConversionConfig(_Model):
                              f"{self.dtype}{' (static)' if self.dtype == 'int8' else ''}")
         if self.dtype == "int8" and self.weight_only_selected and not self.weight_only.symmetric:
             raise ValueError("weight_only.symmetric: int8 weights are always symmetric (asymmetric is for int4)")
+        calibrates = self.weight_only_selected and self.weight_only.algorithm != "rtn"  # gptq / awq read text
+        not_text = [name for name in self.calibration.given() if name != "text"]
+        if calibrates and not_text:
+            raise ValueError(f"calibration.{not_text[0]}: weight_only.algorithm {self.weight_only.algorithm} calibrates "
+                             "on text only (calibration.text)")
         if self.dtype != "int8" or self.weight_only_selected:
-            used = self._changed("calibration", "quantization", "qconfig_out", "tune")
+            used = [name for name in self._changed("calibration", "quantization", "qconfig_out", "tune")
+                    if not (calibrates and name == "calibration")]
             if used:
                 kind = "static int8 settings, but this conversion is weight-only int8" if self.dtype == "int8" else \
                     f"int8 settings, but this conversion is {self.dtype}"
@@ -191,6 +227,9 @@ FLAT_FIELDS: dict[str, tuple[str, Optional[str]]] = {
     "calib_text": ("calibration", "text"),
     "calib_synthetic": ("calibration", "synthetic"),
     "quant": ("quantization", None),
+    "eos_token_ids": ("decoder", "eos_token_ids"),
+    "bos_token_id": ("decoder", "bos_token_id"),
+    "tokenizer": ("decoder", "tokenizer"),
     "group_size": ("weight_only", "group_size"),
     "woq": ("weight_only", None),
 }
@@ -242,7 +281,8 @@ def configuration_markdown() -> str:
         "`quantization.*` are the int8 settings (`ipexconvert/quant/options.py`), also the `--observer`, `--smoothquant`,",
         "`--max-error`, `--guard-metric`, `--no-guard`, `--float-dtype` and `--qconfig-in` flags.", "",
         "`weight_only.*` are the weight-only settings (`dtype = \"int4\"`, or `dtype = \"int8\"` with",
-        "`int8_scheme = \"weight-only\"`; docs/quantization.md): no calibration data, the activations stay float.", "",
+        "`int8_scheme = \"weight-only\"`; docs/quantization.md): the activations stay float; no calibration data,",
+        "except `calibration.text` for `weight_only.algorithm = \"gptq\"` or `\"awq\"` (docs/decoders.md).", "",
         "## Environment variables", "",
         "Overrides of process-wide runtime choices, not conversion settings; every one ipexconvert reads",
         "(`ipexconvert/environment.py`).", "",

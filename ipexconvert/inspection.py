@@ -104,6 +104,15 @@ def decoder_accuracy_line(record: dict) -> str:
             f"budget {num('budget_perplexity_ratio', 'g')}), {'passed' if record['passed'] else 'NOT met'}")
 
 
+def weight_only_codes_line(record: dict) -> str:
+    """A WeightOnlyRecord's dump in one line: which algorithm chose the codes, with what, on what text."""
+    if record["algorithm"] == "rtn":
+        return f"rtn (round to nearest, {record['implementation']})"
+    clamped = record["int8_codes_clamped"]
+    return (f"{record['algorithm']} ({record['implementation']}) for {record['layers']} linears, calibrated on "
+            f"{record['calibration']}" + (f"; {clamped} int8 codes of -128 stored as -127" if clamped else ""))
+
+
 def weight_only_guard_lines(record: dict) -> list[str]:
     """A WeightOnlyGuardRecord's dump: a summary line, then one line per layer it moved back to float."""
     moved = len(record["float_layers"])

@@ -111,12 +111,28 @@ class WeightOnlyGuardRecord(_Model):
     passed: bool
 
 
+class WeightOnlyRecord(_Model):
+    """How the weight-only codes were chosen (quant/weight_only.py; gptq / awq: quant/weight_only_inc.py)."""
+
+    algorithm: Literal["rtn", "gptq", "awq"] = Field(description="rtn: round to nearest; gptq / awq: calibrated")
+    implementation: str = Field(description="what chose the codes: ipexconvert (rtn), or the neural-compressor-pt "
+                                "version that ran GPTQ / AWQ")
+    calibration: Optional[str] = Field(default=None, description="gptq / awq: the text the codes were calibrated on "
+                                       "and how much of it")
+    layers: int = Field(default=0, ge=0, description="gptq / awq: linears the algorithm chose codes for (the pass "
+                        "record's from_codes counts those quantized after merging); any other linear weight_only_quantize "
+                        "quantizes (the LM head with quantize_lm_head) is rounded to nearest")
+    int8_codes_clamped: int = Field(default=0, ge=0, description="gptq / awq int8: codes of -128 the algorithm chose, "
+                                    "stored as -127 (int8 weight codes are symmetric, -127..127)")
+
+
 class DecoderRecord(_Model):
-    """A causal LM traced with its KV cache as inputs and outputs (examples/decoder_cache.py): how
-    generate() drives it. Checked against the signature at load (runtime/decoder.py)."""
+    """A causal LM traced with its KV cache as inputs and outputs: how generate() drives it. Read off the
+    signature at conversion (frontend/decoder_signature.py), checked against it at load (runtime/decoder.py)."""
 
     input_ids: str = Field(default="input_ids", description="int64 input [batch, seq]")
-    logits: str = Field(default="logits", description="output [batch, 1, vocab]: the last position's logits")
+    logits: str = Field(default="logits", description="output [batch, 1, vocab] (the last position's logits) or "
+                        "[batch, seq, vocab], of which generate() reads the last position")
     cache: list[tuple[str, str]] = Field(description="(past input, present output) of every cache tensor, "
                                          "[batch, kv_heads, past, head_dim] in, [.., past + seq, ..] out")
     cache_dim: str = Field(default="past", description="the dynamic dim of the cached length")
@@ -153,6 +169,8 @@ class Manifest(_Model):
     outputs: list[IOSpec]
     dims: dict[str, DimRange] = Field(default_factory=dict)
     accuracy: Optional[AccuracyRecord] = None
+    weight_only: Optional[WeightOnlyRecord] = Field(
+        default=None, description="weight-only artifacts (int4, weight-only int8): the algorithm that chose the codes")
     weight_only_guard: Optional[WeightOnlyGuardRecord] = Field(
         default=None, description="weight-only decoders: the accuracy guard's rounds and the layers it kept float")
     decoder: Optional[DecoderRecord] = Field(default=None, description="set for causal LMs with a KV cache")

@@ -1,6 +1,6 @@
 """ConversionConfig's weight-only settings: --dtype int4 (always weight-only) and int8 with int8_scheme "weight-only",
-the weight_only section (group size, symmetry, LM head) with its flat names, and the settings refused where they do
-not apply."""
+the weight_only section (group size, symmetry, LM head, algorithm) with its flat names, calibration text for GPTQ / AWQ,
+and the settings refused where they do not apply."""
 from __future__ import annotations
 
 import pytest
@@ -39,6 +39,14 @@ def test_flat_names_merge_into_a_file_section(tmp_path):
     assert ConversionConfig.build(base, group_size=32).weight_only.group_size == 32
 
 
+def test_gptq_and_awq_take_calibration_text(tmp_path):
+    assert ConversionConfig.build(dtype="int4").weight_only.algorithm == "rtn"
+    cfg = ConversionConfig.build(dtype="int4", woq={"algorithm": "gptq"}, calib_text=tmp_path / "t.txt")
+    assert cfg.weight_only.algorithm == "gptq" and cfg.calibration.text == tmp_path / "t.txt"
+    cfg = ConversionConfig.build(dtype="int8", int8_scheme="weight-only", woq={"algorithm": "awq"}, calib_text="t.txt")
+    assert cfg.weight_only.algorithm == "awq" and cfg.weight_only_selected
+
+
 @pytest.mark.parametrize("fields, problem", [
     ({"dtype": "fp32", "group_size": 32}, "weight_only: settings for --dtype int4 and weight-only int8, but this "
                                           "conversion is fp32"),
@@ -53,6 +61,13 @@ def test_flat_names_merge_into_a_file_section(tmp_path):
     ({"dtype": "bf16", "min_top1_agreement": 0.8}, "accuracy.min_top1_agreement: budgets of the teacher-forced check"),
     ({"dtype": "int8", "max_perplexity_ratio": 1.1, "calib_synthetic": 2}, "but this conversion is int8"),
     ({"dtype": "int4", "max_perplexity_ratio": 0}, "accuracy.max_perplexity_ratio"),
+    ({"dtype": "int4", "calib_text": "t.txt"}, "calibration: int8 settings, but this conversion is int4"),
+    ({"dtype": "int4", "woq": {"algorithm": "gptq"}, "calib_synthetic": 2},
+     "calibration.synthetic: weight_only.algorithm gptq calibrates on text only"),
+    ({"dtype": "int4", "woq": {"algorithm": "awq"}, "calib_text": "t.txt", "qconfig_out": "q.json"},
+     "qconfig_out: int8 settings, but this conversion is int4"),
+    ({"dtype": "int4", "woq": {"algorithm": "smoothquant"}}, "weight_only.algorithm = 'smoothquant'"),
+    ({"dtype": "bf16", "woq": {"algorithm": "gptq"}}, "weight_only: settings for --dtype int4"),
 ])
 def test_settings_where_they_do_not_apply_are_user_input_errors(fields, problem):
     with pytest.raises(UserInputError) as err:

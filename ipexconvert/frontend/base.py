@@ -4,7 +4,8 @@
 returns an ImportedModel: the graph (weights included), what the source was, its example inputs, and
 `eager`, the reference the conversion checks the artifact against (a torch module for torch
 sources; for an ONNX file ONNX Runtime, or without it the ONNX graph run by torch). The rest of the conversion
-(passes, calibration, the accuracy check, the artifact) sees only this.
+(passes, calibration, the accuracy check, the artifact) sees only this. Whatever the importer, a graph whose
+signature is a decoder's gets its `decoder` record here (decoder_signature.py).
 """
 from __future__ import annotations
 
@@ -19,6 +20,17 @@ from ..errors import UserInputError
 from ..ir import Program
 from ..ir.dynamic_dims import DynamicDims
 from ..manifest import DecoderRecord, SourceRecord
+from .decoder_signature import decoder_from_signature
+
+
+@dataclass
+class TraceSubject:
+    """The eager torch module a frontend is about to trace, and what the source says about it (ImportRequest.before_trace)."""
+
+    module: torch.nn.Module
+    location: str
+    tokenizer_folder: Optional[Path] = None
+    decoder: Optional[DecoderRecord] = None
 
 
 @dataclass
@@ -31,6 +43,10 @@ class ImportRequest:
     model_factory: Optional[str] = None
     model_kwargs: dict[str, Any] = field(default_factory=dict)
     trust_pickle: bool = False
+    # Called by a frontend that traces an eager torch module, before tracing it: returns the module to trace instead
+    # (the same parameter names; the eager oracle stays the original). Weight-only GPTQ / AWQ (quant/weight_only_inc.py)
+    # run here, so the float weights AWQ rescales are the traced program's. Frontends without such a module skip it.
+    before_trace: Optional[Callable[[TraceSubject], torch.nn.Module]] = None
 
 
 @dataclass
@@ -73,4 +89,20 @@ def importer_for(model: Any) -> Importer:
 
 
 def import_model(model: Any, request: ImportRequest, say: Callable[[str], None] = lambda _m: None) -> ImportedModel:
-    return importer_for(model).import_model(model, request, say)
+    imported = importer_for(model).import_model(model, request, say)
+    imported.decoder = _decoder(imported)
+    return imported
+
+
+def _decoder(imported: ImportedModel) -> Optional[DecoderRecord]:
+    """The decoder record, read off the signature for every source (decoder_signature.py); a source that knows the
+    model's token ids (a Hugging Face config) supplies its own record, which must describe the same signature."""
+    found = decoder_from_signature(imported.program.graph, imported.record.location)
+    known = imported.decoder
+    if known is None:
+        return found
+    if found is None or (found.input_ids, found.logits, found.cache, found.cache_dim) != \
+            (known.input_ids, known.logits, known.cache, known.cache_dim):
+        raise RuntimeError(f"ipexconvert bug: the decoder record of {imported.record.location} does not match its "
+                           "graph's signature")
+    return known

@@ -10,6 +10,7 @@ from ..target import Target
 
 if TYPE_CHECKING:
     from ..quant.plan import Quantization
+    from ..quant.weight_only import WeightCodes
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,9 @@ class PassOptions:
     weight_only: Optional[WeightOnlyOptions] = None
     # weight-only: linears (node names) the accuracy guard moved back to float (quant/weight_only_guard.py)
     keep_float: frozenset[str] = frozenset()
+    # weight-only: codes GPTQ / AWQ chose before the passes (quant/weight_only_inc.py), by weight constant name;
+    # weight_only_quantize takes them instead of rounding to nearest, merge_linears carries them to merged weights
+    weight_codes: Optional["WeightCodes"] = None
 
 
 PassFn = Callable[[Program, PassOptions], dict[str, int]]

@@ -9,7 +9,9 @@ A group: the same input value (not a constant), constant 2-D weights of one dtyp
 in-features, the same attrs (so the same unary-only post-ops, and for qlinear the same input
 scale, zero point and float output dtype), constant biases (absent ones become zeros).
 Binary post-ops read per-node operands and uint8 outputs are requantized per node, so those
-stay alone.
+stay alone. Weight-only codes chosen before the passes (PassOptions.weight_codes: GPTQ / AWQ) follow
+the weights: linears merge only with linears whose codes have the same format (or that have none), and
+the merged weight gets the members' codes, rows concatenated like the weights.
 
 The merged node sits where the group's first member was (its input exists there and every
 member's reader comes later); each member becomes an `aten.slice.Tensor` of the last dim
@@ -41,7 +43,7 @@ _BIAS_SLOT = {"linear": 2, "qlinear": 3}  # qlinear: [x, weight, weight_scale, b
 _REINTERPRETS_MEMORY = ("aten.view.", "aten._unsafe_view.", "aten.as_strided")
 
 
-def _group_key(program: Program, node: Node, users: dict[str, list[Node]]) -> Optional[tuple]:
+def _group_key(program: Program, node: Node, users: dict[str, list[Node]], options: PassOptions) -> Optional[tuple]:
     """What a merge partner must share with `node`, or None when it cannot be merged."""
     graph, values = program.graph, program.graph.values
     if node.op not in _BIAS_SLOT or len(node.outputs) != 1:
@@ -62,16 +64,19 @@ def _group_key(program: Program, node: Node, users: dict[str, list[Node]]) -> Op
         if (attrs.output_dtype not in _FLOAT_OUTPUTS or values[w].dtype != "int8" or not program.is_constant(scale)
                 or values[scale].dtype != "float32" or values[scale].rank != 1):
             return None
-    return node.op, x, values[w].dtype, values[w].shape[1], values[y].dtype, attrs.model_dump_json()
+    codes = options.weight_codes.format_of(w) if options.weight_codes is not None else None
+    return node.op, x, values[w].dtype, values[w].shape[1], values[y].dtype, attrs.model_dump_json(), codes
 
 
-def _merge(program: Program, group: list[Node]) -> list[Node]:
+def _merge(program: Program, group: list[Node], options: PassOptions) -> list[Node]:
     """One node for the group, then one last-dim slice per member, writing the member's output value."""
     graph, weights = program.graph, program.weights
     first = group[0]
     sizes = [weights[n.inputs[1]].shape[0] for n in group]
     inputs = [first.inputs[0], program.add_constant(f"{first.inputs[1]}_merged",
                                                     torch.cat([weights[n.inputs[1]] for n in group]))]
+    if options.weight_codes is not None:
+        options.weight_codes.concat(inputs[1], [n.inputs[1] for n in group])
     if first.op == "qlinear":
         scales = torch.cat([weights[n.inputs[2]] for n in group])
         inputs.append(program.add_constant(f"{first.inputs[2]}_merged", scales))
@@ -106,7 +111,7 @@ def merge_linears(program: Program, options: PassOptions) -> dict[str, int]:
     users = graph.users()
     groups: dict[tuple, list[Node]] = {}
     for node in graph.nodes:
-        key = _group_key(program, node, users)
+        key = _group_key(program, node, users, options)
         if key is not None:
             groups.setdefault(key, []).append(node)
     groups_by_first = {g[0].name: g for g in groups.values() if len(g) > 1}
@@ -117,7 +122,7 @@ def merge_linears(program: Program, options: PassOptions) -> dict[str, int]:
     new_nodes: list[Node] = []
     for node in graph.nodes:
         if node.name in groups_by_first:
-            new_nodes.extend(_merge(program, groups_by_first[node.name]))
+            new_nodes.extend(_merge(program, groups_by_first[node.name], options))
         elif node.name not in merged:
             new_nodes.append(node)
     graph.nodes = new_nodes

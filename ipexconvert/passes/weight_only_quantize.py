@@ -1,8 +1,9 @@
 """weight_only_quantize: linear layers with a constant 2-D weight become woq_linear (int4 or int8 weights).
 
 Weight-only quantization (--dtype int4, or int8 with int8_scheme "weight-only") stores each linear's
-weight as codes plus scales (and zero points) rounded to nearest (quant/weight_only.py); activations
-stay float, so nothing is calibrated. Decoders are bound by reading their weights at small batch,
+weight as codes plus scales (and zero points) rounded to nearest (quant/weight_only.py), or, for a weight
+PassOptions.weight_codes names (--woq-algorithm gptq / awq: quant/weight_only_inc.py chose them before the
+passes, with calibration text), those codes; activations stay float. Decoders are bound by reading their weights at small batch,
 so 4x / 8x fewer weight bytes is the speed-up. Bits come from the dtype (int4: 4, else 8), the
 group size and symmetry from PassOptions.weight_only (defaults: int4 groups of 128, symmetric; int8
 one scale per output channel).
@@ -16,7 +17,8 @@ Kept float, each counted under its reason:
 - a layer named in PassOptions.keep_float: the accuracy guard moved it back (quant/weight_only_guard.py).
 
 Post-ops stay on the node (their operand slots move by 2: woq_linear has 5 inputs of its own).
-Counts: quantized, float_lm_head, float_group_size, float_accuracy_guard, float_other.
+Counts: quantized (from_codes of them took PassOptions.weight_codes, the rest were rounded to nearest),
+float_lm_head, float_group_size, float_accuracy_guard, float_other.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ import torch
 from ..ir import Node, Program
 from ..ir.postops import shift_operands
 from ..quant.options import WeightOnlyOptions
-from ..quant.weight_only import quantize_weight, unsupported_reason
+from ..quant.weight_only import QuantizedWeight, quantize_weight, unsupported_reason
 from .base import PassOptions, register_pass
 
 _FLOATS = ("float32", "bfloat16")
@@ -77,14 +79,29 @@ def _float_reason(program: Program, node: Node) -> Optional[str]:
     return None
 
 
+def _given_codes(options: PassOptions, weight: str, shape: tuple[int, ...], bits: int, group_size: int,
+                 symmetric: bool) -> Optional[QuantizedWeight]:
+    """The codes PassOptions.weight_codes holds for `weight`, checked against what this pass would make of it."""
+    q = options.weight_codes.get(weight) if options.weight_codes is not None else None
+    if q is None:
+        return None
+    n, k = shape
+    packed = k // 2 if bits == 4 else k
+    if (q.bits, q.group_size, q.zero_points is None) != (bits, group_size, symmetric) or \
+            tuple(q.codes.shape) != (n, packed) or tuple(q.scales.shape) != (n, k // group_size):
+        raise ValueError(f"the codes given for {weight} (int{q.bits}, groups of {q.group_size}, codes "
+                         f"{tuple(q.codes.shape)}) do not fit its {n}x{k} weight as int{bits} in groups of {group_size}")
+    return q
+
+
 @register_pass("weight_only_quantize", "linears with constant weights -> woq_linear (int4 / int8 weights, "
-               "round to nearest); the LM head stays float unless asked")
+               "round to nearest or the GPTQ / AWQ codes given); the LM head stays float unless asked")
 def weight_only_quantize(program: Program, options: PassOptions) -> dict[str, int]:
     settings = options.weight_only or WeightOnlyOptions()
     bits = bits_for(options.dtype)
     graph = program.graph
     users = graph.users()
-    counts = {"quantized": 0, "float_lm_head": 0, "float_group_size": 0, "float_accuracy_guard": 0, "float_other": 0}
+    counts = {"quantized": 0, "from_codes": 0, "float_lm_head": 0, "float_group_size": 0, "float_accuracy_guard": 0, "float_other": 0}
     for node in graph.nodes:
         if node.op != "linear":
             continue
@@ -103,7 +120,11 @@ def weight_only_quantize(program: Program, options: PassOptions) -> dict[str, in
         if reason is not None:
             counts["float_group_size" if "group size" in reason else "float_other"] += 1
             continue
-        q = quantize_weight(weight, bits, group_size, symmetric=settings.symmetric or bits == 8)
+        symmetric = settings.symmetric or bits == 8
+        q = _given_codes(options, node.inputs[1], tuple(weight.shape), bits, group_size, symmetric)
+        counts["from_codes"] += q is not None
+        if q is None:
+            q = quantize_weight(weight, bits, group_size, symmetric=symmetric)
         bias = node.inputs[2] if len(node.inputs) > 2 else None
         name = node.name
         inputs = [node.inputs[0],

@@ -52,11 +52,22 @@ class QuantOptions(BaseModel):
 GroupSize = Union[Literal[32, 64, 128], Literal["channel"]]
 
 
+WoqAlgorithm = Literal["rtn", "gptq", "awq"]
+
+
 class WeightOnlyOptions(BaseModel):
     """Weight-only quantization (--dtype int4, or int8 with int8_scheme weight-only): how the linear weights are
-    rounded. Activations stay float, so no calibration data is needed."""
+    rounded. Activations stay float; only gptq and awq read calibration text."""
 
     model_config = ConfigDict(extra="forbid")
+
+    algorithm: WoqAlgorithm = Field(
+        default="rtn", description="how the codes are chosen: rtn rounds each weight to nearest (no data); gptq "
+        "rounds column by column, moving each rounding error onto the columns not yet rounded as the calibration "
+        "activations say (GPTQ); awq scales the input channels that the calibration activations make salient before "
+        "rounding and divides the norm before the layer by the same scales (AWQ), then searches a clipping range. "
+        "gptq and awq decoders only: they need calibration text (calibration.text, --calib-text) and run Intel "
+        "Neural Compressor's implementation (pip install neural-compressor-pt)")
 
     group_size: Optional[GroupSize] = Field(
         default=None, description="input features sharing one scale: 32, 64, 128 or channel (one per output "

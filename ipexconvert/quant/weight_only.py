@@ -17,7 +17,7 @@ packed two per byte, the even k in the low nibble.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterable, Mapping, Optional
 
 import torch
 
@@ -35,6 +35,40 @@ class QuantizedWeight:
     zero_points: Optional[torch.Tensor]  # uint8 [N, K / group_size] (asymmetric int4), else None
     bits: int
     group_size: int
+
+
+class WeightCodes:
+    """Codes chosen before the passes (quant/weight_only_inc.py: GPTQ, AWQ), keyed by the IR name of the float weight
+    constant each replaces; weight_only_quantize takes them instead of rounding that weight to nearest. A pass that
+    builds one weight constant from several (merge_linears: rows concatenated) registers the new name with `concat`,
+    so the codes follow the weight. Mutable on purpose: PassOptions (frozen) holds one for the whole pipeline."""
+
+    def __init__(self, codes: Mapping[str, QuantizedWeight] = ()):
+        self._codes = dict(codes)
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+    def get(self, name: str) -> Optional[QuantizedWeight]:
+        return self._codes.get(name)
+
+    def format_of(self, name: str) -> Optional[tuple[int, int, bool]]:
+        """(bits, group size, has zero points) of a weight's codes, None without codes: linears merge only with
+        linears whose codes share it (or that have none)."""
+        q = self._codes.get(name)
+        return None if q is None else (q.bits, q.group_size, q.zero_points is not None)
+
+    def concat(self, name: str, parts: Iterable[str]) -> None:
+        """Register `name`, the rows of the `parts` weights one after another, when every part has codes (codes,
+        scales and zero points are per output row, so they stack the same way)."""
+        qs = [self._codes.get(part) for part in parts]
+        if not qs or any(q is None for q in qs):
+            return
+        if len({(q.bits, q.group_size, q.zero_points is not None) for q in qs}) != 1:
+            raise ValueError(f"{name}: the merged weights' codes differ in bits, group size or zero points")
+        zero_points = None if qs[0].zero_points is None else torch.cat([q.zero_points for q in qs])
+        self._codes[name] = QuantizedWeight(torch.cat([q.codes for q in qs]), torch.cat([q.scales for q in qs]),
+                                            zero_points, qs[0].bits, qs[0].group_size)
 
 
 def unsupported_reason(weight: torch.Tensor, bits: int, group_size: int) -> Optional[str]:
@@ -96,8 +130,12 @@ def weight_error(weight: torch.Tensor, bits: int, group_size: int, symmetric: bo
     accuracy guard moves the layers with the largest back to float first). Against the typical weight, not ||W||: a
     group holding an outlier rounds its other weights to zero, which ||W||, made large by the outlier itself, hides
     (tiny-llama int4 g128: about 0.15 a layer, 0.8 or more with a 30x outlier column per group). 0 for a zero weight."""
-    q = quantize_weight(weight, bits, group_size, symmetric)
+    return codes_error(weight, quantize_weight(weight, bits, group_size, symmetric))
+
+
+def codes_error(weight: torch.Tensor, q: QuantizedWeight) -> float:
+    """RMS(dequantized - W) / mean|W| of the codes `q` of `weight` (weight_error's measure, for codes made elsewhere)."""
     w = weight.detach().float()
     typical = float(w.abs().mean())
-    error = dequantize(q.codes, q.scales, q.zero_points, bits, group_size) - w
+    error = dequantize(q.codes, q.scales, q.zero_points, q.bits, q.group_size) - w
     return float(error.pow(2).mean().sqrt()) / typical if typical > 0 else 0.0

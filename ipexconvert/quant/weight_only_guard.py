@@ -3,9 +3,9 @@ accuracy (decoder_accuracy.py) is within budget.
 
 The float passes before weight_only_quantize run once; weight_only_quantize and the passes after it run once per
 round on a copy, with PassOptions.keep_float naming the layers to leave float. Layers are ranked by how much
-round-to-nearest moves their weights against the typical weight, RMS(dequantized - W) / mean|W| (quant/weight_only.py:
-a layer whose groups hold an outlier rounds most of its other weights to zero); nothing is calibrated, so the ranking
-needs no data. Rounds
+their codes move their weights against the typical weight, RMS(dequantized - W) / mean|W| (quant/weight_only.py:
+a layer whose groups hold an outlier rounds most of its other weights to zero): round-to-nearest codes, or the GPTQ /
+AWQ ones in PassOptions.weight_codes; the ranking itself needs no data. Rounds
 move 1, 2, 4, ... more of them back, as the int8 guard does (quant/guard.py), until the budget holds or every
 quantized layer is float; then the conversion's final check (api.py) judges the result, and raises AccuracyError
 (nothing written) if even that misses.
@@ -21,9 +21,10 @@ from ..ir import Program
 from ..manifest import DecoderAccuracy, FloatLayer, GuardRound, PassRecord, WeightOnlyGuardRecord
 from ..passes import PassOptions, run_pipeline
 from ..passes.pipeline import WEIGHT_ONLY_PASS
-from .weight_only import weight_error
+from .weight_only import WeightCodes, codes_error, weight_error
 
-RANKED_BY = "RMS(dequantized - W) / mean|W| of the round-to-nearest weight, largest first"
+RANKED_BY = ("RMS(dequantized - W) / mean|W| of the layer's codes (round-to-nearest, or the GPTQ / AWQ codes given), "
+             "largest first")
 Judge = Callable[[Program, list[PassRecord]], DecoderAccuracy]  # a candidate program (and its records) -> accuracy
 
 
@@ -31,17 +32,20 @@ def _finite(value: float) -> Optional[float]:
     return value if math.isfinite(value) else None
 
 
-def rank_layers(float_program: Program, quantized: Program) -> list[tuple[str, float]]:
+def rank_layers(float_program: Program, quantized: Program, codes: Optional[WeightCodes] = None) -> list[tuple[str, float]]:
     """(layer, weight error) of every woq_linear of `quantized`, largest error first, from its weight in
-    `float_program` (the same graph before weight_only_quantize) and the bits, group size and symmetry it got."""
+    `float_program` (the same graph before weight_only_quantize) and the codes it got: `codes`' for the weights it
+    names (GPTQ / AWQ), else the round-to-nearest ones for the bits, group size and symmetry of the node."""
     floats = {node.name: node for node in float_program.graph.nodes if node.op == "linear"}
     ranked = []
     for node in quantized.graph.nodes:
         if node.op != "woq_linear" or node.name not in floats:
             continue
-        weight = float_program.weights[floats[node.name].inputs[1]]
+        name = floats[node.name].inputs[1]
+        weight, given = float_program.weights[name], codes.get(name) if codes is not None else None
         symmetric = len(node.inputs) <= 3 or node.inputs[3] is None
-        ranked.append((node.name, weight_error(weight, node.attrs["bits"], node.attrs["group_size"], symmetric)))
+        ranked.append((node.name, codes_error(weight, given) if given is not None else
+                       weight_error(weight, node.attrs["bits"], node.attrs["group_size"], symmetric)))
     return sorted(ranked, key=lambda pair: pair[1], reverse=True)
 
 
@@ -60,7 +64,7 @@ def guarded_weight_only(program: Program, names: list[str], options: PassOptions
         return candidate, before + records
 
     candidate, records = build([])
-    ranked = rank_layers(program, candidate)
+    ranked = rank_layers(program, candidate, options.weight_codes)
     rounds: list[GuardRound] = []
     moved: list[tuple[str, float]] = []
     step = 1

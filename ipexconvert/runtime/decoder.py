@@ -1,7 +1,7 @@
 """generate(): token-by-token decoding over a causal-LM artifact with its KV cache as inputs/outputs.
 
-The artifact's graph maps (input_ids, past cache) -> (last-position logits, present cache)
-(examples/decoder_cache.py). The prompt runs once (prefill, past = 0); each new token runs with
+The artifact's graph maps (input_ids, past cache) -> (logits, present cache) (the signature of
+frontend/decoder_signature.py; logits of the last position or of every new one: the last is read). The prompt runs once (prefill, past = 0); each new token runs with
 the previous call's present cache as its past. The cache lives in buffers with room to grow: the
 `kv_append` kernels write the new positions in place instead of copying the cache every token.
 """
@@ -87,8 +87,8 @@ class Decoder:
         if ids is None or ids.dtype != "int64" or ids.rank != 2:
             raise refuse(f"{r.input_ids} is not an int64 [batch, seq] input")
         logits = outputs.get(r.logits)
-        if logits is None or logits.rank != 3 or logits.shape[1] != 1:
-            raise refuse(f"{r.logits} is not a [batch, 1, vocab] output")
+        if logits is None or logits.rank != 3 or logits.shape[1] not in (1, ids.shape[1]):
+            raise refuse(f"{r.logits} is not a [batch, 1, vocab] output (nor [batch, seq, vocab])")
         if r.cache_dim not in sig.dims or sig.dims[r.cache_dim].min != 0:
             raise refuse(f"the cache dim {r.cache_dim} is not a dynamic dim starting at 0")
         names = [n for pair in r.cache for n in pair]
@@ -98,8 +98,8 @@ class Decoder:
             raise refuse("the inputs are not input_ids and the cache")
         for past, present in r.cache:
             spec, out = inputs.get(past), outputs.get(present)
-            if spec is None or spec.rank != 4 or spec.shape[2] != r.cache_dim:
-                raise refuse(f"{past} is not a [batch, heads, {r.cache_dim}, head_dim] input")
+            if spec is None or spec.rank != 4 or spec.shape[0] != ids.shape[0] or spec.shape[2] != r.cache_dim:
+                raise refuse(f"{past} is not a [{ids.shape[0]}, heads, {r.cache_dim}, head_dim] input")
             if out is None or out.rank != 4 or out.dtype != spec.dtype:
                 raise refuse(f"{present} is not a rank-4 {spec.dtype} output")
 
@@ -181,13 +181,14 @@ class Decoder:
 
 
 def empty_cache(record: DecoderRecord, inputs: dict[str, TensorSpec], batch: int, where: str) -> dict[str, torch.Tensor]:
-    """The cache of no positions for `batch` sequences, shaped and typed as the cache inputs' specs say."""
+    """The cache of no positions for `batch` sequences, shaped and typed as the cache inputs' specs say
+    ([batch, kv_heads, cache_dim, head_dim]: axis 0 is the batch, whatever its dim is called)."""
     cache = {}
     for past, _ in record.cache:
         spec = inputs[past]
-        shape = [batch if d == "batch" else 0 if d == record.cache_dim else d for d in spec.shape]
+        shape = [batch if axis == 0 else 0 if d == record.cache_dim else d for axis, d in enumerate(spec.shape)]
         if not all(isinstance(d, int) for d in shape):
-            raise ArtifactError(f"{where}: cache input {past} has a dim other than batch and "
+            raise ArtifactError(f"{where}: cache input {past} has a dim other than the batch and "
                                 f"{record.cache_dim} that is not fixed ({spec.describe()})",
                                 "re-create the artifact with `ipexconvert optimize`")
         cache[past] = torch.zeros(shape, dtype=dtypes.to_torch(spec.dtype))

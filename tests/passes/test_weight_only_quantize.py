@@ -1,7 +1,8 @@
 """weight_only_quantize: linears with constant weights become woq_linear (int4 groups, int8 per channel); the LM
 head (a graph output, or tied to an embedding), layers the group size does not divide and layers the accuracy guard
 names (PassOptions.keep_float) stay float, counted;
-post-op operands move with the node; the weight-only pipelines merge Q/K/V-style and gate/up linears first."""
+post-op operands move with the node; the weight-only pipelines merge Q/K/V-style and gate/up linears first; codes given
+in PassOptions.weight_codes (GPTQ / AWQ) are taken as they are, and follow the weights merge_linears concatenates."""
 from __future__ import annotations
 
 import pytest
@@ -16,6 +17,7 @@ from ipexconvert.ir.dynamic_dims import DynamicDim
 from ipexconvert.passes import PIPELINES, pipeline_for, run_pipeline
 from ipexconvert.passes.base import PASSES, PassOptions
 from ipexconvert.quant.options import WeightOnlyOptions
+from ipexconvert.quant.weight_only import QuantizedWeight, WeightCodes, quantize_weight
 from pass_helpers import copy_program, run_program
 
 D, V = 128, 50
@@ -72,7 +74,7 @@ def test_int4_defaults_keep_the_lm_head_and_undivided_layers_float():
     program, inputs = _program(TinyLM())
     before = copy_program(program)
     counts = _quantize(program)
-    assert counts == {"quantized": 2, "float_lm_head": 1, "float_group_size": 1, "float_accuracy_guard": 0, "float_other": 0}
+    assert counts == {"quantized": 2, "from_codes": 0, "float_lm_head": 1, "float_group_size": 1, "float_accuracy_guard": 0, "float_other": 0}
     fc1, fc2 = _nodes(program, "woq_linear")
     assert fc1.attrs == {"bits": 4, "group_size": 128, "post_ops": [{"kind": "gelu", "operand": None}]}
     assert fc2.attrs["group_size"] == 128 and fc2.attrs["post_ops"] == [{"kind": "add", "operand": 5}]
@@ -110,7 +112,7 @@ def test_int8_is_per_output_channel_and_close():
     program, inputs = _program(TinyLM())
     before = copy_program(program)
     counts = _quantize(program, "int8")
-    assert counts == {"quantized": 3, "float_lm_head": 1, "float_group_size": 0, "float_accuracy_guard": 0, "float_other": 0}
+    assert counts == {"quantized": 3, "from_codes": 0, "float_lm_head": 1, "float_group_size": 0, "float_accuracy_guard": 0, "float_other": 0}
     for node in _nodes(program, "woq_linear"):
         codes, scales = program.weights[node.inputs[1]], program.weights[node.inputs[2]]
         assert node.attrs["bits"] == 8 and node.attrs["group_size"] == codes.shape[1]
@@ -124,7 +126,7 @@ def test_layers_the_guard_keeps_float_stay_linear_and_are_counted():
     before = copy_program(program)
     fc1 = next(n.name for n in _nodes(program, "linear") if program.graph.values[n.inputs[1]].shape == [2 * D, D])
     counts = PASSES["weight_only_quantize"].run(program, PassOptions(dtype="int4", keep_float=frozenset({fc1})))
-    assert counts == {"quantized": 1, "float_lm_head": 1, "float_group_size": 1, "float_accuracy_guard": 1, "float_other": 0}
+    assert counts == {"quantized": 1, "from_codes": 0, "float_lm_head": 1, "float_group_size": 1, "float_accuracy_guard": 1, "float_other": 0}
     kept = next(n for n in program.graph.nodes if n.name == fc1)
     assert kept.op == "linear" and program.weights[kept.inputs[1]].dtype == torch.float32
     for got, want in zip(_outputs(program, inputs), _outputs(before, inputs), strict=True):
@@ -184,3 +186,58 @@ def test_pipelines_and_their_checks():
         pipeline_for("int8", ["calibrate", "weight_only_quantize"], weight_only=True)
     with pytest.raises(UserInputError, match="applies to --dtype int4 and int8, not bf16"):
         pipeline_for("bf16", weight_only=True)
+
+
+def _odd_codes(weight: torch.Tensor, bits: int, group_size: int, symmetric: bool = True) -> QuantizedWeight:
+    """Valid codes unlike round-to-nearest's: RTN's with every scale doubled (what a calibrated algorithm might pick)."""
+    q = quantize_weight(weight, bits, group_size, symmetric)
+    return QuantizedWeight(q.codes, q.scales * 2, q.zero_points, bits, group_size)
+
+
+def test_given_codes_are_taken_as_they_are_and_the_rest_rounded_to_nearest():
+    program, _ = _program(TinyLM())
+    linears = {program.graph.values[n.inputs[1]].shape[0]: n for n in _nodes(program, "linear")}
+    fc1 = linears[2 * D]  # fc1 gets codes; fc2 is rounded to nearest
+    given = _odd_codes(program.weights[fc1.inputs[1]], 4, 32, symmetric=False)
+    options = PassOptions(dtype="int4", weight_only=WeightOnlyOptions(group_size=32, symmetric=False),
+                          weight_codes=WeightCodes({fc1.inputs[1]: given}))
+    counts = PASSES["weight_only_quantize"].run(program, options)
+    assert counts["quantized"] == 3 and counts["from_codes"] == 1
+    node = next(n for n in program.graph.nodes if n.name == fc1.name)
+    codes, scales, zero_points = (program.weights[i] for i in node.inputs[1:4])
+    assert torch.equal(codes, given.codes) and torch.equal(scales, given.scales) and torch.equal(zero_points, given.zero_points)
+    other = next(n for n in _nodes(program, "woq_linear") if n.name != fc1.name)
+    assert program.weights[other.inputs[2]].max() < given.scales.max()  # rounded to nearest: not the doubled scales
+
+
+@pytest.mark.parametrize("settings", [{"group_size": 64}, {"group_size": 32, "symmetric": False}])
+def test_codes_that_do_not_fit_the_settings_are_refused(settings):
+    program, _ = _program(TinyLM())
+    fc1 = next(n for n in _nodes(program, "linear") if program.graph.values[n.inputs[1]].shape == [2 * D, D])
+    options = PassOptions(dtype="int4", weight_only=WeightOnlyOptions(**settings),
+                          weight_codes=WeightCodes({fc1.inputs[1]: _odd_codes(program.weights[fc1.inputs[1]], 4, 32)}))
+    with pytest.raises(ValueError, match="do not fit"):
+        PASSES["weight_only_quantize"].run(program, options)
+
+
+def test_merged_linears_take_their_members_codes_stacked():
+    x = torch.randn(2, 3, D)
+    program = program_from_module(SwiGLUBlock().eval(), {"x": x}, {"x": {0: DynamicDim(name="batch", max=8)}})
+    weights = {n.inputs[1]: program.weights[n.inputs[1]] for n in _nodes(program, "linear")}
+    given = {name: _odd_codes(w, 4, 32) for name, w in weights.items() if w.shape[1] == D and w.shape[0] != D}
+    assert len(given) == 4  # k, v, gate, up (q, [D, D], has none: it merges alone with no partner of its kind)
+    codes = WeightCodes(given)
+    options = PassOptions(dtype="int4", weight_only=WeightOnlyOptions(group_size=32), weight_codes=codes)
+    records = {r.name: r.changes for r in run_pipeline(program, pipeline_for("int4"), options)}
+    assert records["merge_linears"] == {"groups_merged": 2, "linears_merged": 4}  # k/v and gate/up; q kept apart
+    assert records["weight_only_quantize"]["from_codes"] == 2 and records["weight_only_quantize"]["quantized"] == 4
+    by_rows: dict[int, list[QuantizedWeight]] = {}
+    for name, q in given.items():  # graph order, the order merge_linears stacks them in
+        by_rows.setdefault(weights[name].shape[0], []).append(q)
+    merged = {sum(q.codes.shape[0] for q in qs): qs for qs in by_rows.values()}  # k/v: 64 rows, gate/up: 512
+    stacked = [n for n in _nodes(program, "woq_linear") if program.weights[n.inputs[2]].shape[0] in merged]
+    assert len(stacked) == 2
+    for node in stacked:
+        parts = merged[program.weights[node.inputs[2]].shape[0]]
+        assert torch.equal(program.weights[node.inputs[1]], torch.cat([q.codes for q in parts]))
+        assert torch.equal(program.weights[node.inputs[2]], torch.cat([q.scales for q in parts]))

@@ -1,4 +1,6 @@
-"""The manifest's decoder record of a causal LM traced with its KV cache (examples/decoder_cache.py)."""
+"""The manifest's decoder record of a Hugging Face causal LM traced with its KV cache (examples/decoder_cache.py),
+with its config's eos/bos ids; import_model checks it equals the record read off the signature
+(frontend/decoder_signature.py), which every other decoder gets."""
 from __future__ import annotations
 
 from typing import Any, Optional

@@ -1,8 +1,11 @@
 """The torch frontend's importer (frontend/base.py): a source (module, .pt2, Hugging Face folder,
 checkpoint, example:NAME) -> torch.export -> core ATen -> IR through ATEN_MAP, with the eager module
-as the oracle."""
+as the oracle. Outputs are named by the source (examples, Hugging Face folders) or by the keys of a dict that
+forward() returns (a decoder's logits / present_key_0 / ...); otherwise output_0, output_1, ..."""
 from __future__ import annotations
 
+import re
+from collections import OrderedDict
 from typing import Any, Callable, Mapping, Optional
 
 import torch
@@ -10,7 +13,7 @@ import torch
 from ...errors import UserInputError
 from ...ir import Program
 from ...ir.dynamic_dims import DynamicDim, DynamicDims
-from ..base import ImportedModel, ImportRequest
+from ..base import ImportedModel, ImportRequest, TraceSubject
 from .export import decompose, export_module, program_from_exported
 from .inputs import InputArg, check_example_inputs, make_example_inputs, parse_input_arg
 from .sources import ResolvedSource, SourceRequest, from_module, resolve_source
@@ -31,10 +34,13 @@ class TorchImporter:
                                                   model_kwargs=request.model_kwargs, trust_pickle=request.trust_pickle))
         _prepare_inputs(source, request.example_inputs, [parse_input_arg(t) for t in request.inputs],
                         request.dynamic_dims)
+        module = source.module
+        if module is not None and request.before_trace is not None:
+            module = request.before_trace(TraceSubject(module=module, location=source.record.location,
+                                                       tokenizer_folder=source.tokenizer_folder, decoder=source.decoder))
         say("exporting with torch.export")
-        ep = export_module(source.module, source.example_inputs, source.dynamic) if source.module is not None \
-            else source.exported
-        program = program_from_exported(decompose(ep), source.dynamic, source.output_names)
+        ep = export_module(module, source.example_inputs, source.dynamic) if module is not None else source.exported
+        program = program_from_exported(decompose(ep), source.dynamic, source.output_names or dict_output_names(ep))
         _ensure_example_inputs(program, source)
         return ImportedModel(program=program, record=source.record, eager=source.eager,
                              example_inputs=source.example_inputs, int_high=source.int_high,
@@ -42,6 +48,22 @@ class TorchImporter:
 
 
 IMPORTER = TorchImporter()
+
+_OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+def dict_output_names(ep: torch.export.ExportedProgram) -> Optional[list[str]]:
+    """The keys of a forward() that returns a flat dict of tensors (`{"logits": ..., "present_key_0": ...}`, as a
+    decoder of docs/decoders.md does), in order; None for any other output (named output_0, output_1, ...)."""
+    spec = ep.call_spec.out_spec
+    if spec is None or spec.type not in (dict, OrderedDict):
+        return None
+    keys = list(spec.context)
+    if not all(child.is_leaf() for child in spec.children()) or len(keys) != spec.num_leaves:
+        return None
+    if not all(isinstance(k, str) and _OUTPUT_NAME.match(k) for k in keys):
+        return None
+    return keys
 
 
 def _prepare_inputs(source: ResolvedSource, example_inputs: Optional[Mapping[str, torch.Tensor]],
