@@ -11,7 +11,9 @@ from torch_onednn_helpers import BF16_TOLERANCE, FP32_TOLERANCE, context, refere
 from ipexconvert.backends.cpu.isa import selected_isa
 from ipexconvert.backends.cpu.self_check import torch_ops as probe
 from ipexconvert.backends.cpu.kernels._torch_onednn import isa_allows
-from ipexconvert.backends.cpu.kernels.linear import build_linear_kernel, torch_onednn_linear
+from ipexconvert.backends.cpu.kernels import linear as linear_kernels
+from ipexconvert.backends.cpu.kernels._torch_onednn import mkl_runs_float32_linear
+from ipexconvert.backends.cpu.kernels.linear import WIDE_FROM_ROWS, build_linear_kernel, torch_onednn_linear
 
 HAS_BF16 = "bfloat16" in probe.checked_dtypes() and isa_allows(selected_isa(), "bfloat16")
 DTYPES = ["float32", pytest.param("bfloat16", marks=pytest.mark.skipif(not HAS_BF16, reason="no native bf16"))]
@@ -98,3 +100,33 @@ def test_declines():
     mixed = [tensors[0], tensors[1].bfloat16(), tensors[2]]
     assert build_linear_kernel(context("linear", attrs, mixed, {1, 2})) is None  # dtypes disagree
     assert build_linear_kernel(context("linear", attrs, tensors, {1, 2}, isa="generic")) is None
+
+
+def test_widening_is_for_bf16_at_the_avx512_bf16_level_with_mkl():
+    assert not linear_kernels.widens_many_rows("amx", "bfloat16")  # AMX tiles: bf16 is faster than float32
+    assert not linear_kernels.widens_many_rows("avx512_bf16", "float32")
+    assert linear_kernels.widens_many_rows("avx512_bf16", "bfloat16") == mkl_runs_float32_linear()
+
+
+@pytest.mark.skipif(not HAS_BF16, reason="no native bf16")
+@pytest.mark.parametrize("post_ops", ["none", "gelu", "add-relu", "gelu-add", "add-broadcast"])
+def test_bf16_many_rows_widen_to_float32(monkeypatch, post_ops):
+    """At WIDE_FROM_ROWS rows and more the kernel computes in float32 (MKL) and rounds once to bf16, post-ops
+    after; fewer rows stay on oneDNN's bf16 path. Both match the bf16 reference."""
+    monkeypatch.setattr(linear_kernels, "widens_many_rows", lambda isa, dtype: True)
+    real, widened_calls = torch.nn.functional.linear, []
+
+    def spy(x, *args, **kwargs):
+        widened_calls.append(x.dtype)
+        return real(x, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "linear", spy)
+    attrs, _, tensors = make("3d", post_ops, "bfloat16")
+    kernel = build_linear_kernel(context("linear", attrs, tensors, {1, 2}, dynamic_batch=True))
+    for batch in (2, WIDE_FROM_ROWS // 3 + 1):  # "3d" has 3 rows a batch element: 6 rows, then just past the bound
+        _, exact, tensors = make("3d", post_ops, "bfloat16", batch=batch)
+        widened_calls.clear()
+        got = run(kernel, tensors, {"batch": batch})
+        assert got.dtype == torch.bfloat16 and got.shape[0] == batch
+        assert widened_calls == ([torch.float32] if batch * 3 >= WIDE_FROM_ROWS else [])
+        assert rel_err(got, reference("linear", attrs, exact)) < BF16_TOLERANCE
