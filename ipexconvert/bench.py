@@ -106,7 +106,8 @@ def _compute_precision(model) -> str:
         return model.manifest.dtype
     if bf16 == "bfloat16":
         return f"{model.manifest.dtype} (bf16 parts in bf16)"
-    return f"{model.manifest.dtype} (bf16 parts in float32 from bf16 weights: this CPU has no native bf16)"
+    return (f"{model.manifest.dtype} (bf16 parts in float32 from bf16 weights: this CPU has no bf16 arithmetic "
+            f"faster than float32)")
 
 
 def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path], dims: list[str], warmup: int,

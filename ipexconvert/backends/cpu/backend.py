@@ -37,7 +37,7 @@ class CpuBackend:
         if not compute_precision.has_bf16(program.graph):
             return program, None
         if widen_bf16 is None:
-            widen_bf16 = compute_precision.bf16_compute_dtype(self.level()) != "bfloat16"
+            widen_bf16 = compute_precision.widens_at_load(self.level(), program.graph)
         return (compute_precision.widen_bf16(program), "float32") if widen_bf16 else (program, "bfloat16")
 
     def place_constant(self, tensor: torch.Tensor, spec: TensorSpec) -> torch.Tensor:

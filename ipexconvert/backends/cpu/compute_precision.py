@@ -10,9 +10,18 @@ value, constant and dtype attribute becomes float32 (weights are converted once,
 casts that became float32 -> float32 are dropped. The model then computes what the fp32
 artifact computes (more accurately than bf16), and the signature is unchanged: bf16 graph
 inputs and outputs keep their dtype, with one cast at each edge.
+
+Native bf16 is not always faster either. On Intel CPUs at the avx512_bf16 level without AMX (Cooper
+Lake; Xeons whose hypervisor hides AMX), vdpbf16ps issues on one port and FMA on two, so bf16 does
+no more arithmetic a cycle than float32, and torch's and oneDNN's bf16 kernels ran 1.3-1.6x slower
+than the float32 artifact (BERT-base, ResNet-50: benchmarks/results/session22-xeon-avx512bf16.md).
+There compute-bound graphs widen too. A decoder (a graph that appends to its KV cache) keeps bf16:
+its decode steps read every weight once a token, and bf16 halves those bytes (59 against 78 ms a
+token on the Qwen2-0.5B shape), while its prompt's linear layers widen per call (kernels/linear.py).
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import torch
@@ -21,6 +30,7 @@ from ...ir import Program
 from ...ir.graph import Graph, Node
 from .isa import ISA_LEVELS
 
+_CACHE_INPUT = re.compile(r"^past_(key|value)_[0-9]+$")  # the decoder contract's cache inputs
 NATIVE_BF16_LEVEL = "avx512_bf16"  # avx512_bf16 (vdpbf16ps) and amx (tiles) compute bf16 natively
 _BF16, _FP32 = "bfloat16", "float32"
 
@@ -30,8 +40,32 @@ def bf16_compute_dtype(isa: str) -> str:
     return _BF16 if ISA_LEVELS.index(isa) >= ISA_LEVELS.index(NATIVE_BF16_LEVEL) else _FP32
 
 
+def bf16_no_faster_than_fp32(isa: str) -> bool:
+    """Native bf16 that does no more work a cycle than float32 FMA (module docstring): Intel at avx512_bf16."""
+    from .kernels._torch_onednn import mkl_runs_float32_linear
+
+    return isa == NATIVE_BF16_LEVEL and mkl_runs_float32_linear()
+
+
+def reads_weights_per_token(graph: Graph) -> bool:
+    """A decoder: its signature carries a KV cache (docs/decoders.md) or it appends to one; its decode steps are
+    bound by reading the weights."""
+    return (any(_CACHE_INPUT.match(name) for name in graph.inputs)
+            or any(node.op == "kv_append" for node in graph.nodes))
+
+
+def widens_at_load(isa: str, graph: Graph) -> bool:
+    """Whether a bf16 graph computes in float32 at this level (module docstring)."""
+    if bf16_compute_dtype(isa) != _BF16:
+        return True
+    return bf16_no_faster_than_fp32(isa) and not reads_weights_per_token(graph)
+
+
 def describe(isa: str) -> str:
     """One line for doctor, bench and inspect."""
+    if bf16_compute_dtype(isa) == _BF16 and bf16_no_faster_than_fp32(isa):
+        return (f"bf16 artifacts compute in float32 from bf16 weights ({isa} without AMX: bf16 arithmetic is no "
+                f"faster than float32 here), decoders in bf16 (their decode reads half the bytes)")
     if bf16_compute_dtype(isa) == _BF16:
         return f"bf16 artifacts compute in bf16 ({isa} has native bf16 arithmetic)"
     return (f"bf16 artifacts compute in float32 from bf16 weights ({isa} has no native bf16 arithmetic; "

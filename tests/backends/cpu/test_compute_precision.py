@@ -13,7 +13,7 @@ from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.passes.base import PASSES, PassOptions
 from ipexconvert.passes.pipeline import pipeline_for
 from ipexconvert.backends.cpu import compute_precision
-from ipexconvert.backends.cpu.isa import supported_levels
+from ipexconvert.backends.cpu.isa import selected_isa, supported_levels
 from ipexconvert.runtime.executor import Executor
 
 
@@ -116,4 +116,24 @@ def test_the_executor_decides_from_the_isa(tiny_cnn, monkeypatch):
     assert compute_precision.bf16_compute_dtype("amx") == "bfloat16"
     if "avx512_bf16" in supported_levels():
         monkeypatch.delenv("IPEXCONVERT_MAX_ISA")
-        assert Executor(program).bf16_compute == "bfloat16"
+        no_faster = compute_precision.bf16_no_faster_than_fp32(selected_isa())
+        assert Executor(program).bf16_compute == ("float32" if no_faster else "bfloat16")
+
+
+def test_bf16_widens_where_it_is_no_faster_except_in_decoders(tiny_cnn, monkeypatch):
+    """Intel at avx512_bf16 (no AMX): bf16 arithmetic is no faster than float32 FMA, so compute-bound graphs widen at
+    load; a decoder (KV-cache inputs) keeps bf16, which halves the bytes its decode steps read. AMX keeps bf16."""
+    from ipexconvert.backends.cpu.kernels import _torch_onednn
+    from ipexconvert.ir import Graph
+
+    program, _, _ = tiny_cnn
+    decoder = Graph.model_validate({**program.graph.model_dump(), "inputs": ["past_key_0", *program.graph.inputs],
+                                    "values": {**program.graph.model_dump()["values"],
+                                               "past_key_0": program.graph.values[program.graph.inputs[0]].model_dump()}})
+    for intel in (True, False):
+        monkeypatch.setattr(_torch_onednn, "mkl_runs_float32_linear", lambda intel=intel: intel)
+        assert compute_precision.widens_at_load("avx512_bf16", program.graph) == intel
+        assert not compute_precision.widens_at_load("avx512_bf16", decoder)
+        assert not compute_precision.widens_at_load("amx", program.graph)
+        assert compute_precision.widens_at_load("avx512_vnni", decoder)  # no native bf16: always float32
+        assert ("decoders in bf16" in compute_precision.describe("avx512_bf16")) == intel

@@ -5,6 +5,7 @@ import pytest
 import torch
 from torch_onednn_helpers import rel_err
 
+from ipexconvert.backends.cpu import compute_precision
 from ipexconvert.backends.cpu import onednn_direct as dnnl
 from ipexconvert.accuracy import flatten_outputs
 from ipexconvert.api import load_artifact, optimize
@@ -58,15 +59,19 @@ def test_tiny_cnn(convert, dtype):
     model = load_artifact(convert("tiny-cnn", dtype))
     kernels = kernels_by_op(model)
     assert kernels["conv2d"] == {"onednn_direct:conv2d" if dnnl.usable(selected_isa()) else "torch_onednn:conv2d"}
-    # float32 linear goes to MKL's packed GEMM on Intel CPUs, to oneDNN elsewhere; bf16 to oneDNN.
-    assert kernels["linear"] == {"torch_onednn:linear" if dtype == "bf16" or not mkl_runs_float32_linear() else "torch_mkl:linear"}
+    # float32 linear goes to MKL's packed GEMM on Intel CPUs, to oneDNN elsewhere; bf16 to oneDNN where it computes
+    # in bf16 (else it was widened to float32 at load: compute_precision.py).
+    in_bf16 = dtype == "bf16" and model.executor.bf16_compute == "bfloat16"
+    assert kernels["linear"] == {"torch_onednn:linear" if in_bf16 or not mkl_runs_float32_linear() else "torch_mkl:linear"}
     check_against_eager("tiny-cnn", model, dtype)
 
 
 @pytest.mark.skipif(not HAS_BF16, reason="no native bf16")
 def test_tiny_bert_bf16(convert):
     model = load_artifact(convert("tiny-bert", "bf16"))
-    assert kernels_by_op(model)["linear"] == {"torch_onednn:linear"}
+    widened = model.executor.bf16_compute == "float32"  # compute_precision.py: bf16 no faster than float32 here
+    assert widened == compute_precision.bf16_no_faster_than_fp32(selected_isa())
+    assert kernels_by_op(model)["linear"] == {"torch_mkl:linear" if widened else "torch_onednn:linear"}
     check_against_eager("tiny-bert", model, "bf16")
 
 
