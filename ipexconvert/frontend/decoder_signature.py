@@ -18,6 +18,7 @@ import re
 from typing import Optional
 
 from ..errors import UserInputError
+from ..examples.decoder_cache import key_name
 from ..ir import Graph, dims
 from ..ir.spec import TensorSpec
 from ..manifest import DecoderRecord
@@ -33,11 +34,6 @@ CONTRACT = ("follow the decoder signature of docs/decoders.md (\"Your own decode
 CACHE_DIM_FIX = ("declare axis 2 of every past tensor dynamic under one name with min 0, e.g. dynamic_dims "
                  "{'past_key_0': {0: batch, 2: DynamicDim('past', 0, 2047)}, ...} in Python or "
                  "--input past_key_0:batch,4,past[0..2047],64:float32")
-
-
-def cache_name(direction: str, kind: str, layer: int) -> str:
-    """past_key_0, present_value_3, ..."""
-    return f"{direction}_{kind}_{layer}"
 
 
 def decoder_from_signature(graph: Graph, where: str) -> Optional[DecoderRecord]:
@@ -70,7 +66,7 @@ class _Reader:
         pairs: list[tuple[str, str]] = []
         for layer in range(layers):
             for kind in KINDS:
-                past, present = cache_name("past", kind, layer), cache_name("present", kind, layer)
+                past, present = key_name(f"past_{kind}", layer), key_name(f"present_{kind}", layer)
                 cache_dim = self._cache_pair(past, present, batch, seq, cache_dim)
                 pairs.append((past, present))
         return DecoderRecord(input_ids=INPUT_IDS, logits=LOGITS, cache=pairs, cache_dim=cache_dim)
@@ -90,7 +86,7 @@ class _Reader:
                               "output_0, output_1, ...): {'logits': ..., 'present_key_0': ..., 'present_value_0': ...}")
         found = {n for n in (*self.inputs, *self.outputs) if _CACHE_NAME.match(n)}
         count = 1 + max(int(_CACHE_NAME.match(n)[3]) for n in found)
-        wanted = [cache_name(d, k, i) for i in range(count) for d in ("past", "present") for k in KINDS]
+        wanted = [key_name(f"{d}_{k}", i) for i in range(count) for d in ("past", "present") for k in KINDS]
         missing = [n for n in wanted if n not in found]
         if missing:
             raise self.refuse(f"it lacks {_listed(missing)}: every layer i from 0 to {count - 1} needs past_key_i and "

@@ -13,7 +13,7 @@ inputs and outputs keep their dtype, with one cast at each edge.
 
 Native bf16 is not always faster either. On Intel CPUs at the avx512_bf16 level without AMX (Cooper
 Lake; Xeons whose hypervisor hides AMX), vdpbf16ps issues on one port and FMA on two, so bf16 does
-no more arithmetic a cycle than float32, and torch's and oneDNN's bf16 kernels ran 1.3-1.6x slower
+no more arithmetic a cycle than float32, and torch's and oneDNN's bf16 kernels ran 1.1-1.6x slower
 than the float32 artifact (BERT-base, ResNet-50: benchmarks/results/session22-xeon-avx512bf16.md).
 There compute-bound graphs widen too. A decoder (a graph that appends to its KV cache) keeps bf16:
 its decode steps read every weight once a token, and bf16 halves those bytes (59 against 78 ms a
