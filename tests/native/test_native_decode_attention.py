@@ -14,10 +14,10 @@ pytestmark = pytest.mark.skipif(not native_lib.available(), reason="ipexconvert.
 LEVELS = ISA_LEVELS[:ISA_LEVELS.index(selected_isa()) + 1]
 
 
-def _run(q, k, v, mask, scale, level):
+def _run(q, k, v, mask, scale, level, threads=2):
     b, h, s, d = q.shape
     out = torch.empty(b, s, h, d, dtype=q.dtype).permute(0, 2, 1, 3)
-    native_lib.raw.decode_attention(q, k, v, out, mask, scale, level, 2)
+    native_lib.raw.decode_attention(q, k, v, out, mask, scale, level, threads)
     return out
 
 
@@ -33,6 +33,28 @@ def test_matches_torch_attention(level, dtype, q_len):
     mask[1, ..., 20:] = float("-inf")
     got = _run(q, k, v, mask, 0.125, level)
     want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, scale=0.125, enable_gqa=True)
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-2
+    torch.testing.assert_close(got.float(), want, rtol=tolerance, atol=tolerance)
+
+
+# (query heads, kv heads, head size): the register paths (64, 128; groups bigger than the heads one pass keeps
+# in registers), a size that is no whole number of vectors (80), one query head per kv head.
+@pytest.mark.parametrize("heads, kv_heads, head_dim", [(14, 2, 64), (16, 2, 128), (4, 1, 80), (3, 3, 32)])
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("level", LEVELS)
+def test_head_groups_sizes_and_thread_slices(heads, kv_heads, head_dim, threads, dtype, level):
+    """Every head of a group gets its own query, per-head mask row and output, however the group is sliced
+    among the threads."""
+    g = torch.Generator().manual_seed(heads + head_dim)
+    q = torch.randn(1, heads, 1, head_dim, generator=g)
+    k, v = (torch.randn(1, kv_heads, 50, head_dim, generator=g)[:, :, :37] for _ in range(2))
+    mask = torch.randn(1, heads, 1, 37, generator=g)
+    mask[0, 0, 0, 5:] = float("-inf")  # one head sees 5 keys
+    q, k, v = (t.to(dtype) for t in (q, k, v))
+    got = _run(q, k, v, mask, head_dim ** -0.5, level, threads)
+    want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, scale=head_dim ** -0.5,
+                                          enable_gqa=True)
     tolerance = 1e-5 if dtype == torch.float32 else 1e-2
     torch.testing.assert_close(got.float(), want, rtol=tolerance, atol=tolerance)
 

@@ -1,89 +1,215 @@
-// decode_attention: one query row at a time against the whole cache, in float32: the scores of every key
-// (a dot product each), their softmax (exp_approx, ~2 ulp), then the value rows weighted by it. Parallel
-// over (batch, head). Meant for decode steps (a few query rows); longer prompts go to the blocked kernels.
+// decode_attention: a few query rows against the whole cache, in float32. The query heads that share a
+// key/value head (grouped-query attention: 7 per kv head in Qwen2-0.5B) are handled together, so each key
+// and value row is read from memory once per step and feeds every head of the group: the scores of every
+// key (a dot product per head), their softmax (exp_approx, ~2 ulp), then the value rows weighted by it.
+// Parallel over (batch, kv head, query row), and over slices of the group's heads when those are fewer
+// than the threads. Meant for decode steps; longer prompts go to the blocked kernels.
 #include <cmath>
 
 #include "common.h"
 #include "ipxc/parallel.h"
+#include "vec16.h"
 
 namespace ipxc {
 namespace IPXC_NS {
 
-template <class T>
-static inline float dot_row(const float* __restrict q, const T* __restrict k, int64_t d) {
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < d; ++i) s += q[i] * load(k[i]);
-    return s;
-}
+// D: the head size when it is one of the common ones (the compiler then keeps a row in registers), or 0
+// for any other (the runtime size a.head_dim).
+template <int D>
+struct HeadDim {
+    static int64_t of(const DecodeAttentionArgs&) { return D; }
+};
+template <>
+struct HeadDim<0> {
+    static int64_t of(const DecodeAttentionArgs& a) { return a.head_dim; }
+};
 
 template <class T>
-static inline void add_row(float* __restrict acc, float w, const T* __restrict v, int64_t d) {
+static inline void row_to_f32(const T* __restrict src, float* __restrict dst, int64_t d) {
 #pragma omp simd
-    for (int64_t i = 0; i < d; ++i) acc[i] += w * load(v[i]);
+    for (int64_t i = 0; i < d; ++i) dst[i] = load(src[i]);
+}
+
+// The head sizes that are whole V16 vectors (64, 128): every key row is loaded into registers once and
+// dotted with each head's query there (one horizontal sum per head and key), and the heads' value sums
+// stay in registers across all keys (heads in batches the register file holds).
+template <class T, int D>
+static void scores_v16(const float* q, int64_t g, const T* k, int64_t k_stride, int64_t n, float* scores) {
+    constexpr int C = D / 16;
+    for (int64_t j = 0; j < n; ++j) {
+        const T* krow = k + j * k_stride;
+        V16 kz[C];
+        for (int c = 0; c < C; ++c) kz[c] = v_load(krow + 16 * c);
+        for (int64_t i = 0; i < g; ++i) {
+            const float* qi = q + i * D;
+            V16 acc = v_mul(v_load(qi), kz[0]);
+            for (int c = 1; c < C; ++c) acc = v_fma(v_load(qi + 16 * c), kz[c], acc);
+            scores[i * n + j] = v_sum(acc);
+        }
+    }
+}
+
+template <class T, int D, int H>
+static void values_v16_heads(const float* p, int64_t n, const T* v, int64_t v_stride, float* acc) {
+    constexpr int C = D / 16;
+    V16 sum[H][C];
+    for (int i = 0; i < H; ++i)
+        for (int c = 0; c < C; ++c) sum[i][c] = v_zero();
+    for (int64_t j = 0; j < n; ++j) {
+        const T* vrow = v + j * v_stride;
+        V16 vz[C];
+        for (int c = 0; c < C; ++c) vz[c] = v_load(vrow + 16 * c);
+        for (int i = 0; i < H; ++i) {
+            const V16 w = v_set1(p[i * n + j]);
+            for (int c = 0; c < C; ++c) sum[i][c] = v_fma(w, vz[c], sum[i][c]);
+        }
+    }
+    for (int i = 0; i < H; ++i)
+        for (int c = 0; c < C; ++c) v_store(acc + i * D + 16 * c, sum[i][c]);
+}
+
+template <class T, int D>
+static void values_v16(const float* p, int64_t g, const T* v, int64_t v_stride, int64_t n, float* acc) {
+    constexpr int C = D / 16;
+    constexpr int H = (kV16Registers - C) / C > 0 ? (kV16Registers - C) / C : 1;  // heads a pass keeps in registers
+    int64_t i = 0;
+    for (; i + H <= g; i += H) values_v16_heads<T, D, H>(p + i * n, n, v, v_stride, acc + i * D);
+    for (; i < g; ++i) values_v16_heads<T, D, 1>(p + i * n, n, v, v_stride, acc + i * D);
+}
+
+// One unit: query row t of heads [h0, h0 + g) of batch b, all reading kv head kvh.
+// scratch: q [g][d] (scaled), acc [g][d], scores [g][kv_len], one bf16 row as float32 [d].
+template <class T, class M, int D>
+static void attend_group(const DecodeAttentionArgs& a, int64_t b, int64_t kvh, int64_t t, int64_t h0, int64_t g,
+                         float* scratch) {
+    const int64_t d = HeadDim<D>::of(a), n = a.kv_len;
+    float* q = scratch;
+    float* acc = q + g * d;
+    float* scores = acc + g * d;
+    float* row = scores + g * n;
+    for (int64_t i = 0; i < g; ++i) {
+        const T* qrow = static_cast<const T*>(a.q) + b * a.q_strides[0] + (h0 + i) * a.q_strides[1] + t * a.q_strides[2];
+        for (int64_t c = 0; c < d; ++c) q[i * d + c] = load(qrow[c]) * a.scale;
+    }
+    const T* k = static_cast<const T*>(a.k) + b * a.k_strides[0] + kvh * a.k_strides[1];
+    const T* v = static_cast<const T*>(a.v) + b * a.v_strides[0] + kvh * a.v_strides[1];
+
+    // Scores: each key row converted once, dotted with every head's query.
+    if constexpr (D > 0 && D % 16 == 0) {
+        scores_v16<T, D>(q, g, k, a.k_strides[2], n, scores);
+    } else {
+        for (int64_t j = 0; j < n; ++j) {
+            const T* krow = k + j * a.k_strides[2];
+            const float* kf;
+            if constexpr (sizeof(T) == 4) {
+                kf = reinterpret_cast<const float*>(krow);
+            } else {
+                row_to_f32(krow, row, d);
+                kf = row;
+            }
+            for (int64_t i = 0; i < g; ++i) {
+                const float* qi = q + i * d;
+                float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+                for (int64_t c = 0; c < d; ++c) s += qi[c] * kf[c];
+                scores[i * n + j] = s;
+            }
+        }
+    }
+    // Masks, softmax (a fully masked row stays zeros).
+    float inv_sum[64];  // g <= 64 (the caller slices bigger groups)
+    for (int64_t i = 0; i < g; ++i) {
+        float* s = scores + i * n;
+        if (a.mask) {
+            const M* m = static_cast<const M*>(a.mask) + b * a.mask_strides[0] + (h0 + i) * a.mask_strides[1] +
+                         t * a.mask_strides[2];
+#pragma omp simd
+            for (int64_t j = 0; j < n; ++j) s[j] += load(m[j]);
+        }
+        float row_max = -INFINITY;
+#pragma omp simd reduction(max : row_max)
+        for (int64_t j = 0; j < n; ++j) row_max = s[j] > row_max ? s[j] : row_max;
+        inv_sum[i] = 0.0f;
+        if (row_max == -INFINITY) {
+            for (int64_t j = 0; j < n; ++j) s[j] = 0.0f;
+            continue;
+        }
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j < n; ++j) {
+            s[j] = exp_approx(s[j] - row_max);  // the largest is 1; masked keys give 0
+            sum += s[j];
+        }
+        inv_sum[i] = 1.0f / sum;
+    }
+    // Values: each value row converted once, added to every head's sum with that head's weight.
+    if constexpr (D > 0 && D % 16 == 0) {
+        values_v16<T, D>(scores, g, v, a.v_strides[2], n, acc);
+    } else {
+        for (int64_t c = 0; c < g * d; ++c) acc[c] = 0.0f;
+        for (int64_t j = 0; j < n; ++j) {
+            const T* vrow = v + j * a.v_strides[2];
+            const float* vf;
+            if constexpr (sizeof(T) == 4) {
+                vf = reinterpret_cast<const float*>(vrow);
+            } else {
+                row_to_f32(vrow, row, d);
+                vf = row;
+            }
+            for (int64_t i = 0; i < g; ++i) {
+                const float w = scores[i * n + j];
+                float* ai = acc + i * d;
+#pragma omp simd
+                for (int64_t c = 0; c < d; ++c) ai[c] += w * vf[c];
+            }
+        }
+    }
+    for (int64_t i = 0; i < g; ++i) {
+        float* ai = acc + i * d;
+        for (int64_t c = 0; c < d; ++c) ai[c] *= inv_sum[i];
+        T* out = static_cast<T*>(a.out) + b * a.out_strides[0] + (h0 + i) * a.out_strides[1] + t * a.out_strides[2];
+        if constexpr (sizeof(T) == 4) {
+            for (int64_t c = 0; c < d; ++c) out[c] = ai[c];
+        } else {
+            f32_row_to_bf16(ai, out, d);
+        }
+    }
 }
 
 template <class T, class M>
-static void attend_row(const DecodeAttentionArgs& a, int64_t b, int64_t h, int64_t t, float* scores, float* q, float* acc) {
-    const int64_t d = a.head_dim, kvh = h / (a.heads / a.kv_heads);
-    const T* qrow = static_cast<const T*>(a.q) + b * a.q_strides[0] + h * a.q_strides[1] + t * a.q_strides[2];
-    for (int64_t i = 0; i < d; ++i) q[i] = load(qrow[i]) * a.scale;
-    const T* k = static_cast<const T*>(a.k) + b * a.k_strides[0] + kvh * a.k_strides[1];
-    const T* v = static_cast<const T*>(a.v) + b * a.v_strides[0] + kvh * a.v_strides[1];
-    const M* mask = a.mask ? static_cast<const M*>(a.mask) + b * a.mask_strides[0] + h * a.mask_strides[1] +
-                                 t * a.mask_strides[2]
-                           : nullptr;
-    float row_max = -INFINITY;
-    for (int64_t j = 0; j < a.kv_len; ++j) {
-        float s = dot_row(q, k + j * a.k_strides[2], d);
-        if (mask) s += load(mask[j]);
-        scores[j] = s;
-        row_max = s > row_max ? s : row_max;
-    }
-    for (int64_t i = 0; i < d; ++i) acc[i] = 0.0f;
-    if (row_max != -INFINITY) {  // a fully masked row stays zeros
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t j = 0; j < a.kv_len; ++j) {
-            scores[j] = exp_approx(scores[j] - row_max);  // the largest is 1; masked keys give 0
-            sum += scores[j];
-        }
-        for (int64_t j = 0; j < a.kv_len; ++j)
-            if (scores[j] != 0.0f) add_row(acc, scores[j], v + j * a.v_strides[2], d);
-        const float inv = 1.0f / sum;
-        for (int64_t i = 0; i < d; ++i) acc[i] *= inv;
-    }
-    T* out = static_cast<T*>(a.out) + b * a.out_strides[0] + h * a.out_strides[1] + t * a.out_strides[2];
-    if constexpr (sizeof(T) == 4) {
-        for (int64_t i = 0; i < d; ++i) out[i] = acc[i];
-    } else {
-        f32_row_to_bf16(acc, out, d);
-    }
-}
-
-template <class T>
-static void attend(const DecodeAttentionArgs& a, int64_t b, int64_t h, float* scratch) {
-    float* q = scratch;
-    float* acc = scratch + a.head_dim;
-    float* scores = scratch + 2 * a.head_dim;
-    for (int64_t t = 0; t < a.q_len; ++t) {
-        if (a.mask && a.mask_dtype == DType::bf16)
-            attend_row<T, uint16_t>(a, b, h, t, scores, q, acc);
-        else
-            attend_row<T, float>(a, b, h, t, scores, q, acc);
+static void attend(const DecodeAttentionArgs& a, int64_t b, int64_t kvh, int64_t t, int64_t h0, int64_t g, float* scratch) {
+    switch (a.head_dim) {
+        case 64: return attend_group<T, M, 64>(a, b, kvh, t, h0, g, scratch);
+        case 128: return attend_group<T, M, 128>(a, b, kvh, t, h0, g, scratch);
+        default: return attend_group<T, M, 0>(a, b, kvh, t, h0, g, scratch);
     }
 }
 
 static void decode_attention(const DecodeAttentionArgs& a) {
-    const int64_t scratch_size = 2 * a.head_dim + a.kv_len;
-    parallel(a.batch * a.heads, 1, a.threads, [&](int64_t begin, int64_t end) {
+    const int64_t group = a.heads / a.kv_heads;
+    const int64_t rows = a.batch * a.kv_heads * a.q_len;
+    // Slices of a group: enough units for the threads, at most 64 heads a slice.
+    int64_t slices = (a.threads + rows - 1) / rows;
+    if (slices < (group + 63) / 64) slices = (group + 63) / 64;
+    if (slices > group) slices = group;
+    const int64_t per_slice = (group + slices - 1) / slices;
+    slices = (group + per_slice - 1) / per_slice;
+    const int64_t scratch_size = per_slice * (2 * a.head_dim + a.kv_len) + a.head_dim;
+    parallel(rows * slices, 1, a.threads, [&](int64_t begin, int64_t end) {
         float* scratch = scratch_floats(scratch_size);
         for (int64_t unit = begin; unit < end; ++unit) {
-            const int64_t b = unit / a.heads, h = unit % a.heads;
-            if (a.dtype == DType::bf16)
-                attend<uint16_t>(a, b, h, scratch);
-            else
-                attend<float>(a, b, h, scratch);
+            const int64_t slice = unit % slices, row = unit / slices;
+            const int64_t t = row % a.q_len, kvh = (row / a.q_len) % a.kv_heads, b = row / (a.q_len * a.kv_heads);
+            const int64_t h0 = kvh * group + slice * per_slice;
+            const int64_t g = per_slice < group - slice * per_slice ? per_slice : group - slice * per_slice;
+            const bool bf16_mask = a.mask && a.mask_dtype == DType::bf16;
+            if (a.dtype == DType::bf16) {
+                if (bf16_mask) attend<uint16_t, uint16_t>(a, b, kvh, t, h0, g, scratch);
+                else attend<uint16_t, float>(a, b, kvh, t, h0, g, scratch);
+            } else {
+                if (bf16_mask) attend<float, uint16_t>(a, b, kvh, t, h0, g, scratch);
+                else attend<float, float>(a, b, kvh, t, h0, g, scratch);
+            }
         }
     });
 }

@@ -12,27 +12,13 @@
 // generic level (plain loops gcc vectorises for SSE2), so one source serves every level.
 #include "common.h"
 
-#if !IPXC_HAVE_AVX512 && defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define IPXC_WOQ_AVX2 1
-#endif
+#include "vec16.h"
 
 namespace ipxc {
 namespace IPXC_NS {
 
+// The codes of one packed block as V16 floats, and the register tiling per level.
 #if IPXC_HAVE_AVX512
-struct V16 {
-    __m512 v;
-};
-static inline V16 v_zero() { return {_mm512_setzero_ps()}; }
-static inline V16 v_set1(float s) { return {_mm512_set1_ps(s)}; }
-static inline V16 v_load(const float* p) { return {_mm512_loadu_ps(p)}; }
-static inline void v_store(float* p, V16 a) { _mm512_storeu_ps(p, a.v); }
-static inline V16 v_add(V16 a, V16 b) { return {_mm512_add_ps(a.v, b.v)}; }
-static inline V16 v_sub(V16 a, V16 b) { return {_mm512_sub_ps(a.v, b.v)}; }
-static inline V16 v_mul(V16 a, V16 b) { return {_mm512_mul_ps(a.v, b.v)}; }
-static inline V16 v_fma(V16 a, V16 b, V16 c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
-static inline V16 v_fnma(V16 a, V16 b, V16 c) { return {_mm512_fnmadd_ps(a.v, b.v, c.v)}; }  // c - a * b
 // 16 int8 codes as floats.
 static inline V16 v_codes8(const int8_t* p) {
     return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))))};
@@ -46,22 +32,7 @@ static inline void v_codes4(const uint8_t* p, V16& lo, V16& hi) {
 constexpr int kDecodeChains = 8;  // independent FMA chains to cover the FMA latency (2 ports x 4 cycles)
 constexpr int kMR = 12;           // prefill tile: 12 rows x 2 blocks = 24 accumulators of 32 zmm
 constexpr int kCB = 2;
-#elif IPXC_WOQ_AVX2
-struct V16 {
-    __m256 a, b;
-};
-static inline V16 v_zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
-static inline V16 v_set1(float s) { return {_mm256_set1_ps(s), _mm256_set1_ps(s)}; }
-static inline V16 v_load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
-static inline void v_store(float* p, V16 x) {
-    _mm256_storeu_ps(p, x.a);
-    _mm256_storeu_ps(p + 8, x.b);
-}
-static inline V16 v_add(V16 x, V16 y) { return {_mm256_add_ps(x.a, y.a), _mm256_add_ps(x.b, y.b)}; }
-static inline V16 v_sub(V16 x, V16 y) { return {_mm256_sub_ps(x.a, y.a), _mm256_sub_ps(x.b, y.b)}; }
-static inline V16 v_mul(V16 x, V16 y) { return {_mm256_mul_ps(x.a, y.a), _mm256_mul_ps(x.b, y.b)}; }
-static inline V16 v_fma(V16 x, V16 y, V16 c) { return {_mm256_fmadd_ps(x.a, y.a, c.a), _mm256_fmadd_ps(x.b, y.b, c.b)}; }
-static inline V16 v_fnma(V16 x, V16 y, V16 c) { return {_mm256_fnmadd_ps(x.a, y.a, c.a), _mm256_fnmadd_ps(x.b, y.b, c.b)}; }
+#elif IPXC_V16_AVX2
 static inline V16 v_codes8(const int8_t* p) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)))};
@@ -77,46 +48,6 @@ constexpr int kDecodeChains = 4;  // x2 ymm per V16: 8 chains, and registers lef
 constexpr int kMR = 6;            // prefill tile: 6 rows x 16 channels = 12 of 16 ymm
 constexpr int kCB = 1;
 #else
-struct V16 {
-    float f[16];
-};
-static inline V16 v_zero() { return V16{}; }
-static inline V16 v_set1(float s) {
-    V16 r;
-    for (int j = 0; j < 16; ++j) r.f[j] = s;
-    return r;
-}
-static inline V16 v_load(const float* p) {
-    V16 r;
-    std::memcpy(r.f, p, sizeof r.f);
-    return r;
-}
-static inline void v_store(float* p, const V16& a) { std::memcpy(p, a.f, sizeof a.f); }
-static inline V16 v_add(const V16& a, const V16& b) {
-    V16 r;
-    for (int j = 0; j < 16; ++j) r.f[j] = a.f[j] + b.f[j];
-    return r;
-}
-static inline V16 v_sub(const V16& a, const V16& b) {
-    V16 r;
-    for (int j = 0; j < 16; ++j) r.f[j] = a.f[j] - b.f[j];
-    return r;
-}
-static inline V16 v_mul(const V16& a, const V16& b) {
-    V16 r;
-    for (int j = 0; j < 16; ++j) r.f[j] = a.f[j] * b.f[j];
-    return r;
-}
-static inline V16 v_fma(const V16& a, const V16& b, const V16& c) {
-    V16 r;
-    for (int j = 0; j < 16; ++j) r.f[j] = a.f[j] * b.f[j] + c.f[j];
-    return r;
-}
-static inline V16 v_fnma(const V16& a, const V16& b, const V16& c) {
-    V16 r;
-    for (int j = 0; j < 16; ++j) r.f[j] = c.f[j] - a.f[j] * b.f[j];
-    return r;
-}
 static inline V16 v_codes8(const int8_t* p) {
     V16 r;
     for (int j = 0; j < 16; ++j) r.f[j] = static_cast<float>(p[j]);
