@@ -52,7 +52,8 @@ PIPELINES: dict[tuple[str, str], list[str]] = {
 # merge_linears moved before fuse_post_ops (so Q/K/V and a SwiGLU's gate/up, whose up projection would
 # otherwise take the gate as a mul operand, each become one GEMM over the weights read once), then
 # weight_only_quantize. Activations stay float32 and nothing is calibrated.
-_WEIGHT_ONLY = [p for n in _FP32 for p in (["merge_linears", n] if n == "fuse_post_ops" else [n])] + [
+# fuse_swiglu then makes the gate's silu and mul, which read two slices of the merged gate/up output, one pass.
+_WEIGHT_ONLY = [p for n in _FP32 for p in (["merge_linears", n, "fuse_swiglu"] if n == "fuse_post_ops" else [n])] + [
     "weight_only_quantize", "share_attention_mask", "cache_append", "prepack"]
 PIPELINES[("cpu", "int4")] = _WEIGHT_ONLY
 # The weight-only choice of each (device, dtype) that has one: int4 is always weight-only.

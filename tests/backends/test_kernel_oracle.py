@@ -56,7 +56,8 @@ class In:
     fill: str = "normal"
     scale: float = 1.0
     # contiguous | channels_last | channels_last_strided (a ::2 spatial subsample of a channels-last
-    # tensor of twice the size, as merge_shortcut_conv's shortcut reads it)
+    # tensor of twice the size, as merge_shortcut_conv's shortcut reads it) | last_dim_half (the second
+    # half of a tensor with twice the last dim, as merge_linears' slices of a gate/up GEMM read it)
     layout: str = "contiguous"
     const: bool = False
 
@@ -69,6 +70,8 @@ def make_tensor(spec: In, g: torch.Generator) -> torch.Tensor:
     shape = spec.shape
     if spec.layout == "channels_last_strided":
         shape = (*shape[:2], *(2 * s for s in shape[2:]))
+    elif spec.layout == "last_dim_half":
+        shape = (*shape[:-1], 2 * shape[-1])
     dtype = dtypes.to_torch(spec.dtype)
     if spec.fill == "normal":
         t = (torch.randn(shape, generator=g) * spec.scale).to(dtype)
@@ -95,6 +98,8 @@ def make_tensor(spec: In, g: torch.Generator) -> torch.Tensor:
         t = t.contiguous(memory_format=torch.channels_last)
     elif spec.layout == "channels_last_strided":
         t = t.contiguous(memory_format=torch.channels_last)[:, :, ::2, ::2]
+    elif spec.layout == "last_dim_half":
+        t = t[..., shape[-1] // 2:]
     return t
 
 
@@ -281,6 +286,11 @@ CASES: dict[str, dict[str, Case]] = {
     "silu": {
         "f32": Case({}, (In((5, 37), scale=3.0),)),
         "bf16": Case({}, (In((3, 70), "bfloat16", scale=3.0),)),
+    },
+    "silu_mul": {
+        "f32-decode-row": Case({}, (In((1, 1, 40), scale=3.0), In((1, 1, 40)))),
+        "f32-gate-up-slices": Case({}, (In((2, 5, 37), scale=3.0, layout="last_dim_half"), In((2, 5, 37), layout="last_dim_half"))),
+        "bf16-rows": Case({}, (In((3, 70), "bfloat16", scale=3.0), In((3, 70), "bfloat16"))),
     },
     "softmax": {
         "f32-last-dim": Case({"dim": -1}, (In((3, 4, 19), scale=3.0),)),
@@ -511,7 +521,7 @@ def _onednn_ready() -> bool:
 ACCEPTANCE_FLOOR: dict[str, tuple[str, Callable[[], bool]]] = {
     **{op: ("avx2", native.available) for op in (
         "adaptive_avg_pool2d", "add_layer_norm", "aten", "gelu", "layer_norm", "quantize", "rms_norm", "silu",
-        "softmax", "to_memory_format")},
+        "silu_mul", "softmax", "to_memory_format")},
     "sdpa": ("avx512", native.available),
     "kv_append": ("generic", lambda: True),  # plain torch copies into its own buffer
     "rope": ("avx2", native.available),

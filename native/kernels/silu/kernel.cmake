@@ -1,5 +1,5 @@
 # The silu kernel(s): ipxc_kernel(NAME ARGS LEVEL...) compiles NAME.cpp once per level listed;
 # ipxc_binding() adds bind.cpp to the Python module (native/CMakeLists.txt).
 ipxc_kernel(silu UnaryArgs generic avx2 avx512 avx512_bf16)
-ipxc_kernel(silu_mul BinaryArgs generic avx2 avx512 avx512_bf16)
+ipxc_kernel(silu_mul RowsBinaryArgs generic avx2 avx512 avx512_bf16)
 ipxc_binding(silu)

@@ -44,3 +44,9 @@ def gelu(b, node) -> None:
 @emits("softmax")
 def softmax(b, node) -> None:
     b.node("Softmax", [node.inputs[0]], node.outputs, axis=node.attrs["dim"])
+
+
+@emits("silu_mul")
+def silu_mul(b, node) -> None:
+    gate, up = node.inputs
+    b.node("Mul", [activation(b, "silu", gate), up], node.outputs)
