@@ -36,9 +36,13 @@ constexpr int64_t kMinMacsPerTask = 1 << 16;
 #if defined(__AVX512VNNI__)
 constexpr int kChains = 2;  // quads unrolled: independent accumulators per row
 
-// acc[r] (16 channels, int32) += sum over the group's quads of xq[r] . w, exactly.
+// acc[r] (16 channels, int32) += sum over the group's quads of xq[r] . w, exactly. The 128 * sum w that the
+// offset codes add comes from `offset` (computed once per block for all its rows) or, when null, from a
+// vpdpbusd with ones alongside (a single pass over the codes: decode).
 template <int MR>
-static void group_dots(const int8_t* w, int64_t quads, const uint8_t* const* xu, int64_t q0, __m512i* acc) {
+static void group_dots(const int8_t* w, int64_t quads, const uint8_t* const* xu, int64_t q0, __m512i* acc,
+                       const __m512i* offset_of_rows) {
+    const bool sums = offset_of_rows == nullptr;
     const __m512i ones = _mm512_set1_epi8(1);
     __m512i dot[MR][kChains], wsum[kChains];
     for (int u = 0; u < kChains; ++u) {
@@ -50,7 +54,7 @@ static void group_dots(const int8_t* w, int64_t quads, const uint8_t* const* xu,
         for (int u = 0; u < kChains; ++u) {
             __builtin_prefetch(w + (q + u + kPrefetchQuads) * kQuadBytes);  // a quad is one 64-byte line
             const __m512i wv = _mm512_loadu_si512(w + (q + u) * kQuadBytes);
-            wsum[u] = _mm512_dpbusd_epi32(wsum[u], ones, wv);
+            if (sums) wsum[u] = _mm512_dpbusd_epi32(wsum[u], ones, wv);
             for (int r = 0; r < MR; ++r) {
                 int32_t x4;
                 std::memcpy(&x4, xu[r] + 4 * (q0 + q + u), sizeof x4);
@@ -60,16 +64,21 @@ static void group_dots(const int8_t* w, int64_t quads, const uint8_t* const* xu,
     }
     for (; q < quads; ++q) {
         const __m512i wv = _mm512_loadu_si512(w + q * kQuadBytes);
-        wsum[0] = _mm512_dpbusd_epi32(wsum[0], ones, wv);
+        if (sums) wsum[0] = _mm512_dpbusd_epi32(wsum[0], ones, wv);
         for (int r = 0; r < MR; ++r) {
             int32_t x4;
             std::memcpy(&x4, xu[r] + 4 * (q0 + q), sizeof x4);
             dot[r][0] = _mm512_dpbusd_epi32(dot[r][0], _mm512_set1_epi32(x4), wv);
         }
     }
-    __m512i ws = wsum[0];
-    for (int u = 1; u < kChains; ++u) ws = _mm512_add_epi32(ws, wsum[u]);
-    const __m512i offset = _mm512_slli_epi32(ws, 7);  // 128 * sum w
+    __m512i offset;
+    if (sums) {
+        __m512i ws = wsum[0];
+        for (int u = 1; u < kChains; ++u) ws = _mm512_add_epi32(ws, wsum[u]);
+        offset = _mm512_slli_epi32(ws, 7);  // 128 * sum w
+    } else {
+        offset = *offset_of_rows;
+    }
     for (int r = 0; r < MR; ++r) {
         __m512i d = dot[r][0];
         for (int u = 1; u < kChains; ++u) d = _mm512_add_epi32(d, dot[r][u]);
@@ -87,12 +96,25 @@ static void scale_into(const float* scale, const float* xs, const __m512i* acc, 
     }
 }
 using Acc = __m512i;
+
+// 128 * sum w of each group of one block, for group_dots of every row quad after the first.
+static void block_offsets(const int8_t* wb, int64_t groups, int64_t quads, __m512i* offsets) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (int64_t grp = 0; grp < groups; ++grp) {
+        __m512i ws = _mm512_setzero_si512();
+        for (int64_t q = 0; q < quads; ++q)
+            ws = _mm512_dpbusd_epi32(ws, ones, _mm512_loadu_si512(wb + (grp * quads + q) * kQuadBytes));
+        offsets[grp] = _mm512_slli_epi32(ws, 7);
+    }
+}
+constexpr bool kHasOffsets = true;
 #else
 constexpr int kChains = 1;
 
 // acc[2r], acc[2r + 1] (channels 0-7, 8-15) += sum over the group's quads of xq[r] . w, exactly.
 template <int MR>
-static void group_dots(const int8_t* w, int64_t quads, const uint8_t* const* xu, int64_t q0, __m256i* acc) {
+static void group_dots(const int8_t* w, int64_t quads, const uint8_t* const* xu, int64_t q0, __m256i* acc,
+                       const __m256i* /* no offsets: the sign trick multiplies signed codes */) {
     const __m256i ones = _mm256_set1_epi16(1);
     for (int i = 0; i < 2 * MR; ++i) acc[i] = _mm256_setzero_si256();
     for (int64_t q = 0; q < quads; ++q) {
@@ -124,11 +146,14 @@ static void scale_into(const float* scale, const float* xs, const __m256i* acc, 
     }
 }
 using Acc = __m256i;
+static void block_offsets(const int8_t*, int64_t, int64_t, __m256i*) {}
+constexpr bool kHasOffsets = false;
 #endif
 
 // One block of 16 channels for MR (<= 4) rows starting at row r0.
 template <int MR>
-static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const uint8_t* xu, const float* xs) {
+static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const uint8_t* xu, const float* xs,
+                       const Acc* offsets) {
     const int64_t gs = g.group_size, groups = g.k / gs, quads = gs / 4;
     const float* qp = g.qparams + blk * groups * 2 * kBlock;
     const int8_t* wb = static_cast<const int8_t*>(g.w) + blk * g.k * kBlock;
@@ -137,7 +162,7 @@ static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const uint
     alignas(64) float total[MR][kBlock] = {};
     for (int64_t grp = 0; grp < groups; ++grp) {
         Acc acc[MR * (sizeof(Acc) == 64 ? 1 : 2)];
-        group_dots<MR>(wb + grp * quads * kQuadBytes, quads, rows, grp * quads, acc);
+        group_dots<MR>(wb + grp * quads * kQuadBytes, quads, rows, grp * quads, acc, offsets ? offsets + grp : nullptr);
         scale_into<MR>(qp + grp * 2 * kBlock, xs + r0, acc, total);
     }
     const int64_t n0 = blk * kBlock, cols = g.n - n0 < kBlock ? g.n - n0 : kBlock;
@@ -163,11 +188,18 @@ static void woq_gemm_w8a8(const WoqGemmArgs& g) {
     const int64_t grain = work >= kMinMacsPerTask ? 1 : kMinMacsPerTask / work;
     // Parallel over blocks of channels; each task takes every row through its block, 4 at a time, so the
     // block's codes come from DRAM once and from cache for the other rows.
+    // With more than one row quad, each block's weight sums are taken once (VNNI), not once per quad.
+    const int64_t groups = g.k / g.group_size, quads = g.group_size / 4;
+    const bool shared_offsets = kHasOffsets && g.m > 4;
     parallel(blocks, grain, g.threads, [&](int64_t begin, int64_t end) {
-        for (int64_t blk = begin; blk < end; ++blk)
+        Acc* offsets = shared_offsets ? reinterpret_cast<Acc*>(scratch_floats(groups * (sizeof(Acc) / 4) + 16)) : nullptr;
+        if (offsets) offsets = reinterpret_cast<Acc*>((reinterpret_cast<uintptr_t>(offsets) + 63) & ~uintptr_t(63));
+        for (int64_t blk = begin; blk < end; ++blk) {
+            if (offsets) block_offsets(static_cast<const int8_t*>(g.w) + blk * g.k * kBlock, groups, quads, offsets);
             for_each_row_quad(g.m, [&](int64_t r0, auto rows) {
-                block_rows<decltype(rows)::value>(g, blk, r0, xu, xs);
+                block_rows<decltype(rows)::value>(g, blk, r0, xu, xs, offsets);
             });
+        }
     });
     delete[] xs;
     delete[] xu;
