@@ -172,6 +172,13 @@ static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const uint
     }
 }
 
+template <class F>
+static inline void for_each_row_octet(int64_t m, F&& f) {
+    int64_t r0 = 0;
+    for (; r0 + 8 <= m; r0 += 8) f(r0, std::integral_constant<int, 8>{});
+    if (r0 < m) for_each_row_quad(m - r0, [&](int64_t r, auto rows) { f(r0 + r, rows); });
+}
+
 static void woq_gemm_w8a8(const WoqGemmArgs& g) {
     const int64_t blocks = (g.n + kBlock - 1) / kBlock;
     // x rounded once per call: the row scales and the codes (signed; AVX-512 VNNI: offset by 128, unsigned).
@@ -196,9 +203,15 @@ static void woq_gemm_w8a8(const WoqGemmArgs& g) {
         if (offsets) offsets = reinterpret_cast<Acc*>((reinterpret_cast<uintptr_t>(offsets) + 63) & ~uintptr_t(63));
         for (int64_t blk = begin; blk < end; ++blk) {
             if (offsets) block_offsets(static_cast<const int8_t*>(g.w) + blk * g.k * kBlock, groups, quads, offsets);
-            for_each_row_quad(g.m, [&](int64_t r0, auto rows) {
-                block_rows<decltype(rows)::value>(g, blk, r0, xu, xs, offsets);
-            });
+            if (offsets) {
+                for_each_row_octet(g.m, [&](int64_t r0, auto rows) {
+                    block_rows<decltype(rows)::value>(g, blk, r0, xu, xs, offsets);
+                });
+            } else {
+                for_each_row_quad(g.m, [&](int64_t r0, auto rows) {
+                    block_rows<decltype(rows)::value>(g, blk, r0, xu, xs, offsets);
+                });
+            }
         }
     });
     delete[] xs;
