@@ -70,5 +70,14 @@ static inline void for_each_row_quad(int64_t m, F&& f) {
     }
 }
 
+// The same in tiles of 8 rows (then 4, 3, 2, 1 for the rest): prefill, where the register file holds 8 rows'
+// accumulators and a weight vector then feeds 8 dot products.
+template <class F>
+static inline void for_each_row_octet(int64_t m, F&& f) {
+    int64_t r0 = 0;
+    for (; r0 + 8 <= m; r0 += 8) f(r0, std::integral_constant<int, 8>{});
+    if (r0 < m) for_each_row_quad(m - r0, [&](int64_t r, auto rows) { f(r0 + r, rows); });
+}
+
 }  // namespace IPXC_NS
 }  // namespace ipxc

@@ -150,7 +150,7 @@ static void block_offsets(const int8_t*, int64_t, int64_t, __m256i*) {}
 constexpr bool kHasOffsets = false;
 #endif
 
-// One block of 16 channels for MR (<= 4) rows starting at row r0.
+// One block of 16 channels for MR (<= 8) rows starting at row r0.
 template <int MR>
 static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const uint8_t* xu, const float* xs,
                        const Acc* offsets) {
@@ -170,13 +170,6 @@ static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const uint
         float* y = g.y + (r0 + r) * g.y_stride + n0;
         for (int64_t j = 0; j < cols; ++j) y[j] = total[r][j] + (g.bias ? g.bias[n0 + j] : 0.0f);
     }
-}
-
-template <class F>
-static inline void for_each_row_octet(int64_t m, F&& f) {
-    int64_t r0 = 0;
-    for (; r0 + 8 <= m; r0 += 8) f(r0, std::integral_constant<int, 8>{});
-    if (r0 < m) for_each_row_quad(m - r0, [&](int64_t r, auto rows) { f(r0 + r, rows); });
 }
 
 static void woq_gemm_w8a8(const WoqGemmArgs& g) {
