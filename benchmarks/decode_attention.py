@@ -1,0 +1,74 @@
+"""Micro-benchmark of the decode attention kernel (native/kernels/decode_attention): one query row of every head
+against a KV cache viewed inside a buffer with spare positions, as a decode step calls it, for a model's layers
+in a row with the caches evicted first (the weight stream of a real step evicts them too). Checked against
+torch's attention first; medians of rounds, us per layer.
+
+    python benchmarks/decode_attention.py [--threads 2] [--rounds 30]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+from ipexconvert.backends.cpu import native_lib
+
+# name: (query heads, kv heads, head_dim, cached positions)
+SHAPES = {
+    "qwen2-0.5b@530": (14, 2, 64, 530),
+    "qwen2-0.5b@2048": (14, 2, 64, 2048),
+    "llama-7b-gqa@1024": (32, 4, 128, 1024),
+    "mqa@530": (8, 1, 64, 530),
+}
+
+
+def time_layers(heads, kv_heads, head_dim, length, dtype, threads, rounds, layers=24) -> tuple[float, float]:
+    """(median us per layer, max abs error against torch's attention)."""
+    g = torch.Generator().manual_seed(0)
+    queries = [torch.randn(1, heads, 1, head_dim, generator=g).to(dtype) for _ in range(layers)]
+    buffers = [tuple(torch.randn(1, kv_heads, length + 256, head_dim, generator=g).to(dtype) for _ in range(2))
+               for _ in range(layers)]
+    mask = torch.zeros(1, 1, 1, length, dtype=dtype)
+    outs = [torch.empty(1, 1, heads, head_dim, dtype=dtype).permute(0, 2, 1, 3) for _ in range(layers)]
+    evict = torch.empty(64 << 20, dtype=torch.uint8)
+    scale = 1 / math.sqrt(head_dim)
+
+    def step():
+        for q, (k, v), out in zip(queries, buffers, outs):
+            native_lib.raw.decode_attention(q, k[:, :, :length], v[:, :, :length], out, mask, scale, None, threads)
+
+    step()
+    k, v = buffers[0][0][:, :, :length], buffers[0][1][:, :, :length]
+    want = F.scaled_dot_product_attention(queries[0].float(), k.float(), v.float(), attn_mask=mask.float(), scale=scale,
+                                          enable_gqa=True)
+    error = (outs[0].float() - want).abs().max().item()
+    samples = []
+    for _ in range(rounds):
+        evict.add_(1)
+        start = time.perf_counter()
+        step()
+        samples.append((time.perf_counter() - start) / layers)
+    return 1e6 * statistics.median(samples), error
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=30)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    print("| shape | dtype | us per layer | cache MB read per layer | GB/s | max abs error vs torch |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, (heads, kv_heads, head_dim, length) in SHAPES.items():
+        for dtype in (torch.float32, torch.bfloat16):
+            us, error = time_layers(heads, kv_heads, head_dim, length, dtype, args.threads, args.rounds)
+            mb = 2 * kv_heads * length * head_dim * dtype.itemsize / 1e6
+            print(f"| {name} | {str(dtype).removeprefix('torch.')} | {us:.1f} | {mb:.2f} | {mb / us * 1e3:.1f} | {error:.1e} |")
+
+
+if __name__ == "__main__":
+    main()

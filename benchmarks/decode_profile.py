@@ -1,0 +1,60 @@
+"""Where a decode step's time goes: a decoder artifact is prefilled with a random prompt, then one-token steps
+are timed (median) and profiled per kernel kind (the executor's own profile: each step timed around its kernel
+call, so the sum includes the call overhead of every step).
+
+    python benchmarks/decode_profile.py model.ipxc [--prompt 512] [--threads 2]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from ipexconvert.api import load_artifact
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("artifact")
+    ap.add_argument("--prompt", type=int, default=512, help="cached positions before the profiled steps")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=15)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    model = load_artifact(args.artifact)
+    record = model.decoder.record
+    vocab = model.signature.outputs[[o.name for o in model.signature.outputs].index(record.logits)].spec.shape[-1]
+    ids = torch.randint(0, int(vocab), (1, args.prompt), generator=torch.Generator().manual_seed(0))
+    past = model.decoder._empty_cache(1)
+    step = torch.tensor([[1]])
+
+    def call(input_ids):
+        nonlocal past
+        out = model.run_dict({record.input_ids: input_ids, **past})
+        past = {p: out[o] for p, o in record.cache}
+
+    call(ids)
+    for _ in range(3):
+        call(step)
+    times = []
+    for _ in range(args.steps):
+        start = time.perf_counter()
+        call(step)
+        times.append(time.perf_counter() - start)
+    totals: dict[str, float] = {}
+    for _ in range(args.steps):
+        for kind, seconds in model.profile({record.input_ids: step, **past}).items():
+            totals[kind] = totals.get(kind, 0.0) + seconds / args.steps
+        call(step)
+    print(f"{args.artifact}: decode step at ~{args.prompt} cached positions, {args.threads} threads: "
+          f"median {1e3 * statistics.median(times):.2f} ms; {len(model.executor.main)} steps, profiled sum "
+          f"{1e3 * sum(totals.values()):.2f} ms")
+    print("| kernel | ms per step |\n|---|---:|")
+    for kind, seconds in sorted(totals.items(), key=lambda kv: -kv[1]):
+        print(f"| {kind} | {1e3 * seconds:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
