@@ -95,7 +95,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[
     softmax throughout; built for avx512. Below its kernel's lowest build this raises
     RuntimeError.
 
-    q [batch, heads, q_len, head_dim], k and v [batch, heads, kv_len, head_dim], one dtype, with
+    q [batch, heads, q_len, head_dim], k and v [batch, heads, kv_len, head_dim] (float32: also fewer heads, a
+    divisor of q's, that groups of query heads share: grouped-query attention), one dtype, with
     a contiguous last dim (other strides are free: views into a packed QKV projection work);
     mask additive float32/bfloat16, broadcastable to [batch, heads, q_len, kv_len] with a full
     last dim. Returns [batch, heads, q_len, head_dim] as a view of a [batch, q_len, heads,

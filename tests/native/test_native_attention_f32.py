@@ -60,6 +60,28 @@ def test_attention_f32_matches_reference(shape, mask_kind, level):
     assert normalised_error(got, want) <= 3 * normalised_error(theirs, want) + 1e-6
 
 
+@pytest.mark.parametrize("heads, kv_heads", [(14, 2), (4, 1), (6, 3)])
+def test_grouped_query_heads_share_k_and_v(heads, kv_heads, level):
+    """k and v with fewer heads than q (a decoder's prefill): query head h reads kv head h / (heads / kv_heads),
+    as torch's attention with enable_gqa; a causal additive mask over a prompt of 37."""
+    torch.manual_seed(heads)
+    q = torch.randn(1, heads, 37, 64) * 2
+    k, v = torch.randn(1, kv_heads, 37, 64), torch.randn(1, kv_heads, 37, 64)
+    mask = torch.zeros(37, 37).masked_fill(torch.ones(37, 37, dtype=torch.bool).triu(1), float("-inf"))[None, None]
+    got = native.attention(q, k, v, mask, threads=2, max_isa=level)
+    rep = heads // kv_heads
+    want = reference(q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1), mask)
+    assert normalised_error(got, want) <= F32_THRESHOLD
+
+
+def test_grouped_heads_must_divide_and_stay_float32(level):
+    q = torch.randn(1, 6, 4, 32)
+    with pytest.raises(ValueError, match="must divide"):
+        native.attention(q, torch.randn(1, 4, 4, 32), torch.randn(1, 4, 4, 32))
+    with pytest.raises(ValueError, match="as many as q"):
+        native.attention(q.bfloat16(), torch.randn(1, 3, 4, 32).bfloat16(), torch.randn(1, 3, 4, 32).bfloat16())
+
+
 def test_strided_views_threads_and_scale(level):
     attention_cases.assert_strided_views_threads_and_scale(torch.float32, level, F32_THRESHOLD, reference_dtype=torch.float64)
 

@@ -19,6 +19,9 @@ struct AttentionArgs {
     const void* v = nullptr;
     void* out = nullptr;
     int64_t batch = 0, heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
+    // Grouped-query attention (attention_f32 only): k and v have kv_heads heads, a divisor of heads, and
+    // query head h reads kv head h / (heads / kv_heads). 0: as many as q.
+    int64_t kv_heads = 0;
     int64_t q_strides[3] = {}, k_strides[3] = {}, v_strides[3] = {}, out_strides[3] = {};
     float scale = 1.0f;
     // Optional additive mask [batch, heads, q_len, kv_len] with a contiguous last dim; stride 0

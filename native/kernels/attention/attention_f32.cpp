@@ -87,6 +87,24 @@ void weigh_values(const float* p, int64_t kv_pad, const float* v, int64_t v_stri
         for (int i = 0; i < V; ++i) store(r, d0 + 16 * i, _mm512_mul_ps(acc[r][i], _mm512_set1_ps(inv_sum[r])));
 }
 
+// Keys [0, n) that can carry weight for mask rows [0, rows): past the last key some row does not mask with -inf,
+// every score is e^-inf = 0, so the block computes nothing there (a causal prompt's future keys, a padded
+// batch's padding). kv_len without a mask, and for a block whose every row is masked out entirely (then the
+// rows come out as before: the caller zeroes such rows).
+template <class M>
+int64_t live_keys(const M* mask, int64_t mask_row_stride, int64_t rows, int64_t kv_len) {
+    if (mask == nullptr) return kv_len;
+    int64_t live = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+        const M* m = mask + r * mask_row_stride;
+        int64_t j = kv_len;
+        while (j > live && load(m[j - 1]) == -__builtin_inff()) --j;
+        live = j > live ? j : live;
+        if (live == kv_len) break;
+    }
+    return live > 0 ? live : kv_len;
+}
+
 // One (batch, head): every block of kRows queries.
 template <class M>
 void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
@@ -94,8 +112,9 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
     float* kt = scratch;               // d x kv_pad
     float* scores = kt + d * kv_pad;   // kRows x kv_pad: S, then P
     const float* q = head_at<const float>(a.q, a.q_strides, b, h);
-    const float* k = head_at<const float>(a.k, a.k_strides, b, h);
-    const float* v = head_at<const float>(a.v, a.v_strides, b, h);
+    const int64_t kvh = a.kv_heads > 0 ? h / (a.heads / a.kv_heads) : h;  // grouped-query heads share k and v
+    const float* k = head_at<const float>(a.k, a.k_strides, b, kvh);
+    const float* v = head_at<const float>(a.v, a.v_strides, b, kvh);
     float* out = head_at<float>(a.out, a.out_strides, b, h);
     int8_t* out_codes = head_at<int8_t>(a.out, a.out_strides, b, h);  // when quantized
     const Quantize16 quantize(a.q_multipliers, a.q_scale, a.q_zero_point, a.q_unsigned);
@@ -115,20 +134,23 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
             else
                 _mm512_storeu_ps(out + at, o);
         };
+        const M* block_mask = mask ? mask + q0 * a.mask_strides[2] : nullptr;
+        const int64_t live = live_keys(block_mask, a.mask_strides[2], rows, kv_len);
+        const int64_t live_pad = (live + kKeyPad - 1) / kKeyPad * kKeyPad;
         int64_t j0 = 0;
-        for (; j0 + 64 <= kv_pad; j0 += 64) score_keys<4>(q_rows, kt, kv_pad, d, j0, scores);
-        if (j0 < kv_pad) score_keys<2>(q_rows, kt, kv_pad, d, j0, scores);
+        for (; j0 + 64 <= live_pad; j0 += 64) score_keys<4>(q_rows, kt, kv_pad, d, j0, scores);
+        if (j0 < live_pad) score_keys<2>(q_rows, kt, kv_pad, d, j0, scores);
         float inv_sum[kRows] = {};
         for (int64_t r = 0; r < rows; ++r)
-            inv_sum[r] = softmax_row(scores + r * kv_pad, mask ? mask + (q0 + r) * a.mask_strides[2] : nullptr, a.scale,
-                                     kv_len, kv_pad);
+            inv_sum[r] = softmax_row(scores + r * kv_pad, block_mask ? block_mask + r * a.mask_strides[2] : nullptr,
+                                     a.scale, live, live_pad);
         if (rows < kRows) std::memset(scores + rows * kv_pad, 0, sizeof(float) * (kRows - rows) * kv_pad);
         for (int64_t d0 = 0; d0 < d;) {
             switch ((d - d0) / 16 >= 4 ? 4 : (d - d0) / 16) {
-                case 4: weigh_values<4>(scores, kv_pad, v, a.v_strides[2], kv_len, d0, inv_sum, rows, store); d0 += 64; break;
-                case 3: weigh_values<3>(scores, kv_pad, v, a.v_strides[2], kv_len, d0, inv_sum, rows, store); d0 += 48; break;
-                case 2: weigh_values<2>(scores, kv_pad, v, a.v_strides[2], kv_len, d0, inv_sum, rows, store); d0 += 32; break;
-                default: weigh_values<1>(scores, kv_pad, v, a.v_strides[2], kv_len, d0, inv_sum, rows, store); d0 += 16; break;
+                case 4: weigh_values<4>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store); d0 += 64; break;
+                case 3: weigh_values<3>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store); d0 += 48; break;
+                case 2: weigh_values<2>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store); d0 += 32; break;
+                default: weigh_values<1>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store); d0 += 16; break;
             }
         }
     }

@@ -36,8 +36,13 @@ void attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle 
         fail("head_dim " + std::to_string(a.head_dim) + " is not a multiple of " + std::to_string(head_multiple) +
              (f32 ? " (one vector of float32)" : " (what the tiles take)"));
     if (a.kv_len <= 0) fail("k " + k.shape_str() + " has no keys");
+    // float32: k and v may have fewer heads than q, a divisor of them (grouped-query attention)
+    a.kv_heads = k.shape(1);
+    if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0 || (!f32 && a.kv_heads != a.heads))
+        fail("k " + k.shape_str() + " has " + std::to_string(a.kv_heads) + " heads for q's " + std::to_string(a.heads) +
+             (f32 ? ": they must divide q's" : ": bfloat16 attention needs as many as q"));
     for (const TensorArg* t : {&k, &v})
-        if (t->shape(0) != a.batch || t->shape(1) != a.heads || t->shape(2) != a.kv_len || t->shape(3) != a.head_dim)
+        if (t->shape(0) != a.batch || t->shape(1) != a.kv_heads || t->shape(2) != a.kv_len || t->shape(3) != a.head_dim)
             fail(std::string(t->name()) + " " + t->shape_str() + " does not match q " + q.shape_str() + " and k " +
                  k.shape_str());
     for (int d = 0; d < 4; ++d)

@@ -94,8 +94,9 @@ _DECODE_ROWS = 4  # query rows up to which decode_attention runs; longer prompts
 @kernels.register_kernel("cpu", "sdpa", runs_at=_runs_at.native)
 def native_decode_sdpa(ctx: NodeContext):
     """Grouped-query attention of a decoder (enable_gqa): our decode_attention for up to 4 query rows (one
-    row per key/value read, float32 softmax; every ISA level), torch's attention for longer prompts;
-    float32/bfloat16, additive or no mask, not causal, not quantized."""
+    row per key/value read, float32 softmax; every ISA level); longer prompts (prefill) run attention_f32 with
+    the kv heads shared in float32 where this CPU has it (AVX-512; head_dim a multiple of 16), else torch's
+    attention; float32/bfloat16, additive or no mask, not causal, not quantized."""
     a = ctx.attrs
     q, k, v, mask = (list(ctx.input_specs) + [None] * 4)[:4]
     if ctx.device != "cpu" or not native_lib.available() or not a.enable_gqa or a.is_causal or a.quantize is not None:
@@ -106,17 +107,29 @@ def native_decode_sdpa(ctx: NodeContext):
         return None
     reference = get_op(ctx.op).compile(a)
     lib, isa = native_lib.raw, ctx.isa
+    prefill_f32 = q.dtype == "float32" and native_lib.kernel_level("attention_f32", isa) != "none"
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         q, k, v, mask = inputs[:4]
         batch, heads, q_len, head_dim = q.shape
-        if q_len > _DECODE_ROWS or k.shape[1] == 0 or heads % k.shape[1] or k.shape[2] == 0:
+        if k.shape[1] == 0 or heads % k.shape[1] or k.shape[2] == 0:
+            return reference(inputs, dims)
+        long = q_len > _DECODE_ROWS
+        if long and not (prefill_f32 and head_dim % 16 == 0 and q.stride(-1) == 1 and k.stride(-1) == 1
+                         and v.stride(-1) == 1 and (mask is None or mask.stride(-1) == 1)):
             return reference(inputs, dims)
         if mask is not None and mask.dim() < 4:
             mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
         scale = a.scale if a.scale is not None else 1.0 / math.sqrt(head_dim)
         out = torch.empty(batch, q_len, heads, head_dim, dtype=q.dtype).permute(0, 2, 1, 3)  # heads-last: the merge is a view
-        lib.decode_attention(q, k, v, out, mask, scale, isa, torch.get_num_threads())
+        if not long:
+            lib.decode_attention(q, k, v, out, mask, scale, isa, torch.get_num_threads())
+            return out
+        lib.attention(q, k, v, mask, out, scale, isa, torch.get_num_threads())
+        if mask is not None:  # rows whose every key is masked: 0, as the op says
+            fully = fully_masked_rows(mask)
+            if bool(fully.any()):
+                out.masked_fill_(fully, 0)
         return out
 
     return Kernel(run, _native.kernel_name("sdpa", "decode_attention", ctx.isa), fresh_output=True)
