@@ -24,10 +24,16 @@ struct HeadDim<0> {
     static int64_t of(const DecodeAttentionArgs& a) { return a.head_dim; }
 };
 
+// A row of d values as float32: float rows in place, bf16 rows converted into `buf`.
 template <class T>
-static inline void row_to_f32(const T* __restrict src, float* __restrict dst, int64_t d) {
+static inline const float* f32_row(const T* src, float* buf, int64_t d) {
+    if constexpr (sizeof(T) == 4) {
+        return reinterpret_cast<const float*>(src);
+    } else {
 #pragma omp simd
-    for (int64_t i = 0; i < d; ++i) dst[i] = load(src[i]);
+        for (int64_t i = 0; i < d; ++i) buf[i] = load(src[i]);
+        return buf;
+    }
 }
 
 // The head sizes that are whole V16 vectors (64, 128): every key row is loaded into registers once and
@@ -99,14 +105,7 @@ static void attend_group(const DecodeAttentionArgs& a, int64_t b, int64_t kvh, i
         scores_v16<T, D>(q, g, k, a.k_strides[2], n, scores);
     } else {
         for (int64_t j = 0; j < n; ++j) {
-            const T* krow = k + j * a.k_strides[2];
-            const float* kf;
-            if constexpr (sizeof(T) == 4) {
-                kf = reinterpret_cast<const float*>(krow);
-            } else {
-                row_to_f32(krow, row, d);
-                kf = row;
-            }
+            const float* kf = f32_row(k + j * a.k_strides[2], row, d);
             for (int64_t i = 0; i < g; ++i) {
                 const float* qi = q + i * d;
                 float s = 0.0f;
@@ -148,14 +147,7 @@ static void attend_group(const DecodeAttentionArgs& a, int64_t b, int64_t kvh, i
     } else {
         for (int64_t c = 0; c < g * d; ++c) acc[c] = 0.0f;
         for (int64_t j = 0; j < n; ++j) {
-            const T* vrow = v + j * a.v_strides[2];
-            const float* vf;
-            if constexpr (sizeof(T) == 4) {
-                vf = reinterpret_cast<const float*>(vrow);
-            } else {
-                row_to_f32(vrow, row, d);
-                vf = row;
-            }
+            const float* vf = f32_row(v + j * a.v_strides[2], row, d);
             for (int64_t i = 0; i < g; ++i) {
                 const float w = scores[i * n + j];
                 float* ai = acc + i * d;
