@@ -4,13 +4,44 @@ Where the gate and up projections are one merged GEMM (the weight-only pipeline 
 are fused, so the weights are read once), silu and mul read two slices of its output and stay two
 element-wise passes and two kernel calls per layer; silu_mul reads both halves once and writes the product.
 Matched: a mul of two tensors of the same shape and dtype, one of them a silu's output that nothing else
-reads (not a graph output). Counts: swiglu_fused.
+reads (not a graph output). When gate and up are the two halves of one tensor's last dim (merge_linears' slices,
+read by nothing else), silu_mul reads that tensor itself and the slices go too: two executor steps fewer a
+layer. Counts: swiglu_fused, halves_read_in_place.
 """
 from __future__ import annotations
+
+from typing import Optional
 
 from ..ir import Node, Program
 from .base import PassOptions, register_pass
 from .rewrite import remove_nodes, single_user
+
+
+def _last_dim_slice(node: Optional[Node]) -> Optional[tuple[str, int, int]]:
+    """(source, start, end) of an `aten.slice.Tensor` of the last dim with unit step, else None."""
+    if node is None or node.op != "aten" or node.attrs.get("target") != "aten.slice.Tensor":
+        return None
+    args = node.attrs.get("args", [])
+    if len(args) not in (4, 5) or args[0] != {"$in": 0} or args[1] != -1 or (len(args) == 5 and args[4] != 1):
+        return None
+    if not all(isinstance(a, int) and not isinstance(a, bool) for a in args[2:4]):
+        return None
+    return node.inputs[0], args[2], args[3]
+
+
+def _halves_of(graph, producers, users, gate: str, up: str, readers: tuple[Node, Node]) -> Optional[tuple[str, list[str]]]:
+    """(x, the two slice nodes) when gate = x[..., :n/2] and up = x[..., n/2:], each read only by its reader."""
+    g_node, u_node = producers.get(gate), producers.get(up)
+    g, u = _last_dim_slice(g_node), _last_dim_slice(u_node)
+    if g is None or u is None or g[0] != u[0]:
+        return None
+    x = g[0]
+    last = graph.values[x].shape[-1] if graph.values[x].shape else None
+    if not isinstance(last, int) or (g[1], g[2], u[1], u[2]) != (0, last // 2, last // 2, last) or last % 2:
+        return None
+    if single_user(graph, gate, users) is not readers[0] or single_user(graph, up, users) is not readers[1]:
+        return None
+    return x, [g_node.name, u_node.name]
 
 
 @register_pass("fuse_swiglu", "mul(silu(gate), up) of a SwiGLU MLP -> one silu_mul node")
@@ -19,7 +50,7 @@ def fuse_swiglu(program: Program, options: PassOptions) -> dict[str, int]:
     producers, users = graph.producers(), graph.users()
     values = graph.values
     doomed: set[str] = set()
-    fused = 0
+    fused = halves = 0
     for i, node in enumerate(graph.nodes):
         if node.op != "mul" or len(node.inputs) != 2 or node.attrs.get("post_ops") or None in node.inputs:
             continue
@@ -33,10 +64,16 @@ def fuse_swiglu(program: Program, options: PassOptions) -> dict[str, int]:
             specs = [values[gate], values[up], values[node.outputs[0]]]
             if len({(tuple(map(str, s.shape)), s.dtype) for s in specs}) != 1:
                 continue
-            graph.nodes[i] = Node(name=node.name, op="silu_mul", inputs=[gate, up], outputs=list(node.outputs),
+            inputs = [gate, up]
+            in_place = _halves_of(graph, producers, users, gate, up, (silu, node))
+            if in_place is not None:
+                inputs = [in_place[0]]
+                doomed.update(in_place[1])
+                halves += 1
+            graph.nodes[i] = Node(name=node.name, op="silu_mul", inputs=inputs, outputs=list(node.outputs),
                                   source=node.source)
             doomed.add(silu.name)
             fused += 1
             break
     remove_nodes(program, doomed)
-    return {"swiglu_fused": fused}
+    return {"swiglu_fused": fused, "halves_read_in_place": halves}

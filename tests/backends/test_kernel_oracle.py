@@ -291,6 +291,8 @@ CASES: dict[str, dict[str, Case]] = {
         "f32-decode-row": Case({}, (In((1, 1, 40), scale=3.0), In((1, 1, 40)))),
         "f32-gate-up-slices": Case({}, (In((2, 5, 37), scale=3.0, layout="last_dim_half"), In((2, 5, 37), layout="last_dim_half"))),
         "bf16-rows": Case({}, (In((3, 70), "bfloat16", scale=3.0), In((3, 70), "bfloat16"))),
+        "f32-halves-of-one-input": Case({}, (In((2, 5, 74), scale=3.0),)),
+        "bf16-halves-decode-row": Case({}, (In((1, 1, 96), "bfloat16", scale=3.0),)),
     },
     "softmax": {
         "f32-last-dim": Case({"dim": -1}, (In((3, 4, 19), scale=3.0),)),

@@ -196,6 +196,8 @@ CASES: list[Case] = [
     Case("silu", "silu", [randn(2, 5)], {}, F.silu, symbolic={0: {0: "batch"}}),
     Case("silu_mul", "silu_mul", [randn(2, 5), randn(2, 5)], {}, lambda a, b: F.silu(a) * b,
          symbolic={0: {0: "batch"}, 1: {0: "batch"}}),
+    Case("silu_mul-halves", "silu_mul", [randn(2, 3, 8)], {}, lambda x: F.silu(x[..., :4]) * x[..., 4:],
+         symbolic={0: {0: "batch"}}),
     Case("silu_mul-bf16", "silu_mul", [randn(2, 6, dtype=torch.bfloat16), randn(2, 6, dtype=torch.bfloat16)], {},
          lambda a, b: (F.silu(a.float()) * b.float()).bfloat16(), **BF16),
     Case("tanh", "tanh", [randn(2, 5)], {}, torch.tanh, symbolic={0: {0: "batch"}}),

@@ -44,14 +44,28 @@ def test_the_gate_becomes_silu_mul():
     assert changes["swiglu_fused"] == 1 and hist["silu_mul"] == 1 and "silu" not in hist and "mul" not in hist
 
 
-def test_slices_of_a_merged_gate_up_projection():
+def test_slices_of_a_merged_gate_up_projection_are_read_in_place():
     changes, after = _run(SwiGlu(), {"x": torch.randn(2, 5, 16)}, ["merge_linears", "fuse_swiglu"])
     hist = after.graph.op_histogram()
-    assert changes["linears_merged"] == 2 and changes["swiglu_fused"] == 1
-    assert hist["silu_mul"] == 1 and "silu" not in hist
+    assert changes["linears_merged"] == 2 and changes["swiglu_fused"] == 1 and changes["halves_read_in_place"] == 1
+    assert hist["silu_mul"] == 1 and "silu" not in hist and "aten:aten.slice.Tensor" not in hist
+    (node,) = [n for n in after.graph.nodes if n.op == "silu_mul"]
+    assert len(node.inputs) == 1 and after.graph.values[node.inputs[0]].shape[-1] == 48
+
+
+class UnevenSlices(nn.Module):
+    def forward(self, x):
+        return F.silu(x[..., :8]) * x[..., 8:16], x[..., 16:]  # not the two halves of x's last dim
+
+
+def test_slices_that_are_not_the_two_halves_stay():
+    changes, after = _run(UnevenSlices(), {"x": torch.randn(3, 20)}, ["fuse_swiglu"])
+    assert changes == {"swiglu_fused": 1, "halves_read_in_place": 0}
+    (node,) = [n for n in after.graph.nodes if n.op == "silu_mul"]
+    assert len(node.inputs) == 2
 
 
 def test_lookalikes_stay():
     changes, after = _run(Lookalikes(), {"x": torch.randn(3, 8), "y": torch.randn(3, 8)}, ["fuse_swiglu"])
-    assert changes == {"swiglu_fused": 0}
+    assert changes == {"swiglu_fused": 0, "halves_read_in_place": 0}
     assert "silu_mul" not in after.graph.op_histogram()

@@ -237,3 +237,26 @@ def test_fully_masked_rows_export_as_zero(tmp_path, additive):
     want = ipexconvert.load_artifact(art)(**inputs)
     assert torch.equal(torch.from_numpy(got)[0, :, 2], torch.zeros(3, 4))
     torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-5, atol=1e-5)
+
+
+class _SwiGlu(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.gate, self.up = torch.nn.Linear(8, 12, bias=False), torch.nn.Linear(8, 12, bias=False)
+
+    def forward(self, x):
+        return torch.nn.functional.silu(self.gate(x)) * self.up(x)
+
+
+@pytest.mark.parametrize("halves", [True, False])
+def test_silu_mul_exports_with_its_gate_and_up(tmp_path, halves):
+    """silu_mul of two inputs, and of one whose last dim holds gate then up (merge_linears before fuse_swiglu)."""
+    passes = ["merge_linears", "fuse_swiglu"] if halves else ["fuse_swiglu"]
+    x = torch.randn(2, 3, 8)
+    art = ipexconvert.optimize(_SwiGlu().eval(), {"x": x}, passes=passes, output=tmp_path / "g.ipxc").path
+    (node,) = [n for n in ipexconvert.load_artifact(art).graph.nodes if n.op == "silu_mul"]
+    assert len(node.inputs) == (1 if halves else 2)
+    path, _ = export_onnx(art, tmp_path / "g.onnx", check=False)
+    got = OnnxGraphModule(onnx.load(str(path)), 17)(x=x)[0]
+    torch.testing.assert_close(got, _SwiGlu().eval()(x), rtol=1e-5, atol=1e-5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from ....ir.opdef import get_op
+from ....ir.ops.silu_mul import halves
 from ....runtime import kernels
 from ....runtime.kernels import Kernel, NodeContext
 from . import _native, _runs_at
@@ -23,19 +24,20 @@ def _rows(t: torch.Tensor):
 
 @kernels.register_kernel("cpu", "silu_mul", runs_at=_runs_at.native)
 def native_silu_mul(ctx: NodeContext):
-    """Native silu(a) * b: contiguous operands, or rows of a slice."""
-    if not _native.qualifies(ctx, activations=(0, 1)):
+    """Native silu(a) * b: contiguous operands, or rows of a slice (the halves of one input read in place)."""
+    one_input = len(ctx.input_specs) == 1
+    if not _native.qualifies(ctx, activations=(0,) if one_input else (0, 1)):
         return None
     lib, isa = _native.native_lib.raw, ctx.isa
     reference = get_op("silu_mul").compile(ctx.attrs)
 
     def run(inputs, dims):
-        a, b = inputs
+        a, b = halves(inputs[0]) if one_input else inputs
+        out = torch.empty(a.shape, dtype=a.dtype)
         if not (a.is_contiguous() and b.is_contiguous()):  # slices: both as rows
             a, b = _rows(a), _rows(b)
-            if a is None or b is None or a.numel() == 0:
+            if a is None or b is None or out.numel() == 0:
                 return reference(inputs, dims)
-        out = torch.empty(inputs[0].shape, dtype=inputs[0].dtype)
         lib.silu_mul(a, b, out, isa, torch.get_num_threads())
         return out
 

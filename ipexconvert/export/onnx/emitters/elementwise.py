@@ -48,5 +48,8 @@ def softmax(b, node) -> None:
 
 @emits("silu_mul")
 def silu_mul(b, node) -> None:
-    gate, up = node.inputs
+    if len(node.inputs) == 1:  # [gate | up] along the last dim
+        gate, up = b.node("Split", [node.inputs[0]], [b.fresh("gate"), b.fresh("up")], axis=-1)
+    else:
+        gate, up = node.inputs
     b.node("Mul", [activation(b, "silu", gate), up], node.outputs)
