@@ -43,7 +43,9 @@ for _noisy in ("torchao", "torch.utils._pytree"):
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Convert PyTorch models into fast, safe single-file artifacts (.ipxc) and run them.")
 out = Console()
-err = Console(stderr=True)
+# Messages go out whole (the terminal wraps them): a path or a command in an error must survive copy and paste,
+# and rich would break it at the console width (80 columns when stderr is no terminal).
+err = Console(stderr=True, soft_wrap=True)
 # The files the running command may write (-o, --qconfig-out, --junit), so that an interrupt can say
 # which of them now exist complete (every writer renames a finished temp file into place).
 written = WriteLedger()

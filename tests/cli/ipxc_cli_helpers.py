@@ -7,6 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from ipexconvert import cli as cli_module
 from ipexconvert.cli import app
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,6 +75,9 @@ class Cli:
 
     def __init__(self):
         self.runner = CliRunner(env=CLI_ENV)
+        # rich reads COLUMNS when a console is made, at import: a pytest-xdist worker's COLUMNS=80 would stick.
+        for console in (cli_module.out, cli_module.err):
+            console.width = int(CLI_ENV["COLUMNS"])
 
     def __call__(self, *args, env: dict | None = None):
         return self.runner.invoke(app, [str(a) for a in args], env=env)
