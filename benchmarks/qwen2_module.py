@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ipexconvert.examples.decoder_cache import DecoderShape, _named_forward, decoder_dynamic_dims, decoder_example_inputs
+from ipexconvert.examples.decoder_cache import DecoderShape, named_forward, decoder_dynamic_dims, decoder_example_inputs
 
 SHAPES = {
     "qwen2-0.5b": dict(vocab=151936, hidden=896, layers=24, heads=14, kv_heads=2, intermediate=4864, positions=32768),
@@ -98,7 +98,7 @@ class Qwen2Shaped(nn.Module):
                     p.normal_(0.0, 0.05)
         self.shape = DecoderShape(layers=layers, kv_heads=kv_heads, head_dim=head_dim, vocab_size=vocab,
                                   max_positions=positions)
-        self.forward = _named_forward(self._forward, ["input_ids", *self.shape.cache_inputs()])
+        self.forward = named_forward(self._forward, ["input_ids", *self.shape.cache_inputs()])
         self.eval()
 
     def _forward(self, input_ids, **past):

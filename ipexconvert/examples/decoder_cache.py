@@ -66,7 +66,7 @@ class DecoderWithCache(nn.Module):
         self.cache_arg = "cache" if "cache" in inspect.signature(lm.forward).parameters else "past_key_values"
         # torch.export binds example inputs to forward()'s named parameters: name every cache tensor.
         names = ["input_ids", *self.shape.cache_inputs()]
-        self.forward = _named_forward(self._forward, names)
+        self.forward = named_forward(self._forward, names)
 
     def _forward(self, input_ids: torch.Tensor, **past: torch.Tensor):
         from transformers import DynamicCache  # optional dependency: imported when a decoder is traced
@@ -83,7 +83,7 @@ class DecoderWithCache(nn.Module):
         return (out.logits, *present)
 
 
-def _named_forward(call, names: list[str]):
+def named_forward(call, names: list[str]):
     """A forward(input_ids, past_key_0, ...) calling call(input_ids, **cache), with that signature."""
     def forward(*args, **kwargs):
         bound = forward.__signature__.bind(*args, **kwargs)
