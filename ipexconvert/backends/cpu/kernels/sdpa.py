@@ -29,6 +29,13 @@ from ....runtime.kernels import Kernel, NodeContext
 from . import _native, _runs_at
 
 _MASK_DTYPES = ("float32", "bfloat16")
+
+
+def _zero_masked_rows_in_place(out: torch.Tensor, mask: torch.Tensor, zero) -> None:
+    """Rows of `out` whose every key the mask removes become `zero`, in place (the kernels' output layout stays)."""
+    fully = fully_masked_rows(mask)
+    if bool(fully.any()):
+        out.masked_fill_(fully, zero)
 # q/k/v dtype -> (native kernel, the multiple head_dim must be)
 _KERNELS = {"bfloat16": ("attention", 32), "float32": ("attention_f32", 16)}
 
@@ -80,9 +87,7 @@ def native_sdpa(ctx: NodeContext):
         out = torch.empty(batch, q_len, heads, head_dim, dtype=out_dtype).permute(0, 2, 1, 3)
         lib.attention(q, k, v, mask, out, scale, isa, torch.get_num_threads(), **q_args)
         if mask is not None:  # rows whose every key is masked: 0 (its code, when quantized), as the op says
-            fully = fully_masked_rows(mask)
-            if bool(fully.any()):
-                out.masked_fill_(fully, a.quantize.zero_point if a.quantize is not None else 0)  # keeps the layout
+            _zero_masked_rows_in_place(out, mask, a.quantize.zero_point if a.quantize is not None else 0)
         return out
 
     return Kernel(run, _native.kernel_name("sdpa", kernel, ctx.isa), frozenset({4}) if has_multiplier else frozenset())
@@ -107,7 +112,9 @@ def native_decode_sdpa(ctx: NodeContext):
         return None
     reference = get_op(ctx.op).compile(a)
     lib, isa = native_lib.raw, ctx.isa
-    prefill_f32 = q.dtype == "float32" and native_lib.kernel_level("attention_f32", isa) != "none"
+    # Prompts longer than a decode step: attention_f32 where it runs here and the head size is whole vectors.
+    prefill_f32 = (q.dtype == "float32" and native_lib.kernel_level("attention_f32", isa) != "none"
+                   and isinstance(q.shape[-1], int) and q.shape[-1] % 16 == 0)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         q, k, v, mask = inputs[:4]
@@ -115,7 +122,7 @@ def native_decode_sdpa(ctx: NodeContext):
         if k.shape[1] == 0 or heads % k.shape[1] or k.shape[2] == 0:
             return reference(inputs, dims)
         long = q_len > _DECODE_ROWS
-        if long and not (prefill_f32 and head_dim % 16 == 0 and q.stride(-1) == 1 and k.stride(-1) == 1
+        if long and not (prefill_f32 and q.stride(-1) == 1 and k.stride(-1) == 1
                          and v.stride(-1) == 1 and (mask is None or mask.stride(-1) == 1)):
             return reference(inputs, dims)
         if mask is not None and mask.dim() < 4:
@@ -127,9 +134,7 @@ def native_decode_sdpa(ctx: NodeContext):
             return out
         lib.attention(q, k, v, mask, out, scale, isa, torch.get_num_threads())
         if mask is not None:  # rows whose every key is masked: 0, as the op says
-            fully = fully_masked_rows(mask)
-            if bool(fully.any()):
-                out.masked_fill_(fully, 0)
+            _zero_masked_rows_in_place(out, mask, 0)
         return out
 
     return Kernel(run, _native.kernel_name("sdpa", "decode_attention", ctx.isa), fresh_output=True)
