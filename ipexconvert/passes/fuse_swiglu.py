@@ -14,25 +14,13 @@ from typing import Optional
 
 from ..ir import Node, Program
 from .base import PassOptions, register_pass
-from .rewrite import remove_nodes, single_user
-
-
-def _last_dim_slice(node: Optional[Node]) -> Optional[tuple[str, int, int]]:
-    """(source, start, end) of an `aten.slice.Tensor` of the last dim with unit step, else None."""
-    if node is None or node.op != "aten" or node.attrs.get("target") != "aten.slice.Tensor":
-        return None
-    args = node.attrs.get("args", [])
-    if len(args) not in (4, 5) or args[0] != {"$in": 0} or args[1] != -1 or (len(args) == 5 and args[4] != 1):
-        return None
-    if not all(isinstance(a, int) and not isinstance(a, bool) for a in args[2:4]):
-        return None
-    return node.inputs[0], args[2], args[3]
+from .rewrite import last_dim_slice, remove_nodes, single_user
 
 
 def _halves_of(graph, producers, users, gate: str, up: str, readers: tuple[Node, Node]) -> Optional[tuple[str, list[str]]]:
     """(x, the two slice nodes) when gate = x[..., :n/2] and up = x[..., n/2:], each read only by its reader."""
     g_node, u_node = producers.get(gate), producers.get(up)
-    g, u = _last_dim_slice(g_node), _last_dim_slice(u_node)
+    g, u = last_dim_slice(g_node), last_dim_slice(u_node)
     if g is None or u is None or g[0] != u[0]:
         return None
     x = g[0]

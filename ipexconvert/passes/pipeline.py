@@ -41,12 +41,12 @@ _FP32 = [
 # merge_shortcut_conv (ResNet's projection shortcut inside the block's last 1x1 conv) pays for
 # int8 convs at batch 16; float convs measured too little gain to merge (see the pass).
 PIPELINES: dict[tuple[str, str], list[str]] = {
-    ("cpu", "fp32"): [*_FP32, "share_attention_mask", "cache_append", "prepack"],
-    ("cpu", "bf16"): [*_FP32, "to_bf16", "cache_in_compute_dtype", "fuse_layout_change", "merge_linears", "share_attention_mask", "cache_append", "prepack"],
+    ("cpu", "fp32"): [*_FP32, "share_attention_mask", "cache_append", "fuse_rope_kv_append", "prepack"],
+    ("cpu", "bf16"): [*_FP32, "to_bf16", "cache_in_compute_dtype", "fuse_layout_change", "merge_linears", "share_attention_mask", "cache_append", "fuse_rope_kv_append", "prepack"],
     ("cpu", "int8"): [*_FP32, "calibrate", "to_bf16", "quantize", "int8_residual", "quantize_before_pool", "fold_requantize", "fold_norm_quantize",
              "fold_attention_quantize", "merge_shortcut_conv", "fuse_layout_change",
              "merge_linears", "share_attention_mask",
-             "dead_code", "cache_append", "prepack"],
+             "dead_code", "cache_append", "fuse_rope_kv_append", "prepack"],
 }
 # Weight-only quantization (--dtype int4, and int8 with int8_scheme "weight-only"): the fp32 passes with
 # merge_linears moved before fuse_post_ops (so Q/K/V and a SwiGLU's gate/up, whose up projection would
@@ -54,7 +54,7 @@ PIPELINES: dict[tuple[str, str], list[str]] = {
 # weight_only_quantize. Activations stay float32 and nothing is calibrated.
 # fuse_swiglu then makes the gate's silu and mul, which read two slices of the merged gate/up output, one pass.
 _WEIGHT_ONLY = [p for n in _FP32 for p in (["merge_linears", n, "fuse_swiglu"] if n == "fuse_post_ops" else [n])] + [
-    "weight_only_quantize", "share_attention_mask", "cache_append", "prepack"]
+    "weight_only_quantize", "share_attention_mask", "cache_append", "fuse_rope_kv_append", "prepack"]
 PIPELINES[("cpu", "int4")] = _WEIGHT_ONLY
 # The weight-only choice of each (device, dtype) that has one: int4 is always weight-only.
 WEIGHT_ONLY_PIPELINES: dict[tuple[str, str], list[str]] = {("cpu", "int4"): _WEIGHT_ONLY, ("cpu", "int8"): _WEIGHT_ONLY}

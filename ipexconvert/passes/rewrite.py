@@ -22,6 +22,18 @@ def single_user(graph: Graph, value: str, users: Optional[dict[str, list[Node]]]
     return readers[0]
 
 
+def last_dim_slice(node: Optional[Node]) -> Optional[tuple[str, int, int]]:
+    """(source, start, end) of an `aten.slice.Tensor` of the last dim (-1) with unit step, else None."""
+    if node is None or node.op != "aten" or node.attrs.get("target") != "aten.slice.Tensor":
+        return None
+    args = node.attrs.get("args", [])
+    if len(args) not in (4, 5) or args[0] != {"$in": 0} or args[1] != -1 or (len(args) == 5 and args[4] != 1):
+        return None
+    if not all(isinstance(a, int) and not isinstance(a, bool) for a in args[2:4]):
+        return None
+    return node.inputs[0], args[2], args[3]
+
+
 def quantize_params(node: Node) -> tuple:
     """(scale, zero point, dtype, multiplier inputs) of a quantize node: two with equal params make
     the same codes of the same value, so one can stand for both."""

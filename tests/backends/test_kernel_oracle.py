@@ -185,6 +185,13 @@ CASES: dict[str, dict[str, Case]] = {
         "f32": Case({}, (In((1, 4, 6, 16)), In((1, 1, 6, 16)), In((1, 1, 6, 16)))),  # FMA contraction: not bit-exact
         "bf16-f32-table": Case({}, (In((2, 3, 5, 64), "bfloat16"), In((2, 1, 5, 64)), In((2, 1, 5, 64)))),
     },
+    "rope_kv_append": {  # the first call of a kernel: new caches (growing in place: tests/backends/cpu/test_rope_kv_append.py)
+        "f32-merged-prefill": Case({}, (In((1, 6, 96)), In((1, 1, 6, 16)), In((1, 1, 6, 16)), In((1, 1, 0, 16)),
+                                        In((1, 1, 0, 16)))),  # FMA contraction: not bit-exact
+        "bf16-three-projections-decode": Case({}, (In((2, 1, 128), "bfloat16"), In((2, 1, 64), "bfloat16"),
+                                                   In((2, 1, 64), "bfloat16"), In((1, 1, 1, 64)), In((1, 1, 1, 64)),
+                                                   In((2, 1, 9, 64), "bfloat16"), In((2, 1, 9, 64), "bfloat16"))),
+    },
     "gelu": {
         "f32-erf": Case({}, (In((4, 33), scale=3.0),)),
         "bf16-tanh": Case({"approximate": "tanh"}, (In((2, 3, 65), "bfloat16", scale=3.0),)),
@@ -527,6 +534,7 @@ ACCEPTANCE_FLOOR: dict[str, tuple[str, Callable[[], bool]]] = {
     "sdpa": ("avx512", native.available),
     "kv_append": ("generic", lambda: True),  # plain torch copies into its own buffer
     "rope": ("avx2", native.available),
+    "rope_kv_append": ("generic", lambda: True),  # plain torch writes into its own caches
     "conv2d": ("avx2", _onednn_ready),
     "linear": ("avx2", _onednn_ready),
     "qconv2d": ("avx2", lambda: native.available() and _onednn_ready()),

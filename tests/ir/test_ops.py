@@ -47,6 +47,19 @@ class Case:
 BF16 = dict(atol=2e-2, rtol=2e-2)
 
 
+def _rope_kv_append(q, k, v, c, s, past_key, past_value):
+    """Heads split off by reshape and permute, rope in float32 rounded once, the caches concatenated."""
+    def heads(x):
+        return x.reshape(x.shape[0], x.shape[1], -1, past_key.shape[3]).permute(0, 2, 1, 3)
+
+    def rope(x):
+        xf, half = x.float(), x.shape[-1] // 2
+        return (xf * c + torch.cat([-xf[..., half:], xf[..., :half]], dim=-1) * s).to(x.dtype)
+
+    q, k, v = heads(q), heads(k), heads(v)
+    return rope(q), torch.cat([past_key, rope(k)], dim=2), torch.cat([past_value, v], dim=2)
+
+
 def _ln(x, w, b, eps=1e-5):
     return F.layer_norm(x, x.shape[-1:], w, b, eps)
 
@@ -114,6 +127,15 @@ CASES: list[Case] = [
     Case("rope-bf16-shared-table", "rope", [randn(2, 3, 5, 8, dtype=torch.bfloat16), randn(1, 1, 5, 8), randn(1, 1, 5, 8)], {},
          lambda x, c, s: (x.float() * c + torch.cat([-x.float()[..., 4:], x.float()[..., :4]], dim=-1) * s).bfloat16(),
          **BF16),
+    Case("rope_kv_append-merged", "rope_kv_append",
+         [randn(2, 3, 48), randn(1, 1, 3, 8), randn(1, 1, 3, 8), randn(2, 1, 5, 8), randn(2, 1, 5, 8)], {},
+         lambda qkv, c, s, pk, pv: _rope_kv_append(qkv[..., :32], qkv[..., 32:40], qkv[..., 40:], c, s, pk, pv),
+         symbolic={0: {0: "batch", 1: "seq"}, 1: {2: "seq"}, 2: {2: "seq"}, 3: {0: "batch", 2: "past"},
+                   4: {0: "batch", 2: "past"}}),
+    Case("rope_kv_append-three-projections-bf16", "rope_kv_append",
+         [randn(2, 3, 32, dtype=torch.bfloat16), randn(2, 3, 16, dtype=torch.bfloat16), randn(2, 3, 16, dtype=torch.bfloat16),
+          randn(2, 1, 3, 8), randn(2, 1, 3, 8), randn(2, 2, 0, 8, dtype=torch.bfloat16), randn(2, 2, 0, 8, dtype=torch.bfloat16)],
+         {}, lambda q, k, v, c, s, pk, pv: _rope_kv_append(q, k, v, c, s, pk, pv), **BF16),
     Case("sdpa-bf16-with-fp32-additive-mask", "sdpa",
          [randn(2, 2, 5, 8, dtype=torch.bfloat16), randn(2, 2, 5, 8, dtype=torch.bfloat16),
           randn(2, 2, 5, 8, dtype=torch.bfloat16), randn(2, 1, 1, 5)],

@@ -51,3 +51,56 @@ def test_rope_refuses_what_it_cannot_read(make, problem):
     out = torch.empty(x.shape, dtype=x.dtype)
     with pytest.raises(ValueError, match=problem):
         native_lib.raw.rope(x, cos, sin, out, None, 1)
+
+
+def _heads(x, d):
+    return x.reshape(x.shape[0], x.shape[1], -1, d).permute(0, 2, 1, 3)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("merged", [True, False])
+def test_rope_kv_append_rotates_q_and_k_and_writes_the_caches(level, dtype, merged):
+    g = torch.Generator().manual_seed(1)
+    batch, seq, heads, kv_heads, d, capacity, position = 2, 3, 4, 2, 64, 12, 5
+    width = (heads + 2 * kv_heads) * d
+    qkv = torch.randn(batch, seq, width + 16, generator=g).to(dtype)[..., 8:8 + width]  # strided rows
+    q, k, v = qkv[..., :heads * d], qkv[..., heads * d:(heads + kv_heads) * d], qkv[..., (heads + kv_heads) * d:]
+    cos, sin = torch.randn(1, 1, seq, d, generator=g), torch.randn(1, 1, seq, d, generator=g)
+    key_cache = torch.randn(batch, kv_heads, capacity, d, generator=g).to(dtype)
+    value_cache = torch.randn(batch, kv_heads, capacity, d, generator=g).to(dtype)
+    keys_before, values_before = key_cache.clone(), value_cache.clone()
+    q_out = torch.empty(batch, heads, seq, d, dtype=dtype)
+    sources = [(qkv, 0), (qkv, heads * d), (qkv, (heads + kv_heads) * d)] if merged else [(q, 0), (k, 0), (v, 0)]
+    native_lib.raw.rope_kv_append(*sources[0], *sources[1], *sources[2], cos, sin, q_out, key_cache, value_cache,
+                                  position, level, 2)
+    written = slice(position, position + seq)
+    for got, want in ((q_out, _formula(_heads(q, d), cos, sin)), (key_cache[:, :, written], _formula(_heads(k, d), cos, sin))):
+        if dtype == torch.float32:
+            torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+        else:
+            assert torch.equal(got, want.to(torch.bfloat16))
+    assert torch.equal(value_cache[:, :, written], _heads(v, d))
+    outside = torch.ones(capacity, dtype=torch.bool)
+    outside[written] = False
+    assert torch.equal(key_cache[:, :, outside], keys_before[:, :, outside])  # nothing else written
+    assert torch.equal(value_cache[:, :, outside], values_before[:, :, outside])
+
+
+def _kv_call(qkv_columns=48, position=0, capacity=4, cache_dtype=torch.float32, seq=2):
+    qkv = torch.randn(1, seq, qkv_columns)
+    caches = torch.zeros(1, 1, capacity, 8, dtype=cache_dtype), torch.zeros(1, 1, capacity, 8, dtype=cache_dtype)
+    table = torch.randn(1, 1, seq, 8)
+    return lambda: native_lib.raw.rope_kv_append(qkv, 0, qkv, 32, qkv, 40, table, table, torch.empty(1, 4, seq, 8),
+                                                 *caches, position, None, 1)
+
+
+@pytest.mark.parametrize("call, problem", [
+    (_kv_call(position=3), "do not fit a cache of 4 positions"),
+    (_kv_call(position=-1), "do not fit"),
+    (_kv_call(qkv_columns=44), "not within its 44 columns"),
+    (_kv_call(cache_dtype=torch.bfloat16), "dtype"),
+])
+def test_rope_kv_append_refuses_what_it_cannot_write(call, problem):
+    with pytest.raises(ValueError, match=problem):
+        call()

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 import ipexconvert
 from ipexconvert.api import load_artifact
 from ipexconvert.artifact import read_manifest
+from ipexconvert import cli as cli_module
 from ipexconvert.cli import app
 from ipexconvert.errors import ArtifactError
 from ipexconvert.inspection import summarize
@@ -36,6 +37,8 @@ def tiny_cnn_int8(security_artifacts):
 
 
 def _inspect(path, *extra):
+    for console in (cli_module.out, cli_module.err):  # rich read COLUMNS at import: an xdist worker's 80 would stick
+        console.width = 200
     result = CliRunner().invoke(app, ["inspect", str(path), *extra], env={"COLUMNS": "200"})
     # an exception escaping (a UnicodeEncodeError writing the output, say) is an internal error, not exit 2
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)

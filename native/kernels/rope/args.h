@@ -26,4 +26,26 @@ struct RopeArgs {
     int threads = 1;
 };
 
+// rope_kv_append: a decoder layer's attention inputs in one pass over its q/k/v projections (the rows of
+// q, k and v are [batch, seq] rows of heads * dim columns starting at column *_offset, last dim contiguous,
+// usually column ranges of one merged GEMM output):
+//   q_out [batch, heads, seq, dim] (contiguous)         = rope(q)
+//   key_cache[:, :, position:position + seq] = rope(k), value_cache[:, :, position:position + seq] = v
+// with the caches [batch, kv_heads, capacity, dim] contiguous. rope as in RopeArgs; everything in `dtype`.
+struct RopeKvAppendArgs {
+    DType dtype = DType::f32;        // of q, k, v, q_out and the caches
+    int64_t batch = 0, seq = 0, dim = 0, heads = 0, kv_heads = 0;
+    const void* source[3] = {};      // q, k, v, each at its first used column
+    int64_t source_strides[3][2] = {};  // per source: batch, seq (elements)
+    const void* cos = nullptr;
+    const void* sin = nullptr;
+    DType table_dtype = DType::f32;  // of cos and sin: [table_batch, seq, dim] contiguous
+    int64_t table_batch = 1;
+    void* q_out = nullptr;
+    void* key_cache = nullptr;
+    void* value_cache = nullptr;
+    int64_t capacity = 0, position = 0;
+    int threads = 1;
+};
+
 }  // namespace ipxc

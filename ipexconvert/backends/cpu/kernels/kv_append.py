@@ -26,21 +26,29 @@ class _GrowingCache:
         self.newest: weakref.ref | None = None  # the view returned last
         self.lock = threading.Lock()  # two threads calling one model must not both append to one buffer
 
-    def __call__(self, inputs, dims):
-        past, new = inputs
-        length, added = past.shape[2], new.shape[2]
+    def reserve(self, past: torch.Tensor, added: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(buffer, present): a buffer holding `past` with room for `added` more positions (of `like`'s batch, heads,
+        head size and dtype) and the view of it the present will be, once the caller writes the new positions
+        [past length, past length + added). Other callers never write there: a later call with an older past
+        copies into a buffer of its own."""
+        length = past.shape[2]
         with self.lock:
             buffer, newest = self.buffer, self.newest() if self.newest is not None else None
-            if (newest is None or newest is not past or buffer is None or buffer.dtype != new.dtype
-                    or buffer.shape[2] < length + added or buffer.shape[0] != new.shape[0]):
-                buffer = torch.empty(new.shape[0], new.shape[1], length + added + SPARE_POSITIONS, new.shape[3],
-                                     dtype=new.dtype)
+            if (newest is None or newest is not past or buffer is None or buffer.dtype != like.dtype
+                    or buffer.shape[2] < length + added or buffer.shape[0] != like.shape[0]):
+                buffer = torch.empty(like.shape[0], like.shape[1], length + added + SPARE_POSITIONS, like.shape[3],
+                                     dtype=like.dtype)
                 buffer[:, :, :length].copy_(past)
                 self.buffer = buffer
-            buffer[:, :, length:length + added].copy_(new)
             present = buffer[:, :, :length + added]
             self.newest = weakref.ref(present)
-            return present
+            return buffer, present
+
+    def __call__(self, inputs, dims):
+        past, new = inputs
+        buffer, present = self.reserve(past, new.shape[2], new)
+        present[:, :, past.shape[2]:].copy_(new)
+        return present
 
 
 @kernels.register_kernel("cpu", "kv_append")

@@ -1,0 +1,67 @@
+"""rope_kv_append on the CPU: q rotated into a fresh tensor, k rotated and v copied straight into growing
+caches (kv_append's buffers with spare positions, written in place when handed the present returned last).
+The native kernel does all of it in one pass over the projections; without the extension, torch does it."""
+from __future__ import annotations
+
+import torch
+
+from ....ir.ops.rope import RopeOp
+from ....ir.ops.rope_kv_append import head_counts, heads_of, split_inputs, split_projections
+from ....runtime import kernels
+from ....runtime.kernels import Kernel, NodeContext
+from . import _native, _runs_at
+from .kv_append import _GrowingCache
+
+
+def _shape(ctx: NodeContext):
+    """(merged, heads, kv_heads, head size) of the node (fixed by its specs, checked at load)."""
+    projections, (_, _, past_key, _) = split_inputs(list(ctx.input_specs))
+    kv_heads, d = past_key.shape[1], past_key.shape[3]
+    heads, _ = head_counts([p.shape for p in projections], kv_heads, d)
+    return len(projections) == 1, heads, kv_heads, d
+
+
+@kernels.register_kernel("cpu", "rope_kv_append", runs_at=_runs_at.native)
+def native_rope_kv_append(ctx: NodeContext):
+    """Native: one pass reading q, k and v in place (column ranges of a merged projection, or three tensors)."""
+    if ctx.device != "cpu" or not all(s is not None and s.dtype in _native.DTYPES for s in ctx.input_specs):
+        return None
+    merged, heads, kv_heads, d = _shape(ctx)
+    if d > 1024:
+        return None
+    offsets = (0, heads * d, (heads + kv_heads) * d) if merged else (0, 0, 0)
+    keys, values = _GrowingCache(), _GrowingCache()
+    lib, isa = _native.native_lib.raw, ctx.isa
+
+    def run(inputs, dims):
+        projections, (cos, sin, past_key, past_value) = split_inputs(inputs)
+        q, k, v = projections * 3 if merged else projections
+        batch, seq = q.shape[0], q.shape[1]
+        key_buffer, present_key = keys.reserve(past_key, seq, past_key)
+        value_buffer, present_value = values.reserve(past_value, seq, past_value)
+        q_out = torch.empty((batch, heads, seq, d), dtype=q.dtype)
+        lib.rope_kv_append(q, offsets[0], k, offsets[1], v, offsets[2], cos.contiguous(), sin.contiguous(), q_out,
+                           key_buffer, value_buffer, past_key.shape[2], isa, torch.get_num_threads())
+        return q_out, present_key, present_value
+
+    return Kernel(run, _native.kernel_name("rope_kv_append", "rope_kv_append", isa), fresh_output=True)
+
+
+@kernels.register_kernel("cpu", "rope_kv_append")
+def growing_rope_kv_append(ctx: NodeContext):
+    """Plain torch into the same growing caches (no native extension)."""
+    _, heads, kv_heads, d = _shape(ctx)
+    keys, values = _GrowingCache(), _GrowingCache()
+
+    def run(inputs, dims):
+        projections, (cos, sin, past_key, past_value) = split_inputs(inputs)
+        q, k, v = split_projections(projections, heads, kv_heads, d)
+        q, k, v = heads_of(q, heads, d), heads_of(k, kv_heads, d), heads_of(v, kv_heads, d)
+        length, seq = past_key.shape[2], q.shape[2]
+        _, present_key = keys.reserve(past_key, seq, past_key)
+        _, present_value = values.reserve(past_value, seq, past_value)
+        present_key[:, :, length:].copy_(RopeOp.reference([k, cos, sin], None, dims))
+        present_value[:, :, length:].copy_(v)
+        return RopeOp.reference([q, cos, sin], None, dims), present_key, present_value
+
+    return Kernel(run, "growing:rope_kv_append")

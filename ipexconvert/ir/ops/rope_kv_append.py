@@ -1,0 +1,93 @@
+"""rope_kv_append: a decoder layer's attention inputs in one step: q and k rotated (rope), k and v appended to
+the KV cache (kv_append), read straight from the q/k/v projections.
+
+inputs: the projections, either one merged tensor qkv [b, s, (heads + 2 * kv_heads) * d] (q, k and v
+column ranges, merge_linears' form) or three, q [b, s, heads * d], k and v [b, s, kv_heads * d]; then cos and
+sin [b or 1, 1, s, d] (as rope's), past_key and past_value [b, kv_heads, past, d] (graph inputs).
+outputs: q [b, heads, s, d] rotated; present_key [b, kv_heads, past + s, d] = cat(past_key, rope(k)) and
+present_value = cat(past_value, v) (graph outputs, the next call's past).
+
+The value is what the fused nodes computed: heads split off by reshape [b, s, heads, d] and permute [0, 2, 1, 3],
+rope (float32 math, one rounding to the projection's dtype) and kv_append. As with kv_append, a kernel may keep
+the cache in a buffer with room to grow and write only the new positions."""
+from __future__ import annotations
+
+import torch
+
+from ..dims import add
+from ..opdef import Arity, OpDef, SpecError, register_op
+from ..spec import TensorSpec
+from ._common import expect_dtype, expect_rank, require, same_dim
+from .rope import RopeOp
+
+
+def split_inputs(inputs: list) -> tuple[list, list]:
+    """(the projections: [qkv] or [q, k, v]; [cos, sin, past_key, past_value])."""
+    return inputs[:-4], inputs[-4:]
+
+
+def head_counts(projections: list, kv_heads: int, head_dim: int) -> tuple[int, int]:
+    """(heads, kv_heads) the projections hold, from their last dims (sizes of TensorSpecs or tensors)."""
+    if len(projections) == 1:
+        return projections[0][-1] // head_dim - 2 * kv_heads, kv_heads
+    return projections[0][-1] // head_dim, kv_heads
+
+
+def heads_of(x: torch.Tensor, heads: int, head_dim: int) -> torch.Tensor:
+    """[b, s, heads * d] -> [b, heads, s, d] (a view)."""
+    return x.reshape(x.shape[0], x.shape[1], heads, head_dim).permute(0, 2, 1, 3)
+
+
+def split_projections(projections: list, heads: int, kv_heads: int, head_dim: int) -> list[torch.Tensor]:
+    """[q, k, v] as [b, s, n * d] tensors (column slices of a merged qkv: views)."""
+    if len(projections) == 3:
+        return list(projections)
+    q_end, k_end = heads * head_dim, (heads + kv_heads) * head_dim
+    qkv = projections[0]
+    return [qkv[..., :q_end], qkv[..., q_end:k_end], qkv[..., k_end:]]
+
+
+@register_op
+class RopeKvAppendOp(OpDef):
+    name = "rope_kv_append"
+    arity = Arity(5, 7)
+
+    @classmethod
+    def infer(cls, inputs, attrs):
+        projections, (cos, sin, past_key, past_value) = split_inputs(list(inputs))
+        require(len(projections) in (1, 3), f"rope_kv_append reads 5 or 7 inputs, not {len(inputs)}")
+        for name, past in (("past_key", past_key), ("past_value", past_value)):
+            expect_rank(past, (4,), name)
+        require(past_key.shape == past_value.shape and past_key.dtype == past_value.dtype,
+                f"past_key {past_key.describe()} and past_value {past_value.describe()} differ")
+        batch, kv_heads, past, d = past_key.shape
+        require(isinstance(kv_heads, int) and kv_heads >= 1 and isinstance(d, int) and d >= 2 and d % 2 == 0,
+                f"the cache {past_key.describe()} needs a fixed head count and a fixed even head size")
+        for p in projections:
+            expect_rank(p, (3,), "a projection")
+            expect_dtype(p, ("float32", "bfloat16"), "a projection")
+            require(p.dtype == past_key.dtype, f"the projection {p.describe()} and the cache {past_key.describe()} differ in dtype")
+            require(same_dim(p.shape[0], batch) and same_dim(p.shape[1], projections[0].shape[1]) and isinstance(p.shape[2], int)
+                    and p.shape[2] % d == 0, f"the projection {p.describe()} is not [{batch}, seq, heads * {d}]")
+        heads, _ = head_counts([p.shape for p in projections], kv_heads, d)
+        require(heads >= 1, f"the projections {[p.describe() for p in projections]} hold no query heads "
+                            f"beside {kv_heads} key and value heads of {d}")
+        if len(projections) == 3:
+            require(projections[1].shape[2] == kv_heads * d and projections[2].shape[2] == kv_heads * d,
+                    f"k and v must hold {kv_heads} heads of {d}")
+        seq = projections[0].shape[1]
+        x = TensorSpec(dtype=past_key.dtype, shape=[batch, heads, seq, d])
+        RopeOp.infer([x, cos, sin], None)  # the table checks of rope
+        present = TensorSpec(dtype=past_key.dtype, shape=[batch, kv_heads, add(past, seq), d])
+        return [x, present, present]
+
+    @classmethod
+    def reference(cls, inputs, attrs, dims):
+        projections, (cos, sin, past_key, past_value) = split_inputs(list(inputs))
+        kv_heads, d = past_key.shape[1], past_key.shape[3]
+        heads, _ = head_counts([p.shape for p in projections], kv_heads, d)
+        q, k, v = split_projections(projections, heads, kv_heads, d)
+        q, k, v = heads_of(q, heads, d), heads_of(k, kv_heads, d), heads_of(v, kv_heads, d)
+        rope = RopeOp.reference
+        return [rope([q, cos, sin], None, dims), torch.cat([past_key, rope([k, cos, sin], None, dims)], dim=2),
+                torch.cat([past_value, v], dim=2)]
