@@ -106,3 +106,14 @@ def test_threads_default_follows_torch(monkeypatch):
     one = native.layer_norm(x, threads=1)
     assert torch.equal(native.layer_norm(x), one)
     assert torch.equal(native.layer_norm(x, threads=2), one)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_silu_mul_of_the_halves_of_one_tensor_equals_silu_mul_of_its_slices(level, dtype):
+    x = torch.randn(2, 3, 2 * 70, generator=torch.Generator().manual_seed(3)).to(dtype)
+    out = torch.empty(2, 3, 70, dtype=dtype)
+    native.raw.silu_mul_halves(x, out, level, 2)
+    assert torch.equal(out.view(6, 70), native.silu_mul(x.view(6, 140)[:, :70], x.view(6, 140)[:, 70:], max_isa=level))
+    with pytest.raises(ValueError, match="even last dim"):
+        native.raw.silu_mul_halves(torch.randn(2, 7), torch.empty(2, 3), level, 1)

@@ -114,6 +114,18 @@ def test_strided_rows_read_and_write_in_place(m):
     assert (out[:, :3] == -1).all() and (out[:, 27:] == -1).all()
 
 
+@pytest.mark.parametrize("path", [0, 4])
+def test_n_dimensional_rows_and_a_residual_added_after_the_bias(path):
+    x, codes, scales, _, bias = operands(6, 24, 64, 32, 8, False, seed=8)
+    packed, qparams, has_zero = native.pack_woq_weight(codes, scales, None, 8, 32, integer_layout=path == 4)
+    residual = torch.randn(2, 3, 24)
+    out = torch.empty(2, 3, 24)
+    native.raw.woq_gemm(x.view(2, 3, 64), packed, 24, 8, 32, qparams, has_zero, bias, out, None, 2, path, residual)
+    alone = torch.empty(6, 24)
+    native.raw.woq_gemm(x, packed, 24, 8, 32, qparams, has_zero, bias, alone, None, 2, path)
+    assert torch.equal(out, (alone + residual.view(6, 24)).view(2, 3, 24))  # the same sum as torch's add after it
+
+
 def test_no_rows():
     x, codes, scales, _, bias = operands(0, 20, 32, 32, 8, False)
     assert native.woq_gemm(x, codes, scales, None, bias, bits=8, group_size=32).shape == (0, 20)
@@ -284,14 +296,16 @@ def _args(**change):
     x, codes, scales, zero_points, bias = operands(4, 16, 64, 32, 4, True)
     packed, qparams, has_zero = native.pack_woq_weight(codes, scales, zero_points, 4, 32)
     args = dict(x=x, w=packed, n=16, bits=4, group_size=32, qparams=qparams, has_zero=has_zero, bias=bias,
-                out=torch.empty(4, 16), max_isa=None, threads=1, path=0)
+                out=torch.empty(4, 16), max_isa=None, threads=1, path=0, residual=None)
     args.update(change)
     return args
 
 
 @pytest.mark.parametrize("change, message", [
-    (dict(x=torch.randn(4, 64, dtype=torch.float64)), "x must be a 2-D float32 tensor"),
-    (dict(x=torch.randn(4, 1, 64)), "x must be a 2-D float32 tensor"),
+    (dict(x=torch.randn(4, 64, dtype=torch.float64)), "x must be a float32 tensor of 2 or more dims"),
+    (dict(x=torch.randn(64)), "x must be a float32 tensor of 2 or more dims"),
+    (dict(x=torch.randn(4, 2, 64)), "out \\[4, 16\\] must hold 8 rows of 16"),
+    (dict(x=torch.randn(2, 4, 64).transpose(0, 1)), "must be contiguous \\(or 2-D"),
     (dict(x=torch.randn(64, 4).T), "needs contiguous rows"),
     (dict(bits=3), "bits = 3"),
     (dict(group_size=48), "does not divide k = 64"),
@@ -306,8 +320,10 @@ def _args(**change):
     (dict(qparams=torch.zeros(1, 2, 2, 15)), "qparams must be"),
     (dict(qparams=torch.zeros(1, 2, 2, 16, dtype=torch.float64)), "qparams must be"),
     (dict(bias=torch.zeros(15)), "bias"),
-    (dict(out=torch.empty(4, 15)), "out must be float32 \\[4, 16\\]"),
-    (dict(out=torch.empty(4, 16, dtype=torch.bfloat16)), "out must be float32"),
+    (dict(out=torch.empty(4, 15)), "out \\[4, 15\\] must hold 4 rows of 16"),
+    (dict(out=torch.empty(4, 16, dtype=torch.bfloat16)), "out must be a float32 tensor"),
+    (dict(residual=torch.zeros(4, 15)), "residual must be float32 with out's 4 rows of 16"),
+    (dict(residual=torch.zeros(4, 16, dtype=torch.bfloat16)), "residual must be float32"),
     (dict(out=torch.empty(16, 4).T), "out .* needs contiguous rows"),
     (dict(path=6), "path = 6"),
     (dict(path=4), "path 4 takes 8-bit weights"),

@@ -51,11 +51,37 @@ void silu_mul(nb::handle a_obj, nb::handle b_obj, nb::handle out_obj, const OptS
     run(lookup_silu_mul(select(max_isa)), "silu_mul", a);
 }
 
+// x [..., 2 * cols] contiguous = [gate | up] along its last dim (a merged gate/up GEMM output); out [..., cols]
+// contiguous, x's dtype: silu(gate) * up without a view made per call.
+void silu_mul_halves(nb::handle x_obj, nb::handle out_obj, const OptStr& max_isa, int threads) {
+    const TensorArg x(x_obj, "x"), out(out_obj, "out");
+    check_cpu_contiguous(x);
+    if (!x.is_f32() && !x.is_bf16())
+        fail("x has dtype " + x.dtype_str() + "; silu_mul takes float32 or bfloat16");
+    if (x.ndim() < 1 || x.shape(x.ndim() - 1) % 2 != 0)
+        fail("x " + x.shape_str() + " needs an even last dim (gate and up halves)");
+    RowsBinaryArgs a;
+    a.dtype = x.is_f32() ? DType::f32 : DType::bf16;
+    a.cols = x.shape(x.ndim() - 1) / 2;
+    a.rows = a.cols > 0 ? x.size() / (2 * a.cols) : 0;
+    a.a_row_stride = a.b_row_stride = 2 * a.cols;
+    check_cpu_contiguous(out);
+    check_same_dtype(out, x);
+    if (out.size() != a.rows * a.cols) fail("out " + out.shape_str() + " does not hold half of x " + x.shape_str());
+    const size_t element = a.dtype == DType::f32 ? 4 : 2;
+    a.a = x.data();
+    a.b = static_cast<const char*>(x.data()) + a.cols * element;
+    a.y = out.data();
+    a.threads = threads;
+    if (a.rows > 0) run(lookup_silu_mul(select(max_isa)), "silu_mul", a);
+}
+
 }  // namespace
 
 void bind_silu(nb::module_& m) {
     m.def("silu", &silu, "x"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("silu_mul", &silu_mul, "a"_a, "b"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
+    m.def("silu_mul_halves", &silu_mul_halves, "x"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
 }
 
 }  // namespace ipxc

@@ -10,16 +10,34 @@ constexpr int64_t kMaxDim = int64_t{1} << 31;  // n and k: keeps every packed si
 
 // out = x @ dequant(W)^T + bias. x: float32 [m, k] (rows may be strided); w and qparams packed as
 // args.h says (pack_woq_weight); bias float32 [n] or None; out float32 [m, n] (rows may be strided).
+// t as [rows, last dim] float32 rows: 2-D with contiguous rows of any stride, or N-D contiguous (the leading dims
+// are the rows). Returns the row stride and sets *rows.
+int64_t float_rows(const TensorArg& t, int64_t* rows) {
+    if (!t.is_f32() || t.ndim() < 2) fail(std::string(t.name()) + " must be a float32 tensor of 2 or more dims, got " +
+                                          t.dtype_str() + " " + t.shape_str());
+    const int64_t cols = t.shape(t.ndim() - 1);
+    if (t.ndim() == 2) {
+        if (t.stride(1) != 1 && cols > 1) fail(std::string(t.name()) + " " + t.shape_str() + " needs contiguous rows");
+        if (t.stride(0) < cols && t.shape(0) > 1) fail(std::string(t.name()) + " " + t.shape_str() + " has overlapping rows");
+        *rows = t.shape(0);
+        return t.shape(0) > 1 ? t.stride(0) : cols;
+    }
+    if (!t.is_contiguous()) fail(std::string(t.name()) + " " + t.shape_str() + " must be contiguous (or 2-D with contiguous rows)");
+    *rows = cols > 0 ? t.size() / cols : 0;
+    return cols;
+}
+
 void woq_gemm(nb::handle x_obj, nb::handle w_obj, int64_t n, int bits, int64_t group_size, nb::handle qparams_obj,
-              bool has_zero, nb::handle bias_obj, nb::handle out_obj, const OptStr& max_isa, int threads, int path) {
+              bool has_zero, nb::handle bias_obj, nb::handle out_obj, const OptStr& max_isa, int threads, int path,
+              nb::handle residual_obj) {
     const TensorArg x(x_obj, "x"), w(w_obj, "w"), qparams(qparams_obj, "qparams"), out(out_obj, "out");
     const auto bias = optional_tensor(bias_obj, "bias");
-    if (!x.on_cpu() || !w.on_cpu() || !qparams.on_cpu() || !out.on_cpu()) fail("woq_gemm takes CPU tensors");
-    if (!x.is_f32() || x.ndim() != 2) fail("x must be a 2-D float32 tensor, got " + x.dtype_str() + " " + x.shape_str());
-    if (x.stride(1) != 1 || x.stride(0) < x.shape(1)) fail("x " + x.shape_str() + " needs contiguous rows");
+    const auto residual = optional_tensor(residual_obj, "residual");
+    if (!x.on_cpu() || !w.on_cpu() || !qparams.on_cpu() || !out.on_cpu() || (residual && !residual->on_cpu()))
+        fail("woq_gemm takes CPU tensors");
     WoqGemmArgs g;
-    g.m = x.shape(0);
-    g.k = x.shape(1);
+    g.x_stride = float_rows(x, &g.m);
+    g.k = x.shape(x.ndim() - 1);
     g.n = n;
     if (bits != 4 && bits != 8) fail("bits = " + std::to_string(bits) + "; woq_gemm takes 4 or 8");
     if (g.k < 1 || g.k >= kMaxDim) fail("k = " + std::to_string(g.k) + " is outside 1.." + std::to_string(kMaxDim - 1));
@@ -54,52 +72,60 @@ void woq_gemm(nb::handle x_obj, nb::handle w_obj, int64_t n, int bits, int64_t g
              " elements (n=" + std::to_string(n) + ", " + std::to_string(groups) + " groups), got " + qparams.dtype_str() +
              " " + qparams.shape_str());
     if (bias) g.bias = f32_vector(*bias, n);
-    if (!out.is_f32() || out.ndim() != 2 || out.shape(0) != g.m || out.shape(1) != n)
-        fail("out must be float32 [" + std::to_string(g.m) + ", " + std::to_string(n) + "], got " + out.dtype_str() + " " +
-             out.shape_str());
-    if (out.stride(1) != 1 || out.stride(0) < n) fail("out " + out.shape_str() + " needs contiguous rows");
+    int64_t out_rows = 0;
+    g.y_stride = float_rows(out, &out_rows);
+    if (out_rows != g.m || out.shape(out.ndim() - 1) != n)
+        fail("out " + out.shape_str() + " must hold " + std::to_string(g.m) + " rows of " + std::to_string(n));
+    const float* residual_data = nullptr;
+    if (residual) {  // added after the GEMM and bias (a decoder's residual connection): one step fewer a layer
+        check_cpu_contiguous(*residual);
+        if (!residual->is_f32() || residual->size() != g.m * n || residual->shape(residual->ndim() - 1) != n)
+            fail("residual must be float32 with out's " + std::to_string(g.m) + " rows of " + std::to_string(n) +
+                 ", got " + residual->dtype_str() + " " + residual->shape_str());
+        residual_data = static_cast<const float*>(residual->data());
+    }
     g.x = static_cast<const float*>(x.data());
-    g.x_stride = x.stride(0);
     g.bits = bits;
     g.group_size = group_size;
     g.w = w.data();
     g.qparams = static_cast<const float*>(qparams.data());
     g.has_zero = has_zero;
     g.y = static_cast<float*>(out.data());
-    g.y_stride = out.stride(0);
     g.path = path;
     g.threads = threads;
     if (path == 3) {
         const auto fn = lookup_woq_gemv_i8(select(max_isa));
         if (fn == nullptr) fail("path 3 (int8 activations) needs avx2; this call is capped below it");
         run(fn, "woq_gemv_i8", g);
-        return;
-    }
-    if (path == 4) {
+    } else if (path == 4) {
         const auto fn = lookup_woq_gemm_w8a8(select(max_isa));
         if (fn == nullptr) fail("path 4 (int8 weights x int8 activations) needs avx2; this call is capped below it");
         run(fn, "woq_gemm_w8a8", g);
-        return;
-    }
-    if (path == 5) {
+    } else if (path == 5) {
         const auto fn = lookup_woq_gemm_w4a8(select(max_isa));
         if (fn == nullptr) fail("path 5 (4-bit weights x int8 activations) needs avx512_vnni; this call is capped below it");
         run(fn, "woq_gemm_w4a8", g);
-        return;
+    } else {
+        run(lookup_woq_gemm(select(max_isa)), "woq_gemm", g);
     }
-    run(lookup_woq_gemm(select(max_isa)), "woq_gemm", g);
+    if (residual_data != nullptr)
+        for (int64_t r = 0; r < g.m; ++r) {
+            float* y = g.y + r * g.y_stride;
+            const float* add = residual_data + r * n;
+            for (int64_t j = 0; j < n; ++j) y[j] += add[j];
+        }
 }
 
 }  // namespace
 
 void bind_woq_gemm(nb::module_& m) {
     m.def("woq_gemm", &woq_gemm, "x"_a, "w"_a, "n"_a, "bits"_a, "group_size"_a, "qparams"_a, "has_zero"_a,
-          "bias"_a.none(), "out"_a, "max_isa"_a.none(), "threads"_a, "path"_a = 0,
-          "out = x @ dequant(W)^T + bias for int8 / 4-bit weights with group-wise scales and zero points; w and "
+          "bias"_a.none(), "out"_a, "max_isa"_a.none(), "threads"_a, "path"_a = 0, "residual"_a.none() = nb::none(),
+          "out = x @ dequant(W)^T + bias (+ residual) for int8 / 4-bit weights with group-wise scales and zero points; w and "
           "qparams from pack_woq_weight; path 0 picks decode (m <= 4) or prefill, 1 and 2 force one, 3 is the decode path "
           "on int8-quantized x (4-bit weights, avx2 and up; numerically different), 4 int8 weights packed in k-quads on "
           "int8-quantized x (every m, avx2 and up), 5 4-bit weights packed in k-octets on int8-quantized x (every m, "
-          "avx512_vnni)");
+          "avx512_vnni). x and out: 2-D with contiguous rows, or N-D contiguous (the leading dims are rows)");
 }
 
 }  // namespace ipxc

@@ -40,7 +40,8 @@ def native_rope_kv_append(ctx: NodeContext):
         key_buffer, present_key = keys.reserve(past_key, seq, past_key)
         value_buffer, present_value = values.reserve(past_value, seq, past_value)
         q_out = torch.empty((batch, heads, seq, d), dtype=q.dtype)
-        lib.rope_kv_append(q, offsets[0], k, offsets[1], v, offsets[2], cos.contiguous(), sin.contiguous(), q_out,
+        cos, sin = (t if t.is_contiguous() else t.contiguous() for t in (cos, sin))
+        lib.rope_kv_append(q, offsets[0], k, offsets[1], v, offsets[2], cos, sin, q_out,
                            key_buffer, value_buffer, past_key.shape[2], isa, torch.get_num_threads())
         return q_out, present_key, present_value
 

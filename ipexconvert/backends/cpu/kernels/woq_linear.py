@@ -113,17 +113,18 @@ class WoqGemm:
     integer_decode: bool = False  # woq_gemm's path 3 has a build at this level (AVX2 and up)
     integer_path: Optional[int] = None  # 4 or 5: the codes are packed for that path, which runs every call
 
-    def __call__(self, rows: torch.Tensor) -> torch.Tensor:
-        """rows: float32 [m, k] (rows may be strided) -> float32 [m, n]."""
-        out = torch.empty((rows.shape[0], self.n), dtype=torch.float32)
+    def __call__(self, rows: torch.Tensor, residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """rows: float32 [..., k] (contiguous, or 2-D with strided rows) -> float32 [..., n] (+ residual, float32
+        of that shape, contiguous)."""
+        out = torch.empty((*rows.shape[:-1], self.n), dtype=torch.float32)
         path = self.integer_path or 0
         if self.int8_activations and self.integer_path is None:
-            if self.integer_decode and rows.shape[0] <= _INT8_DECODE_ROWS:
+            if self.integer_decode and rows.numel() <= _INT8_DECODE_ROWS * self.k:
                 path = 3  # the integer decode path rounds each row itself
             else:
-                rows = round_rows_to_int8(rows)  # the float paths on the rounded rows: the same values
+                rows = round_rows_to_int8(rows.reshape(-1, self.k)).view(rows.shape)  # the float paths on the rounded rows
         native_lib.raw.woq_gemm(rows, self.packed, self.n, self.bits, self.group_size, self.qparams, self.has_zero,
-                                self.bias, out, self.isa, torch.get_num_threads(), path)
+                                self.bias, out, self.isa, torch.get_num_threads(), path, residual)
         return out
 
 
@@ -149,13 +150,24 @@ def native_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
                    a.group_size, ctx.isa, int8_activations=int8_activations,
                    integer_decode=native_lib.kernel_level("woq_gemv_i8", ctx.isa) != "none", integer_path=integer_path)
     post_ops = list(a.post_ops)
+    # A leading residual add (a decoder's o / down projection) is summed by the native call itself: each torch
+    # call costs microseconds in a decode step, whose streamed weights have evicted torch's own state.
+    residual = post_ops[0].operand if post_ops and post_ops[0].kind == "add" and post_ops[0].operand is not None \
+        and ctx.input_specs[post_ops[0].operand].shape == ctx.output_specs[0].shape else None
+    later_post_ops = post_ops[1:] if residual is not None else post_ops
 
     def run(inputs: list, dims: dict[str, int]):
         x = inputs[0]
-        # bf16 activations: float32 at the kernel boundary for now (a bf16 load path would save this copy).
-        rows = x.reshape(-1, k).float()
-        rows = rows if rows.stride(-1) == 1 else rows.contiguous()
-        y = _post_ops_in_place(gemm(rows).view(*x.shape[:-1], n), post_ops, inputs)
+        if x.dtype == torch.float32 and x.is_contiguous():
+            rows = x
+        else:  # bf16 activations: float32 at the kernel boundary for now (a bf16 load path would save this copy)
+            rows = x.float().contiguous()
+        add = None
+        if residual is not None:
+            add = inputs[residual]
+            if add.dtype != torch.float32 or not add.is_contiguous():
+                add = add.float().contiguous()
+        y = _post_ops_in_place(gemm(rows, add), later_post_ops, inputs)
         return y if x.dtype == torch.float32 else y.to(x.dtype)
 
     held = {1, 2} | {i for i in (3, 4) if ctx.input_specs[i] is not None}
