@@ -3,6 +3,7 @@ whose errors name the input and say how to fix the call."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -257,3 +258,28 @@ def test_derived_dim_inconsistent_with_its_base_dim_is_refused(derived_dim_model
     assert "input y dim 1 is 9, expected" in error.problem
     assert "= 8" in error.problem
     assert "consistent" in error.fix
+
+
+@pytest.mark.parametrize("tensors", [
+    lambda: [torch.randn(3, 6, 8), torch.rand(3, 4)],
+    lambda: [torch.randn(3, 6, 8).transpose(0, 1).contiguous().transpose(0, 1), torch.rand(3, 4)],  # strided: fine
+    lambda: [torch.randn(3, 6, 8), torch.rand(2, 4)],  # batch disagrees
+    lambda: [torch.randn(3, 6, 8).double(), torch.rand(3, 4)],
+    lambda: [torch.nn.Parameter(torch.randn(3, 6, 8)), torch.rand(3, 4)],  # a subclass: the full checks decide
+    lambda: [torch.randn(3, 6, 8).to_sparse(), torch.rand(3, 4)],
+])
+def test_the_compiled_signature_check_agrees_with_the_full_one(model, tensors):
+    """Signature.check answers from checks compiled once when every input passes them; whatever it does not accept
+    goes to check_inputs, so both give the same dims or the same refusal."""
+    from ipexconvert.runtime.model import check_inputs
+
+    given = tensors()
+    sig = model.signature
+    try:
+        want = check_inputs(sig.inputs, sig.dims, given, sig.device)
+    except UserInputError as e:
+        with pytest.raises(UserInputError, match=re.escape(e.problem)):
+            sig.check(given)
+        assert sig._expected.match(given) is None
+    else:
+        assert sig.check(given) == want
