@@ -6,6 +6,14 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 RNG = np.random.default_rng(0)
+
+
+def make_model(graph, opset_imports: list) -> onnx.ModelProto:
+    """helper.make_model at the lowest IR version the opsets allow: onnx stamps its newest one, which the onnxruntime
+    of another machine may refuse (the GPU machine's 1.30 did), and the frontend then falls back to the module oracle."""
+    model = helper.make_model(graph, opset_imports=opset_imports)
+    model.ir_version = helper.find_min_ir_version_for(opset_imports, ignore_unknown=True)
+    return model
 W1 = RNG.standard_normal((16, 8)).astype(np.float32)
 B1 = RNG.standard_normal(16).astype(np.float32)
 
@@ -28,7 +36,7 @@ def mlp(opset: int = 17, input_name: str = "x") -> onnx.ModelProto:
          numpy_helper.from_array(np.array(0, dtype=np.int64), "zero"),
          numpy_helper.from_array(np.array([0], dtype=np.int64), "ax0"),
          numpy_helper.from_array(np.array([-1], dtype=np.int64), "minus_one")])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    return make_model(graph, [helper.make_opsetid("", opset)])
 
 
 def mlp_reference(x: np.ndarray) -> np.ndarray:
@@ -40,7 +48,7 @@ def with_nodes(nodes: list, opset: int = 17, extra_opsets: tuple = ()) -> onnx.M
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in extra_opsets]
-    return helper.make_model(graph, opset_imports=opsets)
+    return make_model(graph, opsets)
 
 
 def qdq_mlp(first_zero_point: int = 0) -> onnx.ModelProto:
@@ -68,4 +76,4 @@ def qdq_mlp(first_zero_point: int = 0) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "qdq_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])],
                               [numpy_helper.from_array(v, n) for n, v in inits])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return make_model(graph, [helper.make_opsetid("", 17)])
