@@ -73,13 +73,14 @@ TIMING_ONLY = dict(min_cosine=0.0, min_top1_agreement=0.0, max_perplexity_ratio=
 IPEXCONVERT_SYSTEMS = {
     "ipexconvert-fp32": dict(dtype="fp32"),
     "ipexconvert-bf16": dict(dtype="bf16"),
-    "ipexconvert-int8": dict(dtype="int8", int8_scheme="weight-only", woq={"quantize_lm_head": True, "guard": False},
-                             **TIMING_ONLY),
+    "ipexconvert-int8": dict(dtype="int8", int8_scheme="weight-only",
+                             woq={"quantize_lm_head": True, "activations": "float", "guard": False}, **TIMING_ONLY),
     # int8 weights with each activation row rounded to int8: integer GEMM at every row count (woq_gemm path 4)
     "ipexconvert-int8-a8": dict(dtype="int8", int8_scheme="weight-only",
                                 woq={"quantize_lm_head": True, "activations": "int8", "guard": False}, **TIMING_ONLY),
     # (int4: the random model's logits keep ~0.25 cosine to fp32 through 24 layers; tiny-llama's keep 0.987)
-    "ipexconvert-int4": dict(dtype="int4", woq={"quantize_lm_head": True, "guard": False}, **TIMING_ONLY),
+    "ipexconvert-int4": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "float", "guard": False},
+                             **TIMING_ONLY),
     # int4 with each activation row rounded to int8: decode multiplies integers (woq_gemm path 3)
     "ipexconvert-int4-a8": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "int8", "guard": False},
                                 **TIMING_ONLY),

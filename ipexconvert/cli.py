@@ -397,7 +397,7 @@ def _print_quant_summary(plan: QuantPlan) -> None:
 def optimize(
     source: str = typer.Argument(..., help="model.pt2, a Hugging Face folder, a checkpoint (.safetensors/.pt), or example:NAME"),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="fp32 (default), bf16, int8 (needs --calib, --calib-text "
-                                        "or --calib-synthetic, unless --weight-only) or int4 (4-bit weights, float activations)"),
+                                        "or --calib-synthetic, unless --weight-only) or int4 (4-bit weights, weight-only)"),
     target: Optional[str] = typer.Option(None, "--target", help="cpu (default; portable: any x86-64 CPU, kernels chosen at "
                                          "load) or cpu:LEVEL (only CPUs with that ISA level or above, e.g. cpu:avx512_bf16)"),
     config: Optional[Path] = typer.Option(None, "--config", help="a .json or .toml file of conversion settings "
@@ -456,7 +456,7 @@ def optimize(
     tolerable_loss: Optional[float] = typer.Option(None, "--tolerable-loss", rich_help_panel=INT8_PANEL,
                                                    help="relative score loss allowed by --tune (default 0.01)"),
     weight_only: bool = typer.Option(False, "--weight-only", rich_help_panel=WOQ_PANEL,
-                                     help="with --dtype int8: int8 weights per output channel, float activations, no "
+                                     help="with --dtype int8: int8 weights per output channel (activations: --activations), no "
                                           "calibration data (int4 is always weight-only)"),
     group_size: Optional[str] = typer.Option(None, "--group-size", metavar="32|64|128|channel", rich_help_panel=WOQ_PANEL,
                                              help="input features per weight scale (default 128 for int4, channel for int8)"),
@@ -464,9 +464,12 @@ def optimize(
                                     help="int4: a zero point per group as well as a scale"),
     quantize_lm_head: bool = typer.Option(False, "--quantize-lm-head", rich_help_panel=WOQ_PANEL,
                                           help="quantize the LM head too (kept float by default)"),
+    activations: Optional[str] = typer.Option(None, "--activations", metavar="auto|float|int8", rich_help_panel=WOQ_PANEL,
+                                              help="int8 rounds each activation row to int8 so the layers multiply "
+                                                   "integers; auto (default) does for decoders while their teacher-"
+                                                   "forced budget holds, float elsewhere"),
     int8_activations: bool = typer.Option(False, "--int8-activations", rich_help_panel=WOQ_PANEL,
-                                          help="round each activation row to int8 so the layers multiply integers "
-                                               "(the accuracy check judges the rounding)"),
+                                          help="the same as --activations int8"),
     no_weight_only_guard: bool = typer.Option(False, "--no-weight-only-guard", rich_help_panel=WOQ_PANEL,
                                               help="decoders: keep every layer quantized, without moving the worst "
                                                    "back to float when the teacher-forced budget fails"),
@@ -521,7 +524,7 @@ def optimize(
             woq={**({"algorithm": woq_algorithm} if woq_algorithm else {}),
                  **({"symmetric": False} if asymmetric else {}),
                  **({"quantize_lm_head": True} if quantize_lm_head else {}),
-                 **({"activations": "int8"} if int8_activations else {}),
+                 **({"activations": "int8"} if int8_activations else {"activations": activations} if activations else {}),
                  **({"guard": False} if no_weight_only_guard else {})} or None)
         timings = None
         if timing:

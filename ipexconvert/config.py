@@ -96,8 +96,8 @@ class TuneConfig(_Model):
 
 class ConversionConfig(_Model):
     dtype: Literal["fp32", "bf16", "int8", "int4"] = Field(
-        default="fp32", description="what the artifact computes in; int4: 4-bit weights, float activations "
-        "(weight-only, see weight_only)")
+        default="fp32", description="what the artifact computes in; int4: 4-bit weights (weight-only, see "
+        "weight_only: activations rounded to int8 or float)")
     target: Target = Field(default_factory=Target, description='"cpu" (portable) or "cpu:LEVEL"')
     inputs: list[str] = Field(default_factory=list, description="NAME:SHAPE:DTYPE, e.g. x:batch,3,224,224:float32")
     passes: Optional[list[str]] = Field(default=None, description="a pass list replacing the dtype's pipeline")
@@ -112,7 +112,7 @@ class ConversionConfig(_Model):
     # int8 only
     int8_scheme: Literal["static", "weight-only"] = Field(
         default="static", description="int8: static (int8 activations and weights, calibrated) or weight-only "
-        "(int8 weights, float activations, no calibration data)")
+        "(int8 weights, no calibration data; activations as weight_only.activations says)")
     # int4 and weight-only int8
     weight_only: WeightOnlyOptions = Field(default_factory=WeightOnlyOptions)
     # static int8; calibration.text also for weight_only.algorithm gptq / awq

@@ -116,9 +116,10 @@ def weight_only_codes_line(record: dict) -> str:
 def weight_only_guard_lines(record: dict) -> list[str]:
     """A WeightOnlyGuardRecord's dump: a summary line, then one line per layer it moved back to float."""
     moved = len(record["float_layers"])
+    activations = record.get("activations") or "float"
     first = (f"{moved} of {record['candidates']} quantized layers moved back to float in "
-             f"{_plural(len(record['rounds']), 'round')} ({'passed' if record['passed'] else 'NOT met'}; ranked by "
-             f"{record['ranked_by']})")
+             f"{_plural(len(record['rounds']), 'round')}, {activations} activations "
+             f"({'passed' if record['passed'] else 'NOT met'}; ranked by {record['ranked_by']})")
     return [first, *(f"float: {layer['layer']}: {layer['reason']}" for layer in record["float_layers"])]
 
 

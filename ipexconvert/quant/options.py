@@ -57,7 +57,7 @@ WoqAlgorithm = Literal["rtn", "gptq", "awq"]
 
 class WeightOnlyOptions(BaseModel):
     """Weight-only quantization (--dtype int4, or int8 with int8_scheme weight-only): how the linear weights are
-    rounded. Activations stay float; only gptq and awq read calibration text."""
+    rounded and whether activations are rounded to int8 too; only gptq and awq read calibration text."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -76,10 +76,12 @@ class WeightOnlyOptions(BaseModel):
                             "and a zero point per group (codes 0..15); int8 weights are always symmetric")
     quantize_lm_head: bool = Field(default=False, description="also quantize the LM head (a linear producing a graph "
                                    "output, or sharing its weight with an embedding); kept float by default")
-    activations: Literal["float", "int8"] = Field(
-        default="float", description="float activations, or each activation row rounded to int8 (max|x| / 127) so "
-        "the layers multiply integers (int8 weights: VNNI / AVX2 integer GEMM at every row count; int4: integer decode "
-        "on AVX2); adds the rounding, which the accuracy check judges")
+    activations: Literal["auto", "float", "int8"] = Field(
+        default="auto", description="int8: each activation row rounded to int8 (max|x| / 127) so the layers multiply "
+        "integers (int8 weights: VNNI / AVX2 integer GEMM at every row count; int4: integer decode on AVX2 and up; "
+        "faster than float activations on every CPU measured, docs/decoders.md); float: the activations stay float; "
+        "auto (default): int8 for decoders whose teacher-forced check the guard runs, which falls back to float "
+        "activations before moving any layer back to float weights, and float everywhere else")
 
     guard: bool = Field(default=True, description="decoders: move the linears whose weights round worst back to float, "
                         "in rounds of 1, 2, 4, ..., until the teacher-forced accuracy budget holds")

@@ -1,6 +1,10 @@
 """The weight-only accuracy guard: move the linears that round worst back to float until a decoder's teacher-forced
 accuracy (decoder_accuracy.py) is within budget.
 
+With activations "auto" (the default) the first candidate rounds every layer's activations to int8 and the second
+keeps them float, before any layer moves back to float weights: int8 activations are the faster choice, kept when
+the budget holds with them.
+
 The float passes before weight_only_quantize run once; weight_only_quantize and the passes after it run once per
 round on a copy, with PassOptions.keep_float naming the layers to leave float. Layers are ranked by how much
 their codes move their weights against the typical weight, RMS(dequantized - W) / mean|W| (quant/weight_only.py:
@@ -21,6 +25,7 @@ from ..ir import Program
 from ..manifest import DecoderAccuracy, FloatLayer, GuardRound, PassRecord, WeightOnlyGuardRecord
 from ..passes import PassOptions, run_pipeline
 from ..passes.pipeline import WEIGHT_ONLY_PASS
+from .options import WeightOnlyOptions
 from .weight_only import WeightCodes, codes_error, weight_error
 
 RANKED_BY = ("RMS(dequantized - W) / mean|W| of the layer's codes (round-to-nearest, or the GPTQ / AWQ codes given), "
@@ -57,32 +62,41 @@ def guarded_weight_only(program: Program, names: list[str], options: PassOptions
     at = names.index(WEIGHT_ONLY_PASS)
     before = run_pipeline(program, names[:at], options, on_pass=lambda n: say(f"pass {n}"))
 
-    def build(keep_float: list[str]) -> tuple[Program, list[PassRecord]]:
+    woq = options.weight_only if options.weight_only is not None else WeightOnlyOptions()
+    choices = ["int8", "float"] if woq.activations == "auto" else [woq.activations]
+
+    def build(keep_float: list[str], activations: str) -> tuple[Program, list[PassRecord]]:
         candidate = copy.deepcopy(program)
-        records = run_pipeline(candidate, names[at:], replace(options, keep_float=options.keep_float | set(keep_float)),
-                               on_pass=lambda n: say(f"pass {n}"))
+        settings = replace(options, keep_float=options.keep_float | set(keep_float),
+                           weight_only=woq.model_copy(update={"activations": activations}))
+        records = run_pipeline(candidate, names[at:], settings, on_pass=lambda n: say(f"pass {n}"))
         return candidate, before + records
 
-    candidate, records = build([])
+    activations = choices.pop(0)
+    candidate, records = build([], activations)
     ranked = rank_layers(program, candidate, options.weight_codes)
     rounds: list[GuardRound] = []
     moved: list[tuple[str, float]] = []
     step = 1
     while True:
         result = judge(candidate, records)
-        rounds.append(GuardRound(float_layers=len(moved), mean_cosine=_finite(result.mean_cosine),
+        rounds.append(GuardRound(float_layers=len(moved), activations=activations, mean_cosine=_finite(result.mean_cosine),
                                  top1_agreement=_finite(result.top1_agreement),
                                  perplexity_ratio=_finite(result.perplexity_ratio), passed=result.passed))
         say(f"weight-only guard: mean cosine {result.mean_cosine:.5f}, top-1 {result.top1_agreement:.3f}, perplexity "
-            f"ratio {result.perplexity_ratio:.4f} with {len(moved)} layer(s) in float")
-        if result.passed or len(moved) == len(ranked):
+            f"ratio {result.perplexity_ratio:.4f} with {len(moved)} layer(s) in float, {activations} activations")
+        if result.passed or (len(moved) == len(ranked) and not choices):
             break
-        moved = ranked[:len(moved) + step]
-        step *= 2
-        candidate, records = build([name for name, _ in moved])
+        if choices:  # float activations before any layer goes back to float weights
+            activations = choices.pop(0)
+        else:
+            moved = ranked[:len(moved) + step]
+            step *= 2
+        candidate, records = build([name for name, _ in moved], activations)
     float_layers = [FloatLayer(layer=name, weight_error=error,
                                reason=f"accuracy guard: weight error {error:.3g}, rank {rank} of {len(ranked)}; the "
                                "teacher-forced budget failed with it quantized")
                     for rank, (name, error) in enumerate(moved, start=1)]
     return candidate, records, WeightOnlyGuardRecord(ranked_by=RANKED_BY, candidates=len(ranked), rounds=rounds,
-                                                     float_layers=float_layers, passed=rounds[-1].passed)
+                                                     float_layers=float_layers, activations=activations,
+                                                     passed=rounds[-1].passed)

@@ -81,3 +81,12 @@ def test_inspect_of_a_decoder_shows_its_cache(cli, decoder_paths):
     # 2 layers x (k, v) x 2 kv heads x 32 dims x 4 bytes
     assert "decoder: KV cache of 4 tensors, 1.0 KiB per position, up to 256 positions; tokenizer stored" in norm(result.stdout)
     assert "tokenizer not stored (token ids only)" in norm(cli("inspect", ids_only).stdout)
+
+
+def test_activations_flag_reaches_the_guard_and_inspect(cli, tiny_llama_folder, tmp_path):
+    out = tmp_path / "f.ipxc"
+    expect_exit(cli("optimize", tiny_llama_folder, "--dtype", "int4", "--activations", "float", "-o", out, "--no-timing"), 0)
+    assert "in 1 round, float activations" in norm(cli("inspect", out).stdout)
+    refused = cli("optimize", tiny_llama_folder, "--dtype", "int4", "--activations", "int7", "-o", tmp_path / "x.ipxc")
+    expect_exit(refused, 2)
+    assert "weight_only.activations" in norm(refused.stderr) and not (tmp_path / "x.ipxc").exists()

@@ -1,7 +1,8 @@
 """The weight-only accuracy guard (quant/weight_only_guard.py) at conversion: a tiny-llama whose last attention output
-projection holds a 30x outlier column per group of 128 misses the int4 budget (its other weights round to zero); the
-guard ranks that layer first, moves it back to float, and the artifact written passes, with the layer, its reason
-and the rounds in the manifest. Without the guard the same conversion fails; a budget nothing meets, even every layer
+projection holds a 30x outlier column per group of 128 misses the int4 budget (its other weights round to zero) with
+int8 activations (the default "auto" tries them first) and with float ones; the guard then ranks that layer first,
+moves it back to float, and the artifact written passes, with the layer, its reason and the rounds in the manifest.
+A plain tiny-llama keeps int8 activations. Without the guard the same conversion fails; a budget nothing meets, even every layer
 in float, is an AccuracyError with nothing written."""
 from __future__ import annotations
 
@@ -39,8 +40,9 @@ def test_the_outlier_layer_goes_back_to_float_and_the_artifact_passes(outlier_fo
     result = optimize(outlier_folder, dtype="int4", output=tmp_path / "llama.int4.ipxc")
     m = result.manifest
     guard = m.weight_only_guard
-    assert guard.passed and guard.candidates == 8 and [r.float_layers for r in guard.rounds] == [0, 1]
-    assert not guard.rounds[0].passed and guard.rounds[0].mean_cosine < 0.97 and guard.rounds[1].passed
+    assert guard.passed and guard.candidates == 8 and [r.float_layers for r in guard.rounds] == [0, 0, 1]
+    assert [r.activations for r in guard.rounds] == ["int8", "float", "float"] and guard.activations == "float"
+    assert not guard.rounds[1].passed and guard.rounds[1].mean_cosine < 0.97 and guard.rounds[2].passed
     (moved,) = guard.float_layers
     assert moved.weight_error > 0.5 and "rank 1 of 8" in moved.reason  # the others: about 0.15
     graph = load_artifact(result.path).graph
@@ -50,7 +52,24 @@ def test_the_outlier_layer_goes_back_to_float_and_the_artifact_passes(outlier_fo
     assert {p.name: p.changes for p in m.passes}["weight_only_quantize"]["float_accuracy_guard"] == 1
     assert m.accuracy.passed and m.accuracy.decoder.mean_cosine > 0.98
     first, layer_line = weight_only_guard_lines(summarize(result.path)["manifest"]["weight_only_guard"])
-    assert first.startswith("1 of 8 quantized layers moved back to float in 2 rounds") and moved.layer in layer_line
+    assert first.startswith("1 of 8 quantized layers moved back to float in 3 rounds, float activations")
+    assert moved.layer in layer_line
+    assert all(n.attrs.get("activations", "float") == "float" for n in graph.nodes if n.op == "woq_linear")
+
+
+def test_auto_keeps_int8_activations_where_the_budget_holds(tiny_llama_folder, tmp_path):
+    result = optimize(tiny_llama_folder, dtype="int4", output=tmp_path / "llama.int4.ipxc")
+    guard = result.manifest.weight_only_guard
+    assert guard.passed and guard.activations == "int8" and len(guard.rounds) == 1 and not guard.float_layers
+    graph = load_artifact(result.path).graph
+    assert {n.attrs.get("activations") for n in graph.nodes if n.op == "woq_linear"} == {"int8"}
+
+
+def test_activations_given_are_kept(tiny_llama_folder, tmp_path):
+    result = optimize(tiny_llama_folder, dtype="int4", woq={"activations": "float"}, output=tmp_path / "f.ipxc")
+    assert [r.activations for r in result.manifest.weight_only_guard.rounds] == ["float"]
+    graph = load_artifact(result.path).graph
+    assert all(n.attrs.get("activations", "float") == "float" for n in graph.nodes if n.op == "woq_linear")
 
 
 def test_without_the_guard_the_same_conversion_fails(outlier_folder, tmp_path):
