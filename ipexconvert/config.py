@@ -281,7 +281,7 @@ def configuration_markdown() -> str:
         "`quantization.*` are the int8 settings (`ipexconvert/quant/options.py`), also the `--observer`, `--smoothquant`,",
         "`--max-error`, `--guard-metric`, `--no-guard`, `--float-dtype` and `--qconfig-in` flags.", "",
         "`weight_only.*` are the weight-only settings (`dtype = \"int4\"`, or `dtype = \"int8\"` with",
-        "`int8_scheme = \"weight-only\"`; docs/quantization.md): the activations stay float; no calibration data,",
+        "`int8_scheme = \"weight-only\"`; docs/quantization.md): activations as `weight_only.activations` says; no calibration data,",
         "except `calibration.text` for `weight_only.algorithm = \"gptq\"` or `\"awq\"` (docs/decoders.md).", "",
         "## Environment variables", "",
         "Overrides of process-wide runtime choices, not conversion settings; every one ipexconvert reads",
