@@ -97,9 +97,10 @@ def fuse_rope_kv_append(program: Program, options: PassOptions) -> dict[str, int
                  _heads_view(graph, producers, users, append_v.inputs[1], append_v)]
         if None in views:
             continue
-        sizes = [graph.values[x].shape[1] * graph.values[x].shape[3]
-                 for x in (rope_q.inputs[0], rope_k.inputs[0], append_v.inputs[1])]
-        projections = _projections(graph, views, sizes)
+        heads_and_size = [graph.values[x].shape[1::2] for x in (rope_q.inputs[0], rope_k.inputs[0], append_v.inputs[1])]
+        if not all(isinstance(d, int) for pair in heads_and_size for d in pair):
+            continue  # head counts and sizes are fixed in every model the op takes
+        projections = _projections(graph, views, [heads * size for heads, size in heads_and_size])
         if projections is None:
             continue
         members = [rope_q, rope_k, append_k, append_v]

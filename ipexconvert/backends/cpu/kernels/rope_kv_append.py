@@ -45,7 +45,8 @@ def native_rope_kv_append(ctx: NodeContext):
                            key_buffer, value_buffer, past_key.shape[2], isa, torch.get_num_threads())
         return q_out, present_key, present_value
 
-    return Kernel(run, _native.kernel_name("rope_kv_append", "rope_kv_append", isa), fresh_output=True)
+    # Not fresh_output: the presents are views of buffers that the pasts given may view too (kv_append's kernel alike).
+    return Kernel(run, _native.kernel_name("rope_kv_append", "rope_kv_append", isa))
 
 
 @kernels.register_kernel("cpu", "rope_kv_append")
