@@ -26,11 +26,11 @@ def split_inputs(inputs: list) -> tuple[list, list]:
     return inputs[:-4], inputs[-4:]
 
 
-def head_counts(projections: list, kv_heads: int, head_dim: int) -> tuple[int, int]:
-    """(heads, kv_heads) the projections hold, from their last dims (sizes of TensorSpecs or tensors)."""
+def query_heads(projections: list, kv_heads: int, head_dim: int) -> int:
+    """The query heads the projections hold, from their last dims (shapes of TensorSpecs or tensors)."""
     if len(projections) == 1:
-        return projections[0][-1] // head_dim - 2 * kv_heads, kv_heads
-    return projections[0][-1] // head_dim, kv_heads
+        return projections[0][-1] // head_dim - 2 * kv_heads
+    return projections[0][-1] // head_dim
 
 
 def heads_of(x: torch.Tensor, heads: int, head_dim: int) -> torch.Tensor:
@@ -69,7 +69,7 @@ class RopeKvAppendOp(OpDef):
             require(p.dtype == past_key.dtype, f"the projection {p.describe()} and the cache {past_key.describe()} differ in dtype")
             require(same_dim(p.shape[0], batch) and same_dim(p.shape[1], projections[0].shape[1]) and isinstance(p.shape[2], int)
                     and p.shape[2] % d == 0, f"the projection {p.describe()} is not [{batch}, seq, heads * {d}]")
-        heads, _ = head_counts([p.shape for p in projections], kv_heads, d)
+        heads = query_heads([p.shape for p in projections], kv_heads, d)
         require(heads >= 1, f"the projections {[p.describe() for p in projections]} hold no query heads "
                             f"beside {kv_heads} key and value heads of {d}")
         if len(projections) == 3:
@@ -85,7 +85,7 @@ class RopeKvAppendOp(OpDef):
     def reference(cls, inputs, attrs, dims):
         projections, (cos, sin, past_key, past_value) = split_inputs(list(inputs))
         kv_heads, d = past_key.shape[1], past_key.shape[3]
-        heads, _ = head_counts([p.shape for p in projections], kv_heads, d)
+        heads = query_heads([p.shape for p in projections], kv_heads, d)
         q, k, v = split_projections(projections, heads, kv_heads, d)
         q, k, v = heads_of(q, heads, d), heads_of(k, kv_heads, d), heads_of(v, kv_heads, d)
         rope = RopeOp.reference

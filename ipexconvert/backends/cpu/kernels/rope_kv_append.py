@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from ....ir.ops.rope import RopeOp
-from ....ir.ops.rope_kv_append import head_counts, heads_of, split_inputs, split_projections
+from ....ir.ops.rope_kv_append import heads_of, query_heads, split_inputs, split_projections
 from ....runtime import kernels
 from ....runtime.kernels import Kernel, NodeContext
 from . import _native, _runs_at
@@ -17,7 +17,7 @@ def _shape(ctx: NodeContext):
     """(merged, heads, kv_heads, head size) of the node (fixed by its specs, checked at load)."""
     projections, (_, _, past_key, _) = split_inputs(list(ctx.input_specs))
     kv_heads, d = past_key.shape[1], past_key.shape[3]
-    heads, _ = head_counts([p.shape for p in projections], kv_heads, d)
+    heads = query_heads([p.shape for p in projections], kv_heads, d)
     return len(projections) == 1, heads, kv_heads, d
 
 
