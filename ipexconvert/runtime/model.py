@@ -241,7 +241,7 @@ class LoadedModel:
         into numbers, so inputs holding NaN or Inf (checked here, one pass over the float inputs) run
         a plan without them: NaN in gives NaN out, as in eager PyTorch. Integer codes cannot carry
         NaN, so an int8 artifact refuses such inputs instead of answering with plausible numbers."""
-        bad = next((i for i in self._nan_scanned_inputs if not bool(torch.isfinite(tensors[i]).all())), None)
+        bad = next((i for i in self._nan_scanned_inputs if not _all_finite(tensors[i])), None)
         if bad is None:
             return self.runner
         name = self.signature.input_names[bad]
@@ -306,3 +306,11 @@ class LoadedModel:
 
     def __repr__(self) -> str:
         return f"LoadedModel({self.path.name}, {self.manifest.dtype}, {self.signature})"
+
+
+def _all_finite(t: torch.Tensor) -> bool:
+    """Whether t holds no NaN or Inf. A sum is NaN or infinite whenever some element is, so a finite sum answers
+    in one reduction (~20 us for an image, where isfinite(t).all() writes a mask first: ~200 us, 2-3 % of a
+    ResNet-50 int8 call); a sum that overflows only sends the question to the exact check."""
+    total = t.sum(dtype=torch.float32) if t.dtype in (torch.float16, torch.bfloat16) else t.sum()
+    return bool(torch.isfinite(total)) or bool(torch.isfinite(t).all())

@@ -283,3 +283,24 @@ def test_the_compiled_signature_check_agrees_with_the_full_one(model, tensors):
         assert sig._expected.match(given) is None
     else:
         assert sig.check(given) == want
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_the_finite_scan_finds_every_nan_and_inf_and_only_them(dtype):
+    from ipexconvert.runtime.model import _all_finite
+
+    big = torch.finfo(dtype).max
+    x = torch.randn(3, 1000).to(dtype)
+    assert _all_finite(x)
+    assert _all_finite(torch.empty(0, dtype=dtype))
+    assert _all_finite(torch.full((64,), big, dtype=dtype))  # the sum overflows; every element is finite
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        y = x.clone()
+        y[2, 517] = bad
+        assert not _all_finite(y)
+    y = torch.full((64,), big, dtype=dtype)
+    y[5] = float("nan")
+    assert not _all_finite(y)
+    y = x.clone()
+    y[0, 0], y[1, 1] = float("inf"), -float("inf")  # their sum is NaN: still found
+    assert not _all_finite(y)
