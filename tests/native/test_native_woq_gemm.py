@@ -218,7 +218,8 @@ def test_int8_activation_path_errors():
 # ---- path 4: int8 weights in k-quads on int8-quantized activations (AVX2 and up) --------------------------
 
 W8A8_SHAPES = [(1, 1, 4, 4), (1, 16, 32, 32), (2, 33, 64, 32), (3, 50, 256, 64), (4, 7, 128, 128), (5, 40, 512, 128),
-               (13, 17, 8, 4), (25, 100, 384, 384), (70, 300, 640, 64), (1, 96, 1024, 1024), (9, 24, 4864, 4864)]
+               (13, 17, 8, 4), (25, 100, 384, 384), (70, 300, 640, 64), (1, 96, 1024, 1024), (9, 24, 4864, 4864),
+               (40, 20, 12, 4)]  # 12: a vector of 8 and a tail in the row rounding
 
 
 @pytest.mark.parametrize("level", AVX2_UP)
@@ -248,6 +249,12 @@ def test_w8a8_path_thread_independent_and_nan_rows():
     assert got[2].isnan().all() and got[4].isnan().all()
     assert torch.isfinite(got[[0, 1, 3, 5]]).all()
     assert torch.equal(got[[0, 1, 3, 5]], run(1)[[0, 1, 3, 5]])
+    # Enough rows that the rounding of x is split over the threads too: a NaN row in the second half stays NaN.
+    x, codes, scales, _, bias = operands(96, 48, 1024, 128, 8, False, seed=5)  # run() reads these
+    x[77, 1000] = float("nan")
+    got, alone = run(2), run(1)
+    assert got[77].isnan().all() and torch.isfinite(got[:77]).all() and torch.isfinite(got[78:]).all()
+    assert torch.equal(got.nan_to_num(), alone.nan_to_num())
 
 
 # ---- path 5: 4-bit weights in k-octets on int8-quantized activations (AVX-512 VNNI) ----------------------

@@ -92,10 +92,7 @@ static void woq_gemm_w4a8(const WoqGemmArgs& g) {
     int8_t* xq = new int8_t[static_cast<size_t>(g.m * g.k)];  // bad_alloc reaches Python as MemoryError
     int32_t* xsum = new int32_t[static_cast<size_t>(g.m * groups)];
     float* xs = new float[static_cast<size_t>(g.m)];
-    for (int64_t r = 0; r < g.m; ++r) {
-        xs[r] = quantize_row_or_nan(g.x + r * g.x_stride, g.k, xq + r * g.k);
-        group_sums(xq + r * g.k, g.k, g.group_size, xsum + r * groups);
-    }
+    quantize_rows(g.x, g.x_stride, g.m, g.k, g.threads, xq, xs, false, g.group_size, xsum);
     const int64_t work = g.k * kBlock * g.m;
     const int64_t grain = work >= kMinMacsPerTask ? 1 : kMinMacsPerTask / work;
     // Parallel over blocks of channels; each task takes every row through its block, 4 at a time, so the

@@ -178,13 +178,7 @@ static void woq_gemm_w8a8(const WoqGemmArgs& g) {
     // x rounded once per call: the row scales and the codes (signed; AVX-512 VNNI: offset by 128, unsigned).
     uint8_t* xu = new uint8_t[static_cast<size_t>(g.m * g.k)];  // bad_alloc reaches Python as MemoryError
     float* xs = new float[static_cast<size_t>(g.m)];
-    for (int64_t r = 0; r < g.m; ++r) {
-        int8_t* q = reinterpret_cast<int8_t*>(xu + r * g.k);
-        xs[r] = quantize_row_or_nan(g.x + r * g.x_stride, g.k, q);
-#if defined(__AVX512VNNI__)
-        for (int64_t i = 0; i < g.k; ++i) xu[r * g.k + i] = static_cast<uint8_t>(q[i] + 128);
-#endif
-    }
+    quantize_rows(g.x, g.x_stride, g.m, g.k, g.threads, reinterpret_cast<int8_t*>(xu), xs, kHasOffsets);
     const int64_t work = g.k * kBlock * g.m;
     const int64_t grain = work >= kMinMacsPerTask ? 1 : kMinMacsPerTask / work;
     // Parallel over blocks of channels; each task takes every row through its block, 4 at a time, so the
