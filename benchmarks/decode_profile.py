@@ -1,8 +1,8 @@
 """Where a decode step's time goes: a decoder artifact is prefilled with a random prompt, then one-token steps
 are timed (median) and profiled per kernel kind (the executor's own profile: each step timed around its kernel
-call, so the sum includes the call overhead of every step).
+call, so the sum includes the call overhead of every step). --prefill profiles the prompt's own call instead.
 
-    python benchmarks/decode_profile.py model.ipxc [--prompt 512] [--threads 2]
+    python benchmarks/decode_profile.py model.ipxc [--prompt 512] [--threads 2] [--prefill]
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ def main() -> None:
     ap.add_argument("--prompt", type=int, default=512, help="cached positions before the profiled steps")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=15)
+    ap.add_argument("--prefill", action="store_true", help="profile the prompt's call (an empty cache) instead")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     model = load_artifact(args.artifact)
@@ -35,6 +36,8 @@ def main() -> None:
         out = model.run_dict({record.input_ids: input_ids, **past})
         past = {p: out[o] for p, o in record.cache}
 
+    if args.prefill:
+        return profile_prefill(model, record, ids, args)
     call(ids)
     for _ in range(3):
         call(step)
@@ -54,6 +57,23 @@ def main() -> None:
     print("| kernel | ms per step |\n|---|---:|")
     for kind, seconds in sorted(totals.items(), key=lambda kv: -kv[1]):
         print(f"| {kind} | {1e3 * seconds:.3f} |")
+
+
+def profile_prefill(model, record, ids, args, calls: int = 3) -> None:
+    empty = model.decoder._empty_cache(1)
+    model.run_dict({record.input_ids: ids, **empty})  # warm-up
+    times, totals = [], {}
+    for _ in range(calls):
+        start = time.perf_counter()
+        model.run_dict({record.input_ids: ids, **model.decoder._empty_cache(1)})
+        times.append(time.perf_counter() - start)
+        for kind, seconds in model.profile({record.input_ids: ids, **model.decoder._empty_cache(1)}).items():
+            totals[kind] = totals.get(kind, 0.0) + seconds / calls
+    print(f"{args.artifact}: prefill of {args.prompt} tokens, {args.threads} threads: median "
+          f"{1e3 * statistics.median(times):.1f} ms; profiled sum {1e3 * sum(totals.values()):.1f} ms")
+    print("| kernel | ms per prefill |\n|---|---:|")
+    for kind, seconds in sorted(totals.items(), key=lambda kv: -kv[1]):
+        print(f"| {kind} | {1e3 * seconds:.2f} |")
 
 
 if __name__ == "__main__":
