@@ -114,16 +114,33 @@ def test_strided_rows_read_and_write_in_place(m):
     assert (out[:, :3] == -1).all() and (out[:, 27:] == -1).all()
 
 
-@pytest.mark.parametrize("path", [0, 4])
-def test_n_dimensional_rows_and_a_residual_added_after_the_bias(path):
-    x, codes, scales, _, bias = operands(6, 24, 64, 32, 8, False, seed=8)
-    packed, qparams, has_zero = native.pack_woq_weight(codes, scales, None, 8, 32, integer_layout=path == 4)
-    residual = torch.randn(2, 3, 24)
-    out = torch.empty(2, 3, 24)
-    native.raw.woq_gemm(x.view(2, 3, 64), packed, 24, 8, 32, qparams, has_zero, bias, out, None, 2, path, residual)
-    alone = torch.empty(6, 24)
-    native.raw.woq_gemm(x, packed, 24, 8, 32, qparams, has_zero, bias, alone, None, 2, path)
-    assert torch.equal(out, (alone + residual.view(6, 24)).view(2, 3, 24))  # the same sum as torch's add after it
+RESIDUAL_CASES = [  # (path, bits, rows, k): every path, decode and prefill rows, a prefill k of several panel chunks
+    (0, 8, 6, 64), (1, 8, 2, 64), (2, 8, 40, 640), (4, 8, 6, 64), (4, 8, 40, 640), (3, 4, 4, 64), (5, 4, 40, 640)]
+
+
+@pytest.mark.parametrize("path, bits, rows, k", RESIDUAL_CASES)
+def test_n_dimensional_rows_and_a_residual_added_after_the_bias(path, bits, rows, k):
+    if path in (3, 4) and not AVX2_UP or path == 5 and not VNNI_UP:
+        pytest.skip(f"path {path} needs a level this CPU lacks")
+    x, codes, scales, _, bias = operands(rows, 24, k, 32, bits, False, seed=8)
+    packed, qparams, has_zero = native.pack_woq_weight(codes, scales, None, bits, 32, integer_layout=path in (4, 5))
+    residual = torch.randn(2, rows // 2, 24)
+    out = torch.empty(2, rows // 2, 24)
+    native.raw.woq_gemm(x.view(2, rows // 2, k), packed, 24, bits, 32, qparams, has_zero, bias, out, None, 2, path,
+                        residual)
+    alone = torch.empty(rows, 24)
+    native.raw.woq_gemm(x, packed, 24, bits, 32, qparams, has_zero, bias, alone, None, 2, path)
+    # The same sum as torch's add after it: the kernels add the residual after their last store of a row.
+    assert torch.equal(out, (alone + residual.view(rows, 24)).view(2, rows // 2, 24))
+
+
+def test_a_residual_sharing_memory_with_out_is_refused():
+    x, codes, scales, _, bias = operands(4, 16, 64, 32, 8, False, seed=9)
+    packed, qparams, has_zero = native.pack_woq_weight(codes, scales, None, 8, 32)
+    out = torch.zeros(5, 16)
+    for residual in (out[:4], out[1:]):  # the same rows, and rows shifted by one
+        with pytest.raises(ValueError, match="residual must not share memory with out"):
+            native.raw.woq_gemm(x, packed, 16, 8, 32, qparams, has_zero, bias, out[:4], None, 1, 0, residual)
 
 
 def test_no_rows():

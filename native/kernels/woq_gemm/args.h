@@ -49,6 +49,7 @@ struct WoqGemmArgs {
     bool has_zero = false;            // false: every zero point is 0 (symmetric int8), the zero term is skipped
     const float* bias = nullptr;      // optional, n
     float* y = nullptr;               // [m, n], row r at y + r * y_stride
+    const float* residual = nullptr;  // optional [m, n], row r at residual + r * n: y = (x . W^T + bias) + residual
     int64_t y_stride = 0;
     int path = 0;                     // 0: by m; 1: decode; 2: prefill; 3: decode on int8-quantized x (woq_gemv_i8);
                                       // 4: int8 weights in k-quads x int8-quantized x (woq_gemm_w8a8);

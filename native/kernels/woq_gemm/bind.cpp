@@ -77,12 +77,17 @@ void woq_gemm(nb::handle x_obj, nb::handle w_obj, int64_t n, int bits, int64_t g
     if (out_rows != g.m || out.shape(out.ndim() - 1) != n)
         fail("out " + out.shape_str() + " must hold " + std::to_string(g.m) + " rows of " + std::to_string(n));
     const float* residual_data = nullptr;
-    if (residual) {  // added after the GEMM and bias (a decoder's residual connection): one step fewer a layer
+    if (residual) {  // a decoder's residual connection, added after the GEMM and bias: one step fewer a layer
         check_cpu_contiguous(*residual);
         if (!residual->is_f32() || residual->size() != g.m * n || residual->shape(residual->ndim() - 1) != n)
             fail("residual must be float32 with out's " + std::to_string(g.m) + " rows of " + std::to_string(n) +
                  ", got " + residual->dtype_str() + " " + residual->shape_str());
         residual_data = static_cast<const float*>(residual->data());
+        // The kernels read a row's residual as they store that row's outputs: out must not overwrite it first.
+        const float* out_begin = static_cast<const float*>(out.data());
+        const float* out_end = out_begin + (g.m - 1) * g.y_stride + n;
+        if (g.m > 0 && residual_data < out_end && out_begin < residual_data + g.m * n)
+            fail("residual must not share memory with out");
     }
     g.x = static_cast<const float*>(x.data());
     g.bits = bits;
@@ -91,6 +96,7 @@ void woq_gemm(nb::handle x_obj, nb::handle w_obj, int64_t n, int bits, int64_t g
     g.qparams = static_cast<const float*>(qparams.data());
     g.has_zero = has_zero;
     g.y = static_cast<float*>(out.data());
+    g.residual = residual_data;  // summed by the kernels after the GEMM and bias, in their own threads
     g.path = path;
     g.threads = threads;
     if (path == 3) {
@@ -108,12 +114,6 @@ void woq_gemm(nb::handle x_obj, nb::handle w_obj, int64_t n, int bits, int64_t g
     } else {
         run(lookup_woq_gemm(select(max_isa)), "woq_gemm", g);
     }
-    if (residual_data != nullptr)
-        for (int64_t r = 0; r < g.m; ++r) {
-            float* y = g.y + r * g.y_stride;
-            const float* add = residual_data + r * n;
-            for (int64_t j = 0; j < n; ++j) y[j] += add[j];
-        }
 }
 
 }  // namespace
