@@ -60,6 +60,24 @@ def test_attention_f32_matches_reference(shape, mask_kind, level):
     assert normalised_error(got, want) <= 3 * normalised_error(theirs, want) + 1e-6
 
 
+@pytest.mark.parametrize("mask_dtype", [torch.float32, torch.bfloat16], ids=["fp32-mask", "bf16-mask"])
+def test_causal_and_padded_prompts_skip_only_keys_every_row_masks(mask_dtype, level):
+    """A block of queries skips the keys past the last one any of its rows keeps (found 16 keys at a time from the
+    end of each row): causal prompts, padding after a prompt, a -inf run inside the rows (never skipped), run
+    lengths that are not multiples of 16."""
+    torch.manual_seed(3)
+    n = 100
+    q, k, v = (torch.randn(2, 3, n, 64) for _ in range(3))
+    mask = torch.zeros(n, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+    mask = mask.expand(2, 3, n, n).clone()
+    mask[1, :, :, 77:] = float("-inf")  # batch 1: its last 23 keys are padding
+    mask[0, 1, :, 10:40] = float("-inf")  # a hole inside head 1's rows
+    mask = mask.to(mask_dtype)
+    got = native.attention(q, k, v, mask, threads=2, max_isa=level)
+    assert torch.isfinite(got).all()
+    assert normalised_error(got, reference(q, k, v, mask.float())) <= F32_THRESHOLD
+
+
 @pytest.mark.parametrize("heads, kv_heads", [(14, 2), (4, 1), (6, 3)])
 def test_grouped_query_heads_share_k_and_v(heads, kv_heads, level):
     """k and v with fewer heads than q (a decoder's prefill): query head h reads kv head h / (heads / kv_heads),

@@ -91,16 +91,22 @@ void weigh_values(const float* p, int64_t kv_pad, const float* v, int64_t v_stri
 // every score is e^-inf = 0, so the block computes nothing there (a causal prompt's future keys, a padded
 // batch's padding). kv_len without a mask, and for a block whose every row is masked out entirely (then the
 // rows come out as before: the caller zeroes such rows).
+// Rows go last to first (a causal block's last row reaches furthest, so the others stop at once), each scanned
+// from its end 16 keys a compare while all 16 are -inf: a 512-token causal prompt scanned one key at a time
+// cost ~15 % of its attention.
 template <class M>
 int64_t live_keys(const M* mask, int64_t mask_row_stride, int64_t rows, int64_t kv_len) {
     if (mask == nullptr) return kv_len;
+    const __m512 minus_inf = _mm512_set1_ps(-__builtin_inff());
     int64_t live = 0;
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = rows - 1; r >= 0 && live < kv_len; --r) {
         const M* m = mask + r * mask_row_stride;
         int64_t j = kv_len;
+        while (j - 16 >= live &&
+               _mm512_cmp_ps_mask(load16(m + j - 16, 0xFFFF), minus_inf, _CMP_EQ_OQ) == 0xFFFF)
+            j -= 16;
         while (j > live && load(m[j - 1]) == -__builtin_inff()) --j;
         live = j > live ? j : live;
-        if (live == kv_len) break;
     }
     return live > 0 ? live : kv_len;
 }
