@@ -232,9 +232,11 @@ class LoadedModel:
         outputs = self.run_list(self.signature.bind(args, kwargs))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def run_list(self, tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    def run_list(self, tensors: Sequence[torch.Tensor], scan_nan: bool = True) -> list[torch.Tensor]:
+        """scan_nan=False: the caller vouches that the float inputs hold no NaN/Inf it did not get from this model
+        (a decoder's own caches), so the per-call scan is skipped."""
         dims = self.signature.check(tensors)
-        return self._runner_for(tensors).run(tensors, dims)
+        return (self._runner_for(tensors) if scan_nan else self.runner).run(tensors, dims)
 
     def _runner_for(self, tensors: Sequence[torch.Tensor]):
         """The plan for these inputs. Some fast CPU kernels (oneDNN's max pooling and fused relu) turn NaN
@@ -262,8 +264,8 @@ class LoadedModel:
                                 "load the artifact again")
         return program
 
-    def run_dict(self, inputs: dict[str, Any]) -> dict[str, torch.Tensor]:
-        outputs = self.run_list(self.signature.bind((), inputs))
+    def run_dict(self, inputs: dict[str, Any], scan_nan: bool = True) -> dict[str, torch.Tensor]:
+        outputs = self.run_list(self.signature.bind((), inputs), scan_nan)
         return dict(zip(self.signature.output_names, outputs))
 
     def profile(self, inputs: dict[str, Any]) -> dict[str, float]:
