@@ -105,6 +105,7 @@ def _mismatch(ctx: NodeContext, what: str) -> ArtifactError:
 
 
 _BINARY_KINDS = frozenset({"add", "mul"})
+GEMV_ROWS = 4  # bf16 rows up to which the native bf16_gemv runs (decode), where bf16 linear widens from WIDE_FROM_ROWS
 WIDE_FROM_ROWS = 64  # bf16 rows from which widening to float32 MKL pays (32 rows: 2.3 against 1.8 ms; 128: faster)
 
 
@@ -171,10 +172,35 @@ def build_linear_kernel(ctx: NodeContext) -> Optional[Kernel]:
         return torch.nn.functional.linear(x.float(), weight_bf16.float(), wide_bias).to(x.dtype)
 
     wide = with_tail(widened, tuple(ctx.attrs.post_ops))
+    few = _native_few_rows(ctx, weight_bf16, bias)
 
     def by_rows(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
         rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
+        if rows <= GEMV_ROWS and few is not None:
+            return few(inputs, dims)
         return wide(inputs, dims) if rows >= WIDE_FROM_ROWS else fused(inputs, dims)
 
     return Kernel(by_rows, "torch_onednn:linear", consumed(ctx), keeps_nan=False)
+
+
+def _native_few_rows(ctx: NodeContext, weight: torch.Tensor, bias: Optional[torch.Tensor]):
+    """The native bf16_gemv for up to GEMV_ROWS rows of x (a decode step), post-ops in torch after it, or None
+    without the native build. It reads the plain [out, in] bf16 weight the widening path keeps anyway, at ~0.86
+    of the read bandwidth where oneDNN's bf16 path reached ~0.79 (Xeon without AMX, 2 cores: a Qwen2-0.5B decode
+    step's GEMVs, benchmarks/results/session25-decoder-qwen2-0.5b-xeon-avx512bf16.md)."""
+    from .. import native_lib
+    if not native_lib.available() or not hasattr(native_lib.raw, "bf16_gemv") or weight.dtype != torch.bfloat16:
+        return None
+    lib, isa, n = native_lib.raw, ctx.isa, weight.shape[0]
+    wide_bias = None if bias is None else bias.float().contiguous()
+
+    def gemv(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x = inputs[0]
+        if x.dtype != torch.bfloat16 or not x.is_contiguous():
+            x = x.to(torch.bfloat16).contiguous()
+        out = torch.empty(x.shape[:-1] + (n,), dtype=torch.bfloat16)
+        lib.bf16_gemv(x, weight, wide_bias, out, isa, torch.get_num_threads())
+        return out
+
+    return with_tail(gemv, tuple(ctx.attrs.post_ops))

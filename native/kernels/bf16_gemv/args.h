@@ -1,0 +1,24 @@
+// The argument struct of the bf16_gemv kernel (see native/include/ipxc/kernels.h).
+#pragma once
+
+#include <cstdint>
+
+#include "ipxc/kernel_types.h"
+
+namespace ipxc {
+
+// bf16_gemv: y[r, n] = sum_k x[r, k] * w[n, k] (+ bias[n]) for a few rows (decode: m <= 4), x and w bfloat16,
+// the sums in float32, y rounded to bfloat16 once (round to nearest even). w is the linear layer's own
+// [n, k] weight, contiguous: no packed copy. Parallel over blocks of output channels.
+struct Bf16GemvArgs {
+    const uint16_t* x = nullptr;  // [m, k] bf16 bits, row r at x + r * x_stride
+    int64_t x_stride = 0;
+    int64_t m = 0, n = 0, k = 0;
+    const uint16_t* w = nullptr;  // [n, k] bf16 bits, contiguous
+    const float* bias = nullptr;  // optional, n
+    uint16_t* y = nullptr;        // [m, n] bf16 bits, row r at y + r * y_stride
+    int64_t y_stride = 0;
+    int threads = 1;
+};
+
+}  // namespace ipxc

@@ -1,0 +1,93 @@
+"""The bf16_gemv kernel (a bf16 linear layer for up to 4 rows, float32 sums, rounded once) at every level this CPU
+runs, against float64 matmul; its argument checks; and the bf16 linear kernel's use of it for decode rows."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import native_ops as native
+from ipexconvert.backends.cpu.kernels import linear as linear_kernels
+from ipexconvert.ir import TensorSpec
+from ipexconvert.ir.opdef import get_op
+from ipexconvert.runtime.kernels import NodeContext
+
+LEVELS = native.supported_levels() if native.available() else []
+pytestmark = pytest.mark.skipif(not LEVELS, reason="needs the native build")
+
+SHAPES = [(1, 1152, 896), (2, 37, 100), (3, 8, 16), (4, 96, 4864), (1, 5, 7), (4, 1, 1)]  # m, n, k
+
+
+def reference(x, w, bias):
+    out = x.double().reshape(-1, x.shape[-1]) @ w.double().T
+    return out + bias.double() if bias is not None else out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("m, n, k", SHAPES)
+def test_matches_float64_within_one_bf16_rounding(level, m, n, k):
+    torch.manual_seed(m * n + k)
+    x, w, bias = torch.randn(m, k).bfloat16(), torch.randn(n, k).bfloat16(), torch.randn(n)
+    out = torch.empty(m, n, dtype=torch.bfloat16)
+    native.raw.bf16_gemv(x, w, bias, out, level, 2)
+    want = reference(x, w, bias)
+    # float32 sums, then one rounding to bf16: within half a bf16 unit (2^-8 relative) plus the sums' own error
+    assert ((out.double() - want).abs() <= want.abs() * 2.0 ** -8 + 1e-4 * (k ** 0.5)).all()
+    alone = torch.empty(m, n, dtype=torch.bfloat16)
+    native.raw.bf16_gemv(x, w, bias, alone, level, 1)
+    assert torch.equal(out, alone)  # every output summed in the same order whatever the threads
+
+
+def test_strided_rows_no_bias_and_n_dimensional_x():
+    x = torch.randn(3, 64).bfloat16()
+    w = torch.randn(24, 48).bfloat16()
+    out = torch.empty(3, 24, dtype=torch.bfloat16)
+    native.raw.bf16_gemv(x[:, 8:56], w, None, out, None, 2)  # rows 64 apart
+    want = reference(x[:, 8:56], w, None)
+    assert ((out.double() - want).abs() <= want.abs() * 2.0 ** -8 + 1e-3).all()
+    out3 = torch.empty(1, 2, 24, dtype=torch.bfloat16)
+    native.raw.bf16_gemv(x[:2, 8:56].contiguous().view(1, 2, 48), w, None, out3, None, 2)
+    assert torch.equal(out3.view(2, 24), out[:2])
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(x=torch.zeros(5, 16, dtype=torch.bfloat16), out=torch.empty(5, 8, dtype=torch.bfloat16)), "at most 4"),
+    (dict(x=torch.zeros(2, 16)), "x must be a bfloat16"),
+    (dict(w=torch.zeros(8, 16)), "w must be a bfloat16"),
+    (dict(x=torch.zeros(2, 15, dtype=torch.bfloat16)), "k = 16 columns"),
+    (dict(out=torch.empty(2, 7, dtype=torch.bfloat16)), "must hold 2 rows of 8"),
+    (dict(bias=torch.zeros(7)), "bias"),
+    (dict(bias=torch.zeros(8, dtype=torch.bfloat16)), "float32"),
+    (dict(w=torch.zeros(16, 8, dtype=torch.bfloat16).T), "contiguous"),
+])
+def test_bad_arguments_are_clear_errors(change, message):
+    args = dict(x=torch.zeros(2, 16, dtype=torch.bfloat16), w=torch.zeros(8, 16, dtype=torch.bfloat16), bias=None,
+                out=torch.empty(2, 8, dtype=torch.bfloat16), max_isa=None, threads=1)
+    args.update(change)
+    with pytest.raises(ValueError, match=message):
+        native.raw.bf16_gemv(*args.values())
+
+
+def test_bf16_linear_runs_it_for_decode_rows_where_bf16_widens(monkeypatch):
+    """Where bf16 linear widens many rows to float32 (no bf16 arithmetic faster than float32), up to 4 rows run
+    bf16_gemv, with the node's post-ops after it; more rows keep the other paths."""
+    monkeypatch.setattr(linear_kernels, "widens_many_rows", lambda isa, dtype: True)
+    calls = []
+    real = native.raw.bf16_gemv
+    monkeypatch.setattr(native.raw, "bf16_gemv", lambda *a: calls.append(a[0].shape) or real(*a), raising=False)
+    torch.manual_seed(0)
+    w, b = torch.randn(20, 40).bfloat16(), torch.randn(20).bfloat16()
+    attrs = get_op("linear").parse_attrs({"post_ops": [{"kind": "gelu"}]})
+    ctx = NodeContext(op="linear", attrs=attrs,
+                      input_specs=(TensorSpec(dtype="bfloat16", shape=["rows", 40]), TensorSpec(dtype="bfloat16", shape=[20, 40]),
+                                   TensorSpec(dtype="bfloat16", shape=[20])),
+                      output_specs=(TensorSpec(dtype="bfloat16", shape=["rows", 20]),), constants=(None, w, b),
+                      device="cpu", isa=native.selected_level())
+    kernel = linear_kernels.torch_onednn_linear(ctx)
+    if kernel is None:
+        pytest.skip("bf16 linear through oneDNN is not available at this level")
+    for rows in (1, 4, 9):
+        x = torch.randn(rows, 40).bfloat16()
+        got = kernel.fn([x, w, b], {})
+        want = torch.nn.functional.gelu(torch.nn.functional.linear(x.float(), w.float(), b.float()))
+        assert (got.float() - want).abs().max() <= 0.02 * want.abs().max() + 0.02
+    assert calls == [(1, 40), (4, 40)]
