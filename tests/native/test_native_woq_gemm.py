@@ -120,8 +120,9 @@ RESIDUAL_CASES = [  # (path, bits, rows, k): every path, decode and prefill rows
 
 @pytest.mark.parametrize("path, bits, rows, k", RESIDUAL_CASES)
 def test_n_dimensional_rows_and_a_residual_added_after_the_bias(path, bits, rows, k):
-    if path in (3, 4) and not AVX2_UP or path == 5 and not VNNI_UP:
-        pytest.skip(f"path {path} needs a level this CPU lacks")
+    level = native.selected_level()  # the calls below run at it (IPEXCONVERT_MAX_ISA caps it)
+    if path in (3, 4) and level == "generic" or path == 5 and level not in VNNI_UP:
+        pytest.skip(f"path {path} needs a level above {level}")
     x, codes, scales, _, bias = operands(rows, 24, k, 32, bits, False, seed=8)
     packed, qparams, has_zero = native.pack_woq_weight(codes, scales, None, bits, 32, integer_layout=path in (4, 5))
     residual = torch.randn(2, rows // 2, 24)
@@ -211,8 +212,8 @@ def test_int8_activation_path_is_exact_on_the_quantized_rows(level, asym):
 
 
 def test_int8_activation_path_is_numerically_different_and_thread_independent():
-    if not AVX2_UP:
-        pytest.skip("this CPU has no AVX2")
+    if native.selected_level() == "generic":  # these calls run at the selected (capped) level
+        pytest.skip("needs AVX2 (this CPU lacks it, or IPEXCONVERT_MAX_ISA caps below it)")
     x, codes, scales, zero_points, bias = operands(3, 64, 512, 128, 4, True, seed=4)
     run = lambda path, threads: native.woq_gemm(x, codes, scales, zero_points, bias, bits=4, group_size=128, path=path,
                                                 threads=threads)
@@ -254,8 +255,8 @@ def test_w8a8_path_is_exact_on_the_quantized_rows(level):
 
 
 def test_w8a8_path_thread_independent_and_nan_rows():
-    if not AVX2_UP:
-        pytest.skip("this CPU has no AVX2")
+    if native.selected_level() == "generic":  # these calls run at the selected (capped) level
+        pytest.skip("needs AVX2 (this CPU lacks it, or IPEXCONVERT_MAX_ISA caps below it)")
     x, codes, scales, _, bias = operands(6, 64, 512, 128, 8, False, seed=4)
     run = lambda threads, level=None: native.woq_gemm(x, codes, scales, None, bias, bits=8, group_size=128, path=4,
                                                       threads=threads, max_isa=level)
@@ -299,8 +300,8 @@ def test_w4a8_path_is_exact_on_the_quantized_rows(level, asym):
 
 
 def test_w4a8_path_thread_independent_nan_rows_and_errors():
-    if not VNNI_UP:
-        pytest.skip("this CPU has no AVX-512 VNNI")
+    if native.selected_level() not in VNNI_UP:
+        pytest.skip("needs AVX-512 VNNI (this CPU lacks it, or IPEXCONVERT_MAX_ISA caps below it)")
     x, codes, scales, zero_points, bias = operands(6, 64, 512, 128, 4, True, seed=4)
     run = lambda threads: native.woq_gemm(x, codes, scales, zero_points, bias, bits=4, group_size=128, path=5,
                                           threads=threads, max_isa=VNNI_UP[-1])  # also under IPEXCONVERT_MAX_ISA
