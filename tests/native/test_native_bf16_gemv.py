@@ -58,6 +58,8 @@ def test_strided_rows_no_bias_and_n_dimensional_x():
     (dict(bias=torch.zeros(7)), "bias"),
     (dict(bias=torch.zeros(8, dtype=torch.bfloat16)), "float32"),
     (dict(w=torch.zeros(16, 8, dtype=torch.bfloat16).T), "contiguous"),
+    (dict(x=torch.zeros(1, 32, dtype=torch.bfloat16)[:, ::2], out=torch.empty(1, 8, dtype=torch.bfloat16)),
+     "contiguous rows"),  # one row whose values are not side by side
 ])
 def test_bad_arguments_are_clear_errors(change, message):
     args = dict(x=torch.zeros(2, 16, dtype=torch.bfloat16), w=torch.zeros(8, 16, dtype=torch.bfloat16), bias=None,

@@ -28,12 +28,11 @@ void bf16_gemv(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::hand
     if (x.shape(x.ndim() - 1) != a.k) fail("x " + x.shape_str() + " must have k = " + std::to_string(a.k) + " columns");
     a.m = a.k > 0 ? x.size() / a.k : 0;
     if (a.m > kMaxRows) fail("x has " + std::to_string(a.m) + " rows; bf16_gemv takes at most 4");
-    if (x.is_contiguous() || a.m <= 1) {
-        a.x_stride = a.k;
-    } else {
-        if (x.ndim() != 2 || x.stride(1) != 1 || x.stride(0) < a.k)
+    a.x_stride = a.k;
+    if (!x.is_contiguous()) {  // rows of a 2-D tensor: each row contiguous, rows apart by at least k
+        if (x.ndim() != 2 || (x.stride(1) != 1 && a.k > 1) || (a.m > 1 && x.stride(0) < a.k))
             fail("x " + x.shape_str() + " must be contiguous or 2-D with contiguous rows");
-        a.x_stride = x.stride(0);
+        if (a.m > 1) a.x_stride = x.stride(0);
     }
     if (out.shape(out.ndim() - 1) != a.n || out.size() != a.m * a.n)
         fail("out " + out.shape_str() + " must hold " + std::to_string(a.m) + " rows of " + std::to_string(a.n));
