@@ -57,4 +57,15 @@ struct WoqGemmArgs {
     int threads = 1;
 };
 
+// y[r, n0 .. n0 + cols) += residual for rows [r_begin, r_end): every path calls it after its last store of those
+// outputs, so y = (x . W^T + bias) + residual as the op's reference adds them.
+inline void add_residual(const WoqGemmArgs& g, int64_t r_begin, int64_t r_end, int64_t n0, int64_t cols) {
+    if (g.residual == nullptr) return;
+    for (int64_t r = r_begin; r < r_end; ++r) {
+        float* y = g.y + r * g.y_stride + n0;
+        const float* add = g.residual + r * g.n + n0;
+        for (int64_t j = 0; j < cols; ++j) y[j] += add[j];
+    }
+}
+
 }  // namespace ipxc

@@ -88,16 +88,6 @@ static inline void store_row(const WoqGemmArgs& g, int64_t row, int64_t n0, int6
     }
 }
 
-// y[r, n0 .. n0 + cols) += residual for rows [r_begin, r_end): after the last store of those outputs.
-static inline void add_residual(const WoqGemmArgs& g, int64_t r_begin, int64_t r_end, int64_t n0, int64_t cols) {
-    if (g.residual == nullptr) return;
-    for (int64_t r = r_begin; r < r_end; ++r) {
-        float* y = g.y + r * g.y_stride + n0;
-        const float* add = g.residual + r * g.n + n0;
-        for (int64_t j = 0; j < cols; ++j) y[j] += add[j];
-    }
-}
-
 // ---- decode: the codes dequantized in registers ---------------------------------------------------
 
 // One block of 16 channels for MR (<= 4) rows. U accumulators per row cover the FMA latency.

@@ -83,8 +83,7 @@ static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const int8
         _mm512_store_ps(t, total[r]);
         float* y = g.y + (r0 + r) * g.y_stride + n0;
         for (int64_t j = 0; j < cols; ++j) y[j] = t[j] + (g.bias ? g.bias[n0 + j] : 0.0f);
-        if (g.residual != nullptr)  // the residual connection, added last (args.h)
-            for (int64_t j = 0; j < cols; ++j) y[j] += g.residual[(r0 + r) * g.n + n0 + j];
+        add_residual(g, r0 + r, r0 + r + 1, n0, cols);
     }
 }
 

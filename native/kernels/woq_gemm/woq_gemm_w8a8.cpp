@@ -170,9 +170,14 @@ static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const uint
     for (int r = 0; r < MR; ++r) {
         float* y = g.y + (r0 + r) * g.y_stride + n0;
         for (int64_t j = 0; j < cols; ++j) y[j] = total[r][j] + (g.bias ? g.bias[n0 + j] : 0.0f);
-        if (g.residual != nullptr)  // the residual connection, added last (args.h)
-            for (int64_t j = 0; j < cols; ++j) y[j] += g.residual[(r0 + r) * g.n + n0 + j];
+        add_residual(g, r0 + r, r0 + r + 1, n0, cols);
     }
+}
+
+// count weight-sum vectors in the thread's scratch, 64-byte aligned.
+static Acc* offsets_scratch(int64_t count) {
+    float* p = scratch_floats(count * static_cast<int64_t>(sizeof(Acc) / 4) + 16);
+    return reinterpret_cast<Acc*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
 }
 
 static void woq_gemm_w8a8(const WoqGemmArgs& g) {
@@ -192,8 +197,7 @@ static void woq_gemm_w8a8(const WoqGemmArgs& g) {
     // through them, the blocks' weight sums taken once per task.
     if (shared_offsets && g.m > kPanelRows) {
         parallel(blocks, grain, g.threads, [&](int64_t begin, int64_t end) {
-            Acc* offsets = reinterpret_cast<Acc*>(scratch_floats((end - begin) * groups * (sizeof(Acc) / 4) + 16));
-            offsets = reinterpret_cast<Acc*>((reinterpret_cast<uintptr_t>(offsets) + 63) & ~uintptr_t(63));
+            Acc* offsets = offsets_scratch((end - begin) * groups);
             for (int64_t blk = begin; blk < end; ++blk)
                 block_offsets(static_cast<const int8_t*>(g.w) + blk * g.k * kBlock, groups, quads, offsets + (blk - begin) * groups);
             for (int64_t p0 = 0; p0 < g.m; p0 += kPanelRows) {
@@ -209,8 +213,7 @@ static void woq_gemm_w8a8(const WoqGemmArgs& g) {
         return;
     }
     parallel(blocks, grain, g.threads, [&](int64_t begin, int64_t end) {
-        Acc* offsets = shared_offsets ? reinterpret_cast<Acc*>(scratch_floats(groups * (sizeof(Acc) / 4) + 16)) : nullptr;
-        if (offsets) offsets = reinterpret_cast<Acc*>((reinterpret_cast<uintptr_t>(offsets) + 63) & ~uintptr_t(63));
+        Acc* offsets = shared_offsets ? offsets_scratch(groups) : nullptr;
         for (int64_t blk = begin; blk < end; ++blk) {
             if (offsets) block_offsets(static_cast<const int8_t*>(g.w) + blk * g.k * kBlock, groups, quads, offsets);
             if (offsets) {

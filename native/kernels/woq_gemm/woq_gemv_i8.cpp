@@ -75,8 +75,7 @@ static void block_rows(const WoqGemmArgs& g, int64_t blk, const int8_t* xq, cons
     for (int r = 0; r < MR; ++r) {
         float* y = g.y + r * g.y_stride + n0;
         for (int64_t j = 0; j < cols; ++j) y[j] = total[r][j] + (g.bias ? g.bias[n0 + j] : 0.0f);
-        if (g.residual != nullptr)  // the residual connection, added last (args.h)
-            for (int64_t j = 0; j < cols; ++j) y[j] += g.residual[(r) * g.n + n0 + j];
+        add_residual(g, r, r + 1, n0, cols);
     }
 }
 

@@ -52,6 +52,7 @@ from ....errors import ArtifactError
 from ....ir.dims import same
 from ....ir.postops import PostOp
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
+from .. import native_lib
 from ..self_check import torch_ops
 from ._torch_onednn import (constant_weight_and_bias, consumed, enabled, isa_allows, mkl_runs_float32_linear,
                             node_dtype, plan_post_ops, with_tail)
@@ -189,7 +190,6 @@ def _native_few_rows(ctx: NodeContext, weight: torch.Tensor, bias: Optional[torc
     without the native build. It reads the plain [out, in] bf16 weight the widening path keeps anyway, at ~0.86
     of the read bandwidth where oneDNN's bf16 path reached ~0.79 (Xeon without AMX, 2 cores: a Qwen2-0.5B decode
     step's GEMVs, benchmarks/results/session25-decoder-qwen2-0.5b-xeon-avx512bf16.md)."""
-    from .. import native_lib
     if not native_lib.available() or not hasattr(native_lib.raw, "bf16_gemv") or weight.dtype != torch.bfloat16:
         return None
     lib, isa, n = native_lib.raw, ctx.isa, weight.shape[0]
