@@ -23,6 +23,9 @@ from ipexconvert.examples.decoder_cache import DecoderShape, named_forward, deco
 
 SHAPES = {
     "qwen2-0.5b": dict(vocab=151936, hidden=896, layers=24, heads=14, kv_heads=2, intermediate=4864, positions=32768),
+    # TinyLlama-1.1B (Llama: no q/k/v biases, an LM head of its own, RoPE theta 10000), for the GPU decode targets
+    "tinyllama-1.1b": dict(vocab=32000, hidden=2048, layers=22, heads=32, kv_heads=4, intermediate=5632, positions=2048,
+                           qkv_bias=False, tied=False, theta=10_000.0),
     "tiny": dict(vocab=512, hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128, positions=256),
 }
 THETA, EPS = 1_000_000.0, 1e-6
@@ -52,13 +55,13 @@ def repeat_kv(x, n_rep: int):
 
 
 class Layer(nn.Module):
-    def __init__(self, hidden: int, heads: int, kv_heads: int, intermediate: int):
+    def __init__(self, hidden: int, heads: int, kv_heads: int, intermediate: int, qkv_bias: bool = True):
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, hidden // heads
         self.input_norm, self.post_norm = RmsNorm(hidden), RmsNorm(hidden)
-        self.q = nn.Linear(hidden, heads * self.head_dim)
-        self.k = nn.Linear(hidden, kv_heads * self.head_dim)
-        self.v = nn.Linear(hidden, kv_heads * self.head_dim)
+        self.q = nn.Linear(hidden, heads * self.head_dim, bias=qkv_bias)
+        self.k = nn.Linear(hidden, kv_heads * self.head_dim, bias=qkv_bias)
+        self.v = nn.Linear(hidden, kv_heads * self.head_dim, bias=qkv_bias)
         self.o = nn.Linear(heads * self.head_dim, hidden, bias=False)
         self.gate = nn.Linear(hidden, intermediate, bias=False)
         self.up = nn.Linear(hidden, intermediate, bias=False)
@@ -83,14 +86,15 @@ class Qwen2Shaped(nn.Module):
     """forward(input_ids, past_key_0, past_value_0, ...) -> {logits, present_key_0, present_value_0, ...}."""
 
     def __init__(self, vocab: int, hidden: int, layers: int, heads: int, kv_heads: int, intermediate: int,
-                 positions: int, seed: int = 0):
+                 positions: int, seed: int = 0, qkv_bias: bool = True, tied: bool = True, theta: float = THETA):
         super().__init__()
         torch.manual_seed(seed)
         self.embed = nn.Embedding(vocab, hidden)
-        self.layers = nn.ModuleList([Layer(hidden, heads, kv_heads, intermediate) for _ in range(layers)])
+        self.layers = nn.ModuleList([Layer(hidden, heads, kv_heads, intermediate, qkv_bias) for _ in range(layers)])
         self.norm = RmsNorm(hidden)
+        self.head = None if tied else nn.Linear(hidden, vocab, bias=False)
         head_dim = hidden // heads
-        inv_freq = 1.0 / (THETA ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+        inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
         self.register_buffer("inv_freq", inv_freq, persistent=False)
         with torch.no_grad():
             for p in self.parameters():
@@ -102,19 +106,21 @@ class Qwen2Shaped(nn.Module):
         self.eval()
 
     def _forward(self, input_ids, **past):
-        past_len, seq = past["past_key_0"].shape[2], input_ids.shape[1]
-        positions = torch.arange(past_len, past_len + seq, dtype=torch.float32)
+        past_len, seq, device = past["past_key_0"].shape[2], input_ids.shape[1], input_ids.device
+        positions = torch.arange(past_len, past_len + seq, dtype=torch.float32, device=device)
         freqs = positions[:, None] * self.inv_freq[None, :]
         emb = torch.cat((freqs, freqs), dim=-1)
-        cos, sin = emb.cos()[None, None], emb.sin()[None, None]
-        causal = torch.arange(past_len + seq)[None, :] <= torch.arange(past_len, past_len + seq)[:, None]
-        mask = torch.zeros(causal.shape).masked_fill(~causal, float("-inf"))
         x = self.embed(input_ids)
+        cos, sin = emb.cos()[None, None].to(x.dtype), emb.sin()[None, None].to(x.dtype)
+        keys = torch.arange(past_len + seq, device=device)
+        causal = keys[None, :] <= torch.arange(past_len, past_len + seq, device=device)[:, None]
+        mask = torch.zeros(causal.shape, dtype=x.dtype, device=device).masked_fill(~causal, float("-inf"))
         out = {}
         for i, layer in enumerate(self.layers):
             x, out[f"present_key_{i}"], out[f"present_value_{i}"] = layer(
                 x, cos, sin, mask, past[f"past_key_{i}"], past[f"past_value_{i}"])
-        logits = F.linear(self.norm(x[:, -1:]), self.embed.weight)  # tied head, last position only
+        head = self.embed.weight if self.head is None else self.head.weight  # tied or its own; last position only
+        logits = F.linear(self.norm(x[:, -1:]), head)
         return {"logits": logits, **out}
 
 

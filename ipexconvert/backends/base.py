@@ -15,6 +15,9 @@ class Backend(Protocol):
     # Whether every kernel propagates NaN/Inf as eager PyTorch does; if not, float inputs holding them
     # run a plan of NaN-safe kernels (runtime/model.py), found by one scan of the inputs per call.
     propagates_nan: bool
+    # Whether a decoder generates over static caches here (runtime/static_cache.py): worth it where a decode
+    # step replays a captured graph (a GPU); the CPU appends to growing caches, attending to the written keys only.
+    static_decode: bool
 
     def level(self) -> str:
         """The ISA level (CPU) or architecture (GPU) kernels are chosen for in this process."""

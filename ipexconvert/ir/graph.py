@@ -171,13 +171,15 @@ def check_graph(graph: Graph) -> None:
         except (KeyError, ValueError) as e:  # unknown op; pydantic's ValidationError is a ValueError
             detail = " ".join(str(e.args[0] if isinstance(e, KeyError) else e).split())
             raise ArtifactError(f"{where} cannot be run: {detail}", _UPGRADE) from None
+        if get_op(node.op).internal:
+            fail(f"{where} is made by the runtime at load and never stored in an artifact")
         for value in node.inputs:
             if value is not None and value not in defined:
                 later = any(value in n.outputs for n in graph.nodes)
                 fail(f"{where} reads {value}, which " + ("is computed only by a later node (nodes must be in "
                      "topological order)" if later else "no input, constant or node provides"))
         try:
-            unbound = _names(_attr_expressions(attrs)) - set(graph.dims)
+            unbound = _names(attr_expressions(attrs)) - set(graph.dims)
         except ValueError as e:  # an aten `$sym` argument outside the dims grammar
             fail(f"{where} attrs: {e}")
         if unbound:
@@ -226,7 +228,7 @@ def _names(entries) -> set[str]:
     return set().union(*(parse(e).names() for e in entries if isinstance(e, str)))
 
 
-def _attr_expressions(attrs: Any) -> list[str]:
+def attr_expressions(attrs: Any) -> list[str]:
     """Dim expressions in attrs: entries of shape-like fields (list[DimEntry]) and aten `$sym` arguments."""
     from .dims import DimEntry
 

@@ -42,6 +42,9 @@ class OpDef:
     name: ClassVar[str]
     Attrs: ClassVar[type[BaseModel]] = NoAttrs
     arity: ClassVar[Arity] = Arity(1, 1)
+    # Made by the runtime at load (e.g. runtime/static_cache.py), never written in an artifact: the loader
+    # refuses an artifact holding one (their kernels trust what the runtime guarantees, e.g. a write position).
+    internal: ClassVar[bool] = False
 
     # ---- semantics -----------------------------------------------------
     @classmethod

@@ -142,17 +142,18 @@ class Decoder:
             raise UserInputError(f"{length} prompt tokens + {settings.max_new_tokens} new ones exceed the model's "
                                  f"{self.max_positions} positions", "shorten the prompt or ask for fewer tokens")
         generator = torch.Generator().manual_seed(settings.seed) if settings.seed is not None else None
-        past = self._empty_cache(batch)
+        steps = self.model.static_cache or GrowingCache(self)
         done = torch.zeros(batch, dtype=torch.bool)
         eos = torch.tensor(self.record.eos_token_ids, dtype=torch.int64)
         step_ids = ids
-        for _ in range(settings.max_new_tokens):
+        for step in range(settings.max_new_tokens):
             start = time.perf_counter()
-            # The float inputs are the caches this loop made (empty at first): the NaN/Inf scan has nothing to find
-            # there that the model did not put there itself, and scanning them cost 1.5 ms a bf16 token.
-            outputs = self.model.run_dict({self.record.input_ids: step_ids, **past}, scan_nan=False)
-            logits = outputs[self.record.logits][:, -1, :].float()
-            next_ids = _choose(logits, settings, generator)
+            if step == 0:
+                logits = steps.start(ids, length + settings.max_new_tokens, self.device)
+            else:
+                logits = steps.advance(step_ids)
+            # chosen on the CPU (a GPU's logits are copied over): the same ids for the same seed on every device
+            next_ids = _choose(logits[:, -1, :].float().cpu(), settings, generator)
             if on_step is not None:
                 on_step(time.perf_counter() - start)
             if settings.stop_at_eos and eos.numel():
@@ -161,7 +162,6 @@ class Decoder:
             yield next_ids
             if settings.stop_at_eos and eos.numel() and bool(done.all()):
                 return
-            past = {p: outputs[o] for p, o in self.record.cache}
             step_ids = next_ids.unsqueeze(1)
 
     def generate(self, prompt: Prompt, settings: SamplingSettings) -> Generation:
@@ -180,6 +180,30 @@ class Decoder:
     def _empty_cache(self, batch: int) -> dict[str, torch.Tensor]:
         return empty_cache(self.record, {io.name: io.spec for io in self.model.signature.inputs}, batch,
                            str(self.model.path))
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device(self.model.device, torch.cuda.current_device()) if self.model.device == "cuda" else torch.device(self.model.device)
+
+
+class GrowingCache:
+    """The artifact's own steps: each call takes the past cache and returns the present one (the CPU's kv_append
+    kernels grow it in place inside a buffer with spare positions). runtime/static_cache.py has the same methods."""
+
+    def __init__(self, decoder: Decoder):
+        self.decoder, self.model, self.record = decoder, decoder.model, decoder.record
+        self.past: dict[str, torch.Tensor] = {}
+
+    def start(self, ids: torch.Tensor, total: int, device: torch.device) -> torch.Tensor:
+        self.past = self.decoder._empty_cache(ids.shape[0])
+        return self.advance(ids)
+
+    def advance(self, ids: torch.Tensor) -> torch.Tensor:
+        # The float inputs are the caches this loop made (empty at first): the NaN/Inf scan has nothing to find
+        # there that the model did not put there itself, and scanning them cost 1.5 ms a bf16 token.
+        outputs = self.model.run_dict({self.record.input_ids: ids, **self.past}, scan_nan=False)
+        self.past = {p: outputs[o] for p, o in self.record.cache}
+        return outputs[self.record.logits]
 
 
 def empty_cache(record: DecoderRecord, inputs: dict[str, TensorSpec], batch: int, where: str) -> dict[str, torch.Tensor]:

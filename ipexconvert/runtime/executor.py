@@ -155,7 +155,10 @@ class Executor:
         self._dims_cache: dict[tuple, tuple[list[torch.Tensor], int]] = {}  # dims -> (values, bytes)
         self._dims_lock = threading.Lock()  # a model may be called from several threads
 
-    def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
+    def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], persistent: frozenset[int] = frozenset(),
+            capture: bool = True) -> list[torch.Tensor]:
+        """persistent and capture matter to runners that capture the plan (backends/cuda/graphs.py); the
+        executor runs every call as it comes."""
         return self._execute(inputs, dims, None)
 
     def profile(self, inputs: Sequence[torch.Tensor], dims: dict[str, int],

@@ -209,8 +209,16 @@ class LoadedModel:
         self.graph = program.graph
         self.signature = Signature(self.manifest, self.backend.device)
         self.device, self.verify = self.backend.device, verify
-        self.executor = self._build(program)
+        # A decoder on a device that replays captured steps generates over static caches (runtime/static_cache.py),
+        # a second plan sharing the first one's constants; static_cache_refusal says why not where the graph does
+        # not allow it.
+        static = self.manifest.decoder is not None and self.backend.static_decode
+        placement = SharedPlacement(self.backend) if static else self.backend  # (dropped after the load)
+        self.executor = self._build(program, backend=placement)
         self.runner = self.backend.make_runner(self.executor)  # the executor itself on the CPU
+        self.static_cache, self.static_cache_refusal = None, None
+        if static:
+            self.static_cache, self.static_cache_refusal = self._static_cache(program, placement)
         self._decoder = None  # the generation loop of a decoder artifact, built on first use
         self._nan_safe = None  # a runner of NaN-safe kernels, built on the first call whose float inputs hold NaN or Inf
         # Float inputs are scanned for NaN/Inf on every call where that can change the answer: a plan with a
@@ -222,9 +230,17 @@ class LoadedModel:
             self._nan_scanned_inputs = []
         self.load_seconds = time.perf_counter() - start
 
-    def _build(self, program, nan_safe: bool = False) -> Executor:
+    def _static_cache(self, program, placement):
+        from .static_cache import build_static_cache
+
+        record = self.manifest.decoder
+        positions = self.graph.dims[record.cache_dim].max + 1 if record.cache_dim in self.graph.dims else 0
+        return build_static_cache(program, record, self.backend, positions,
+                                  lambda static: self._build(static, backend=placement))
+
+    def _build(self, program, nan_safe: bool = False, backend=None) -> Executor:
         try:
-            return Executor(program, self.backend, nan_safe=nan_safe, avoid_kernels=self.avoid_kernels)
+            return Executor(program, backend or self.backend, nan_safe=nan_safe, avoid_kernels=self.avoid_kernels)
         except ArtifactError as e:  # a node the runtime cannot build: say which file
             raise ArtifactError(f"{self.path}: {e.problem}", e.fix) from None
 
@@ -308,6 +324,25 @@ class LoadedModel:
 
     def __repr__(self) -> str:
         return f"LoadedModel({self.path.name}, {self.manifest.dtype}, {self.signature})"
+
+
+class SharedPlacement:
+    """The backend, placing each constant once for every plan built from one program (the static-cache decode
+    plan reads the same weights as the artifact's own plan: one copy on the device)."""
+
+    def __init__(self, backend):
+        self._backend = backend
+        self._placed: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # id(original) -> (original, placed)
+
+    def __getattr__(self, name: str):
+        return getattr(self._backend, name)
+
+    def place_constant(self, tensor: torch.Tensor, spec) -> torch.Tensor:
+        entry = self._placed.get(id(tensor))
+        if entry is None or entry[0] is not tensor:  # (the original is held: its id is not reused meanwhile)
+            entry = (tensor, self._backend.place_constant(tensor, spec))
+            self._placed[id(tensor)] = entry
+        return entry[1]
 
 
 def _all_finite(t: torch.Tensor) -> bool:

@@ -88,6 +88,8 @@ def make_tensor(spec: In, g: torch.Generator) -> torch.Tensor:
         t = torch.randint(0, 16, shape, generator=g, dtype=dtype)
     elif spec.fill == "ids":  # ids into a table whose row count is the case's first input's first dim
         t = torch.randint(0, 30, shape, generator=g, dtype=dtype)
+    elif spec.fill == "position":  # a 0-d write position into a cache (kv_write): the case's caches hold >= 5 more
+        t = torch.randint(0, 3, (), generator=g, dtype=dtype)
     elif spec.fill == "padding_mask":
         t = torch.zeros(shape)
         t[-1, ..., shape[-1] // 2 + 1:] = float("-inf")
@@ -180,6 +182,19 @@ CASES: dict[str, dict[str, Case]] = {
     "kv_append": {  # the first call of a kernel: no buffer yet (the in-place path: tests/backends/cpu/test_kv_append.py)
         "f32-prefill": Case({}, (In((1, 2, 0, 16)), In((1, 2, 7, 16))), budget="exact"),
         "bf16-decode-step": Case({}, (In((2, 2, 9, 8), "bfloat16"), In((2, 2, 1, 8), "bfloat16")), budget="exact"),
+    },
+    "kv_write": {  # (a static cache: the GPU writes in place)
+        "f32-prefill": Case({}, (In((1, 2, 9, 16)), In((1, 2, 5, 16)), In((), "int64", "position")), budget="exact"),
+        "bf16-decode-step": Case({}, (In((2, 2, 8, 8), "bfloat16"), In((2, 2, 1, 8), "bfloat16"),
+                                      In((), "int64", "position")), budget="exact"),
+    },
+    "rope_kv_write": {
+        "f32-merged-prefill": Case({}, (In((1, 4, 96)), In((1, 1, 4, 16)), In((1, 1, 4, 16)), In((1, 1, 8, 16)),
+                                        In((1, 1, 8, 16)), In((), "int64", "position"))),  # FMA contraction: not bit-exact
+        "bf16-three-projections-decode": Case({}, (In((2, 1, 128), "bfloat16"), In((2, 1, 64), "bfloat16"),
+                                                   In((2, 1, 64), "bfloat16"), In((1, 1, 1, 64)), In((1, 1, 1, 64)),
+                                                   In((2, 1, 9, 64), "bfloat16"), In((2, 1, 9, 64), "bfloat16"),
+                                                   In((), "int64", "position"))),
     },
     "rope": {  # (strided x: tests/native/test_native_rope.py)
         "f32": Case({}, (In((1, 4, 6, 16)), In((1, 1, 6, 16)), In((1, 1, 6, 16)))),  # FMA contraction: not bit-exact

@@ -60,6 +60,14 @@ def _rope_kv_append(q, k, v, c, s, past_key, past_value):
     return rope(q), torch.cat([past_key, rope(k)], dim=2), torch.cat([past_value, v], dim=2)
 
 
+def _rope_kv_write(q, k, v, c, s, cache_key, cache_value, position: int):
+    """rope_kv_append's q, k and v, with k and v written over the caches' positions [position, position + seq)."""
+    q, k, v = _rope_kv_append(q, k, v, c, s, cache_key[:, :, :0], cache_value[:, :, :0])
+    end = position + k.shape[2]
+    return (q, torch.cat([cache_key[:, :, :position], k, cache_key[:, :, end:]], dim=2),
+            torch.cat([cache_value[:, :, :position], v, cache_value[:, :, end:]], dim=2))
+
+
 def _ln(x, w, b, eps=1e-5):
     return F.layer_norm(x, x.shape[-1:], w, b, eps)
 
@@ -136,6 +144,22 @@ CASES: list[Case] = [
          [randn(2, 3, 32, dtype=torch.bfloat16), randn(2, 3, 16, dtype=torch.bfloat16), randn(2, 3, 16, dtype=torch.bfloat16),
           randn(2, 1, 3, 8), randn(2, 1, 3, 8), randn(2, 2, 0, 8, dtype=torch.bfloat16), randn(2, 2, 0, 8, dtype=torch.bfloat16)],
          {}, lambda q, k, v, c, s, pk, pv: _rope_kv_append(q, k, v, c, s, pk, pv), **BF16),
+    Case("kv_write", "kv_write", [randn(2, 2, 9, 8), randn(2, 2, 3, 8), torch.tensor(4)], {},
+         lambda cache, new, p: torch.cat([cache[:, :, :4], new, cache[:, :, 7:]], dim=2),
+         symbolic={0: {0: "batch", 2: "capacity"}, 1: {0: "batch", 2: "seq"}}),
+    Case("kv_write-last-positions-bf16", "kv_write",
+         [randn(1, 2, 6, 8, dtype=torch.bfloat16), randn(1, 2, 1, 8, dtype=torch.bfloat16), torch.tensor(5)], {},
+         lambda cache, new, p: torch.cat([cache[:, :, :5], new], dim=2)),
+    Case("rope_kv_write-merged", "rope_kv_write",
+         [randn(2, 3, 48), randn(1, 1, 3, 8), randn(1, 1, 3, 8), randn(2, 1, 7, 8), randn(2, 1, 7, 8), torch.tensor(2)], {},
+         lambda qkv, c, s, ck, cv, p: _rope_kv_write(qkv[..., :32], qkv[..., 32:40], qkv[..., 40:], c, s, ck, cv, 2),
+         symbolic={0: {0: "batch", 1: "seq"}, 1: {2: "seq"}, 2: {2: "seq"}, 3: {0: "batch", 2: "capacity"},
+                   4: {0: "batch", 2: "capacity"}}),
+    Case("rope_kv_write-three-projections-bf16", "rope_kv_write",
+         [randn(1, 1, 32, dtype=torch.bfloat16), randn(1, 1, 16, dtype=torch.bfloat16), randn(1, 1, 16, dtype=torch.bfloat16),
+          randn(1, 1, 1, 8), randn(1, 1, 1, 8), randn(1, 2, 4, 8, dtype=torch.bfloat16), randn(1, 2, 4, 8, dtype=torch.bfloat16),
+          torch.tensor(0)],
+         {}, lambda q, k, v, c, s, ck, cv, p: _rope_kv_write(q, k, v, c, s, ck, cv, 0), **BF16),
     Case("sdpa-bf16-with-fp32-additive-mask", "sdpa",
          [randn(2, 2, 5, 8, dtype=torch.bfloat16), randn(2, 2, 5, 8, dtype=torch.bfloat16),
           randn(2, 2, 5, 8, dtype=torch.bfloat16), randn(2, 1, 1, 5)],

@@ -18,6 +18,7 @@ from .isa import ISA_LEVELS, selected_isa
 class CpuBackend:
     device = "cpu"
     propagates_nan = False  # oneDNN's max pooling and fused relu compute max(x, 0)
+    static_decode = False  # growing caches (kernels/kv_append.py): attention reads only the written keys
 
     def level(self) -> str:
         return selected_isa()

@@ -19,6 +19,7 @@ from . import kernels, unavailable_reason  # noqa: F401  (kernels: registers the
 class CudaBackend:
     device = "cuda"
     propagates_nan = True  # torch's CUDA operators and our kernels keep NaN
+    static_decode = True  # one captured decode step for every token (runtime/static_cache.py)
 
     def __init__(self) -> None:
         reason = unavailable_reason()

@@ -39,11 +39,15 @@ class Captured:
     capture_error: Optional[str] = None
     staging: dict = field(default_factory=dict)  # input position -> pinned host buffer for CPU inputs
     copied: Optional[torch.cuda.Event] = None  # recorded after the last call's copies out of `staging`
+    persistent_memory: frozenset = frozenset()  # addresses of the persistent inputs (outputs there are not cloned)
 
     def load_inputs(self, inputs: Sequence[torch.Tensor]) -> None:
         """Copy the call's inputs into the static buffers without waiting for the GPU: a CPU input goes
-        through a pinned buffer (a copy from pageable memory would wait for the work queued before it)."""
+        through a pinned buffer (a copy from pageable memory would wait for the work queued before it).
+        A persistent input is its own static buffer: nothing to copy."""
         for i, (buffer, t) in enumerate(zip(self.static_inputs, inputs)):
+            if t is buffer:
+                continue
             if t.device.type == "cpu":
                 if i not in self.staging:
                     self.staging[i] = torch.empty_like(buffer, device="cpu").pin_memory()
@@ -74,22 +78,28 @@ class GraphRunner:
                 if not step.dims_only:
                     self._guards.append(guard)
 
-    def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
-        key = tuple((tuple(t.shape), t.dtype) for t in inputs)
+    def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], persistent: frozenset[int] = frozenset(),
+            capture: bool = True) -> list[torch.Tensor]:
+        """persistent: positions of inputs that are GPU buffers the caller keeps and passes on every call (a
+        static KV cache, written in place by the plan): the graph reads and writes them where they are, and an
+        output that is one of them is returned as is. capture=False: run eagerly, capturing nothing (a prompt's
+        one-off shapes)."""
+        key = tuple((tuple(t.shape), t.dtype, t.data_ptr() if i in persistent else None) for i, t in enumerate(inputs))
         with self._lock, torch.inference_mode():
             checked = self._checked_on_host(inputs)
             entry = self._graphs.get(key)
-            if entry is None:
-                return self._first_run(key, inputs, dims)
-            self._graphs.move_to_end(key)
-            if entry.graph is None:  # eager: may rerun the per-dims steps too, whose guards are read here
+            if entry is None and capture:
+                return self._first_run(key, inputs, dims, persistent)
+            if entry is not None:
+                self._graphs.move_to_end(key)
+            if entry is None or entry.graph is None:  # eager: may rerun the per-dims steps too, whose guards are read here
                 run_scope.begin_run()
                 outputs = self.executor.run(self._on_gpu(inputs), dims)
                 raise_tripped(self._all_guards)
                 return outputs
             entry.load_inputs(inputs)
             entry.graph.replay()
-            outputs = [t.clone() for t in entry.static_outputs]
+            outputs = [t if t.data_ptr() in entry.persistent_memory else t.clone() for t in entry.static_outputs]
             if not checked:
                 raise_tripped(self._guards)
             return outputs
@@ -122,9 +132,11 @@ class GraphRunner:
     def _on_gpu(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         return [t.to(self.gpu, non_blocking=True) for t in inputs]
 
-    def _first_run(self, key: tuple, inputs, dims) -> list[torch.Tensor]:
-        """Warm up on a side stream (its results are this call's answer), then capture."""
-        static_inputs = [t.to(self.gpu, copy=True).contiguous() for t in inputs]
+    def _first_run(self, key: tuple, inputs, dims, persistent: frozenset[int] = frozenset()) -> list[torch.Tensor]:
+        """Warm up on a side stream (its results are this call's answer), then capture. A plan writing into
+        persistent inputs runs twice here: it must write the same values both times (a KV cache write does)."""
+        static_inputs = [t if i in persistent and t.device == self.gpu else t.to(self.gpu, copy=True).contiguous()
+                         for i, t in enumerate(inputs)]
         side = torch.cuda.Stream(self.gpu)
         side.wait_stream(torch.cuda.current_stream(self.gpu))
         with torch.cuda.stream(side):
@@ -138,6 +150,7 @@ class GraphRunner:
         # them must not let a capture skip it (the check stays for the values fixed per set of dims).
         forget_checked_indices(static_inputs)
         entry = self._capture(static_inputs, dims)
+        entry.persistent_memory = frozenset(static_inputs[i].data_ptr() for i in persistent)
         self._graphs[key] = entry
         while len(self._graphs) > self.max_graphs:
             self._graphs.popitem(last=False)

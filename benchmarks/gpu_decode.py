@@ -1,0 +1,139 @@
+"""Decode on the GPU: a TinyLlama-1.1B-shaped decoder (benchmarks/qwen2_module.py, random weights) converted on this
+machine's CPU, loaded with device="cuda", generating over static caches with the decode step replayed from one
+captured CUDA graph (runtime/static_cache.py). Beside it, in the same process and interleaved rounds, the same
+module in eager torch on the GPU (bf16, a cache grown by torch.cat), and the GPU's measured read bandwidth (a
+sum over 4 GiB), which with the bytes of weights a token reads gives each system's share of it.
+
+    python benchmarks/gpu_decode.py --dtypes bf16 --prompt-tokens 512 --new-tokens 32 --rounds 3 \\
+        --cache /tmp/gd --out benchmarks/results/sessionNN-gpu-decode.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from qwen2_module import SETTINGS, SHAPES, Qwen2Shaped  # noqa: E402
+
+import ipexconvert  # noqa: E402
+from ipexconvert.examples.decoder_cache import decoder_dynamic_dims, decoder_example_inputs  # noqa: E402
+
+
+def read_bandwidth(gpu: torch.device) -> float:
+    """GB/s of a sum over 4 GiB of bf16 (reads only), the median of 10."""
+    x = torch.ones(2 << 30, dtype=torch.bfloat16, device=gpu)
+    times = []
+    for _ in range(11):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        x.sum()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1000)
+    del x
+    return (4 << 30) / statistics.median(times[1:]) / 1e9
+
+
+def weight_bytes_per_token(module: Qwen2Shaped, bytes_per_weight: float) -> float:
+    """Bytes of weights one decode token reads: every linear layer and the LM head (the embedding: one row)."""
+    count = sum(p.numel() for name, p in module.named_parameters() if p.dim() == 2 and not name.startswith("embed"))
+    if module.head is None:
+        count += module.embed.weight.numel()  # the tied head reads the whole table
+    return count * bytes_per_weight
+
+
+def eager_decode(module: Qwen2Shaped, prompt: torch.Tensor, new_tokens: int, gpu: torch.device) -> tuple[float, float]:
+    """(prefill seconds, median decode seconds a token) of the module itself on the GPU, greedy, a growing cache."""
+    shape = module.shape
+    cache = {name: torch.zeros(1, shape.kv_heads, 0, shape.head_dim, dtype=torch.bfloat16, device=gpu)
+             for name in shape.cache_inputs()}
+    ids, times = prompt.to(gpu), []
+    with torch.inference_mode():
+        for _ in range(new_tokens):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            out = module(ids, **cache)
+            ids = out["logits"][:, -1].argmax(-1, keepdim=True)
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+            cache = {f"past_{k}": v for k, v in out.items() if k.startswith("present_")}
+    return times[0], statistics.median(times[1:])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="tinyllama-1.1b")
+    ap.add_argument("--dtypes", default="bf16", help=f"comma-separated, of {', '.join(SETTINGS)}")
+    ap.add_argument("--prompt-tokens", type=int, default=512)
+    ap.add_argument("--new-tokens", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cache", type=Path, required=True, help="folder for the artifacts (kept between runs)")
+    ap.add_argument("--out", type=Path, help="write the results here (.json; a .md table beside it)")
+    args = ap.parse_args()
+    gpu = torch.device("cuda", torch.cuda.current_device())
+    module = Qwen2Shaped(**SHAPES[args.shape])
+    args.cache.mkdir(parents=True, exist_ok=True)
+    models, rows = {}, {}
+    for name in args.dtypes.split(","):
+        path = args.cache / f"{args.shape}.{name}.ipxc"
+        if not path.exists():
+            start = time.perf_counter()
+            example = decoder_example_inputs(module.shape, batch=1, seq=4, past=3)
+            ipexconvert.optimize(module, example, dynamic_dims=decoder_dynamic_dims(module.shape, max_batch=4),
+                                 output=path, eos_token_ids=[0], **SETTINGS[name])
+            print(f"{path}: converted in {time.perf_counter() - start:.0f} s", flush=True)
+        start = time.perf_counter()
+        model = ipexconvert.load_artifact(path, device="cuda")
+        load = time.perf_counter() - start
+        assert model.static_cache is not None, model.static_cache_refusal
+        start = time.perf_counter()
+        model.generate(torch.arange(1, 9)[None], max_new_tokens=4, stop_at_eos=False)  # the decode step's capture
+        first = time.perf_counter() - start
+        models[name] = model
+        rows[f"ipexconvert {name}"] = {"load_s": load, "first_generate_s": first, "prefill": [], "decode": [],
+                                       "graphs": model.static_cache.runner.graph_status()}
+        print(f"{name}: loaded in {load:.1f} s, first generate (capture) {first:.1f} s", flush=True)
+    eager = Qwen2Shaped(**SHAPES[args.shape]).to(gpu, torch.bfloat16)
+    rows["torch eager bf16"] = {"prefill": [], "decode": []}
+    bandwidth = []
+    for r in range(args.rounds):
+        prompt = torch.randint(1, SHAPES[args.shape]["vocab"], (1, args.prompt_tokens),
+                               generator=torch.Generator().manual_seed(r))
+        bandwidth.append(read_bandwidth(gpu))
+        for name, model in models.items():
+            result = model.generate(prompt, max_new_tokens=args.new_tokens, stop_at_eos=False)
+            rows[f"ipexconvert {name}"]["prefill"].append(result.prefill_seconds)
+            rows[f"ipexconvert {name}"]["decode"].append(result.decode_ms_per_token / 1000)
+        prefill, decode = eager_decode(eager, prompt, args.new_tokens, gpu)
+        rows["torch eager bf16"]["prefill"].append(prefill)
+        rows["torch eager bf16"]["decode"].append(decode)
+        print(f"round {r}: " + ", ".join(f"{k} {v['decode'][-1] * 1000:.3f} ms" for k, v in rows.items()), flush=True)
+    gbps = statistics.median(bandwidth)
+    width = {"fp32": 4, "bf16": 2, "int8": 1, "int8-a8": 1, "int4": 0.5, "int4-a8": 0.5}
+    lines = [f"GPU: {torch.cuda.get_device_name(gpu)}, torch {torch.__version__}, read bandwidth {gbps:.0f} GB/s "
+             f"(median of {args.rounds}); {args.shape}, prompt {args.prompt_tokens}, {args.new_tokens} new tokens, "
+             f"median of {args.rounds} rounds", "",
+             "| system | weights a token | prefill | decode ms/token | share of bandwidth |", "|---|---:|---:|---:|---:|"]
+    for key, row in rows.items():
+        dtype = key.split()[-1]
+        size = weight_bytes_per_token(module, width[dtype])
+        decode = statistics.median(row["decode"])
+        row.update(prefill_s=statistics.median(row["prefill"]), decode_ms=decode * 1000, weight_mb=size / 1e6,
+                   bandwidth_share=size / decode / 1e9 / gbps)
+        lines.append(f"| {key} | {size / 1e6:.0f} MB | {row['prefill_s']:.3f} s | {row['decode_ms']:.3f} | "
+                     f"{row['bandwidth_share']:.2f} |")
+    print("\n".join(lines))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"command": " ".join(sys.argv), "read_gbps": gbps, "rows": rows}, indent=1))
+        args.out.with_suffix(".md").write_text("\n".join(lines) + f"\n\nCommand: `python {' '.join(sys.argv)}`\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""Static-cache decoding: a decoder's graph rewritten at load so that every decode step has the same shapes and
+buffers, and a GPU replays it from one captured CUDA graph instead of capturing a new one per token.
+
+The artifact's graph takes the past cache [b, kv_heads, past, d] and returns present = cat(past, new) with past +
+seq positions: every token has new shapes. The static program takes caches of a fixed capacity C instead
+(buffers the session owns) and one more input, `position` (int64, 0-d: the positions already written). It runs
+with the dims past = C - seq, so every size the graph derives from past + seq (the caches, the key count of the
+causal mask) is C, while the places that use past as a number (the first new position: `arange(past, past +
+seq)`, `arange(seq) + past`) read `position`. kv_append and rope_kv_append become kv_write and rope_kv_write
+(ir/ops), which write the new positions into the buffers in place. Keys past the written ones are hidden by the
+graph's own causal mask (key index <= query position), which now spans C keys.
+
+A graph that uses past any other way is not rewritten: static_program raises NotStatic with the reason, and
+generation keeps the growing cache (runtime/decoder.py).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import sympy
+import torch
+
+from ..ir import Program, dtypes
+from ..ir.dims import parse_sympy, simplify
+from ..ir.graph import Node, attr_expressions
+from ..ir.opdef import get_op
+from ..ir.spec import TensorSpec
+from ..manifest import DecoderRecord
+
+_ARANGE = "aten.arange.start_step"
+_ADD = "aten.add.Tensor"
+# op appending to the cache -> (its static form, which of its inputs are the caches)
+_WRITES = {"kv_append": ("kv_write", slice(0, 1)), "rope_kv_append": ("rope_kv_write", slice(-2, None))}
+
+
+class NotStatic(Exception):
+    """The graph cannot run with a static cache (why)."""
+
+
+def static_program(program: Program, record: DecoderRecord) -> tuple[Program, str]:
+    """(the static program, the name of its `position` input). The weights are shared with `program`."""
+    graph = program.graph
+    past = record.cache_dim
+    seq = _seq_dim(graph, record)
+    new = Program(graph.model_copy(deep=True), program.weights)
+    g = new.graph
+    position = new.fresh_name("position")
+    g.inputs.append(position)
+    g.values[position] = TensorSpec(dtype="int64", shape=[])
+    caches = {name for pair in record.cache for name in pair[:1]}
+    for name in caches:
+        spec = g.values[name]
+        g.values[name] = spec.model_copy(update={"shape": [*spec.shape[:2], simplify(f"{past} + {seq}"), spec.shape[3]]})
+    nodes: list[Node] = []
+    for node in g.nodes:
+        reads_cache = [v for v in node.inputs if v in caches]
+        if node.op in _WRITES and reads_cache and node.inputs[_WRITES[node.op][1]] == reads_cache:
+            nodes.append(node.model_copy(update={"op": _WRITES[node.op][0], "inputs": [*node.inputs, position]}))
+        elif reads_cache:
+            raise NotStatic(f"node {node.name} ({node.op}) reads the cache {reads_cache[0]} other than by appending to it")
+        elif node.op == "aten":
+            nodes.extend(_aten_positions(new, node, past, seq, position))
+        else:
+            nodes.append(node)
+    g.nodes = nodes
+    for name, spec in g.values.items():
+        for d in spec.shape:
+            if isinstance(d, str) and name not in caches:
+                _check_size(d, past, seq, f"value {name}")
+    for node in g.nodes:
+        for expr in attr_expressions(get_op(node.op).parse_attrs(node.attrs)):
+            _check_size(expr, past, seq, f"node {node.name}")
+    return new, position
+
+
+def _seq_dim(graph, record: DecoderRecord) -> str:
+    ids = graph.values[record.input_ids]
+    if not isinstance(ids.shape[1], str) or ids.shape[1] not in graph.dims:
+        raise NotStatic(f"{record.input_ids} has no dynamic length ({ids.describe()})")
+    return ids.shape[1]
+
+
+def _aten_positions(program: Program, node: Node, past: str, seq: str, position: str) -> list[Node]:
+    """The aten node with its uses of past as a number reading `position` (one or two nodes)."""
+    target, args = node.attrs.get("target"), node.attrs.get("args", [])
+    bare = {"$sym": past}
+    if target == _ADD and len(args) == 2 and args[1] == bare and node.attrs.get("kwargs", {}) in ({}, None):
+        attrs = {**node.attrs, "args": [args[0], {"$in": len(node.inputs)}]}
+        return [node.model_copy(update={"attrs": attrs, "inputs": [*node.inputs, position]})]
+    if target == _ARANGE and len(args) >= 2 and args[0] == bare:
+        if not (len(args) == 2 or args[2] == 1) or not isinstance(args[1], dict) or "$sym" not in args[1]:
+            raise NotStatic(f"node {node.name} is an arange from {past} with a step or end it cannot shift")
+        count = simplify(f"({args[1]['$sym']}) - {past}")
+        if past in _symbols(count):
+            raise NotStatic(f"node {node.name} counts {count} positions, which depend on {past}")
+        counted = program.fresh_name(f"{node.outputs[0]}_from_zero")
+        program.graph.values[counted] = program.graph.values[node.outputs[0]].model_copy()
+        start = node.model_copy(update={"outputs": [counted], "attrs": {**node.attrs, "args": [0, _sym(count), *args[2:]]}})
+        shift = Node(name=program.fresh_name(f"{node.name}_at_position"), op="aten", inputs=[counted, position],
+                     outputs=list(node.outputs), attrs={"target": _ADD, "args": [{"$in": 0}, {"$in": 1}], "kwargs": {}})
+        return [start, shift]
+    if bare in _sym_dicts(node.attrs):
+        raise NotStatic(f"node {node.name} ({target}) uses {past} as a number")
+    return [node]
+
+
+def _sym(expr) -> Any:
+    return expr if isinstance(expr, int) else {"$sym": expr}
+
+
+def _check_size(expr: str, past: str, seq: str, where: str) -> None:
+    """A size may depend on past only through past + seq (which the static program holds at the capacity)."""
+    e = parse_sympy(expr)
+    p, s = sympy.Symbol(past), sympy.Symbol(seq)
+    if p in e.free_symbols and sympy.simplify(sympy.diff(e, p) - sympy.diff(e, s)) != 0:
+        raise NotStatic(f"{where} has the size {expr}, which depends on {past} other than through {past} + {seq}")
+
+
+def _symbols(expr) -> set[str]:
+    return {str(x) for x in parse_sympy(expr).free_symbols} if isinstance(expr, str) else set()
+
+
+def _sym_dicts(value: Any) -> list[dict]:
+    found, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if set(item) == {"$sym"}:
+                found.append(item)
+            else:
+                stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return found
+
+
+CAPACITY_STEP = 256  # caches are made with room for a multiple of this many positions
+
+
+class StaticCache:
+    """A decoder's steps over static caches: start() runs the prompt into fresh buffers with room for the whole
+    generation, advance() one token more. The buffers are kept for the next generation of the same batch and
+    capacity, so a GPU's captured decode step (keyed by their addresses) is replayed across generate() calls."""
+
+    def __init__(self, program: Program, position: str, record: DecoderRecord, runner, max_positions: int):
+        """runner: the backend's runner of the static program's plan (run(inputs, dims, persistent, capture))."""
+        graph = program.graph
+        self.runner, self.record, self.max_positions = runner, record, max_positions
+        self.names = list(graph.inputs)
+        self.caches = [past for past, _ in record.cache]
+        self.persistent = frozenset(self.names.index(c) for c in self.caches)
+        self.logits_at = graph.outputs.index(record.logits)
+        self.present_at = {past: graph.outputs.index(present) for past, present in record.cache}
+        self.specs = {name: graph.values[name] for name in self.caches}
+        ids = graph.values[record.input_ids].shape
+        self.batch_dim = ids[0] if isinstance(ids[0], str) else None
+        self.seq_dim, self.past_dim, self.position = ids[1], record.cache_dim, position
+        unbound = set(graph.dims) - {self.batch_dim, self.seq_dim, self.past_dim}
+        if unbound:
+            raise NotStatic(f"the graph has dims other than the batch, the new tokens and the cache: {sorted(unbound)}")
+        self.buffers: dict[str, torch.Tensor] = {}
+        self.written = 0  # positions in the buffers
+
+    def start(self, ids: torch.Tensor, total: int, device: torch.device) -> torch.Tensor:
+        """The prompt's logits, its positions written into buffers with room for `total` positions."""
+        capacity = min(self.max_positions, -(-total // CAPACITY_STEP) * CAPACITY_STEP)
+        batch = ids.shape[0]
+        first = self.buffers.get(self.caches[0])
+        if first is None or first.shape[0] != batch or first.shape[2] != capacity or first.device != device:
+            self.buffers = {}  # the old ones go before the new ones are made
+            for name in self.caches:
+                spec = self.specs[name]
+                self.buffers[name] = torch.zeros((batch, spec.shape[1], capacity, spec.shape[3]),
+                                                 dtype=dtypes.to_torch(spec.dtype), device=device)
+        self.written = 0
+        return self._run(ids, capture=False)
+
+    def advance(self, ids: torch.Tensor) -> torch.Tensor:
+        """The next tokens' logits (a GPU replays one captured graph for every call of the same shapes)."""
+        return self._run(ids, capture=True)
+
+    def _run(self, ids: torch.Tensor, capture: bool) -> torch.Tensor:
+        batch, seq = ids.shape
+        capacity = self.buffers[self.caches[0]].shape[2]
+        if self.written + seq > capacity:
+            raise ValueError(f"{self.written} + {seq} positions do not fit the cache of {capacity}")
+        given = {self.record.input_ids: ids, self.position: torch.tensor(self.written, dtype=torch.int64), **self.buffers}
+        dims = {self.seq_dim: seq, self.past_dim: capacity - seq}
+        if self.batch_dim is not None:
+            dims[self.batch_dim] = batch
+        outputs = self.runner.run([given[n] for n in self.names], dims, persistent=self.persistent, capture=capture)
+        self.buffers = {past: outputs[at] for past, at in self.present_at.items()}  # the same buffers, written in place
+        self.written += seq
+        return outputs[self.logits_at]
+
+
+def build_static_cache(program: Program, record: DecoderRecord, backend, max_positions: int,
+                       make_executor) -> tuple[Optional[StaticCache], Optional[str]]:
+    """(the static-cache steps of this decoder on this backend, None) or (None, why not)."""
+    try:
+        static, position = static_program(program, record)
+        executor = make_executor(static)
+        return StaticCache(static, position, record, backend.make_runner(executor), max_positions), None
+    except NotStatic as e:
+        return None, str(e)

@@ -1,0 +1,137 @@
+"""Static-cache decoding (runtime/static_cache.py), checked on the CPU with the reference kernels of kv_write and
+rope_kv_write: the rewritten graph generates the artifact's own tokens (fp32: the same ids; bf16: the same logits
+within bf16's budget, teacher-forced), its buffers are reused, and graphs that use the cache length in ways the
+rewrite cannot follow are left to the growing cache with the reason. The GPU's captured replay of the same steps:
+tests/backends/cuda/test_cuda_decode.py."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import ipexconvert
+import tiny_decoder
+from ipexconvert.artifact import read_artifact
+from ipexconvert.backends import get_backend
+from ipexconvert.errors import ArtifactError
+from ipexconvert.ir.graph import Node, check_graph
+from ipexconvert.runtime.decoder import GrowingCache
+from ipexconvert.runtime.static_cache import CAPACITY_STEP, NotStatic, static_program
+from tiny_decoder import TinyDecoder, eager_greedy
+
+LLAMA_EXPORTS = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
+                                   reason="torch.export of transformers' Llama needs torch >= 2.13 (see docs/architecture.md)")
+
+
+@pytest.fixture(scope="module")
+def tiny_artifact(tmp_path_factory):
+    return ipexconvert.optimize(TinyDecoder(), tiny_decoder.example_inputs(), dynamic_dims=tiny_decoder.dynamic_dims(),
+                                output=tmp_path_factory.mktemp("static") / "tiny.ipxc").path
+
+
+@pytest.fixture
+def static_on_cpu(monkeypatch):
+    """A loader whose CPU models generate over static caches, as a GPU's do."""
+    def load(path):
+        with monkeypatch.context() as patch:
+            patch.setattr(get_backend("cpu"), "static_decode", True)
+            return ipexconvert.load_artifact(path, device="cpu")
+
+    return load
+
+
+def _prompt(batch: int, length: int, seed: int) -> torch.Tensor:
+    return torch.randint(0, tiny_decoder.VOCAB, (batch, length), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("batch, length", [(1, 9), (2, 4)])
+def test_static_cache_generates_the_growing_caches_tokens(tiny_artifact, static_on_cpu, batch, length):
+    growing = ipexconvert.load_artifact(tiny_artifact)
+    static = static_on_cpu(tiny_artifact)
+    assert growing.static_cache is None and static.static_cache is not None, static.static_cache_refusal
+    prompt = _prompt(batch, length, seed=length)
+    want = growing.generate(prompt, max_new_tokens=30, stop_at_eos=False).new_ids
+    assert static.generate(prompt, max_new_tokens=30, stop_at_eos=False).new_ids == want
+    assert want == eager_greedy(TinyDecoder(), prompt, 30)
+
+
+def test_buffers_are_kept_for_the_next_generation_and_remade_for_a_new_capacity(tiny_artifact, static_on_cpu):
+    model = static_on_cpu(tiny_artifact)
+    steps = model.static_cache
+    first = model.generate(_prompt(1, 5, seed=1), max_new_tokens=8, stop_at_eos=False).new_ids
+    buffers = dict(steps.buffers)
+    capacity = buffers["past_key_0"].shape[2]
+    assert capacity == min(CAPACITY_STEP, tiny_decoder.MAX_POSITIONS) and steps.written == 5 + 7
+    # the same prompt again: the same tokens from the same buffers (positions past the written ones are masked)
+    assert model.generate(_prompt(1, 5, seed=1), max_new_tokens=8, stop_at_eos=False).new_ids == first
+    # a batch of two needs new buffers
+    model.generate(_prompt(2, 3, seed=2), max_new_tokens=4, stop_at_eos=False)
+    assert steps.buffers["past_key_0"].shape[0] == 2 and steps.written == 3 + 3
+    with pytest.raises(ValueError, match="do not fit"):
+        steps.start(_prompt(1, capacity + 1, seed=3), total=capacity + 1, device=torch.device("cpu"))
+
+
+@LLAMA_EXPORTS
+def test_bf16_llama_logits_match_the_growing_cache_teacher_forced(static_on_cpu, tmp_path):
+    path = ipexconvert.optimize("example:tiny-llama", dtype="bf16", output=tmp_path / "llama.bf16.ipxc").path
+    growing, static = ipexconvert.load_artifact(path), static_on_cpu(path)
+    assert static.static_cache is not None, static.static_cache_refusal
+    prompt = _prompt(1, 11, seed=4)
+    tokens = growing.generate(prompt, max_new_tokens=24, stop_at_eos=False).new_ids[0]
+    steps_a, steps_b = GrowingCache(growing.decoder), static.static_cache
+    cpu = torch.device("cpu")
+    a, b = steps_a.start(prompt, 11 + 24, cpu), steps_b.start(prompt, 11 + 24, cpu)
+    for token in [None, *tokens[:-1]]:
+        if token is not None:
+            ids = torch.tensor([[token]])
+            a, b = steps_a.advance(ids), steps_b.advance(ids)
+        la, lb = a[:, -1].float(), b[:, -1].float()
+        assert torch.nn.functional.cosine_similarity(la, lb).item() > 0.999
+        assert (la - lb).abs().max().item() <= 0.05 * la.abs().max().item()
+
+
+def _program(path):
+    manifest, program = read_artifact(path)
+    return manifest.decoder, program
+
+
+def test_the_rewrite_reads_positions_from_the_position_input(tiny_artifact):
+    record, program = _program(tiny_artifact)
+    static, position = static_program(program, record)
+    nodes = static.graph.nodes
+    assert position in static.graph.inputs and static.graph.values[position].dtype == "int64"
+    assert sum(n.op == "kv_write" for n in nodes) == 2 * tiny_decoder.LAYERS
+    assert not any(n.op == "kv_append" for n in nodes)
+    shifted = [n for n in nodes if position in n.inputs and n.op == "aten"]
+    assert shifted and all(n.attrs["target"] == "aten.add.Tensor" for n in shifted)
+    assert static.weights is program.weights  # no copy of the weights
+    assert program.graph.inputs[-1] != position  # the artifact's program is left as it was
+
+
+def test_a_graph_using_the_cache_length_as_a_number_elsewhere_is_refused_with_the_reason(tiny_artifact):
+    record, program = _program(tiny_artifact)
+    g = program.graph
+    arange = next(i for i, n in enumerate(g.nodes) if n.op == "aten" and n.attrs["target"] == "aten.arange.start_step")
+    node = g.nodes[arange]
+    g.nodes[arange] = node.model_copy(update={"attrs": {**node.attrs, "args": [0, {"$sym": "past"}]}})
+    with pytest.raises(NotStatic, match="depends on past other than through past \\+ seq|uses past as a number"):
+        static_program(program, record)
+
+
+def test_a_graph_reading_the_cache_other_than_by_appending_is_refused(tiny_artifact):
+    record, program = _program(tiny_artifact)
+    g = program.graph
+    reader = Node(name="peek", op="aten", inputs=["past_key_0"], outputs=["peeked"],
+                  attrs={"target": "aten.neg.default", "args": [{"$in": 0}], "kwargs": {}})
+    g.values["peeked"] = g.values["past_key_0"]
+    g.nodes.insert(0, reader)
+    with pytest.raises(NotStatic, match="reads the cache past_key_0 other than by appending"):
+        static_program(program, record)
+
+
+def test_an_artifact_holding_an_internal_op_is_refused(tiny_artifact):
+    _, program = _program(tiny_artifact)
+    g = program.graph
+    append = next(i for i, n in enumerate(g.nodes) if n.op == "kv_append")
+    g.nodes[append] = g.nodes[append].model_copy(update={"op": "kv_write"})
+    with pytest.raises(ArtifactError, match="kv_write.* is made by the runtime at load and never stored in an artifact"):
+        check_graph(g)
