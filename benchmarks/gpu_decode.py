@@ -62,8 +62,30 @@ def eager_decode(module: Qwen2Shaped, prompt: torch.Tensor, new_tokens: int, gpu
             ids = out["logits"][:, -1].argmax(-1, keepdim=True)
             torch.cuda.synchronize()
             times.append(time.perf_counter() - start)
-            cache = {f"past_{k}": v for k, v in out.items() if k.startswith("present_")}
+            cache = {k.replace("present_", "past_"): v for k, v in out.items() if k.startswith("present_")}
     return times[0], statistics.median(times[1:])
+
+
+def profile_decode(model, prompt_tokens: int, gpu: torch.device, steps: int = 20) -> None:
+    """The GPU kernels of `steps` replayed decode steps, by total GPU time, and their sum beside the wall time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    static = model.static_cache
+    static.start(torch.randint(1, 1000, (1, prompt_tokens)), prompt_tokens + steps + 2, gpu)
+    ids = torch.tensor([[5]])
+    static.advance(ids)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        start = time.perf_counter()
+        for _ in range(steps):
+            static.advance(ids)
+        torch.cuda.synchronize()
+        wall = (time.perf_counter() - start) / steps
+    events = [e for e in prof.key_averages() if e.device_time_total > 0]
+    total = sum(e.self_device_time_total for e in events) / steps / 1000
+    print(f"decode step: wall {wall * 1000:.3f} ms, GPU kernels {total:.3f} ms (profiled)")
+    for e in sorted(events, key=lambda e: -e.self_device_time_total)[:25]:
+        print(f"{e.self_device_time_total / steps / 1000:8.3f} ms {e.count // steps:5d}x  {e.key[:110]}")
 
 
 def main() -> None:
@@ -75,6 +97,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cache", type=Path, required=True, help="folder for the artifacts (kept between runs)")
     ap.add_argument("--out", type=Path, help="write the results here (.json; a .md table beside it)")
+    ap.add_argument("--profile", action="store_true", help="then print the GPU kernels of 20 decode steps (torch.profiler)")
     args = ap.parse_args()
     gpu = torch.device("cuda", torch.cuda.current_device())
     module = Qwen2Shaped(**SHAPES[args.shape])
@@ -129,6 +152,8 @@ def main() -> None:
         lines.append(f"| {key} | {size / 1e6:.0f} MB | {row['prefill_s']:.3f} s | {row['decode_ms']:.3f} | "
                      f"{row['bandwidth_share']:.2f} |")
     print("\n".join(lines))
+    if args.profile:
+        profile_decode(next(iter(models.values())), args.prompt_tokens, gpu)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"command": " ".join(sys.argv), "read_gbps": gbps, "rows": rows}, indent=1))

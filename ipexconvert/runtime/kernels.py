@@ -48,6 +48,9 @@ class Kernel:
     # False: may turn NaN into numbers (oneDNN's max pooling and fused relu); such kernels are left out of
     # NaN-safe plans (NodeContext.nan_safe), and a plan holding one makes the model scan its float inputs.
     keeps_nan: bool = True
+    # Inputs the kernel writes into by design, returning them as its outputs (a static KV cache's buffers, which
+    # the caller owns and passes on every call: ir/ops/kv_write.py). Every other input is left as it was.
+    writes_inputs: frozenset[int] = field(default_factory=frozenset)
 
 
 KernelFactory = Callable[[NodeContext], Optional[Kernel]]

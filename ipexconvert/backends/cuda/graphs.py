@@ -126,7 +126,7 @@ class GraphRunner:
 
     def graph_status(self) -> dict[str, str]:
         """Per captured set of input shapes: "graph" or why it runs eagerly."""
-        return {" ".join(str(list(s)) for s, _ in key): ("graph" if e.graph is not None else f"eager: {e.capture_error}")
+        return {" ".join(str(list(shape)) for shape, _, _ in key): ("graph" if e.graph is not None else f"eager: {e.capture_error}")
                 for key, e in self._graphs.items()}
 
     def _on_gpu(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:

@@ -127,3 +127,53 @@ def add_layer_norm_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, sum_ptr, m_ptr, q_ptr
             m = tl.load(m_ptr + cols, mask=inside, other=0.0)
         q = codes_of(y.to(tl.float32), m, inv_scale, zero_point, lo, hi, HAS_MULTIPLIER)
         tl.store(q_ptr + offsets, q.to(q_ptr.dtype.element_ty), mask=inside)
+
+
+@triton.jit
+def rms_norm_rows(x_ptr, w_ptr, y_ptr, columns, eps, HAS_WEIGHT: tl.constexpr, BLOCK: tl.constexpr):
+    """y = x / sqrt(mean(x^2) + eps) * w over a row, in float32, rounded once to y's dtype (ir/ops/rms_norm.py)."""
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    inside = cols < columns
+    v = tl.load(x_ptr + row * columns + cols, mask=inside, other=0.0).to(tl.float32)
+    y = v * (1.0 / tl.sqrt(tl.sum(v * v, axis=0) / columns + eps))
+    if HAS_WEIGHT:
+        y = y * tl.load(w_ptr + cols, mask=inside, other=0.0).to(tl.float32)
+    tl.store(y_ptr + row * columns + cols, y.to(y_ptr.dtype.element_ty), mask=inside)
+
+
+@triton.jit
+def rope_kv_write_heads(q_ptr, k_ptr, v_ptr, q_batch, q_seq, k_batch, k_seq, v_batch, v_seq,
+                        cos_ptr, sin_ptr, table_batch, table_seq, position_ptr,
+                        q_out_ptr, key_ptr, value_ptr, seq, heads, kv_heads, capacity,
+                        HALF: tl.constexpr):
+    """One head of one token per program (grid: batch * seq, heads + 2 * kv_heads): a query head rotated into
+    q_out [b, heads, seq, d], a key head rotated and a value head copied into the caches [b, kv_heads, capacity,
+    d] at position + token. rope: x * cos + cat(-x2, x1) * sin in float32, rounded once (ir/ops/rope.py)."""
+    token = tl.program_id(0).to(tl.int64)
+    head = tl.program_id(1).to(tl.int64)
+    b = token // seq
+    t = token % seq
+    lo = tl.arange(0, HALF)
+    position = tl.load(position_ptr) + t
+    if head < heads + kv_heads:
+        if head < heads:
+            src = q_ptr + b * q_batch + t * q_seq + head * 2 * HALF
+            dst = q_out_ptr + ((b * heads + head) * seq + t) * 2 * HALF
+        else:
+            src = k_ptr + b * k_batch + t * k_seq + (head - heads) * 2 * HALF
+            dst = key_ptr + ((b * kv_heads + head - heads) * capacity + position) * 2 * HALF
+        x1 = tl.load(src + lo).to(tl.float32)
+        x2 = tl.load(src + HALF + lo).to(tl.float32)
+        table = b * table_batch + t * table_seq
+        c1 = tl.load(cos_ptr + table + lo).to(tl.float32)
+        c2 = tl.load(cos_ptr + table + HALF + lo).to(tl.float32)
+        s1 = tl.load(sin_ptr + table + lo).to(tl.float32)
+        s2 = tl.load(sin_ptr + table + HALF + lo).to(tl.float32)
+        tl.store(dst + lo, (x1 * c1 - x2 * s1).to(dst.dtype.element_ty))
+        tl.store(dst + HALF + lo, (x2 * c2 + x1 * s2).to(dst.dtype.element_ty))
+    else:
+        src = v_ptr + b * v_batch + t * v_seq + (head - heads - kv_heads) * 2 * HALF
+        dst = value_ptr + ((b * kv_heads + head - heads - kv_heads) * capacity + position) * 2 * HALF
+        tl.store(dst + lo, tl.load(src + lo))
+        tl.store(dst + HALF + lo, tl.load(src + HALF + lo))

@@ -12,4 +12,5 @@ def write_in_place(cache, new, position):
 
 @register_kernel("cuda", "kv_write")
 def torch_cuda_kv_write(ctx: NodeContext) -> Kernel:
-    return Kernel(lambda inputs, dims: write_in_place(*inputs), "torch_cuda:kv_write_in_place")
+    return Kernel(lambda inputs, dims: write_in_place(*inputs), "torch_cuda:kv_write_in_place",
+                  writes_inputs=frozenset({0}))

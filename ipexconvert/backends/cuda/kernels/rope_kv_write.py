@@ -1,17 +1,68 @@
-"""rope_kv_write on the GPU: q and k rotated by torch's operators, k and v written into the cache buffers in
-place (kv_write.py)."""
+"""rope_kv_write on the GPU, k and v written into the cache buffers in place (kv_write.py). Factories in
+preference order:
+
+triton: one kernel for the whole node (_triton_jit.rope_kv_write_heads: a program per head of each token, the
+write position read on the GPU), where the reference's torch operators launch about twenty.
+
+torch_cuda: q and k rotated by torch's operators, then two index copies."""
 from __future__ import annotations
 
+from typing import Optional
+
+import torch
+
+from ....ir.ops.rope_kv_append import query_heads, split_projections
 from ....ir.ops.rope_kv_write import rotated_heads
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
+from . import _triton
+from ._triton import triton_missing
 from .kv_write import write_in_place
+
+
+def _cache_slots(ctx: NodeContext) -> frozenset[int]:
+    return frozenset({len(ctx.input_specs) - 3, len(ctx.input_specs) - 2})
+
+
+def _torch_run(inputs: list):
+    *projections, cos, sin, cache_key, cache_value, position = inputs
+    q, k, v = rotated_heads(projections, cos, sin, cache_key.shape[1], cache_key.shape[3])
+    return [q, write_in_place(cache_key, k, position), write_in_place(cache_value, v, position)]
+
+
+def _rows(x: torch.Tensor) -> bool:
+    """[b, s, n] with contiguous rows (a merged projection's column slice qualifies)."""
+    return x.stride(-1) == 1
+
+
+@register_kernel("cuda", "rope_kv_write", runs_at=triton_missing)
+def triton_rope_kv_write(ctx: NodeContext) -> Optional[Kernel]:
+    cache_spec = ctx.input_specs[-3]
+    head_dim = cache_spec.shape[3]
+    if head_dim & (head_dim - 1) or head_dim < 4:
+        return None  # the halves are loaded as power-of-two blocks
+
+    def run(inputs: list, dims: dict[str, int]):
+        *projections, cos, sin, cache_key, cache_value, position = inputs
+        batch, seq = projections[0].shape[:2]
+        kv_heads, capacity = cache_key.shape[1], cache_key.shape[2]
+        heads = query_heads([p.shape for p in projections], kv_heads, head_dim)
+        q, k, v = split_projections(projections, heads, kv_heads, head_dim)
+        if not (all(_rows(t) for t in (q, k, v, cos)) and sin.stride() == cos.stride() and sin.shape == cos.shape
+                and cache_key.is_contiguous() and cache_value.is_contiguous()):
+            return _torch_run(inputs)
+        q_out = torch.empty((batch, heads, seq, head_dim), dtype=q.dtype, device=q.device)
+        table_batch = cos.stride(0) if cos.shape[0] > 1 else 0
+        if seq and batch:
+            _triton.jit().rope_kv_write_heads[(batch * seq, heads + 2 * kv_heads)](
+                q, k, v, q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0), v.stride(1),
+                cos, sin, table_batch, cos.stride(2), position, q_out, cache_key, cache_value,
+                seq, heads, kv_heads, capacity, HALF=head_dim // 2, num_warps=1)
+        return [q_out, cache_key, cache_value]
+
+    return Kernel(run, "triton:rope_kv_write_in_place", writes_inputs=_cache_slots(ctx))
 
 
 @register_kernel("cuda", "rope_kv_write")
 def torch_cuda_rope_kv_write(ctx: NodeContext) -> Kernel:
-    def run(inputs: list, dims: dict[str, int]):
-        *projections, cos, sin, cache_key, cache_value, position = inputs
-        q, k, v = rotated_heads(projections, cos, sin, cache_key.shape[1], cache_key.shape[3])
-        return [q, write_in_place(cache_key, k, position), write_in_place(cache_value, v, position)]
-
-    return Kernel(run, "torch_cuda:rope_kv_write_in_place")
+    return Kernel(lambda inputs, dims: _torch_run(inputs), "torch_cuda:rope_kv_write_in_place",
+                  writes_inputs=_cache_slots(ctx))
