@@ -189,7 +189,8 @@ class StaticCache:
         if self.batch_dim is not None:
             dims[self.batch_dim] = batch
         outputs = self.runner.run([given[n] for n in self.names], dims, persistent=self.persistent, capture=capture)
-        self.buffers = {past: outputs[at] for past, at in self.present_at.items()}  # the same buffers, written in place
+        for past, at in self.present_at.items():  # on a GPU the same buffers, written in place
+            self.buffers[past] = outputs[at]
         self.written += seq
         return outputs[self.logits_at]
 

@@ -225,6 +225,9 @@ CASES: dict[str, dict[str, Case]] = {
             {"post_ops": [{"kind": "relu"}, {"kind": "add", "operand": 3}]},
             (In((2, 3, 32), "bfloat16"), const([24, 32], "bfloat16", scale=0.2), const([24], "bfloat16"),
              In((2, 3, 24), "bfloat16")), budget="gemm"),
+        "bf16-decode-residual-add-3d": Case({"post_ops": [{"kind": "add", "operand": 3}]},
+                                            (In((1, 1, 64), "bfloat16"), const([48, 64], "bfloat16", scale=0.2), None,
+                                             In((1, 1, 48), "bfloat16")), budget="gemm"),
         "bf16-decode-rows-bias-gelu": Case(  # few rows: the native bf16_gemv where bf16 widens (k, n off its steps)
             {"post_ops": [{"kind": "gelu"}]},
             (In((3, 1, 40), "bfloat16"), const([21, 40], "bfloat16", scale=0.2), const([21], "bfloat16")),

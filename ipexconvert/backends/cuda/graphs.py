@@ -39,7 +39,7 @@ class Captured:
     capture_error: Optional[str] = None
     staging: dict = field(default_factory=dict)  # input position -> pinned host buffer for CPU inputs
     copied: Optional[torch.cuda.Event] = None  # recorded after the last call's copies out of `staging`
-    persistent_memory: frozenset = frozenset()  # addresses of the persistent inputs (outputs there are not cloned)
+    clone_outputs: list = field(default_factory=list)  # per output: False where it is a persistent input's buffer
 
     def load_inputs(self, inputs: Sequence[torch.Tensor]) -> None:
         """Copy the call's inputs into the static buffers without waiting for the GPU: a CPU input goes
@@ -84,7 +84,7 @@ class GraphRunner:
         static KV cache, written in place by the plan): the graph reads and writes them where they are, and an
         output that is one of them is returned as is. capture=False: run eagerly, capturing nothing (a prompt's
         one-off shapes)."""
-        key = tuple((tuple(t.shape), t.dtype, t.data_ptr() if i in persistent else None) for i, t in enumerate(inputs))
+        key = tuple((t.shape, t.dtype, t.data_ptr() if i in persistent else None) for i, t in enumerate(inputs))
         with self._lock, torch.inference_mode():
             checked = self._checked_on_host(inputs)
             entry = self._graphs.get(key)
@@ -99,7 +99,7 @@ class GraphRunner:
                 return outputs
             entry.load_inputs(inputs)
             entry.graph.replay()
-            outputs = [t if t.data_ptr() in entry.persistent_memory else t.clone() for t in entry.static_outputs]
+            outputs = [t.clone() if fresh else t for t, fresh in zip(entry.static_outputs, entry.clone_outputs)]
             if not checked:
                 raise_tripped(self._guards)
             return outputs
@@ -150,7 +150,8 @@ class GraphRunner:
         # them must not let a capture skip it (the check stays for the values fixed per set of dims).
         forget_checked_indices(static_inputs)
         entry = self._capture(static_inputs, dims)
-        entry.persistent_memory = frozenset(static_inputs[i].data_ptr() for i in persistent)
+        persistent_memory = {static_inputs[i].data_ptr() for i in persistent}
+        entry.clone_outputs = [t.data_ptr() not in persistent_memory for t in entry.static_outputs]
         self._graphs[key] = entry
         while len(self._graphs) > self.max_graphs:
             self._graphs.popitem(last=False)
