@@ -142,18 +142,16 @@ class Decoder:
             raise UserInputError(f"{length} prompt tokens + {settings.max_new_tokens} new ones exceed the model's "
                                  f"{self.max_positions} positions", "shorten the prompt or ask for fewer tokens")
         generator = torch.Generator().manual_seed(settings.seed) if settings.seed is not None else None
-        steps = self.model.static_cache or GrowingCache(self)
+        static, total = self.model.static_cache, length + settings.max_new_tokens
+        if static is not None and static.pipelines and settings.temperature == 0.0:
+            # greedy over a GPU's static cache: the next step is queued before this one's ids are read back
+            chosen = static.greedy(ids, total, self.device, settings.max_new_tokens)
+        else:
+            chosen = self._stepped(static or GrowingCache(self), ids, total, settings, generator)
         done = torch.zeros(batch, dtype=torch.bool)
         eos = torch.tensor(self.record.eos_token_ids, dtype=torch.int64)
-        step_ids = ids
-        for step in range(settings.max_new_tokens):
-            start = time.perf_counter()
-            if step == 0:
-                logits = steps.start(ids, length + settings.max_new_tokens, self.device)
-            else:
-                logits = steps.advance(step_ids)
-            # chosen on the CPU (a GPU's logits are copied over): the same ids for the same seed on every device
-            next_ids = _choose(logits[:, -1, :].float().cpu(), settings, generator)
+        start = time.perf_counter()
+        for next_ids in chosen:
             if on_step is not None:
                 on_step(time.perf_counter() - start)
             if settings.stop_at_eos and eos.numel():
@@ -162,7 +160,19 @@ class Decoder:
             yield next_ids
             if settings.stop_at_eos and eos.numel() and bool(done.all()):
                 return
-            step_ids = next_ids.unsqueeze(1)
+            start = time.perf_counter()
+
+    def _stepped(self, steps, ids: torch.Tensor, total: int, settings: SamplingSettings,
+                 generator: Optional[torch.Generator]) -> Iterator[torch.Tensor]:
+        """The ids chosen at each step [batch], one model call after another. (A finished row is fed its own
+        choice, not the eos stream() shows for it: rows never mix, so the others do not change.)"""
+        logits = steps.start(ids, total, self.device)
+        for step in range(settings.max_new_tokens):
+            # chosen on the CPU (a GPU's logits are copied over): the same ids for the same seed on every device
+            next_ids = _choose(logits[:, -1, :].float().cpu(), settings, generator)
+            yield next_ids
+            if step + 1 < settings.max_new_tokens:
+                logits = steps.advance(next_ids.unsqueeze(1))
 
     def generate(self, prompt: Prompt, settings: SamplingSettings) -> Generation:
         ids = self.encode(prompt)

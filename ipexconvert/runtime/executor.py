@@ -156,10 +156,13 @@ class Executor:
         self._dims_lock = threading.Lock()  # a model may be called from several threads
 
     def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], persistent: frozenset[int] = frozenset(),
-            capture: bool = True) -> list[torch.Tensor]:
-        """persistent and capture matter to runners that capture the plan (backends/cuda/graphs.py); the
-        executor runs every call as it comes."""
+            capture: bool = True, check_guards: bool = True) -> list[torch.Tensor]:
+        """persistent, capture and check_guards matter to runners that capture the plan (backends/cuda/graphs.py);
+        the executor runs every call as it comes, its kernels checking their inputs as they run."""
         return self._execute(inputs, dims, None)
+
+    def raise_tripped(self) -> None:
+        """(A GPU runner's deferred input checks; on the CPU every check raised when it ran.)"""
 
     def profile(self, inputs: Sequence[torch.Tensor], dims: dict[str, int],
                 sync: Callable[[], None] | None = None) -> dict[str, float]:

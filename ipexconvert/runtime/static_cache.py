@@ -15,7 +15,7 @@ generation keeps the growing cache (runtime/decoder.py).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import sympy
 import torch
@@ -160,6 +160,12 @@ class StaticCache:
             raise NotStatic(f"the graph has dims other than the batch, the new tokens and the cache: {sorted(unbound)}")
         self.buffers: dict[str, torch.Tensor] = {}
         self.written = 0  # positions in the buffers
+        # greedy() may feed its own arg-max ids back unchecked: only where every id the logits can name is a row of
+        # each embedding table the ids index
+        tables = [graph.values[n.inputs[0]].shape[0] for n in graph.nodes
+                  if n.op == "embedding" and n.inputs[1] == record.input_ids]
+        width = graph.values[record.logits].shape[-1]
+        self.pipelines = bool(tables) and isinstance(width, int) and all(isinstance(r, int) and width <= r for r in tables)
 
     def start(self, ids: torch.Tensor, total: int, device: torch.device) -> torch.Tensor:
         """The prompt's logits, its positions written into buffers with room for `total` positions."""
@@ -179,7 +185,22 @@ class StaticCache:
         """The next tokens' logits (a GPU replays one captured graph for every call of the same shapes)."""
         return self._run(ids, capture=True)
 
-    def _run(self, ids: torch.Tensor, capture: bool) -> torch.Tensor:
+    def greedy(self, ids: torch.Tensor, total: int, device: torch.device, count: int) -> Iterator[torch.Tensor]:
+        """`count` greedy steps (arg-max, the lowest id on ties), yielding each step's ids [batch] on the CPU. The ids
+        stay on the device and feed the next step, which is queued before this step's ids are read back: a GPU
+        computes token k + 1 while the CPU hands token k over. Needs `pipelines` (the ids go unchecked)."""
+        logits = self.start(ids, total, device)
+        chosen = logits[:, -1].argmax(-1)
+        for step in range(count):
+            host, wait = _copy_to_host(chosen)
+            if step + 1 < count:
+                logits = self._run(chosen.unsqueeze(1), capture=True, check_guards=False)
+                chosen = logits[:, -1].argmax(-1)
+            wait()
+            yield host
+        self.runner.raise_tripped()  # the unchecked steps' guards (an id outside a table), read once
+
+    def _run(self, ids: torch.Tensor, capture: bool, check_guards: bool = True) -> torch.Tensor:
         batch, seq = ids.shape
         capacity = self.buffers[self.caches[0]].shape[2]
         if self.written + seq > capacity:
@@ -188,11 +209,23 @@ class StaticCache:
         dims = {self.seq_dim: seq, self.past_dim: capacity - seq}
         if self.batch_dim is not None:
             dims[self.batch_dim] = batch
-        outputs = self.runner.run([given[n] for n in self.names], dims, persistent=self.persistent, capture=capture)
+        outputs = self.runner.run([given[n] for n in self.names], dims, persistent=self.persistent, capture=capture,
+                                  check_guards=check_guards)
         for past, at in self.present_at.items():  # on a GPU the same buffers, written in place
             self.buffers[past] = outputs[at]
         self.written += seq
         return outputs[self.logits_at]
+
+
+def _copy_to_host(t: torch.Tensor) -> tuple[torch.Tensor, Callable[[], None]]:
+    """(a CPU copy of t, a wait for it): from a GPU, queued into pinned memory, so nothing waits until wait()."""
+    if t.device.type != "cuda":
+        return t.clone(), lambda: None
+    host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+    host.copy_(t, non_blocking=True)
+    copied = torch.cuda.Event()
+    copied.record()
+    return host, copied.synchronize
 
 
 def build_static_cache(program: Program, record: DecoderRecord, backend, max_positions: int,

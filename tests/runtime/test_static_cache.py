@@ -54,6 +54,25 @@ def test_static_cache_generates_the_growing_caches_tokens(tiny_artifact, static_
     assert want == eager_greedy(TinyDecoder(), prompt, 30)
 
 
+def test_sampling_over_the_static_cache_draws_the_growing_caches_tokens(tiny_artifact, static_on_cpu):
+    growing, static = ipexconvert.load_artifact(tiny_artifact), static_on_cpu(tiny_artifact)
+    prompt = _prompt(2, 6, seed=8)
+    settings = dict(max_new_tokens=20, temperature=0.8, top_k=50, top_p=0.9, seed=11, stop_at_eos=False)
+    assert static.generate(prompt, **settings).new_ids == growing.generate(prompt, **settings).new_ids
+
+
+def test_greedy_feeds_its_own_ids_only_where_every_logit_names_a_table_row(tiny_artifact, static_on_cpu):
+    model = static_on_cpu(tiny_artifact)
+    assert model.static_cache.pipelines  # logits over the vocabulary, a table of as many rows
+    record, program = _program(tiny_artifact)
+    program.graph.values[record.logits] = program.graph.values[record.logits].with_(
+        shape=[*program.graph.values[record.logits].shape[:-1], tiny_decoder.VOCAB + 1])
+    from ipexconvert.runtime.static_cache import StaticCache
+
+    static, position = static_program(program, record)
+    assert not StaticCache(static, position, record, runner=None, max_positions=8).pipelines
+
+
 def test_buffers_are_kept_for_the_next_generation_and_remade_for_a_new_capacity(tiny_artifact, static_on_cpu):
     model = static_on_cpu(tiny_artifact)
     steps = model.static_cache

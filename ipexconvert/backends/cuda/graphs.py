@@ -79,11 +79,12 @@ class GraphRunner:
                     self._guards.append(guard)
 
     def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], persistent: frozenset[int] = frozenset(),
-            capture: bool = True) -> list[torch.Tensor]:
+            capture: bool = True, check_guards: bool = True) -> list[torch.Tensor]:
         """persistent: positions of inputs that are GPU buffers the caller keeps and passes on every call (a
         static KV cache, written in place by the plan): the graph reads and writes them where they are, and an
         output that is one of them is returned as is. capture=False: run eagerly, capturing nothing (a prompt's
-        one-off shapes)."""
+        one-off shapes). check_guards=False: the guards' flags are not read after a replay (reading them waits for
+        the GPU); the caller vouches for the inputs and reads them later (raise_tripped)."""
         key = tuple((t.shape, t.dtype, t.data_ptr() if i in persistent else None) for i, t in enumerate(inputs))
         with self._lock, torch.inference_mode():
             checked = self._checked_on_host(inputs)
@@ -100,9 +101,14 @@ class GraphRunner:
             entry.load_inputs(inputs)
             entry.graph.replay()
             outputs = [t.clone() if fresh else t for t, fresh in zip(entry.static_outputs, entry.clone_outputs)]
-            if not checked:
+            if not checked and check_guards:
                 raise_tripped(self._guards)
             return outputs
+
+    def raise_tripped(self) -> None:
+        """The error of any guard tripped since the flags were last read (runs called with check_guards=False)."""
+        with self._lock:
+            raise_tripped(self._all_guards)
 
     def _checked_on_host(self, inputs: Sequence[torch.Tensor]) -> bool:
         """Check on the CPU every guarded value that is a model input given on the CPU; True when that covers

@@ -1,6 +1,7 @@
 """linear on the GPU where its one post-op adds a residual of the output's shape (a decoder's o and down
 projections, an encoder's output projections): one addmm, the residual read as the GEMM's C (out = residual +
-x @ W^T, accumulated in float32 and rounded once), where the reference launches the GEMM and then an add. Every
+x @ W^T, accumulated in float32 and rounded once), where the reference launches the GEMM and then an add; summed
+into the residual's memory where nothing reads it after (the executor's in-place variant). Every
 other linear runs the reference (F.linear on cuBLAS, then its post-ops)."""
 from __future__ import annotations
 
@@ -27,4 +28,13 @@ def torch_cuda_linear_add(ctx: NodeContext) -> Optional[Kernel]:
         y = torch.addmm(r.reshape(-1, r.shape[-1]), x.reshape(-1, x.shape[-1]), weight.t())
         return y.view(*x.shape[:-1], weight.shape[0])
 
-    return Kernel(run, "torch_cuda:linear_addmm_residual", fresh_output=True)
+    def accumulate_in_place(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        """The GEMM summed into the residual's own memory (addmm copies it into a new tensor first)."""
+        x, weight, r = inputs[0], inputs[1], inputs[residual_at]
+        if not r.is_contiguous():
+            return run(inputs, dims)
+        r.view(-1, r.shape[-1]).addmm_(x.reshape(-1, x.shape[-1]), weight.t())
+        return r
+
+    return Kernel(run, "torch_cuda:linear_addmm_residual", fresh_output=True,
+                  in_place=(residual_at, accumulate_in_place))
