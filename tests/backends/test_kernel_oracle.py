@@ -359,6 +359,10 @@ CASES: dict[str, dict[str, Case]] = {
             {"bits": 8, "group_size": 32, "activations": "int8", "post_ops": [{"kind": "gelu"}]},
             (In((9, 64)), const([24, 64], "int8", "weight"), const([24, 2], fill="positive", scale=0.01), None, None),
             budget="gemm"),
+        "bf16-int8-per-channel-k96-gate-product": Case(  # 3 rows; a group of 96 (runs of 32)
+            {"bits": 8, "group_size": 96, "post_ops": [{"kind": "mul", "operand": 5}]},
+            (In((3, 96), "bfloat16"), const([24, 96], "int8", "weight"), const([24, 1], fill="positive", scale=0.01),
+             None, None, In((3, 24), "bfloat16")), budget="gemm"),
         "bf16-int4-symmetric-decode": Case(
             {"bits": 4, "group_size": 32},
             (In((1, 2, 32), "bfloat16"), const([20, 16], "uint8", "codes"), const([20, 1], fill="positive", scale=0.05),

@@ -177,3 +177,87 @@ def rope_kv_write_heads(q_ptr, k_ptr, v_ptr, q_batch, q_seq, k_batch, k_seq, v_b
         dst = value_ptr + ((b * kv_heads + head - heads - kv_heads) * capacity + position) * 2 * HALF
         tl.store(dst + lo, tl.load(src + lo))
         tl.store(dst + HALF + lo, tl.load(src + HALF + lo))
+
+
+@triton.jit
+def woq_rows(x_ptr, codes_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, out_ptr,
+             rows, N, K, groups, group_size, a_row_stride, a_col_stride, b_row_stride, b_col_stride,
+             BITS: tl.constexpr, ZERO: tl.constexpr, HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr,
+             INT8_ROWS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
+             P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
+             ROWS: tl.constexpr, SUB: tl.constexpr, SUBS: tl.constexpr, BLOCK_N: tl.constexpr):
+    """A few rows of x [rows, K] times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py), BLOCK_N output
+    columns per program. Each step reads SUBS runs of SUB consecutive k (a run lies inside one group), sums
+    (q - zero) * x per run and adds scale * that: the dequantized weight is never formed. int4 codes: two a
+    byte, k even in the low nibble. INT8_ROWS: x rounded per row to its int8 grid first (max|x| / 127, half to
+    even). Then the bias, up to four post-ops (post_op) and one rounding to out's dtype."""
+    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = n < N
+    r = tl.arange(0, ROWS)
+    r_ok = r < rows
+    row_scale = tl.full([ROWS], 1.0, tl.float32)
+    if INT8_ROWS:
+        amax = tl.zeros([ROWS], tl.float32)
+        for k0 in range(0, K, SUB * SUBS):
+            k = k0 + tl.arange(0, SUB * SUBS)
+            x = tl.load(x_ptr + r[:, None].to(tl.int64) * K + k[None, :], mask=r_ok[:, None] & (k < K)[None, :],
+                        other=0.0).to(tl.float32)
+            amax = tl.maximum(amax, tl.max(tl.abs(x), axis=1))
+        row_scale = tl.where(amax > 0, tl.math.div_rn(amax, tl.full([ROWS], 127.0, tl.float32)), 1.0)
+    acc = tl.zeros([ROWS, BLOCK_N], tl.float32)
+    n64 = n.to(tl.int64)
+    for k0 in range(0, K, SUB * SUBS):
+        start = k0 + tl.arange(0, SUBS) * SUB  # first k of each run
+        s_ok = start < K
+        group = start // group_size
+        tile_ok = n_ok[:, None] & s_ok[None, :]
+        scale = tl.load(scales_ptr + n64[:, None] * groups + group[None, :], mask=tile_ok, other=0.0)
+        if HAS_ZEROS:
+            zero = tl.load(zeros_ptr + n64[:, None] * groups + group[None, :], mask=tile_ok, other=0).to(tl.float32)
+        else:
+            zero = tl.full([BLOCK_N, SUBS], ZERO, tl.float32)
+        if BITS == 4:
+            j = tl.arange(0, SUB // 2)
+            k_even = start[:, None] + 2 * j[None, :]  # [SUBS, SUB / 2]
+            c = tl.load(codes_ptr + n64[:, None, None] * (K // 2) + (k_even // 2)[None, :, :],
+                        mask=tile_ok[:, :, None], other=0)
+            low = (c & 15).to(tl.float32) - zero[:, :, None]  # q - zero: exact
+            high = (c >> 4).to(tl.float32) - zero[:, :, None]
+            for m in tl.static_range(ROWS):
+                if m < rows:
+                    xs = tl.sum(tl.where(r == m, row_scale, 0.0))
+                    x_even = tl.load(x_ptr + m * K + k_even, mask=s_ok[:, None], other=0.0).to(tl.float32)
+                    x_odd = tl.load(x_ptr + m * K + k_even + 1, mask=s_ok[:, None], other=0.0).to(tl.float32)
+                    if INT8_ROWS:
+                        x_even = round_half_even(tl.math.div_rn(x_even, xs).to(tl.float64)).to(tl.float32) * xs
+                        x_odd = round_half_even(tl.math.div_rn(x_odd, xs).to(tl.float64)).to(tl.float32) * xs
+                    dot = tl.sum(low * x_even[None, :, :] + high * x_odd[None, :, :], axis=2)
+                    part = tl.sum(scale * dot, axis=1)
+                    acc += tl.where(r[:, None] == m, part[None, :], 0.0)
+        else:
+            k = start[:, None] + tl.arange(0, SUB)[None, :]  # [SUBS, SUB]
+            w = tl.load(codes_ptr + n64[:, None, None] * K + k[None, :, :], mask=tile_ok[:, :, None],
+                        other=0).to(tl.float32) - zero[:, :, None]
+            for m in tl.static_range(ROWS):
+                if m < rows:
+                    xs = tl.sum(tl.where(r == m, row_scale, 0.0))
+                    x = tl.load(x_ptr + m * K + k, mask=s_ok[:, None], other=0.0).to(tl.float32)
+                    if INT8_ROWS:
+                        x = round_half_even(tl.math.div_rn(x, xs).to(tl.float64)).to(tl.float32) * xs
+                    part = tl.sum(scale * tl.sum(w * x[None, :, :], axis=2), axis=1)
+                    acc += tl.where(r[:, None] == m, part[None, :], 0.0)
+    y = acc
+    if HAS_BIAS:
+        y = y + tl.load(bias_ptr + n, mask=n_ok, other=0.0)[None, :]
+    out_ok = r_ok[:, None] & n_ok[None, :]
+    a = 0.0
+    b = 0.0
+    if HAS_A:
+        a = tl.load(a_ptr + r[:, None] * a_row_stride + n[None, :] * a_col_stride, mask=out_ok, other=0.0).to(tl.float32)
+    if HAS_B:
+        b = tl.load(b_ptr + r[:, None] * b_row_stride + n[None, :] * b_col_stride, mask=out_ok, other=0.0).to(tl.float32)
+    y = post_op(y, P0, a, b)
+    y = post_op(y, P1, a, b)
+    y = post_op(y, P2, a, b)
+    y = post_op(y, P3, a, b)
+    tl.store(out_ptr + r[:, None].to(tl.int64) * N + n[None, :], y.to(out_ptr.dtype.element_ty), mask=out_ok)
