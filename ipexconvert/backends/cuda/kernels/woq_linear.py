@@ -18,8 +18,9 @@ from ._triton import triton_missing
 from ._triton_int8 import _as_rows, post_op_codes
 
 MAX_ROWS = 4
-BLOCK_N = 16
+BLOCK_N = 16  # output columns a program computes
 CHUNK = 512  # k a step reads per output column
+NUM_WARPS = 4  # (benchmarks/gpu_woq_sweep.py times other choices)
 
 
 def run_length(group_size: int) -> int:
@@ -45,7 +46,8 @@ def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
 
     post, operand_slots = fitted
     n, k = scales.shape[0], scales.shape[1] * attrs.group_size
-    subs = max(1, CHUNK // sub)
+    chunk, block_n, warps = CHUNK, BLOCK_N, NUM_WARPS  # (read once: a sweep may change them between factories)
+    subs = max(1, chunk // sub)
     while subs > 1 and sub * subs // 2 >= k:
         subs //= 2
     scales, zeros = scales.float().contiguous(), None if zeros is None else zeros.contiguous()
@@ -65,13 +67,13 @@ def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
         operands = [_as_rows(inputs[i], out_shape, rows, n) for i in operand_slots]
         a = operands[0] if operands else out
         b = operands[1] if len(operands) > 1 else out
-        _triton.jit().woq_rows[(triton.cdiv(n, BLOCK_N),)](
+        _triton.jit().woq_rows[(triton.cdiv(n, block_n),)](
             flat, codes, scales, scales if zeros is None else zeros, scales if bias is None else bias, a, b, out,
             rows, n, k, scales.shape[1], attrs.group_size, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
             BITS=attrs.bits, ZERO=zero, HAS_ZEROS=zeros is not None, HAS_BIAS=bias is not None,
             INT8_ROWS=attrs.activations == "int8", HAS_A=len(operands) > 0, HAS_B=len(operands) > 1,
             P0=post[0], P1=post[1], P2=post[2], P3=post[3], ROWS=_rows_block(rows), SUB=sub, SUBS=subs,
-            BLOCK_N=BLOCK_N, num_warps=4)
+            BLOCK_N=block_n, num_warps=warps)
         return out.view(out_shape)
 
     return Kernel(run, "triton:woq_linear_rows", frozenset({1, 2, 3, 4}), fresh_output=True)
