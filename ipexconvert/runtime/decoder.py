@@ -143,24 +143,30 @@ class Decoder:
                                  f"{self.max_positions} positions", "shorten the prompt or ask for fewer tokens")
         generator = torch.Generator().manual_seed(settings.seed) if settings.seed is not None else None
         static, total = self.model.static_cache, length + settings.max_new_tokens
-        if static is not None and static.pipelines and settings.temperature == 0.0:
-            # greedy over a GPU's static cache: the next step is queued before this one's ids are read back
-            chosen = static.greedy(ids, total, self.device, settings.max_new_tokens)
-        else:
-            chosen = self._stepped(static or GrowingCache(self), ids, total, settings, generator)
-        done = torch.zeros(batch, dtype=torch.bool)
-        eos = torch.tensor(self.record.eos_token_ids, dtype=torch.int64)
-        start = time.perf_counter()
-        for next_ids in chosen:
-            if on_step is not None:
-                on_step(time.perf_counter() - start)
-            if settings.stop_at_eos and eos.numel():
-                next_ids = torch.where(done, eos[0], next_ids)  # finished rows keep emitting eos
-                done |= torch.isin(next_ids, eos)
-            yield next_ids
-            if settings.stop_at_eos and eos.numel() and bool(done.all()):
-                return
+        # One generation at a time owns the static buffers; another thread's meanwhile grows caches of its own.
+        owns_static = static is not None and static.in_use.acquire(blocking=False)
+        try:
+            if owns_static and static.pipelines and settings.temperature == 0.0:
+                # greedy over a GPU's static cache: the next step is queued before this one's ids are read back
+                chosen = static.greedy(ids, total, self.device, settings.max_new_tokens)
+            else:
+                chosen = self._stepped(static if owns_static else GrowingCache(self), ids, total, settings, generator)
+            done = torch.zeros(batch, dtype=torch.bool)
+            eos = torch.tensor(self.record.eos_token_ids, dtype=torch.int64)
             start = time.perf_counter()
+            for next_ids in chosen:
+                if on_step is not None:
+                    on_step(time.perf_counter() - start)
+                if settings.stop_at_eos and eos.numel():
+                    next_ids = torch.where(done, eos[0], next_ids)  # finished rows keep emitting eos
+                    done |= torch.isin(next_ids, eos)
+                yield next_ids
+                if settings.stop_at_eos and eos.numel() and bool(done.all()):
+                    return
+                start = time.perf_counter()
+        finally:  # (also when the caller drops the stream early: closing the generator runs this)
+            if owns_static:
+                static.in_use.release()
 
     def _stepped(self, steps, ids: torch.Tensor, total: int, settings: SamplingSettings,
                  generator: Optional[torch.Generator]) -> Iterator[torch.Tensor]:

@@ -15,6 +15,7 @@ generation keeps the growing cache (runtime/decoder.py).
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Iterator, Optional
 
 import sympy
@@ -160,6 +161,7 @@ class StaticCache:
             raise NotStatic(f"the graph has dims other than the batch, the new tokens and the cache: {sorted(unbound)}")
         self.buffers: dict[str, torch.Tensor] = {}
         self.written = 0  # positions in the buffers
+        self.in_use = threading.Lock()  # held by the generation using the buffers (runtime/decoder.py)
         # greedy() may feed its own arg-max ids back unchecked: only where every id the logits can name is a row of
         # each embedding table the ids index
         tables = [graph.values[n.inputs[0]].shape[0] for n in graph.nodes

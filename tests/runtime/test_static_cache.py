@@ -73,6 +73,20 @@ def test_greedy_feeds_its_own_ids_only_where_every_logit_names_a_table_row(tiny_
     assert not StaticCache(static, position, record, runner=None, max_positions=8).pipelines
 
 
+def test_a_second_generation_while_one_streams_grows_caches_of_its_own(tiny_artifact, static_on_cpu):
+    model = static_on_cpu(tiny_artifact)
+    first_prompt, second_prompt = _prompt(1, 7, seed=21), _prompt(1, 4, seed=22)
+    stream = model.stream(first_prompt, max_new_tokens=10, stop_at_eos=False)
+    first = [int(next(stream)[0])]  # the stream holds the static buffers now
+    assert model.static_cache.in_use.locked()
+    second = model.generate(second_prompt, max_new_tokens=10, stop_at_eos=False).new_ids  # the growing caches
+    first += [int(t[0]) for t in stream]
+    assert not model.static_cache.in_use.locked()
+    growing = ipexconvert.load_artifact(tiny_artifact)
+    assert first == growing.generate(first_prompt, max_new_tokens=10, stop_at_eos=False).new_ids[0]
+    assert second == growing.generate(second_prompt, max_new_tokens=10, stop_at_eos=False).new_ids
+
+
 def test_buffers_are_kept_for_the_next_generation_and_remade_for_a_new_capacity(tiny_artifact, static_on_cpu):
     model = static_on_cpu(tiny_artifact)
     steps = model.static_cache
