@@ -26,14 +26,19 @@ def decode_weight_bytes(graph) -> int:
     return total
 
 
-def read_bandwidth_gbs(megabytes: int = 512, repeats: int = 5) -> float:
-    """GB/s of one read pass (a float32 sum) over a buffer far larger than the caches, with torch's threads."""
-    x = torch.ones(megabytes << 18)
+def read_bandwidth_gbs(megabytes: int = 512, repeats: int = 5, device: str = "cpu") -> float:
+    """GB/s of one read pass (a float32 sum) over a buffer far larger than the caches, with torch's threads, in the
+    memory of `device` (a GPU's: 4 GiB, timed on the GPU)."""
+    if device == "cuda":
+        megabytes = max(megabytes, 4096)
+    x = torch.ones(megabytes << 18, device=device)
     x.sum()
     times = []
     for _ in range(repeats):
+        if device == "cuda":
+            torch.cuda.synchronize()
         start = time.perf_counter()
-        x.sum()
+        x.sum().item()  # (.item(): the sum has finished, on any device)
         times.append(time.perf_counter() - start)
     return x.numel() * 4 / statistics.median(times) / 1e9
 
@@ -50,7 +55,7 @@ def bench_generation(model, prompt_tokens: int, new_tokens: int, rounds: int) ->
         if result.step_seconds:
             decode.append(statistics.median(result.step_seconds))
     weight_bytes = decode_weight_bytes(model.graph)
-    bandwidth = read_bandwidth_gbs()
+    bandwidth = read_bandwidth_gbs(device=model.device)
     decode_s = statistics.median(decode) if decode else None
     return {"prompt_tokens": prompt_tokens, "new_tokens": new_tokens, "rounds": rounds,
             "prefill_ms": 1e3 * statistics.median(prefill),
