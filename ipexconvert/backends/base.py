@@ -19,6 +19,9 @@ class Backend(Protocol):
     # step replays a captured graph (a GPU); the CPU appends to growing caches, attending to the written keys only.
     static_decode: bool
 
+    def torch_device(self) -> torch.device:
+        """Where the plan's tensors live (a static cache's buffers are made there)."""
+
     def level(self) -> str:
         """The ISA level (CPU) or architecture (GPU) kernels are chosen for in this process."""
 

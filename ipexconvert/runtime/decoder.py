@@ -199,7 +199,7 @@ class Decoder:
 
     @property
     def device(self) -> torch.device:
-        return torch.device(self.model.device, torch.cuda.current_device()) if self.model.device == "cuda" else torch.device(self.model.device)
+        return self.model.backend.torch_device()
 
 
 class GrowingCache:

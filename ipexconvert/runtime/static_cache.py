@@ -26,6 +26,7 @@ from ..ir.dims import parse_sympy, simplify
 from ..ir.graph import Node, attr_expressions
 from ..ir.opdef import get_op
 from ..ir.spec import TensorSpec
+from ..ir.validate import NodeError, check_nodes
 from ..manifest import DecoderRecord
 
 _ARANGE = "aten.arange.start_step"
@@ -48,7 +49,7 @@ def static_program(program: Program, record: DecoderRecord) -> tuple[Program, st
     position = new.fresh_name("position")
     g.inputs.append(position)
     g.values[position] = TensorSpec(dtype="int64", shape=[])
-    caches = {name for pair in record.cache for name in pair[:1]}
+    caches = {past for past, _ in record.cache}
     for name in caches:
         spec = g.values[name]
         g.values[name] = spec.model_copy(update={"shape": [*spec.shape[:2], simplify(f"{past} + {seq}"), spec.shape[3]]})
@@ -71,6 +72,10 @@ def static_program(program: Program, record: DecoderRecord) -> tuple[Program, st
     for node in g.nodes:
         for expr in attr_expressions(get_op(node.op).parse_attrs(node.attrs)):
             _check_size(expr, past, seq, f"node {node.name}")
+    try:
+        check_nodes(g)  # every rewritten node fits its op, as the loader checked the artifact's own
+    except NodeError as e:
+        raise NotStatic(f"the rewritten graph does not check: {e}") from None
     return new, position
 
 
@@ -144,7 +149,8 @@ class StaticCache:
     capacity, so a GPU's captured decode step (keyed by their addresses) is replayed across generate() calls."""
 
     def __init__(self, program: Program, position: str, record: DecoderRecord, runner, max_positions: int):
-        """runner: the backend's runner of the static program's plan (run(inputs, dims, persistent, capture))."""
+        """runner: the backend's runner of the static program's plan (`make_runner`: run(inputs, dims, persistent,
+        capture, check_guards) and raise_tripped())."""
         graph = program.graph
         self.runner, self.record, self.max_positions = runner, record, max_positions
         self.names = list(graph.inputs)

@@ -15,7 +15,7 @@ from ipexconvert.backends import get_backend
 from ipexconvert.errors import ArtifactError
 from ipexconvert.ir.graph import Node, check_graph
 from ipexconvert.runtime.decoder import GrowingCache
-from ipexconvert.runtime.static_cache import CAPACITY_STEP, NotStatic, static_program
+from ipexconvert.runtime.static_cache import CAPACITY_STEP, NotStatic, StaticCache, static_program
 from tiny_decoder import TinyDecoder, eager_greedy
 
 LLAMA_EXPORTS = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
@@ -65,11 +65,9 @@ def test_greedy_feeds_its_own_ids_only_where_every_logit_names_a_table_row(tiny_
     model = static_on_cpu(tiny_artifact)
     assert model.static_cache.pipelines  # logits over the vocabulary, a table of as many rows
     record, program = _program(tiny_artifact)
-    program.graph.values[record.logits] = program.graph.values[record.logits].with_(
-        shape=[*program.graph.values[record.logits].shape[:-1], tiny_decoder.VOCAB + 1])
-    from ipexconvert.runtime.static_cache import StaticCache
-
     static, position = static_program(program, record)
+    logits = static.graph.values[record.logits]  # an LM head one wider than the table (as the greedy loop sees it)
+    static.graph.values[record.logits] = logits.with_(shape=[*logits.shape[:-1], tiny_decoder.VOCAB + 1])
     assert not StaticCache(static, position, record, runner=None, max_positions=8).pipelines
 
 

@@ -20,6 +20,9 @@ class CpuBackend:
     propagates_nan = False  # oneDNN's max pooling and fused relu compute max(x, 0)
     static_decode = False  # growing caches (kernels/kv_append.py): attention reads only the written keys
 
+    def torch_device(self) -> torch.device:
+        return torch.device("cpu")
+
     def level(self) -> str:
         return selected_isa()
 

@@ -29,6 +29,9 @@ class CudaBackend:
                                  "(the CPU runs the same artifact)")
         self.gpu = torch.device("cuda", torch.cuda.current_device())
 
+    def torch_device(self) -> torch.device:
+        return self.gpu
+
     def level(self) -> str:
         major, minor = torch.cuda.get_device_capability(self.gpu)
         return f"sm_{major}{minor}"
