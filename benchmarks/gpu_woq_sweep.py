@@ -1,5 +1,7 @@
 """Times the GPU's weight-only GEMV kernel (backends/cuda/kernels/woq_linear.py, one decode row) on a decoder's
 layer shapes for several tile choices, beside torch's bf16 GEMV of the same shape; prints GB/s of codes + scales.
+Each figure is GPU time: the calls are captured in a CUDA graph and replayed (session 26's first version timed
+Python-launched calls, which measured the launches).
 
     python benchmarks/gpu_woq_sweep.py --shapes 2560x2048,2048x2048,11264x2048,2048x5632,32000x2048
 """
@@ -16,16 +18,27 @@ from ipexconvert.ir.spec import TensorSpec
 from ipexconvert.runtime.kernels import NodeContext
 
 
-def time_ms(fn, repeats: int = 50) -> float:
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeats):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / repeats
+def time_ms(fn, calls: int = 20, replays: int = 10) -> float:
+    """GPU milliseconds a call: `calls` calls captured in one CUDA graph, replayed (so the launches' CPU cost, which
+    dwarfs a small GEMV's, is not counted), the median of `replays`."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()  # warm-up (Triton compiles, cuBLAS workspaces) outside the capture
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    times = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / calls)
+    return sorted(times)[len(times) // 2]
 
 
 def main() -> None:
