@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, Optional
 import sympy
 import torch
 
+from ..errors import ArtifactError
 from ..ir import Program, dtypes
 from ..ir.dims import parse_sympy, simplify
 from ..ir.graph import Node, attr_expressions
@@ -238,10 +239,13 @@ def _copy_to_host(t: torch.Tensor) -> tuple[torch.Tensor, Callable[[], None]]:
 
 def build_static_cache(program: Program, record: DecoderRecord, backend, max_positions: int,
                        make_executor) -> tuple[Optional[StaticCache], Optional[str]]:
-    """(the static-cache steps of this decoder on this backend, None) or (None, why not)."""
+    """(the static-cache steps of this decoder on this backend, None) or (None, why not): a graph the rewrite
+    cannot follow, or a plan of it that cannot be built, leaves the artifact's own (growing) steps."""
     try:
         static, position = static_program(program, record)
         executor = make_executor(static)
         return StaticCache(static, position, record, backend.make_runner(executor), max_positions), None
     except NotStatic as e:
         return None, str(e)
+    except ArtifactError as e:
+        return None, f"its plan cannot be built: {e.problem}"

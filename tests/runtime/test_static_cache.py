@@ -166,3 +166,15 @@ def test_an_artifact_holding_an_internal_op_is_refused(tiny_artifact):
     g.nodes[append] = g.nodes[append].model_copy(update={"op": "kv_write"})
     with pytest.raises(ArtifactError, match="kv_write.* is made by the runtime at load and never stored in an artifact"):
         check_graph(g)
+
+
+def test_a_static_plan_that_cannot_be_built_leaves_the_growing_cache(tiny_artifact):
+    from ipexconvert.runtime.static_cache import build_static_cache
+
+    record, program = _program(tiny_artifact)
+
+    def refuse(static):
+        raise ArtifactError("node kv_write_0 (kv_write) cannot be run: no kernel", "upgrade")
+
+    steps, why = build_static_cache(program, record, get_backend("cpu"), 64, refuse)
+    assert steps is None and why == "its plan cannot be built: node kv_write_0 (kv_write) cannot be run: no kernel"
