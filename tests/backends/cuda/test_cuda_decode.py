@@ -20,9 +20,15 @@ pytestmark = pytest.mark.skipif(NO_GPU is not None, reason=f"needs a CUDA GPU: {
 @pytest.fixture(scope="module")
 def artifacts(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("cuda_decode")
-    return {dtype: ipexconvert.optimize(TinyDecoder(), tiny_decoder.example_inputs(), dtype=dtype,
+    made = {dtype: ipexconvert.optimize(TinyDecoder(), tiny_decoder.example_inputs(), dtype=dtype,
                                         dynamic_dims=tiny_decoder.dynamic_dims(), output=folder / f"tiny.{dtype}.ipxc").path
             for dtype in ("fp32", "bf16")}
+    # weight-only int4 (no accuracy gate: the random model is judged here, against its own CPU run)
+    made["int4"] = ipexconvert.optimize(TinyDecoder(), tiny_decoder.example_inputs(), dtype="int4",
+                                        dynamic_dims=tiny_decoder.dynamic_dims(), output=folder / "tiny.int4.ipxc",
+                                        woq={"guard": False}, min_cosine=0.0, min_top1_agreement=0.0,
+                                        max_perplexity_ratio=1e9).path
+    return made
 
 
 def _prompt(batch: int, length: int, seed: int) -> torch.Tensor:
@@ -46,9 +52,12 @@ def test_gpu_generates_the_cpu_tokens_from_one_captured_step(artifacts, batch, l
     assert gpu.static_cache.runner.graph_status() == graphs
 
 
-def test_bf16_logits_on_the_gpu_match_the_cpu_teacher_forced(artifacts):
-    cpu = ipexconvert.load_artifact(artifacts["bf16"])
-    gpu = ipexconvert.load_artifact(artifacts["bf16"], device="cuda")
+@pytest.mark.parametrize("dtype", ["bf16", "int4"])
+def test_logits_on_the_gpu_match_the_cpu_teacher_forced(artifacts, dtype):
+    """bf16, and int4 (the GPU's Triton woq kernel against the CPU's native ones, both the same dequantized
+    float32 arithmetic up to the order of the sums)."""
+    cpu = ipexconvert.load_artifact(artifacts[dtype])
+    gpu = ipexconvert.load_artifact(artifacts[dtype], device="cuda")
     prompt = _prompt(1, 12, seed=3)
     tokens = cpu.generate(prompt, max_new_tokens=16, stop_at_eos=False).new_ids[0]
     growing, static = GrowingCache(cpu.decoder), gpu.static_cache
