@@ -178,3 +178,26 @@ def test_a_static_plan_that_cannot_be_built_leaves_the_growing_cache(tiny_artifa
 
     steps, why = build_static_cache(program, record, get_backend("cpu"), 64, refuse)
     assert steps is None and why == "its plan cannot be built: node kv_write_0 (kv_write) cannot be run: no kernel"
+
+
+def test_shared_placement_places_each_constant_once():
+    """Two plans from one program (the artifact's and the static-cache one) share every placed constant."""
+    from ipexconvert.runtime.model import SharedPlacement
+
+    class CountingBackend:
+        device = "fake"
+
+        def __init__(self):
+            self.placed = 0
+
+        def place_constant(self, tensor, spec):
+            self.placed += 1
+            return tensor.clone()
+
+    backend = CountingBackend()
+    shared = SharedPlacement(backend)
+    weights = [torch.ones(3), torch.zeros(2)]
+    first = [shared.place_constant(w, None) for w in weights]
+    second = [shared.place_constant(w, None) for w in weights]
+    assert backend.placed == 2 and all(a is b for a, b in zip(first, second))
+    assert shared.device == "fake"  # everything else is the backend's
