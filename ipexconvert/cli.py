@@ -627,6 +627,9 @@ def inspect(
                   f"position, up to {d['max_positions']} positions; tokenizer "
                   f"{'stored' if d['tokenizer'] else 'not stored (token ids only)'}; eos ids "
                   f"{_show(str(d['eos_token_ids']))}", highlight=False)
+        refusal = d.get("static_cache_refusal")
+        out.print("on a GPU: " + ("static caches, one captured decode step" if refusal is None else
+                                  f"growing caches ({_show(refusal)})"), highlight=False)
     if m["accuracy"]:
         for acc in m["accuracy"]["outputs"]:
             out.print(f"accuracy at conversion, {_show(acc['name'])}: {_accuracy_line(acc)}", highlight=False)

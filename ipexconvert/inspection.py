@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 from .artifact import _parse_graph, quant_plan, read_manifest
 from .errors import ArtifactError
-from .ir import Graph, dtypes
+from .ir import Graph, Program, dtypes
 from .ir.graph import check_graph
 from .manifest import Manifest
 from .quant.plan import ActivationQuant, LayerPlan, QuantPlan
@@ -88,7 +88,18 @@ def decoder_summary(manifest: Manifest, graph: Graph) -> dict:
     dim = graph.dims.get(record.cache_dim)
     return {"cache_tensors": len(record.cache), "cache_bytes_per_token": per_token,
             "max_positions": None if dim is None else dim.max + 1, "tokenizer": record.tokenizer is not None,
-            "eos_token_ids": record.eos_token_ids}
+            "eos_token_ids": record.eos_token_ids, "static_cache_refusal": static_cache_refusal(graph, record)}
+
+
+def static_cache_refusal(graph: Graph, record) -> Optional[str]:
+    """Why a GPU would generate over the artifact's growing caches instead of static ones (None: it would not)."""
+    from .runtime.static_cache import NotStatic, static_program
+
+    try:
+        static_program(Program(graph), record)
+    except NotStatic as e:
+        return str(e)
+    return None
 
 
 def decoder_accuracy_line(record: dict) -> str:

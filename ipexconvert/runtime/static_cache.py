@@ -81,9 +81,19 @@ def static_program(program: Program, record: DecoderRecord) -> tuple[Program, st
 
 
 def _seq_dim(graph, record: DecoderRecord) -> str:
-    ids = graph.values[record.input_ids]
-    if not isinstance(ids.shape[1], str) or ids.shape[1] not in graph.dims:
-        raise NotStatic(f"{record.input_ids} has no dynamic length ({ids.describe()})")
+    """The new tokens' dim, once the record is seen to name what a decoder has (the loader checks the record
+    against the graph only when generation starts; a rewrite at load must not trip over a hostile one first)."""
+    ids = graph.values.get(record.input_ids)
+    if record.input_ids not in graph.inputs or ids is None or ids.rank != 2:
+        raise NotStatic(f"the decoder record's ids {record.input_ids} are not a [batch, seq] input")
+    if record.logits not in graph.outputs or graph.values[record.logits].rank < 1:
+        raise NotStatic(f"the decoder record's logits {record.logits} are not an output")
+    for past, present in record.cache:
+        spec = graph.values.get(past)
+        if past not in graph.inputs or present not in graph.outputs or spec is None or spec.rank != 4:
+            raise NotStatic(f"the decoder record's cache {past} / {present} is not a rank-4 input and an output")
+    if not isinstance(ids.shape[1], str) or ids.shape[1] not in graph.dims or record.cache_dim not in graph.dims:
+        raise NotStatic(f"{record.input_ids} ({ids.describe()}) or the cache dim {record.cache_dim} is not dynamic")
     return ids.shape[1]
 
 

@@ -201,3 +201,24 @@ def test_shared_placement_places_each_constant_once():
     second = [shared.place_constant(w, None) for w in weights]
     assert backend.placed == 2 and all(a is b for a, b in zip(first, second))
     assert shared.device == "fake"  # everything else is the backend's
+
+
+def test_inspect_says_whether_a_gpu_generates_over_static_caches(tiny_artifact, tmp_path):
+    from typer.testing import CliRunner
+
+    from ipexconvert.cli import app
+    from ipexconvert.inspection import inspect_artifact
+
+    assert inspect_artifact(tiny_artifact).summary["decoder"]["static_cache_refusal"] is None
+    shown = CliRunner().invoke(app, ["inspect", str(tiny_artifact)])
+    assert shown.exit_code == 0 and "on a GPU: static caches, one captured decode step" in shown.output
+
+
+@pytest.mark.parametrize("change", [{"logits": "nope"}, {"input_ids": "past_key_0"},
+                                    {"cache": [["input_ids", "logits"]]}, {"cache_dim": "batch"}])
+def test_a_decoder_record_that_does_not_fit_the_graph_is_a_refusal_not_a_crash(tiny_artifact, change):
+    """The rewrite runs at load, before generation checks the record against the graph: a hostile record must
+    come out as a reason (the growing caches then refuse it with the loader's own error when generation starts)."""
+    record, program = _program(tiny_artifact)
+    with pytest.raises(NotStatic):
+        static_program(program, record.model_copy(update=change))
