@@ -233,9 +233,7 @@ class LoadedModel:
     def _static_cache(self, program, placement):
         from .static_cache import build_static_cache
 
-        record = self.manifest.decoder
-        positions = self.graph.dims[record.cache_dim].max + 1 if record.cache_dim in self.graph.dims else 0
-        return build_static_cache(program, record, self.backend, positions,
+        return build_static_cache(program, self.manifest.decoder, self.backend,
                                   lambda static: self._build(static, backend=placement))
 
     def _build(self, program, nan_safe: bool = False, backend=None) -> Executor:

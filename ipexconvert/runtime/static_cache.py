@@ -159,11 +159,12 @@ class StaticCache:
     generation, advance() one token more. The buffers are kept for the next generation of the same batch and
     capacity, so a GPU's captured decode step (keyed by their addresses) is replayed across generate() calls."""
 
-    def __init__(self, program: Program, position: str, record: DecoderRecord, runner, max_positions: int):
+    def __init__(self, program: Program, position: str, record: DecoderRecord, runner):
         """runner: the backend's runner of the static program's plan (`make_runner`: run(inputs, dims, persistent,
         capture, check_guards) and raise_tripped())."""
         graph = program.graph
-        self.runner, self.record, self.max_positions = runner, record, max_positions
+        self.runner, self.record = runner, record
+        self.max_positions = graph.dims[record.cache_dim].max + 1  # the cache holds up to the dim's max + 1 positions
         self.names = list(graph.inputs)
         self.caches = [past for past, _ in record.cache]
         self.persistent = frozenset(self.names.index(c) for c in self.caches)
@@ -247,14 +248,14 @@ def _copy_to_host(t: torch.Tensor) -> tuple[torch.Tensor, Callable[[], None]]:
     return host, copied.synchronize
 
 
-def build_static_cache(program: Program, record: DecoderRecord, backend, max_positions: int,
+def build_static_cache(program: Program, record: DecoderRecord, backend,
                        make_executor) -> tuple[Optional[StaticCache], Optional[str]]:
     """(the static-cache steps of this decoder on this backend, None) or (None, why not): a graph the rewrite
     cannot follow, or a plan of it that cannot be built, leaves the artifact's own (growing) steps."""
     try:
         static, position = static_program(program, record)
         executor = make_executor(static)
-        return StaticCache(static, position, record, backend.make_runner(executor), max_positions), None
+        return StaticCache(static, position, record, backend.make_runner(executor)), None
     except NotStatic as e:
         return None, str(e)
     except ArtifactError as e:

@@ -68,7 +68,7 @@ def test_greedy_feeds_its_own_ids_only_where_every_logit_names_a_table_row(tiny_
     static, position = static_program(program, record)
     logits = static.graph.values[record.logits]  # an LM head one wider than the table (as the greedy loop sees it)
     static.graph.values[record.logits] = logits.with_(shape=[*logits.shape[:-1], tiny_decoder.VOCAB + 1])
-    assert not StaticCache(static, position, record, runner=None, max_positions=8).pipelines
+    assert not StaticCache(static, position, record, runner=None).pipelines
 
 
 def test_a_second_generation_while_one_streams_grows_caches_of_its_own(tiny_artifact, static_on_cpu):
@@ -176,7 +176,7 @@ def test_a_static_plan_that_cannot_be_built_leaves_the_growing_cache(tiny_artifa
     def refuse(static):
         raise ArtifactError("node kv_write_0 (kv_write) cannot be run: no kernel", "upgrade")
 
-    steps, why = build_static_cache(program, record, get_backend("cpu"), 64, refuse)
+    steps, why = build_static_cache(program, record, get_backend("cpu"), refuse)
     assert steps is None and why == "its plan cannot be built: node kv_write_0 (kv_write) cannot be run: no kernel"
 
 

@@ -47,6 +47,15 @@ def split_projections(projections: list, heads: int, kv_heads: int, head_dim: in
     return [qkv[..., :q_end], qkv[..., q_end:k_end], qkv[..., k_end:]]
 
 
+def rotated_heads(projections: list, cos, sin, kv_heads: int, head_dim: int) -> tuple:
+    """(rope(q), rope(k), v) as [b, heads, s, d] tensors, from the projections."""
+    heads = query_heads([p.shape for p in projections], kv_heads, head_dim)
+    q, k, v = split_projections(projections, heads, kv_heads, head_dim)
+    q, k, v = heads_of(q, heads, head_dim), heads_of(k, kv_heads, head_dim), heads_of(v, kv_heads, head_dim)
+    rope = RopeOp.reference
+    return rope([q, cos, sin], None, {}), rope([k, cos, sin], None, {}), v
+
+
 @register_op
 class RopeKvAppendOp(OpDef):
     name = "rope_kv_append"
@@ -84,10 +93,5 @@ class RopeKvAppendOp(OpDef):
     @classmethod
     def reference(cls, inputs, attrs, dims):
         projections, (cos, sin, past_key, past_value) = split_inputs(list(inputs))
-        kv_heads, d = past_key.shape[1], past_key.shape[3]
-        heads = query_heads([p.shape for p in projections], kv_heads, d)
-        q, k, v = split_projections(projections, heads, kv_heads, d)
-        q, k, v = heads_of(q, heads, d), heads_of(k, kv_heads, d), heads_of(v, kv_heads, d)
-        rope = RopeOp.reference
-        return [rope([q, cos, sin], None, dims), torch.cat([past_key, rope([k, cos, sin], None, dims)], dim=2),
-                torch.cat([past_value, v], dim=2)]
+        q, k, v = rotated_heads(projections, cos, sin, past_key.shape[1], past_key.shape[3])
+        return [q, torch.cat([past_key, k], dim=2), torch.cat([past_value, v], dim=2)]

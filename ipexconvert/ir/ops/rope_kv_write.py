@@ -9,17 +9,7 @@ from __future__ import annotations
 from ..opdef import Arity, OpDef, register_op
 from ..spec import TensorSpec
 from .kv_write import KvWriteOp, check_write
-from .rope import RopeOp
-from .rope_kv_append import RopeKvAppendOp, heads_of, query_heads, split_projections
-
-
-def rotated_heads(projections: list, cos, sin, kv_heads: int, head_dim: int) -> tuple:
-    """(rope(q), rope(k), v) as [b, heads, s, d] tensors, from rope_kv_append's projections."""
-    heads = query_heads([p.shape for p in projections], kv_heads, head_dim)
-    q, k, v = split_projections(projections, heads, kv_heads, head_dim)
-    q, k, v = heads_of(q, heads, head_dim), heads_of(k, kv_heads, head_dim), heads_of(v, kv_heads, head_dim)
-    rope = RopeOp.reference
-    return rope([q, cos, sin], None, {}), rope([k, cos, sin], None, {}), v
+from .rope_kv_append import RopeKvAppendOp, rotated_heads
 
 
 @register_op

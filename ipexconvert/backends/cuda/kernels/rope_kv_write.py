@@ -11,8 +11,7 @@ from typing import Optional
 
 import torch
 
-from ....ir.ops.rope_kv_append import query_heads, split_projections
-from ....ir.ops.rope_kv_write import rotated_heads
+from ....ir.ops.rope_kv_append import query_heads, rotated_heads, split_inputs, split_projections
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from . import _triton
 from ._triton import triton_missing
@@ -37,15 +36,16 @@ def _rows(x: torch.Tensor) -> bool:
 @register_kernel("cuda", "rope_kv_write", runs_at=triton_missing)
 def triton_rope_kv_write(ctx: NodeContext) -> Optional[Kernel]:
     cache_spec = ctx.input_specs[-3]
-    head_dim = cache_spec.shape[3]
+    kv_heads, head_dim = cache_spec.shape[1], cache_spec.shape[3]
     if head_dim & (head_dim - 1) or head_dim < 4:
         return None  # the halves are loaded as power-of-two blocks
+    projection_specs, _ = split_inputs(list(ctx.input_specs[:-1]))
+    heads = query_heads([p.shape for p in projection_specs], kv_heads, head_dim)  # (fixed by the specs)
 
     def run(inputs: list, dims: dict[str, int]):
         *projections, cos, sin, cache_key, cache_value, position = inputs
         batch, seq = projections[0].shape[:2]
-        kv_heads, capacity = cache_key.shape[1], cache_key.shape[2]
-        heads = query_heads([p.shape for p in projections], kv_heads, head_dim)
+        capacity = cache_key.shape[2]
         q, k, v = split_projections(projections, heads, kv_heads, head_dim)
         if not (all(_rows(t) for t in (q, k, v, cos)) and sin.stride() == cos.stride() and sin.shape == cos.shape
                 and cache_key.is_contiguous() and cache_value.is_contiguous()):

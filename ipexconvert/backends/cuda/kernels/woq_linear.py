@@ -72,12 +72,9 @@ def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
             rows, n, k, scales.shape[1], attrs.group_size, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
             BITS=attrs.bits, ZERO=zero, HAS_ZEROS=zeros is not None, HAS_BIAS=bias is not None,
             INT8_ROWS=attrs.activations == "int8", HAS_A=len(operands) > 0, HAS_B=len(operands) > 1,
-            P0=post[0], P1=post[1], P2=post[2], P3=post[3], ROWS=_rows_block(rows), SUB=sub, SUBS=subs,
+            P0=post[0], P1=post[1], P2=post[2], P3=post[3], ROWS=triton.next_power_of_2(rows), SUB=sub, SUBS=subs,
             BLOCK_N=block_n, num_warps=warps)
         return out.view(out_shape)
 
     return Kernel(run, "triton:woq_linear_rows", frozenset({1, 2, 3, 4}), fresh_output=True)
 
-
-def _rows_block(rows: int) -> int:
-    return 1 if rows == 1 else 2 if rows == 2 else 4
