@@ -18,17 +18,20 @@ from ipexconvert.ir.spec import TensorSpec
 from ipexconvert.runtime.kernels import NodeContext
 
 
-def time_ms(fn, calls: int = 20, replays: int = 10) -> float:
-    """GPU milliseconds a call: `calls` calls captured in one CUDA graph, replayed (so the launches' CPU cost, which
+def time_ms(fns, replays: int = 10) -> float:
+    """GPU milliseconds a call: one call of each of `fns` (each on weights of its own, together larger than the
+    L2 cache, as a decode step's layers are) captured in one CUDA graph, replayed (so the launches' CPU cost, which
     dwarfs a small GEMV's, is not counted), the median of `replays`."""
+    calls = len(fns)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        fn()  # warm-up (Triton compiles, cuBLAS workspaces) outside the capture
+        for fn in fns:
+            fn()  # warm-up (Triton compiles, cuBLAS workspaces) outside the capture
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for _ in range(calls):
+        for fn in fns:
             fn()
     times = []
     for _ in range(replays):
@@ -47,6 +50,7 @@ def main() -> None:
     ap.add_argument("--bits", type=int, default=4)
     ap.add_argument("--group", type=int, default=128)
     ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--activations", default="float", choices=("float", "int8"))
     args = ap.parse_args()
     gpu = torch.device("cuda", 0)
     op = get_op("woq_linear")
@@ -58,23 +62,33 @@ def main() -> None:
         scales = (torch.rand(n, k // args.group) * 0.05).to(gpu)
         x = torch.randn(1, 1, k, dtype=dtype, device=gpu)
         size = codes.numel() * codes.element_size() + scales.numel() * 4
-        weight = torch.randn(n, k, dtype=torch.bfloat16, device=gpu)
-        bf16 = time_ms(lambda: torch.nn.functional.linear(x.bfloat16(), weight))
+        copies = max(8, -(-(400 << 20) // size))  # 400 MB of codes: nothing is read from L2
+        codes_list = [codes.clone() for _ in range(copies)]
+        weights = [torch.randn(n, k, dtype=torch.bfloat16, device=gpu) for _ in range(max(4, -(-(400 << 20) // (n * k * 2))))]
+        xb = x.bfloat16()
+        bf16 = time_ms([lambda w=w: torch.nn.functional.linear(xb, w) for w in weights])
+        del weights
         print(f"{n}x{k}: torch bf16 GEMV {bf16 * 1000:.1f} us ({n * k * 2 / bf16 / 1e6:.0f} GB/s)", flush=True)
-        attrs = op.parse_attrs({"bits": args.bits, "group_size": args.group})
+        attrs = op.parse_attrs({"bits": args.bits, "group_size": args.group, "activations": args.activations})
         inputs = [x, codes, scales, None, None]
         specs = tuple(None if t is None else TensorSpec.of(t) for t in inputs)
         results = []
-        for block_n, chunk, warps in itertools.product((4, 8, 16, 32), (256, 512, 1024), (1, 2, 4)):
-            woq_linear.BLOCK_N, woq_linear.CHUNK, woq_linear.NUM_WARPS = block_n, chunk, warps
-            ctx = NodeContext(op="woq_linear", attrs=attrs, constants=(None, codes, scales, None, None),
-                              input_specs=specs, output_specs=tuple(op.infer(specs, attrs)), device="cuda", isa="sm")
-            kernel = woq_linear.triton_woq_linear(ctx)
-            ms = time_ms(lambda: kernel.fn([x, None, None, None, None], {}))
-            results.append((ms, block_n, chunk, warps))
-        for ms, block_n, chunk, warps in sorted(results)[:5]:
-            print(f"   block_n {block_n:2d} chunk {chunk:4d} warps {warps}: {ms * 1000:.1f} us "
+        default = woq_linear.TILES[args.activations]
+        for block_n, chunk, warps, programs in itertools.product((8, 16, 32, 64), (256, 512), (2, 4), (512, 2048)):
+            tile = woq_linear.Tile(block_n=block_n, chunk=chunk, warps=warps, programs=programs)
+            woq_linear.TILES[args.activations] = tile
+            kernels = [woq_linear.triton_woq_linear(NodeContext(
+                op="woq_linear", attrs=attrs, constants=(None, c, scales, None, None), input_specs=specs,
+                output_specs=tuple(op.infer(specs, attrs)), device="cuda", isa="sm")) for c in codes_list]
+            ms = time_ms([lambda kernel=kernel: kernel.fn([x, None, None, None, None], {}) for kernel in kernels])
+            results.append((ms, block_n, chunk, warps, programs))
+        woq_linear.TILES[args.activations] = default
+        for ms, block_n, chunk, warps, programs in sorted(results)[:8]:
+            print(f"   block_n {block_n:2d} chunk {chunk:4d} warps {warps} programs {programs:4d}: {ms * 1000:.1f} us "
                   f"({size / ms / 1e6:.0f} GB/s)", flush=True)
+        chosen = [r for r in results if r[1:] == (default.block_n, default.chunk, default.warps, default.programs)]
+        if chosen:
+            print(f"   the default tile: {chosen[0][0] * 1000:.1f} us", flush=True)
 
 
 if __name__ == "__main__":

@@ -367,6 +367,14 @@ CASES: dict[str, dict[str, Case]] = {
             {"bits": 4, "group_size": 32},
             (In((1, 2, 32), "bfloat16"), const([20, 16], "uint8", "codes"), const([20, 1], fill="positive", scale=0.05),
              None, const([20])), budget="gemm"),
+        "bf16-int4-g128-1536-inputs-residual-add": Case(  # 1 row, k split among programs on the GPU
+            {"bits": 4, "group_size": 128, "post_ops": [{"kind": "add", "operand": 5}]},
+            (In((1, 1, 1536), "bfloat16"), const([72, 768], "uint8", "codes"),
+             const([72, 12], fill="positive", scale=0.02), None, None, In((1, 1, 72), "bfloat16")), budget="gemm"),
+        "f32-int8-1024-inputs-int8-activations-silu": Case(  # 2 rows, split k, int8 rounding per row
+            {"bits": 8, "group_size": 256, "activations": "int8", "post_ops": [{"kind": "silu"}]},
+            (In((2, 1024)), const([40, 1024], "int8", "weight"), const([40, 4], fill="positive", scale=0.01), None,
+             const([40])), budget="gemm"),
     },
 }
 

@@ -180,84 +180,116 @@ def rope_kv_write_heads(q_ptr, k_ptr, v_ptr, q_batch, q_seq, k_batch, k_seq, v_b
 
 
 @triton.jit
-def woq_rows(x_ptr, codes_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, out_ptr,
-             rows, N, K, groups, group_size, a_row_stride, a_col_stride, b_row_stride, b_col_stride,
+def round_half_even_small(v):  # v float32, |v| < 2^22
+    """Rounding half to even of a small float32 in float32 arithmetic: adding 1.5 * 2^23 leaves no fraction bits,
+    so the sum is rounded (to nearest, ties to even, as every IEEE add); subtracting it back is exact."""
+    return (v + 12582912.0) - 12582912.0
+
+
+@triton.jit
+def unsigned_float(c):
+    """Small non-negative int32 c (< 2^23) as float32 without a conversion instruction: its bits under 2^23's
+    exponent are 2^23 + c, exactly; the caller subtracts 2^23 (folded into the zero point)."""
+    return (c | 0x4B000000).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, work_ptr, ticket_ptr,
+             N, K, groups, group_size, k_split, splits,
+             a_row_stride, a_col_stride, b_row_stride, b_col_stride,
              BITS: tl.constexpr, ZERO: tl.constexpr, HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr,
              INT8_ROWS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
              P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
-             ROWS: tl.constexpr, SUB: tl.constexpr, SUBS: tl.constexpr, BLOCK_N: tl.constexpr):
-    """A few rows of x [rows, K] times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py), BLOCK_N output
-    columns per program. Each step reads SUBS runs of SUB consecutive k (a run lies inside one group), sums
-    (q - zero) * x per run and adds scale * that: the dequantized weight is never formed. int4 codes: two a
-    byte, k even in the low nibble. INT8_ROWS: x rounded per row to its int8 grid first (max|x| / 127, half to
-    even). Then the bias, up to four post-ops (post_op) and one rounding to out's dtype."""
-    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+             RUN: tl.constexpr, RUNS: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr):
+    """One row of x [rows, K] times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py). Program (i, j, m)
+    computes BLOCK_N outputs of row m over the j-th k_split inputs, reading the codes as int32 words (8 int4
+    codes a word, k = 8 w + s at bits 4 s; 4 int8 codes, k = 4 w + s at bits 8 s). Each step reads RUNS runs
+    of RUN consecutive k, a run inside one group: per run, sum (q - zero) * x, then times the group's scale;
+    the dequantized weight is never formed and a code becomes a float with two integer operations (no
+    conversion instruction: unsigned_float). INT8_ROWS: x rounded to its row's int8 grid first (max|x| / 127,
+    half to even). SPLIT (splits > 1): each program stores its partial sums in work [splits, rows, N]; the last
+    program of a column block and row to finish (counted in ticket, which it resets) adds them in order of j
+    (the same sum every call) and finishes: the bias, up to four post-ops, one rounding to out's dtype."""
+    block = tl.program_id(0)
+    part = tl.program_id(1)
+    row = tl.program_id(2).to(tl.int64)
+    rows = tl.num_programs(2)
+    PER_WORD: tl.constexpr = 32 // BITS
+    WORDS: tl.constexpr = RUN // PER_WORD  # words of a run
+    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
-    r = tl.arange(0, ROWS)
-    r_ok = r < rows
-    row_scale = tl.full([ROWS], 1.0, tl.float32)
-    if INT8_ROWS:
-        amax = tl.zeros([ROWS], tl.float32)
-        for k0 in range(0, K, SUB * SUBS):
-            k = k0 + tl.arange(0, SUB * SUBS)
-            x = tl.load(x_ptr + r[:, None].to(tl.int64) * K + k[None, :], mask=r_ok[:, None] & (k < K)[None, :],
-                        other=0.0).to(tl.float32)
-            amax = tl.maximum(amax, tl.max(tl.abs(x), axis=1))
-        row_scale = tl.where(amax > 0, tl.math.div_rn(amax, tl.full([ROWS], 127.0, tl.float32)), 1.0)
-    acc = tl.zeros([ROWS, BLOCK_N], tl.float32)
     n64 = n.to(tl.int64)
-    for k0 in range(0, K, SUB * SUBS):
-        start = k0 + tl.arange(0, SUBS) * SUB  # first k of each run
-        s_ok = start < K
-        group = start // group_size
-        tile_ok = n_ok[:, None] & s_ok[None, :]
-        scale = tl.load(scales_ptr + n64[:, None] * groups + group[None, :], mask=tile_ok, other=0.0)
-        if HAS_ZEROS:
-            zero = tl.load(zeros_ptr + n64[:, None] * groups + group[None, :], mask=tile_ok, other=0).to(tl.float32)
-        else:
-            zero = tl.full([BLOCK_N, SUBS], ZERO, tl.float32)
-        if BITS == 4:
-            j = tl.arange(0, SUB // 2)
-            k_even = start[:, None] + 2 * j[None, :]  # [SUBS, SUB / 2]
-            c = tl.load(codes_ptr + n64[:, None, None] * (K // 2) + (k_even // 2)[None, :, :],
-                        mask=tile_ok[:, :, None], other=0)
-            low = (c & 15).to(tl.float32) - zero[:, :, None]  # q - zero: exact
-            high = (c >> 4).to(tl.float32) - zero[:, :, None]
-            for m in tl.static_range(ROWS):
-                if m < rows:
-                    xs = tl.sum(tl.where(r == m, row_scale, 0.0))
-                    x_even = tl.load(x_ptr + m * K + k_even, mask=s_ok[:, None], other=0.0).to(tl.float32)
-                    x_odd = tl.load(x_ptr + m * K + k_even + 1, mask=s_ok[:, None], other=0.0).to(tl.float32)
-                    if INT8_ROWS:
-                        x_even = round_half_even(tl.math.div_rn(x_even, xs).to(tl.float64)).to(tl.float32) * xs
-                        x_odd = round_half_even(tl.math.div_rn(x_odd, xs).to(tl.float64)).to(tl.float32) * xs
-                    dot = tl.sum(low * x_even[None, :, :] + high * x_odd[None, :, :], axis=2)
-                    part = tl.sum(scale * dot, axis=1)
-                    acc += tl.where(r[:, None] == m, part[None, :], 0.0)
-        else:
-            k = start[:, None] + tl.arange(0, SUB)[None, :]  # [SUBS, SUB]
-            w = tl.load(codes_ptr + n64[:, None, None] * K + k[None, :, :], mask=tile_ok[:, :, None],
-                        other=0).to(tl.float32) - zero[:, :, None]
-            for m in tl.static_range(ROWS):
-                if m < rows:
-                    xs = tl.sum(tl.where(r == m, row_scale, 0.0))
-                    x = tl.load(x_ptr + m * K + k, mask=s_ok[:, None], other=0.0).to(tl.float32)
-                    if INT8_ROWS:
-                        x = round_half_even(tl.math.div_rn(x, xs).to(tl.float64)).to(tl.float32) * xs
-                    part = tl.sum(scale * tl.sum(w * x[None, :, :], axis=2), axis=1)
-                    acc += tl.where(r[:, None] == m, part[None, :], 0.0)
-    y = acc
+    w = tl.arange(0, WORDS)
+    x_row = x_ptr + row * K
+    row_scale = 1.0
+    if INT8_ROWS:  # the whole row's max, so every program rounds x alike
+        amax = tl.zeros([RUN], tl.float32)
+        for k0 in range(0, K, RUN):
+            amax = tl.maximum(amax, tl.abs(tl.load(x_row + k0 + tl.arange(0, RUN)).to(tl.float32)))
+        top = tl.max(amax, axis=0)
+        row_scale = tl.where(top > 0, tl.math.div_rn(top, 127.0), 1.0)
+    k_words = K // PER_WORD
+    acc = tl.zeros([BLOCK_N, WORDS], tl.float32)
+    k_begin = part * k_split
+    k_end = tl.minimum(K, k_begin + k_split)
+    for k0 in range(k_begin, k_end, RUN * RUNS):
+        for u in tl.static_range(RUNS):
+            start = k0 + u * RUN
+            live = n_ok & (n * 0 + start < k_end)  # (tensors: the interpreter wants tensor masks)
+            ok = w * 0 + start < k_end
+            group = start // group_size
+            scale = tl.load(scales_ptr + n64 * groups + group, mask=live, other=0.0)
+            if HAS_ZEROS:
+                offset = tl.load(zeros_ptr + n64 * groups + group, mask=live, other=0).to(tl.float32) + 8388608.0
+            else:
+                offset = tl.full([BLOCK_N], ZERO + 8388608.0, tl.float32)
+            if BITS == 8:
+                offset = offset + 128.0
+            words = tl.load(words_ptr + n64[:, None] * k_words + (start // PER_WORD + w)[None, :],
+                            mask=live[:, None], other=0)
+            run = tl.zeros([BLOCK_N, WORDS], tl.float32)
+            for t in tl.static_range(PER_WORD):
+                x = tl.load(x_row + start + w * PER_WORD + t, mask=ok, other=0.0).to(tl.float32)
+                if INT8_ROWS:
+                    x = round_half_even_small(tl.math.div_rn(x, row_scale)) * row_scale
+                code = (words >> (BITS * t)) & ((1 << BITS) - 1)
+                if BITS == 8:
+                    code = code ^ 128  # int8 as stored, + 128: the bits of an unsigned code
+                run += (unsigned_float(code) - offset[:, None]) * x[None, :]
+            acc += run * scale[:, None]
+    y = tl.sum(acc, axis=1)
+    if SPLIT:
+        slot = row * N + n
+        tl.store(work_ptr + part * rows * N + slot, y, mask=n_ok)
+        tl.debug_barrier()  # every thread's partial is written before the ticket is taken
+        ticket = tl.atomic_add(ticket_ptr + row * tl.num_programs(0) + block, 1, sem="acq_rel")
+        if ticket == splits - 1:
+            y = tl.zeros([BLOCK_N], tl.float32)
+            for j in range(0, splits):  # .cg: from L2, where the other programs' partials are
+                y += tl.load(work_ptr + j * rows * N + slot, mask=n_ok, other=0.0, cache_modifier=".cg")
+            tl.atomic_xchg(ticket_ptr + row * tl.num_programs(0) + block, 0)
+            woq_finish(y, row, n, n_ok, N, bias_ptr, a_ptr, b_ptr, out_ptr, a_row_stride, a_col_stride,
+                       b_row_stride, b_col_stride, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3)
+    else:
+        woq_finish(y, row, n, n_ok, N, bias_ptr, a_ptr, b_ptr, out_ptr, a_row_stride, a_col_stride,
+                   b_row_stride, b_col_stride, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3)
+
+
+@triton.jit
+def woq_finish(y, row, n, n_ok, N, bias_ptr, a_ptr, b_ptr, out_ptr, a_row_stride, a_col_stride,
+               b_row_stride, b_col_stride, HAS_BIAS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
+               P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr):
+    """woq_rows' end for one row: the bias, the post-ops and one rounding to out's dtype."""
     if HAS_BIAS:
-        y = y + tl.load(bias_ptr + n, mask=n_ok, other=0.0)[None, :]
-    out_ok = r_ok[:, None] & n_ok[None, :]
+        y = y + tl.load(bias_ptr + n, mask=n_ok, other=0.0)
     a = 0.0
     b = 0.0
     if HAS_A:
-        a = tl.load(a_ptr + r[:, None] * a_row_stride + n[None, :] * a_col_stride, mask=out_ok, other=0.0).to(tl.float32)
+        a = tl.load(a_ptr + row * a_row_stride + n * a_col_stride, mask=n_ok, other=0.0).to(tl.float32)
     if HAS_B:
-        b = tl.load(b_ptr + r[:, None] * b_row_stride + n[None, :] * b_col_stride, mask=out_ok, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + row * b_row_stride + n * b_col_stride, mask=n_ok, other=0.0).to(tl.float32)
     y = post_op(y, P0, a, b)
     y = post_op(y, P1, a, b)
     y = post_op(y, P2, a, b)
     y = post_op(y, P3, a, b)
-    tl.store(out_ptr + r[:, None].to(tl.int64) * N + n[None, :], y.to(out_ptr.dtype.element_ty), mask=out_ok)
+    tl.store(out_ptr + row * N + n, y.to(out_ptr.dtype.element_ty), mask=n_ok)

@@ -1,12 +1,15 @@
 """woq_linear on the GPU. Factories in preference order:
 
 triton: up to MAX_ROWS rows of x (a decode step's tokens) times the quantized weight in one Triton kernel
-(_triton_jit.woq_rows): the codes read as stored (int4 two a byte, int8), (q - zero) * x summed per run of a group
-and scaled, never forming the float weight; int8 activations rounded per row inside it; the bias and post-ops
-(residual add, SiLU, the gate product) in the same pass. More rows (a prompt) run the reference, which
+(_triton_jit.woq_rows): the codes read as stored, as int32 words (int4 two a byte, int8), (q - zero) * x summed
+per run of a group and scaled, never forming the float weight; int8 activations rounded per row inside it; the
+bias and post-ops (residual add, SiLU, the gate product) in the same pass. k is split among programs (about
+Tile.programs a call) and the last program of a column block adds the partial sums in a fixed order. Runs of
+fewer than a word of codes (int4 groups not a multiple of 8) and more rows (a prompt) run the reference, which
 dequantizes the weight once per call and multiplies on cuBLAS in float32."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
@@ -18,9 +21,30 @@ from ._triton import triton_missing
 from ._triton_int8 import _as_rows, post_op_codes
 
 MAX_ROWS = 4
-BLOCK_N = 16  # output columns a program computes
-CHUNK = 512  # k a step reads per output column
-NUM_WARPS = 4  # (benchmarks/gpu_woq_sweep.py times other choices)
+
+
+@dataclass(frozen=True)
+class Tile:
+    block_n: int  # output columns a program computes
+    chunk: int  # k a step reads per output column (in runs of at most 128 inside one group)
+    warps: int
+    programs: int  # about this many programs a call, the k inputs split among them: a GEMV at batch 1 is bound
+                   # by the bytes in flight, and one program per column block leaves most of the GPU waiting
+
+
+# Per activations kind (rounding x to int8 costs a division per element, so those programs take more columns).
+# From benchmarks/gpu_woq_sweep.py on an H200 (session 27: benchmarks/results/session27-gpu-woq-h200.md).
+TILES = {"float": Tile(block_n=32, chunk=512, warps=4, programs=512),
+         "int8": Tile(block_n=64, chunk=256, warps=2, programs=512)}
+
+
+def k_split_for(n: int, k: int, chunk: int, block_n: int, programs: int) -> int:
+    """The inputs each program reads: whole chunks, as few splits of k as give about `programs` programs."""
+    def cdiv(a: int, b: int) -> int:
+        return -(-a // b)
+
+    splits = max(1, min(cdiv(k, chunk), round(programs / cdiv(n, block_n))))
+    return cdiv(cdiv(k, splits), chunk) * chunk
 
 
 def run_length(group_size: int) -> int:
@@ -39,20 +63,27 @@ def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
             or (ctx.input_specs[4] is not None and bias is None):
         return None  # computed weights: the reference
     fitted = post_op_codes(attrs.post_ops)
-    sub = run_length(attrs.group_size)
-    if fitted is None or (attrs.bits == 4 and sub < 2):
-        return None
+    run_k = run_length(attrs.group_size)
+    if fitted is None or run_k < 32 // attrs.bits:
+        return None  # a run must fill whole int32 words of codes (8 int4 or 4 int8 codes)
     import triton  # (runs_at has said it is here)
 
     post, operand_slots = fitted
     n, k = scales.shape[0], scales.shape[1] * attrs.group_size
-    chunk, block_n, warps = CHUNK, BLOCK_N, NUM_WARPS  # (read once: a sweep may change them between factories)
-    subs = max(1, chunk // sub)
-    while subs > 1 and sub * subs // 2 >= k:
-        subs //= 2
+    tile = TILES[attrs.activations]  # (read once: the sweep changes the table between factories)
+    block_n = tile.block_n
+    runs = max(1, min(tile.chunk, k) // run_k)
+    k_split = k_split_for(n, k, run_k * runs, block_n, tile.programs)
+    splits = -(-k // k_split)
+    blocks = triton.cdiv(n, block_n)
+    # split partial sums and a ticket per column block and row: the last program of a block resets its ticket,
+    # so they stay zero between calls (one call at a time: a plan's runs are serialized, graphs.py)
+    work = torch.empty(splits * MAX_ROWS * n if splits > 1 else 1, dtype=torch.float32, device=codes.device)
+    tickets = torch.zeros(MAX_ROWS * blocks, dtype=torch.int32, device=codes.device)
     scales, zeros = scales.float().contiguous(), None if zeros is None else zeros.contiguous()
     bias = None if bias is None else bias.float().contiguous()
     codes = codes.contiguous()
+    words = codes.view(torch.int32)  # k is a multiple of the run: whole words per row
     reference = WoqLinearOp.compile(attrs)
     zero = SYMMETRIC_INT4_ZERO if attrs.bits == 4 else 0
 
@@ -67,13 +98,14 @@ def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
         operands = [_as_rows(inputs[i], out_shape, rows, n) for i in operand_slots]
         a = operands[0] if operands else out
         b = operands[1] if len(operands) > 1 else out
-        _triton.jit().woq_rows[(triton.cdiv(n, block_n),)](
-            flat, codes, scales, scales if zeros is None else zeros, scales if bias is None else bias, a, b, out,
-            rows, n, k, scales.shape[1], attrs.group_size, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+        _triton.jit().woq_rows[(blocks, splits, rows)](
+            flat, words, scales, scales if zeros is None else zeros, scales if bias is None else bias, a, b, out,
+            work, tickets, n, k, scales.shape[1], attrs.group_size, k_split, splits,
+            a.stride(0), a.stride(1), b.stride(0), b.stride(1),
             BITS=attrs.bits, ZERO=zero, HAS_ZEROS=zeros is not None, HAS_BIAS=bias is not None,
             INT8_ROWS=attrs.activations == "int8", HAS_A=len(operands) > 0, HAS_B=len(operands) > 1,
-            P0=post[0], P1=post[1], P2=post[2], P3=post[3], ROWS=triton.next_power_of_2(rows), SUB=sub, SUBS=subs,
-            BLOCK_N=block_n, num_warps=warps)
+            P0=post[0], P1=post[1], P2=post[2], P3=post[3], RUN=run_k, RUNS=runs,
+            BLOCK_N=block_n, SPLIT=splits > 1, num_warps=tile.warps)
         return out.view(out_shape)
 
     return Kernel(run, "triton:woq_linear_rows", frozenset({1, 2, 3, 4}), fresh_output=True)
