@@ -146,7 +146,7 @@ def main() -> None:
         rows["torch eager bf16"]["decode"].append(decode)
         print(f"round {r}: " + ", ".join(f"{k} {v['decode'][-1] * 1000:.3f} ms" for k, v in rows.items()), flush=True)
     gbps = statistics.median(bandwidth)
-    width = {"fp32": 4, "bf16": 2, "int8": 1, "int8-a8": 1, "int4": 0.5, "int4-a8": 0.5}
+    width = {"fp32": 4, "bf16": 2, "int8": 1, "int8-a8": 1, "int4": 0.5, "int4-a8": 0.5, "int4-bf16": 0.5}
     lines = [f"GPU: {torch.cuda.get_device_name(gpu)}, torch {torch.__version__}, read bandwidth {gbps:.0f} GB/s "
              f"(median of {args.rounds}); {args.shape}, prompt {args.prompt_tokens}, {args.new_tokens} new tokens, "
              f"median of {args.rounds} rounds", "",

@@ -135,6 +135,7 @@ SETTINGS = {
                     woq={"quantize_lm_head": True, "activations": "int8", "guard": False}, **TIMING_ONLY),
     "int4": dict(dtype="int4", woq={"quantize_lm_head": True, "guard": False}, **TIMING_ONLY),
     "int4-a8": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "int8", "guard": False}, **TIMING_ONLY),
+    "int4-bf16": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "bf16", "guard": False}, **TIMING_ONLY),
 }
 
 

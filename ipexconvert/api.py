@@ -106,7 +106,8 @@ def optimize(
     cfg = ConversionConfig.build(config, **settings)
     say = progress or (lambda _msg: None)
     names = pipeline_for(cfg.dtype, cfg.passes, cfg.skip_passes, device=cfg.target.device,
-                         weight_only=cfg.weight_only_selected)  # before any slow work
+                         weight_only=cfg.weight_only_selected,
+                         bf16_activations=cfg.weight_only.activations == "bf16")  # before any slow work
     _check_target_runs_here(cfg.target)
     avoid = check_avoid(cfg.avoid_kernels, cfg.target.device)
     tune = tune if tune is not None else _tune_settings(cfg)

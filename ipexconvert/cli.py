@@ -464,10 +464,11 @@ def optimize(
                                     help="int4: a zero point per group as well as a scale"),
     quantize_lm_head: bool = typer.Option(False, "--quantize-lm-head", rich_help_panel=WOQ_PANEL,
                                           help="quantize the LM head too (kept float by default)"),
-    activations: Optional[str] = typer.Option(None, "--activations", metavar="auto|float|int8", rich_help_panel=WOQ_PANEL,
+    activations: Optional[str] = typer.Option(None, "--activations", metavar="auto|float|bf16|int8", rich_help_panel=WOQ_PANEL,
                                               help="int8 rounds each activation row to int8 so the layers multiply "
-                                                   "integers; auto (default) does for decoders while their teacher-"
-                                                   "forced budget holds, float elsewhere"),
+                                                   "integers; bf16 computes everything but the quantized weights in "
+                                                   "bf16 (for GPUs); auto (default) is int8 for decoders while their "
+                                                   "teacher-forced budget holds, float elsewhere"),
     int8_activations: bool = typer.Option(False, "--int8-activations", rich_help_panel=WOQ_PANEL,
                                           help="the same as --activations int8"),
     no_weight_only_guard: bool = typer.Option(False, "--no-weight-only-guard", rich_help_panel=WOQ_PANEL,

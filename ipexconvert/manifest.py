@@ -89,7 +89,7 @@ class AccuracyRecord(_Model):
 
 class GuardRound(_Model):
     float_layers: int = Field(ge=0, description="layers moved back to float in this round")
-    activations: Optional[Literal["float", "int8"]] = Field(
+    activations: Optional[Literal["float", "bf16", "int8"]] = Field(
         default=None, description="the layers' activations in this round (weight-only; absent: float)")
     mean_cosine: Optional[float] = None
     top1_agreement: Optional[float] = None
@@ -110,7 +110,7 @@ class WeightOnlyGuardRecord(_Model):
     candidates: int = Field(ge=0, description="layers weight_only_quantize quantized before the guard")
     rounds: list[GuardRound] = Field(description="one teacher-forced measurement per round: 1, 2, 4, ... more layers in float")
     float_layers: list[FloatLayer] = Field(default_factory=list)
-    activations: Optional[Literal["float", "int8"]] = Field(
+    activations: Optional[Literal["float", "bf16", "int8"]] = Field(
         default=None, description="the activations of the artifact's quantized layers (absent: float)")
     passed: bool
 

@@ -73,3 +73,13 @@ def test_settings_where_they_do_not_apply_are_user_input_errors(fields, problem)
     with pytest.raises(UserInputError) as err:
         ConversionConfig.build(**fields)
     assert problem in err.value.problem
+
+
+def test_bf16_activations_put_the_float_parts_in_bf16_after_quantizing():
+    cfg = ConversionConfig.build(dtype="int4", woq={"activations": "bf16"})
+    names = pipeline_for(cfg.dtype, weight_only=True, bf16_activations=cfg.weight_only.activations == "bf16")
+    at = names.index("weight_only_quantize")
+    assert names[at + 1:at + 3] == ["to_bf16", "cache_in_compute_dtype"] and names[-1] == "prepack"
+    assert "to_bf16" not in pipeline_for("int4", weight_only=True)  # float32 activations by default
+    assert "to_bf16" not in pipeline_for("int4", only=["weight_only_quantize"], weight_only=True,
+                                         bf16_activations=True)  # an explicit --passes list is taken as given

@@ -59,6 +59,9 @@ PIPELINES[("cpu", "int4")] = _WEIGHT_ONLY
 # The weight-only choice of each (device, dtype) that has one: int4 is always weight-only.
 WEIGHT_ONLY_PIPELINES: dict[tuple[str, str], list[str]] = {("cpu", "int4"): _WEIGHT_ONLY, ("cpu", "int8"): _WEIGHT_ONLY}
 WEIGHT_ONLY_PASS = "weight_only_quantize"
+# Weight-only with bf16 activations (weight_only.activations "bf16"): the float parts to bf16 after the weights are
+# quantized (from their float32 values), and the KV cache in bf16, as the bf16 pipeline does.
+WEIGHT_ONLY_BF16_PASSES = ("to_bf16", "cache_in_compute_dtype")
 
 # Stages: steps of a pipeline that are not passes. At "calibrate" the int8 conversion (ipexconvert/quant)
 # calibrates, plans and guards accuracy; the passes after it run once per candidate plan.
@@ -69,9 +72,9 @@ QUANTIZATION_STAGE = ("to_bf16", "quantize")
 
 
 def pipeline_for(dtype: str, only: Optional[Iterable[str]] = None, skip: Iterable[str] = (),
-                 device: str = "cpu", weight_only: bool = False) -> list[str]:
+                 device: str = "cpu", weight_only: bool = False, bf16_activations: bool = False) -> list[str]:
     """The passes for `dtype` (`only` replaces the list, `skip` leaves some out); `weight_only` picks the
-    weight-only pipeline of int8 (int4 is always weight-only)."""
+    weight-only pipeline of int8 (int4 is always weight-only), `bf16_activations` its bf16 variant."""
     if (device, dtype) not in PIPELINES:
         dtypes = [d for dev, d in PIPELINES if dev == device]
         raise UserInputError(f"dtype {dtype!r} is not supported for {device}", f"use one of: {', '.join(dtypes)}")
@@ -81,6 +84,9 @@ def pipeline_for(dtype: str, only: Optional[Iterable[str]] = None, skip: Iterabl
                              "use --dtype int4, or int8 with weight-only quantization")
     table = WEIGHT_ONLY_PIPELINES if weight_only else PIPELINES
     names = list(only) if only is not None else list(table[device, dtype])
+    if weight_only and bf16_activations and only is None:
+        at = names.index(WEIGHT_ONLY_PASS) + 1
+        names[at:at] = WEIGHT_ONLY_BF16_PASSES
     skip = set(skip)
     unknown = [n for n in [*names, *skip] if n not in PASSES and n not in STAGES]
     if unknown:

@@ -23,8 +23,10 @@ from .base import PassOptions, register_pass
 
 F32, BF16 = "float32", "bfloat16"
 
-# Inputs kept float32 (by slot): norm weights/biases and running statistics.
-KEEP_FP32_SLOTS = {"batch_norm": {1, 2, 3, 4}, "layer_norm": {1, 2}, "add_layer_norm": {2, 3}, "rms_norm": {1}}
+# Inputs kept float32 (by slot): norm weights/biases and running statistics; a weight-only layer's scales and bias
+# (its op takes them in float32 whatever x is).
+KEEP_FP32_SLOTS = {"batch_norm": {1, 2, 3, 4}, "layer_norm": {1, 2}, "add_layer_norm": {2, 3}, "rms_norm": {1},
+                   "woq_linear": {2, 4}}
 
 
 def _to_bf16_dtype_args(value: Any) -> Any:

@@ -76,12 +76,15 @@ class WeightOnlyOptions(BaseModel):
                             "and a zero point per group (codes 0..15); int8 weights are always symmetric")
     quantize_lm_head: bool = Field(default=False, description="also quantize the LM head (a linear producing a graph "
                                    "output, or sharing its weight with an embedding); kept float by default")
-    activations: Literal["auto", "float", "int8"] = Field(
+    activations: Literal["auto", "float", "bf16", "int8"] = Field(
         default="auto", description="int8: each activation row rounded to int8 (max|x| / 127) so the layers multiply "
         "integers (int8 weights: VNNI / AVX2 integer GEMM at every row count; int4: integer decode on AVX2 and up; "
-        "faster than float activations on every CPU measured, docs/decoders.md); float: the activations stay float; "
-        "auto (default): int8 for decoders whose teacher-forced check the guard runs, which falls back to float "
-        "activations before moving any layer back to float weights, and float everywhere else")
+        "faster than float activations on every CPU measured, docs/decoders.md); float: the activations stay float32; "
+        "bf16: everything but the quantized weights computes in bfloat16 as a bf16 artifact does (attention, norms, "
+        "the float embedding and LM head; the KV cache held in bf16): what a GPU runs fastest, and CPUs without bf16 "
+        "arithmetic compute it in float32 from the bf16 weights; auto (default): int8 for decoders whose "
+        "teacher-forced check the guard runs, which falls back to float activations before moving any layer back to "
+        "float weights, and float everywhere else")
 
     guard: bool = Field(default=True, description="decoders: move the linears whose weights round worst back to float, "
                         "in rounds of 1, 2, 4, ..., until the teacher-forced accuracy budget holds")

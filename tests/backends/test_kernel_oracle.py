@@ -53,6 +53,7 @@ class In:
     # normal: randn * scale | codes: uniform uint8/int8 | weight: int8 in -127..127 | nibbles: 0..15
     # positive: (0.5..1.5) * scale | halfway: multiples of scale / 2 (half of them exactly between two codes)
     # padding_mask: additive, 0 or -inf (the last batch row masks its second half of keys)
+    # keep_mask: bool, True keeps a key (~70 %; the first query row of batch 0 keeps none)
     fill: str = "normal"
     scale: float = 1.0
     # contiguous | channels_last | channels_last_strided (a ::2 spatial subsample of a channels-last
@@ -90,6 +91,9 @@ def make_tensor(spec: In, g: torch.Generator) -> torch.Tensor:
         t = torch.randint(0, 30, shape, generator=g, dtype=dtype)
     elif spec.fill == "position":  # a 0-d write position into a cache (kv_write): the case's caches hold >= 5 more
         t = torch.randint(0, 3, (), generator=g, dtype=dtype)
+    elif spec.fill == "keep_mask":  # bool, True keeps a key: ~70 % kept, the first query row of batch 0 keeps none
+        t = torch.rand(shape, generator=g) > 0.3
+        t[0, ..., 0, :] = False
     elif spec.fill == "padding_mask":
         t = torch.zeros(shape)
         t[-1, ..., shape[-1] // 2 + 1:] = float("-inf")
@@ -307,6 +311,13 @@ CASES: dict[str, dict[str, Case]] = {
             budget="gemm"),
         "f32-gqa-prefill": Case({"enable_gqa": True}, (In((1, 4, 6, 16)), In((1, 2, 6, 16)), In((1, 2, 6, 16)), None),
                                 budget="gemm"),
+        "bf16-gqa-decode-keys-split": Case(  # 8 query heads a kv head, 200 keys: split among GPU programs
+            {"enable_gqa": True}, (In((1, 16, 1, 64), "bfloat16"), In((1, 2, 200, 64), "bfloat16"),
+                                   In((1, 2, 200, 64), "bfloat16"), In((1, 1, 1, 200), "bfloat16", fill="padding_mask")),
+            budget="gemm"),
+        "f32-decode-bool-mask-fully-masked-row": Case(  # 2 rows a step, one of them keeping no key: 0
+            {}, (In((2, 2, 2, 32)), In((2, 2, 150, 32)), In((2, 2, 150, 32)), In((2, 1, 2, 150), "bool", fill="keep_mask")),
+            budget="gemm"),
         "f32-padding-mask-quantized-smoothquant": Case(  # the GPU kernel's masked path writes codes heads-last
             {"quantize": {"scale": 0.02, "zero_point": 128}},
             (In((2, 2, 5, 16)), In((2, 2, 7, 16)), In((2, 2, 7, 16)), In((2, 1, 1, 7), fill="padding_mask"),

@@ -24,16 +24,18 @@ def _logit_rows(outputs) -> torch.Tensor:
     return first.detach().float().reshape(-1, first.shape[-1])
 
 
-def _agreement(model, eager, example: dict[str, torch.Tensor], rounds: int = 16, batch: int = 4) -> tuple[float, float]:
+def _agreement(model, eager, example: dict[str, torch.Tensor], rounds: int = 16, batch: int = 4,
+               cache_dtype: torch.dtype = torch.float32) -> tuple[float, float]:
     """(top-1 agreement, lowest row cosine) of the logits over `rounds` batches of random token ids shaped like the
-    example's, `batch` sequences each (the other inputs, e.g. a past cache, repeated from the example)."""
+    example's, `batch` sequences each (the other inputs, e.g. a past cache, repeated from the example; the model
+    gets its cache in `cache_dtype`)."""
     g = torch.Generator().manual_seed(11)
     example = {k: v.repeat(batch, *[1] * (v.dim() - 1)) if v.dim() and v.shape[0] == 1 else v for k, v in example.items()}
     got, want = [], []
     for _ in range(rounds):
         inputs = dict(example)
         inputs["input_ids"] = torch.randint(3, 1000, example["input_ids"].shape, generator=g)
-        got.append(_logit_rows(model(**inputs)))
+        got.append(_logit_rows(model(**{k: v.to(cache_dtype) if k.startswith("past_") else v for k, v in inputs.items()})))
         with torch.no_grad():
             want.append(_logit_rows(eager(**inputs)))
     got, want = torch.cat(got), torch.cat(want)
@@ -93,3 +95,29 @@ def test_int8_with_int8_activations_tiny_llama(tmp_path):
     layers = [n.attrs for n in load_artifact(result.path).graph.nodes if n.op == "woq_linear"]
     assert layers and all(a["activations"] == "int8" and a["bits"] == 8 for a in layers)
     _check(result, min_top1=0.9, min_cosine=0.99)
+
+
+def test_int4_bf16_activations_tiny_llama(tmp_path, monkeypatch):
+    """activations "bf16": the quantized layers read bf16, the KV cache crosses the signature in bf16, the scales
+    stay float32; a CPU without bf16 arithmetic (widen_bf16) computes the same artifact in float32."""
+    result = optimize("example:tiny-llama", dtype="int4", weight_only={"activations": "bf16"},
+                      output=tmp_path / "llama.int4bf16.ipxc")
+    m = result.manifest
+    assert m.accuracy.passed and m.op_histogram.get("woq_linear", 0) >= 4
+    changes = {p.name: p.changes for p in m.passes}
+    assert changes["cache_in_compute_dtype"]["cache_tensors"] >= 2
+    model = load_artifact(result.path)
+    graph = model.graph
+    woq = [n for n in graph.nodes if n.op == "woq_linear"]
+    assert all(graph.values[n.inputs[0]].dtype == "bfloat16" and graph.values[n.inputs[2]].dtype == "float32"
+               for n in woq)
+    assert {graph.values[name].dtype for name in graph.inputs if name.startswith("past_")} == {"bfloat16"}
+    top1, cosine = _agreement(model, result.source.eager, result.example_inputs, cache_dtype=torch.bfloat16)
+    assert top1 >= 0.7 and cosine >= 0.95, (top1, cosine)
+    from ipexconvert.backends.cpu import compute_precision
+
+    monkeypatch.setattr(compute_precision, "widens_at_load", lambda isa, graph: True)  # as on an AVX2 CPU
+    wide = load_artifact(result.path)
+    assert wide.executor.bf16_compute == "float32"
+    wide_top1, wide_cosine = _agreement(wide, result.source.eager, result.example_inputs, cache_dtype=torch.bfloat16)
+    assert wide_top1 >= 0.7 and wide_cosine >= 0.95, (wide_top1, wide_cosine)

@@ -293,3 +293,89 @@ def woq_finish(y, row, n, n_ok, N, bias_ptr, a_ptr, b_ptr, out_ptr, a_row_stride
     y = post_op(y, P2, a, b)
     y = post_op(y, P3, a, b)
     tl.store(out_ptr + row * N + n, y.to(out_ptr.dtype.element_ty), mask=n_ok)
+
+
+@triton.jit
+def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
+                   q_sb, q_sh, q_sl, k_sb, k_sh, k_ss, v_sb, v_sh, v_ss, m_sb, m_sh, m_sl, m_ss, o_sb, o_sh, o_sl,
+                   kv_heads, L, S, s_split, splits, scale,
+                   GROUP: tl.constexpr, M: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BLOCK_S: tl.constexpr,
+                   MASK: tl.constexpr, SPLIT: tl.constexpr):
+    """softmax(q k^T * scale + mask) v for the few query rows of a decode step (ir/ops/sdpa.py): program (i, j)
+    takes the GROUP query heads that share key/value head i % kv_heads of batch i // kv_heads, all L rows of them
+    (M >= GROUP * L rows, padded for tl.dot) over the j-th s_split keys, in float32 with a running max and sum
+    (online softmax). MASK: 0 none, 1 bool (True keeps), 2 additive. SPLIT (splits > 1): each program stores its
+    max, sum and weighted values in work; the last of a head group's programs to finish (ticket, which it resets)
+    combines them in order of j. A row whose keys are all removed gives 0 (the op's rule)."""
+    group = tl.program_id(0)
+    part = tl.program_id(1)
+    b = (group // kv_heads).to(tl.int64)
+    kvh = (group % kv_heads).to(tl.int64)
+    i = tl.arange(0, M)
+    row_ok = i < GROUP * L
+    head = kvh * GROUP + i // L
+    line = i % L
+    d = tl.arange(0, D)
+    dv = tl.arange(0, DV)
+    q = tl.load(q_ptr + b * q_sb + head[:, None] * q_sh + line[:, None] * q_sl + d[None, :], mask=row_ok[:, None],
+                other=0.0).to(tl.float32)
+    top = tl.full([M], float("-inf"), tl.float32)
+    total = tl.zeros([M], tl.float32)
+    acc = tl.zeros([M, DV], tl.float32)
+    s_begin = part * s_split
+    s_end = tl.minimum(S, s_begin + s_split)
+    for s0 in range(s_begin, s_end, BLOCK_S):
+        s = s0 + tl.arange(0, BLOCK_S)
+        s_ok = s < s_end
+        k = tl.load(k_ptr + b * k_sb + kvh * k_sh + s[:, None] * k_ss + d[None, :], mask=s_ok[:, None],
+                    other=0.0).to(tl.float32)
+        scores = tl.dot(q, tl.trans(k), input_precision="ieee") * scale
+        where = b * m_sb + head[:, None] * m_sh + line[:, None] * m_sl + s[None, :] * m_ss
+        inside = row_ok[:, None] & s_ok[None, :]
+        if MASK == 1:
+            keep = tl.load(mask_ptr + where, mask=inside, other=0)
+            scores = tl.where(keep != 0, scores, float("-inf"))
+        elif MASK == 2:
+            scores += tl.load(mask_ptr + where, mask=inside, other=0.0).to(tl.float32)
+        scores = tl.where(s_ok[None, :], scores, float("-inf"))
+        new_top = tl.maximum(top, tl.max(scores, axis=1))
+        base = tl.where(new_top == float("-inf"), 0.0, new_top)  # no key yet: exp(-inf - 0) = 0, never NaN
+        p = tl.exp(scores - base[:, None])
+        rescale = tl.exp(top - base)
+        v = tl.load(v_ptr + b * v_sb + kvh * v_sh + s[:, None] * v_ss + dv[None, :], mask=s_ok[:, None],
+                    other=0.0).to(tl.float32)
+        total = total * rescale + tl.sum(p, axis=1)
+        acc = acc * rescale[:, None] + tl.dot(p, v, input_precision="ieee")
+        top = new_top
+    if SPLIT:
+        slot = (group * splits + part) * M
+        tl.store(work_ptr + (slot + i) * (DV + 2) + DV, top)
+        tl.store(work_ptr + (slot + i) * (DV + 2) + DV + 1, total)
+        tl.store(work_ptr + (slot + i)[:, None] * (DV + 2) + dv[None, :], acc)
+        tl.debug_barrier()  # every thread's partial is written before the ticket is taken
+        ticket = tl.atomic_add(ticket_ptr + group, 1, sem="acq_rel")
+        if ticket == splits - 1:
+            top = tl.full([M], float("-inf"), tl.float32)
+            for j in range(0, splits):
+                part_top = tl.load(work_ptr + (group * splits * M + j * M + i) * (DV + 2) + DV, cache_modifier=".cg")
+                top = tl.maximum(top, part_top)
+            base = tl.where(top == float("-inf"), 0.0, top)
+            total = tl.zeros([M], tl.float32)
+            acc = tl.zeros([M, DV], tl.float32)
+            for j in range(0, splits):  # .cg: from L2, where the other programs' partials are
+                at = group * splits * M + j * M + i
+                weight = tl.exp(tl.load(work_ptr + at * (DV + 2) + DV, cache_modifier=".cg") - base)
+                total += weight * tl.load(work_ptr + at * (DV + 2) + DV + 1, cache_modifier=".cg")
+                acc += weight[:, None] * tl.load(work_ptr + at[:, None] * (DV + 2) + dv[None, :], cache_modifier=".cg")
+            tl.atomic_xchg(ticket_ptr + group, 0)
+            attention_finish(acc, total, b, head, line, row_ok, dv, out_ptr, o_sb, o_sh, o_sl)
+    else:
+        attention_finish(acc, total, b, head, line, row_ok, dv, out_ptr, o_sb, o_sh, o_sl)
+
+
+@triton.jit
+def attention_finish(acc, total, b, head, line, row_ok, dv, out_ptr, o_sb, o_sh, o_sl):
+    """acc / total rounded once to out's dtype; 0 where a row kept no key (total 0)."""
+    y = tl.where(total[:, None] > 0, acc / tl.where(total > 0, total, 1.0)[:, None], 0.0)
+    tl.store(out_ptr + b * o_sb + head[:, None] * o_sh + line[:, None] * o_sl + dv[None, :],
+             y.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])

@@ -1,4 +1,12 @@
-"""sdpa on the GPU: torch's attention (flash / memory-efficient / cuDNN, torch picks per shape), with the
+"""sdpa on the GPU. Factories in preference order:
+
+triton: a decode step's few query rows (at most MAX_ROWS rows of a key/value head's query heads) in one Triton
+kernel (_triton_jit.attention_rows): the keys split among programs, online softmax in float32, the mask read
+as it is (bool or additive, broadcast), the fully-masked-row rule and the heads-last output layout in the same
+pass. torch's path takes three kernels and more for the same (attention, its reduction, the fill). Other
+shapes (a prompt), quantizing and causal nodes take the torch path below.
+
+torch: torch's attention (flash / memory-efficient / cuDNN, torch picks per shape), with the
 fully-masked-row rule applied without asking the GPU whether any row is fully masked (a captured graph
 cannot read back): the fill always runs, writing the heads-last layout the next reshape wants. The mask's cast to the activations' dtype and which rows it
 removes are found once per mask tensor and run (run_scope.py): every layer of an encoder reads the same
@@ -12,7 +20,7 @@ import torch
 from ....ir.ops.sdpa import attention, fully_masked_rows, quantize_output
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from .. import run_scope
-from . import _triton_int8
+from . import _triton, _triton_int8
 from ._triton import triton_missing
 
 # (the last mask seen, the activations' dtype, the run it was seen in (run_scope.py), then what _prepared
@@ -32,10 +40,63 @@ def _prepared(mask: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, tor
     return prepared
 
 
+MAX_ROWS = 64  # query rows a program takes (a key/value head's query heads times the rows of the step)
+BLOCK_S = 64  # keys a step of a program reads
+PROGRAMS = 256  # about this many programs a call: the keys are split among them, then combined
+
+
+@register_kernel("cuda", "sdpa", runs_at=triton_missing)
+def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
+    attrs = ctx.attrs
+    if attrs.quantize is not None or attrs.is_causal:
+        return None
+    import triton  # (runs_at has said it is here)
+
+    fallback = torch_path(attrs, fast_quantize=True)
+    tickets: dict[int, torch.Tensor] = {}  # per number of head groups; the last program of a group resets its own
+
+    def run(inputs: list, dims: dict[str, int]):
+        q, k, v, mask = inputs[:4]
+        if q.dim() != 4 or q.shape[1] % k.shape[1] or (not attrs.enable_gqa and q.shape[1] != k.shape[1]):
+            return fallback(inputs, dims)
+        b, heads, rows, d = q.shape
+        kv_heads, keys, dv = k.shape[1], k.shape[2], v.shape[-1]
+        group = heads // kv_heads
+        m = max(16, triton.next_power_of_2(group * rows))
+        if (m > MAX_ROWS or keys == 0 or b * kv_heads == 0 or d < 16 or dv < 16 or d & (d - 1) or dv & (dv - 1)
+                or q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1):
+            return fallback(inputs, dims)
+        groups = b * kv_heads
+        splits = max(1, min(triton.cdiv(keys, BLOCK_S), round(PROGRAMS / groups)))
+        s_split = triton.cdiv(triton.cdiv(keys, splits), BLOCK_S) * BLOCK_S
+        splits = triton.cdiv(keys, s_split)
+        if groups not in tickets:
+            tickets[groups] = torch.zeros(groups, dtype=torch.int32, device=q.device)
+        work = torch.empty(groups * splits * m * (dv + 2) if splits > 1 else 1, dtype=torch.float32, device=q.device)
+        out = torch.empty((b, rows, heads, dv), dtype=q.dtype, device=q.device).transpose(1, 2)
+        kind, mask_strides = 0, (0, 0, 0, 0)
+        if mask is not None:
+            kind = 1 if mask.dtype == torch.bool else 2
+            mask_strides = mask.expand(b, heads, rows, keys).stride()
+        scale = attrs.scale if attrs.scale is not None else d ** -0.5
+        _triton.jit().attention_rows[(groups, splits)](
+            q, k, v, q if mask is None else mask, out, work, tickets[groups],
+            q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
+            v.stride(0), v.stride(1), v.stride(2), *mask_strides, out.stride(0), out.stride(1), out.stride(2),
+            kv_heads, rows, keys, s_split, splits, scale,
+            GROUP=group, M=m, D=d, DV=dv, BLOCK_S=BLOCK_S, MASK=kind, SPLIT=splits > 1)
+        return out
+
+    return Kernel(run, "triton:sdpa_rows")
+
+
 @register_kernel("cuda", "sdpa")
 def torch_cuda_sdpa(ctx: NodeContext) -> Optional[Kernel]:
-    attrs = ctx.attrs
-    fast_quantize = triton_missing(ctx.isa) is None  # a quantizing node's codes through Triton (_triton_int8.py)
+    return Kernel(torch_path(ctx.attrs, fast_quantize=triton_missing(ctx.isa) is None), "torch_cuda:sdpa")
+
+
+def torch_path(attrs, fast_quantize: bool):
+    """The torch path's run; fast_quantize: a quantizing node's codes through Triton (_triton_int8.py)."""
 
     def run(inputs: list, dims: dict[str, int]):
         q, k, v, mask = inputs[:4]
@@ -57,4 +118,4 @@ def torch_cuda_sdpa(ctx: NodeContext) -> Optional[Kernel]:
             return codes.transpose(1, 2)
         return quantize_output(out, inputs, attrs)
 
-    return Kernel(run, "torch_cuda:sdpa")
+    return run
