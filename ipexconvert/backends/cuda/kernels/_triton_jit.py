@@ -300,13 +300,15 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
                    q_sb, q_sh, q_sl, k_sb, k_sh, k_ss, v_sb, v_sh, v_ss, m_sb, m_sh, m_sl, m_ss, o_sb, o_sh, o_sl,
                    kv_heads, L, S, s_split, splits, scale,
                    GROUP: tl.constexpr, M: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BLOCK_S: tl.constexpr,
-                   MASK: tl.constexpr, SPLIT: tl.constexpr):
+                   MASK: tl.constexpr, SPLITS: tl.constexpr, HALF: tl.constexpr):
     """softmax(q k^T * scale + mask) v for the few query rows of a decode step (ir/ops/sdpa.py): program (i, j)
     takes the GROUP query heads that share key/value head i % kv_heads of batch i // kv_heads, all L rows of them
-    (M >= GROUP * L rows, padded for tl.dot) over the j-th s_split keys, in float32 with a running max and sum
-    (online softmax). MASK: 0 none, 1 bool (True keeps), 2 additive. SPLIT (splits > 1): each program stores its
-    max, sum and weighted values in work; the last of a head group's programs to finish (ticket, which it resets)
-    combines them in order of j. A row whose keys are all removed gives 0 (the op's rule)."""
+    (M >= GROUP * L rows, padded for tl.dot) over the j-th s_split keys, with a running max and sum in float32
+    (online softmax). HALF (16-bit q, k, v): the products on tensor cores from the stored values, the softmax
+    weights rounded to v's dtype for the second product (as flash attention does); else float32 FMA. MASK: 0
+    none, 1 bool (True keeps), 2 additive. SPLITS > 1 (a power of two >= splits): each program stores its max,
+    sum and weighted values in work; the last of a head group's programs to finish (ticket, which it resets)
+    reads all of them at once and combines them. A row whose keys are all removed gives 0 (the op's rule)."""
     group = tl.program_id(0)
     part = tl.program_id(1)
     b = (group // kv_heads).to(tl.int64)
@@ -318,7 +320,9 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
     d = tl.arange(0, D)
     dv = tl.arange(0, DV)
     q = tl.load(q_ptr + b * q_sb + head[:, None] * q_sh + line[:, None] * q_sl + d[None, :], mask=row_ok[:, None],
-                other=0.0).to(tl.float32)
+                other=0.0)
+    if not HALF:
+        q = q.to(tl.float32)
     top = tl.full([M], float("-inf"), tl.float32)
     total = tl.zeros([M], tl.float32)
     acc = tl.zeros([M, DV], tl.float32)
@@ -327,11 +331,14 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
     for s0 in range(s_begin, s_end, BLOCK_S):
         s = s0 + tl.arange(0, BLOCK_S)
         s_ok = s < s_end
-        k = tl.load(k_ptr + b * k_sb + kvh * k_sh + s[:, None] * k_ss + d[None, :], mask=s_ok[:, None],
-                    other=0.0).to(tl.float32)
-        scores = tl.dot(q, tl.trans(k), input_precision="ieee") * scale
+        k = tl.load(k_ptr + b * k_sb + kvh * k_sh + s[:, None] * k_ss + d[None, :], mask=s_ok[:, None], other=0.0)
+        v = tl.load(v_ptr + b * v_sb + kvh * v_sh + s[:, None] * v_ss + dv[None, :], mask=s_ok[:, None], other=0.0)
         where = b * m_sb + head[:, None] * m_sh + line[:, None] * m_sl + s[None, :] * m_ss
         inside = row_ok[:, None] & s_ok[None, :]
+        if HALF:
+            scores = tl.dot(q, tl.trans(k)) * scale
+        else:
+            scores = tl.dot(q, tl.trans(k.to(tl.float32)), input_precision="ieee") * scale
         if MASK == 1:
             keep = tl.load(mask_ptr + where, mask=inside, other=0)
             scores = tl.where(keep != 0, scores, float("-inf"))
@@ -342,31 +349,33 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
         base = tl.where(new_top == float("-inf"), 0.0, new_top)  # no key yet: exp(-inf - 0) = 0, never NaN
         p = tl.exp(scores - base[:, None])
         rescale = tl.exp(top - base)
-        v = tl.load(v_ptr + b * v_sb + kvh * v_sh + s[:, None] * v_ss + dv[None, :], mask=s_ok[:, None],
-                    other=0.0).to(tl.float32)
         total = total * rescale + tl.sum(p, axis=1)
-        acc = acc * rescale[:, None] + tl.dot(p, v, input_precision="ieee")
+        if HALF:
+            acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v)
+        else:
+            acc = acc * rescale[:, None] + tl.dot(p, v.to(tl.float32), input_precision="ieee")
         top = new_top
-    if SPLIT:
-        slot = (group * splits + part) * M
-        tl.store(work_ptr + (slot + i) * (DV + 2) + DV, top)
-        tl.store(work_ptr + (slot + i) * (DV + 2) + DV + 1, total)
-        tl.store(work_ptr + (slot + i)[:, None] * (DV + 2) + dv[None, :], acc)
+    if SPLITS > 1:
+        row = (group * SPLITS + part) * M + i  # work [groups, SPLITS, M, DV + 2]: acc, then max and sum
+        tl.store(work_ptr + row * (DV + 2) + DV, top)
+        tl.store(work_ptr + row * (DV + 2) + DV + 1, total)
+        tl.store(work_ptr + row[:, None] * (DV + 2) + dv[None, :], acc)
         tl.debug_barrier()  # every thread's partial is written before the ticket is taken
         ticket = tl.atomic_add(ticket_ptr + group, 1, sem="acq_rel")
         if ticket == splits - 1:
-            top = tl.full([M], float("-inf"), tl.float32)
-            for j in range(0, splits):
-                part_top = tl.load(work_ptr + (group * splits * M + j * M + i) * (DV + 2) + DV, cache_modifier=".cg")
-                top = tl.maximum(top, part_top)
+            j = tl.arange(0, SPLITS)
+            rows = (group * SPLITS + j[:, None]) * M + i[None, :]  # [SPLITS, M]
+            used = (j < splits)[:, None]
+            # .cg: from L2, where the other programs' partials are
+            tops = tl.load(work_ptr + rows * (DV + 2) + DV, mask=used, other=float("-inf"), cache_modifier=".cg")
+            sums = tl.load(work_ptr + rows * (DV + 2) + DV + 1, mask=used, other=0.0, cache_modifier=".cg")
+            accs = tl.load(work_ptr + rows[:, :, None] * (DV + 2) + dv[None, None, :], mask=used[:, :, None],
+                           other=0.0, cache_modifier=".cg")
+            top = tl.max(tops, axis=0)
             base = tl.where(top == float("-inf"), 0.0, top)
-            total = tl.zeros([M], tl.float32)
-            acc = tl.zeros([M, DV], tl.float32)
-            for j in range(0, splits):  # .cg: from L2, where the other programs' partials are
-                at = group * splits * M + j * M + i
-                weight = tl.exp(tl.load(work_ptr + at * (DV + 2) + DV, cache_modifier=".cg") - base)
-                total += weight * tl.load(work_ptr + at * (DV + 2) + DV + 1, cache_modifier=".cg")
-                acc += weight[:, None] * tl.load(work_ptr + at[:, None] * (DV + 2) + dv[None, :], cache_modifier=".cg")
+            weight = tl.exp(tops - base[None, :])
+            total = tl.sum(weight * sums, axis=0)
+            acc = tl.sum(weight[:, :, None] * accs, axis=0)
             tl.atomic_xchg(ticket_ptr + group, 0)
             attention_finish(acc, total, b, head, line, row_ok, dv, out_ptr, o_sb, o_sh, o_sl)
     else:
@@ -379,3 +388,15 @@ def attention_finish(acc, total, b, head, line, row_ok, dv, out_ptr, o_sb, o_sh,
     y = tl.where(total[:, None] > 0, acc / tl.where(total > 0, total, 1.0)[:, None], 0.0)
     tl.store(out_ptr + b * o_sb + head[:, None] * o_sh + line[:, None] * o_sl + dv[None, :],
              y.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
+
+
+@triton.jit
+def silu_mul_rows(a_ptr, b_ptr, out_ptr, n, a_row_stride, b_row_stride, BLOCK: tl.constexpr):
+    """silu(a) * b for BLOCK columns of one row (grid: rows, column blocks), in float32, rounded once to out's
+    dtype (ir/ops/silu_mul.py); a and b rows at their own strides (the halves of a merged gate/up output)."""
+    row = tl.program_id(0).to(tl.int64)
+    c = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    inside = c < n
+    a = tl.load(a_ptr + row * a_row_stride + c, mask=inside, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + row * b_row_stride + c, mask=inside, other=0.0).to(tl.float32)
+    tl.store(out_ptr + row * n + c, (a / (1.0 + tl.exp(-a)) * b).to(out_ptr.dtype.element_ty), mask=inside)

@@ -42,7 +42,8 @@ def _prepared(mask: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, tor
 
 MAX_ROWS = 64  # query rows a program takes (a key/value head's query heads times the rows of the step)
 BLOCK_S = 64  # keys a step of a program reads
-PROGRAMS = 256  # about this many programs a call: the keys are split among them, then combined
+PROGRAMS = 64  # about this many programs a call: the keys are split among them, then combined by the last
+MAX_SPLITS = 8  # (a decode step is latency-bound: a few steps a program, one combining read)
 
 
 @register_kernel("cuda", "sdpa", runs_at=triton_missing)
@@ -67,12 +68,13 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
                 or q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1):
             return fallback(inputs, dims)
         groups = b * kv_heads
-        splits = max(1, min(triton.cdiv(keys, BLOCK_S), round(PROGRAMS / groups)))
+        splits = max(1, min(MAX_SPLITS, triton.cdiv(keys, BLOCK_S), round(PROGRAMS / groups)))
         s_split = triton.cdiv(triton.cdiv(keys, splits), BLOCK_S) * BLOCK_S
         splits = triton.cdiv(keys, s_split)
+        padded = triton.next_power_of_2(splits)
         if groups not in tickets:
             tickets[groups] = torch.zeros(groups, dtype=torch.int32, device=q.device)
-        work = torch.empty(groups * splits * m * (dv + 2) if splits > 1 else 1, dtype=torch.float32, device=q.device)
+        work = torch.empty(groups * padded * m * (dv + 2) if splits > 1 else 1, dtype=torch.float32, device=q.device)
         out = torch.empty((b, rows, heads, dv), dtype=q.dtype, device=q.device).transpose(1, 2)
         kind, mask_strides = 0, (0, 0, 0, 0)
         if mask is not None:
@@ -84,7 +86,8 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
             q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
             v.stride(0), v.stride(1), v.stride(2), *mask_strides, out.stride(0), out.stride(1), out.stride(2),
             kv_heads, rows, keys, s_split, splits, scale,
-            GROUP=group, M=m, D=d, DV=dv, BLOCK_S=BLOCK_S, MASK=kind, SPLIT=splits > 1)
+            GROUP=group, M=m, D=d, DV=dv, BLOCK_S=BLOCK_S, MASK=kind, SPLITS=padded if splits > 1 else 1,
+            HALF=q.dtype in (torch.bfloat16, torch.float16) and k.dtype == q.dtype and v.dtype == q.dtype)
         return out
 
     return Kernel(run, "triton:sdpa_rows")
