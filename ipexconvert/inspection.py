@@ -136,13 +136,16 @@ def weight_only_guard_lines(record: dict) -> list[str]:
 
 def weight_only_layers(graph: Graph) -> dict[str, int]:
     """Weight-only quantized layers by format, e.g. {"int4 g128 symmetric": 14}, from the woq_linear nodes (whose
-    attrs check_graph parsed)."""
+    attrs check_graph parsed); activations other than float32 are named ("..., bf16 activations")."""
     counts: dict[str, int] = {}
     for node in graph.nodes:
         if node.op == "woq_linear":
             asymmetric = len(node.inputs) > 3 and node.inputs[3] is not None
+            activations = ("int8" if node.attrs.get("activations") == "int8"
+                           else "bf16" if graph.values[node.inputs[0]].dtype == "bfloat16" else None)
             label = (f"int{node.attrs['bits']} g{node.attrs['group_size']} "
-                     f"{'asymmetric' if asymmetric else 'symmetric'}")
+                     f"{'asymmetric' if asymmetric else 'symmetric'}"
+                     + (f", {activations} activations" if activations else ""))
             counts[label] = counts.get(label, 0) + 1
     return dict(sorted(counts.items()))
 

@@ -58,7 +58,7 @@ def test_int4_tiny_llama(tmp_path):
     changes = {p.name: p.changes for p in m.passes}
     assert changes["weight_only_quantize"]["float_lm_head"] == 1  # the LM head stays float by default
     assert changes["merge_linears"]["groups_merged"] >= 2  # q/k/v and gate/up of each layer
-    assert summarize(result.path)["weight_only"] == {"int4 g128 symmetric": m.op_histogram["woq_linear"]}
+    assert summarize(result.path)["weight_only"] == {"int4 g128 symmetric, int8 activations": m.op_histogram["woq_linear"]}
     _check(result, min_top1=0.7, min_cosine=0.95)
 
 
@@ -106,6 +106,7 @@ def test_int4_bf16_activations_tiny_llama(tmp_path, monkeypatch):
     assert m.accuracy.passed and m.op_histogram.get("woq_linear", 0) >= 4
     changes = {p.name: p.changes for p in m.passes}
     assert changes["cache_in_compute_dtype"]["cache_tensors"] >= 2
+    assert summarize(result.path)["weight_only"] == {"int4 g128 symmetric, bf16 activations": m.op_histogram["woq_linear"]}
     model = load_artifact(result.path)
     graph = model.graph
     woq = [n for n in graph.nodes if n.op == "woq_linear"]
