@@ -84,6 +84,9 @@ IPEXCONVERT_SYSTEMS = {
     # int4 with each activation row rounded to int8: decode multiplies integers (woq_gemm path 3)
     "ipexconvert-int4-a8": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "int8", "guard": False},
                                 **TIMING_ONLY),
+    # int4 with everything else in bf16 (the GPU's choice; CPUs without bf16 arithmetic widen it at load)
+    "ipexconvert-int4-bf16": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "bf16", "guard": False},
+                                  **TIMING_ONLY),
 }
 
 
