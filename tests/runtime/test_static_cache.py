@@ -222,3 +222,36 @@ def test_a_decoder_record_that_does_not_fit_the_graph_is_a_refusal_not_a_crash(t
     record, program = _program(tiny_artifact)
     with pytest.raises(NotStatic):
         static_program(program, record.model_copy(update=change))
+
+
+def test_new_buffers_make_the_runner_forget_the_graphs_of_the_old_ones(tiny_artifact, static_on_cpu, monkeypatch):
+    """A GPU runner keeps a captured graph per set of buffers, each holding them; remade buffers (another batch or
+    capacity) drop those graphs (GraphRunner.forget_buffers), so the old caches' memory goes."""
+    model = static_on_cpu(tiny_artifact)
+    steps = model.static_cache
+    forgotten: list[set[int]] = []
+    monkeypatch.setattr(steps.runner, "forget_buffers", lambda addresses: forgotten.append(set(addresses)) or 0,
+                        raising=False)
+    model.generate(_prompt(1, 5, seed=1), max_new_tokens=3, stop_at_eos=False)
+    assert forgotten == []  # the first buffers: nothing captured before them
+    model.generate(_prompt(1, 4, seed=2), max_new_tokens=3, stop_at_eos=False)
+    assert forgotten == []  # the same batch and capacity keep the buffers (and their graphs)
+    old = {t.data_ptr() for t in steps.buffers.values()}  # (the CPU's reference writes return new tensors)
+    model.generate(_prompt(2, 4, seed=3), max_new_tokens=3, stop_at_eos=False)
+    assert forgotten == [old]
+
+
+def test_the_gpu_runner_forgets_only_the_graphs_on_the_given_buffers():
+    from collections import OrderedDict
+    import threading
+
+    from ipexconvert.backends.cuda.graphs import GraphRunner
+
+    runner = object.__new__(GraphRunner)  # (no GPU needed for the bookkeeping)
+    runner._lock = threading.Lock()
+    shape = torch.Size([1, 2])
+    runner._graphs = OrderedDict({((shape, torch.int64, None), (shape, torch.float32, 100)): "on 100",
+                                  ((shape, torch.int64, None), (shape, torch.float32, 200)): "on 200",
+                                  ((shape, torch.int64, None),): "no buffers"})
+    assert runner.forget_buffers({100, 300}) == 1
+    assert list(runner._graphs.values()) == ["on 200", "no buffers"]

@@ -105,6 +105,16 @@ class GraphRunner:
                 raise_tripped(self._guards)
             return outputs
 
+    def forget_buffers(self, addresses: set[int]) -> int:
+        """Drop the graphs captured on persistent buffers at these addresses (a static cache about to be remade for
+        another batch or capacity): each holds its buffers, so kept they would hold GPU memory for nothing, and a
+        new buffer may later take an old address. Returns how many were dropped."""
+        with self._lock:
+            stale = [key for key in self._graphs if any(ptr in addresses for _, _, ptr in key if ptr is not None)]
+            for key in stale:
+                del self._graphs[key]
+            return len(stale)
+
     def raise_tripped(self) -> None:
         """The error of any guard tripped since the flags were last read (runs called with check_guards=False)."""
         with self._lock:
