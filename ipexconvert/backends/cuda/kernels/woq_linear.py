@@ -33,7 +33,8 @@ class Tile:
 
 
 # Per activations kind (rounding x to int8 costs a division per element, so those programs take more columns).
-# From benchmarks/gpu_woq_sweep.py on an H200 (session 27: benchmarks/results/session27-gpu-woq-h200.md).
+# From benchmarks/gpu_woq_sweep.py on an H200 (benchmarks/results/session27-gpu-woq-sweep-*-h200.log, summarized in
+# session27-gpu-decode-tinyllama-h200.md).
 TILES = {"float": Tile(block_n=32, chunk=512, warps=4, programs=512),
          "int8": Tile(block_n=64, chunk=256, warps=2, programs=512)}
 
