@@ -65,8 +65,9 @@ def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
         return None  # computed weights: the reference
     fitted = post_op_codes(attrs.post_ops)
     run_k = run_length(attrs.group_size)
-    if fitted is None or run_k < 32 // attrs.bits:
-        return None  # a run must fill whole int32 words of codes (8 int4 or 4 int8 codes)
+    codes = codes.contiguous()
+    if fitted is None or run_k < 32 // attrs.bits or codes.storage_offset() % 4:
+        return None  # a run must fill whole int32 words of codes (8 int4 or 4 int8 codes), words aligned
     import triton  # (runs_at has said it is here)
 
     post, operand_slots = fitted
@@ -83,7 +84,6 @@ def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
     tickets = torch.zeros(MAX_ROWS * blocks, dtype=torch.int32, device=codes.device)
     scales, zeros = scales.float().contiguous(), None if zeros is None else zeros.contiguous()
     bias = None if bias is None else bias.float().contiguous()
-    codes = codes.contiguous()
     words = codes.view(torch.int32)  # k is a multiple of the run: whole words per row
     reference = WoqLinearOp.compile(attrs)
     zero = SYMMETRIC_INT4_ZERO if attrs.bits == 4 else 0
