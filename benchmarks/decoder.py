@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO))
 from ipexconvert.decoder_bench import decode_weight_bytes, read_bandwidth_gbs  # noqa: E402
 from llama_cpp_peer import FORMATS as LLAMA_CPP_FORMATS  # noqa: E402  (benchmarks/ is on sys.path as the script's folder)
 from openvino_genai_peer import FORMATS as OPENVINO_GENAI_FORMATS  # noqa: E402
+from qwen2_module import SETTINGS  # noqa: E402
 
 SHAPES = {
     # Qwen2-0.5B's config (tied 151936 x 896 embedding, 14 query / 2 kv heads), positions capped at 4096.
@@ -66,28 +67,12 @@ def build_folder(shape: str, cache: Path) -> Path:
 # The model's weights are random: its logits are nearly flat, so rounding flips greedy tokens and moves perplexity in
 # ways a trained model's would not (tiny-llama, trained structure, passes the default budgets: tests/). The quantized
 # artifacts here are timed; their accuracy is judged in the tests, so the teacher-forced budget is opened.
-TIMING_ONLY = dict(min_cosine=0.0, min_top1_agreement=0.0, max_perplexity_ratio=1e9)
-
-# ipexconvert systems: name -> optimize() settings. The quantized ones quantize the LM head too, as llama.cpp's
-# Q8_0 / Q4_0 files do (a float32 head alone reads 545 MB a token for this shape).
-IPEXCONVERT_SYSTEMS = {
-    "ipexconvert-fp32": dict(dtype="fp32"),
-    "ipexconvert-bf16": dict(dtype="bf16"),
-    "ipexconvert-int8": dict(dtype="int8", int8_scheme="weight-only",
-                             woq={"quantize_lm_head": True, "activations": "float", "guard": False}, **TIMING_ONLY),
-    # int8 weights with each activation row rounded to int8: integer GEMM at every row count (woq_gemm path 4)
-    "ipexconvert-int8-a8": dict(dtype="int8", int8_scheme="weight-only",
-                                woq={"quantize_lm_head": True, "activations": "int8", "guard": False}, **TIMING_ONLY),
-    # (int4: the random model's logits keep ~0.25 cosine to fp32 through 24 layers; tiny-llama's keep 0.987)
-    "ipexconvert-int4": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "float", "guard": False},
-                             **TIMING_ONLY),
-    # int4 with each activation row rounded to int8: decode multiplies integers (woq_gemm path 3)
-    "ipexconvert-int4-a8": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "int8", "guard": False},
-                                **TIMING_ONLY),
-    # int4 with everything else in bf16 (the GPU's choice; CPUs without bf16 arithmetic widen it at load)
-    "ipexconvert-int4-bf16": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "bf16", "guard": False},
-                                  **TIMING_ONLY),
-}
+# ipexconvert systems: name -> optimize() settings, qwen2_module.SETTINGS under an "ipexconvert-" prefix (one table
+# for this runner and gpu_decode.py). The quantized ones quantize the LM head too, as llama.cpp's Q8_0 / Q4_0 files
+# do (a float32 head alone reads 545 MB a token for this shape); -a8: each activation row rounded to int8 (integer
+# GEMMs: woq_gemm paths 4 and 5); -bf16: everything but the quantized weights in bf16 (the GPU's choice). (int4: the
+# random model's logits keep ~0.25 cosine to fp32 through 24 layers; tiny-llama's keep 0.987.)
+IPEXCONVERT_SYSTEMS = {f"ipexconvert-{name}": settings for name, settings in SETTINGS.items()}
 
 
 def artifact_for(folder: Path, system: str, cache: Path, extra: dict) -> Path:

@@ -130,10 +130,11 @@ TIMING_ONLY = dict(min_cosine=0.0, min_top1_agreement=0.0, max_perplexity_ratio=
 SETTINGS = {
     "fp32": dict(dtype="fp32"),
     "bf16": dict(dtype="bf16"),
-    "int8": dict(dtype="int8", int8_scheme="weight-only", woq={"quantize_lm_head": True, "guard": False}, **TIMING_ONLY),
+    "int8": dict(dtype="int8", int8_scheme="weight-only",
+                 woq={"quantize_lm_head": True, "activations": "float", "guard": False}, **TIMING_ONLY),
     "int8-a8": dict(dtype="int8", int8_scheme="weight-only",
                     woq={"quantize_lm_head": True, "activations": "int8", "guard": False}, **TIMING_ONLY),
-    "int4": dict(dtype="int4", woq={"quantize_lm_head": True, "guard": False}, **TIMING_ONLY),
+    "int4": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "float", "guard": False}, **TIMING_ONLY),
     "int4-a8": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "int8", "guard": False}, **TIMING_ONLY),
     "int4-bf16": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "bf16", "guard": False}, **TIMING_ONLY),
 }
