@@ -51,6 +51,7 @@ def main() -> None:
     ap.add_argument("--group", type=int, default=128)
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--activations", default="float", choices=("float", "int8"))
+    ap.add_argument("--rows", type=int, default=1, help="rows of x (decode: 1)")
     args = ap.parse_args()
     gpu = torch.device("cuda", 0)
     op = get_op("woq_linear")
@@ -60,7 +61,7 @@ def main() -> None:
         codes = (torch.randint(0, 256, (n, k // 2), dtype=torch.uint8) if args.bits == 4
                  else torch.randint(-127, 128, (n, k), dtype=torch.int8)).to(gpu)
         scales = (torch.rand(n, k // args.group) * 0.05).to(gpu)
-        x = torch.randn(1, 1, k, dtype=dtype, device=gpu)
+        x = torch.randn(1, args.rows, k, dtype=dtype, device=gpu)
         size = codes.numel() * codes.element_size() + scales.numel() * 4
         copies = max(8, -(-(400 << 20) // size))  # 400 MB of codes: nothing is read from L2
         codes_list = [codes.clone() for _ in range(copies)]
@@ -73,16 +74,18 @@ def main() -> None:
         inputs = [x, codes, scales, None, None]
         specs = tuple(None if t is None else TensorSpec.of(t) for t in inputs)
         results = []
-        default = woq_linear.TILES[args.activations]
-        for block_n, chunk, warps, programs in itertools.product((8, 16, 32, 64), (256, 512), (2, 4), (512, 2048)):
+        kind = args.activations
+        default = woq_linear.TILES[kind]
+        grid = itertools.product((16, 32, 64, 128), (128, 512), (2, 4), (512, 2048))
+        for block_n, chunk, warps, programs in grid:
             tile = woq_linear.Tile(block_n=block_n, chunk=chunk, warps=warps, programs=programs)
-            woq_linear.TILES[args.activations] = tile
+            woq_linear.TILES[kind] = tile
             kernels = [woq_linear.triton_woq_linear(NodeContext(
                 op="woq_linear", attrs=attrs, constants=(None, c, scales, None, None), input_specs=specs,
                 output_specs=tuple(op.infer(specs, attrs)), device="cuda", isa="sm")) for c in codes_list]
             ms = time_ms([lambda kernel=kernel: kernel.fn([x, None, None, None, None], {}) for kernel in kernels])
             results.append((ms, block_n, chunk, warps, programs))
-        woq_linear.TILES[args.activations] = default
+        woq_linear.TILES[kind] = default
         for ms, block_n, chunk, warps, programs in sorted(results)[:8]:
             print(f"   block_n {block_n:2d} chunk {chunk:4d} warps {warps} programs {programs:4d}: {ms * 1000:.1f} us "
                   f"({size / ms / 1e6:.0f} GB/s)", flush=True)

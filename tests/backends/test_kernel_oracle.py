@@ -382,6 +382,14 @@ CASES: dict[str, dict[str, Case]] = {
             {"bits": 4, "group_size": 128, "post_ops": [{"kind": "add", "operand": 5}]},
             (In((1, 1, 1536), "bfloat16"), const([72, 768], "uint8", "codes"),
              const([72, 12], fill="positive", scale=0.02), None, None, In((1, 1, 72), "bfloat16")), budget="gemm"),
+        "bf16-int4-g128-asymmetric-4-rows-bias": Case(  # 4 rows (the most one GPU kernel call takes), zero points
+            {"bits": 4, "group_size": 128},
+            (In((4, 256), "bfloat16"), const([72, 128], "uint8", "codes"), const([72, 2], fill="positive", scale=0.02),
+             const([72, 2], "uint8", "nibbles"), const([72])), budget="gemm"),
+        "bf16-int8-g128-decode-split-silu": Case(  # 1 row, int8 codes, k split among programs on the GPU
+            {"bits": 8, "group_size": 128, "post_ops": [{"kind": "silu"}]},
+            (In((1, 1, 2048), "bfloat16"), const([40, 2048], "int8", "weight"),
+             const([40, 16], fill="positive", scale=0.01), None, None), budget="gemm"),
         "f32-int8-1024-inputs-int8-activations-silu": Case(  # 2 rows, split k, int8 rounding per row
             {"bits": 8, "group_size": 256, "activations": "int8", "post_ops": [{"kind": "silu"}]},
             (In((2, 1024)), const([40, 1024], "int8", "weight"), const([40, 4], fill="positive", scale=0.01), None,

@@ -5,6 +5,26 @@ _triton_int8.py."""
 import triton
 import triton.language as tl
 
+try:
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+except ImportError:  # Triton before 3.3: _triton.pdl never turns PDL on
+    gdc_launch_dependents = gdc_wait = None
+
+
+@triton.jit
+def pdl_launch_next(PDL: tl.constexpr):
+    """Let the next kernel's programs start (programmatic dependent launch, _triton.pdl)."""
+    if PDL:
+        gdc_launch_dependents()
+
+
+@triton.jit
+def pdl_wait(PDL: tl.constexpr):
+    """Wait for the kernel before to complete (its writes visible): before reading what it wrote, and before any
+    write of ours (it may still read a buffer we write)."""
+    if PDL:
+        gdc_wait()
+
 
 @triton.jit
 def round_half_even(v):  # v float64
@@ -130,11 +150,14 @@ def add_layer_norm_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, sum_ptr, m_ptr, q_ptr
 
 
 @triton.jit
-def rms_norm_rows(x_ptr, w_ptr, y_ptr, columns, eps, HAS_WEIGHT: tl.constexpr, BLOCK: tl.constexpr):
+def rms_norm_rows(x_ptr, w_ptr, y_ptr, columns, eps, HAS_WEIGHT: tl.constexpr, BLOCK: tl.constexpr,
+                  PDL: tl.constexpr):
     """y = x / sqrt(mean(x^2) + eps) * w over a row, in float32, rounded once to y's dtype (ir/ops/rms_norm.py)."""
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     inside = cols < columns
+    pdl_launch_next(PDL)
+    pdl_wait(PDL)
     v = tl.load(x_ptr + row * columns + cols, mask=inside, other=0.0).to(tl.float32)
     y = v * (1.0 / tl.sqrt(tl.sum(v * v, axis=0) / columns + eps))
     if HAS_WEIGHT:
@@ -146,7 +169,7 @@ def rms_norm_rows(x_ptr, w_ptr, y_ptr, columns, eps, HAS_WEIGHT: tl.constexpr, B
 def rope_kv_write_heads(q_ptr, k_ptr, v_ptr, q_batch, q_seq, k_batch, k_seq, v_batch, v_seq,
                         cos_ptr, sin_ptr, table_batch, table_seq, position_ptr,
                         q_out_ptr, key_ptr, value_ptr, seq, heads, kv_heads, capacity,
-                        HALF: tl.constexpr):
+                        HALF: tl.constexpr, PDL: tl.constexpr):
     """One head of one token per program (grid: batch * seq, heads + 2 * kv_heads): a query head rotated into
     q_out [b, heads, seq, d], a key head rotated and a value head copied into the caches [b, kv_heads, capacity,
     d] at position + token. rope: x * cos + cat(-x2, x1) * sin in float32, rounded once (ir/ops/rope.py)."""
@@ -155,6 +178,8 @@ def rope_kv_write_heads(q_ptr, k_ptr, v_ptr, q_batch, q_seq, k_batch, k_seq, v_b
     b = token // seq
     t = token % seq
     lo = tl.arange(0, HALF)
+    pdl_launch_next(PDL)
+    pdl_wait(PDL)
     position = tl.load(position_ptr) + t
     if head < heads + kv_heads:
         if head < heads:
@@ -187,27 +212,44 @@ def round_half_even_small(v):  # v float32, |v| < 2^22
 
 
 @triton.jit
-def unsigned_float(c):
-    """Small non-negative int32 c (< 2^23) as float32 without a conversion instruction: its bits under 2^23's
-    exponent are 2^23 + c, exactly; the caller subtracts 2^23 (folded into the zero point)."""
-    return (c | 0x4B000000).to(tl.float32, bitcast=True)
+def woq_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, start, k_end, k_words, groups, group_size,
+                    BITS: tl.constexpr, ZERO: tl.constexpr, HAS_ZEROS: tl.constexpr, PER_WORD: tl.constexpr):
+    """The codes of one run of k from `start` (int32 words, as unsigned bytes for int8), its group's scales and
+    the offset to take off (BASE + zero, woq_rows); zeros past k_end."""
+    live = n_ok & (n64 * 0 + start < k_end)  # (tensors: the interpreter wants tensor masks)
+    group = start // group_size
+    scale = tl.load(scales_ptr + n64 * groups + group, mask=live, other=0.0)
+    if BITS == 8:
+        offset = tl.full(n64.shape, 384.0, tl.float32)  # 256 + the 128 the flipped sign bit adds
+    elif HAS_ZEROS:
+        offset = tl.load(zeros_ptr + n64 * groups + group, mask=live, other=0).to(tl.float32) + 16.0
+    else:
+        offset = tl.full(n64.shape, ZERO + 16.0, tl.float32)
+    words = tl.load(words_ptr + n64[:, None] * k_words + (start // PER_WORD + w)[None, :], mask=live[:, None],
+                    other=0).to(tl.uint32, bitcast=True)
+    if BITS == 8:
+        words = words ^ 0x80808080  # int8 codes as stored + 128: unsigned bytes
+    return words, scale, offset
 
 
 @triton.jit
 def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, work_ptr, ticket_ptr,
-             N, K, groups, group_size, k_split, splits,
+             N, K, groups, group_size, k_split, splits, code_mask,
              a_row_stride, a_col_stride, b_row_stride, b_col_stride,
              BITS: tl.constexpr, ZERO: tl.constexpr, HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr,
              INT8_ROWS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
              P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
-             RUN: tl.constexpr, RUNS: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr):
+             RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, PDL: tl.constexpr):
     """One row of x [rows, K] times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py). Program (i, j, m)
     computes BLOCK_N outputs of row m over the j-th k_split inputs, reading the codes as int32 words (8 int4
-    codes a word, k = 8 w + s at bits 4 s; 4 int8 codes, k = 4 w + s at bits 8 s). Each step reads RUNS runs
-    of RUN consecutive k, a run inside one group: per run, sum (q - zero) * x, then times the group's scale;
-    the dequantized weight is never formed and a code becomes a float with two integer operations (no
-    conversion instruction: unsigned_float). INT8_ROWS: x rounded to its row's int8 grid first (max|x| / 127,
-    half to even). SPLIT (splits > 1): each program stores its partial sums in work [splits, rows, N]; the last
+    codes a word, k = 8 w + s at bits 4 s; 4 int8 codes, k = 4 w + s at bits 8 s), a run of RUN consecutive k
+    (inside one group) a step, the next run's codes loaded while this one computes. The first run's codes are
+    read before waiting for the kernel before (PDL: they are constants). A code c becomes BASE + c exactly, with
+    one shift and one mask-and-or (moved under the exponent bits of BASE = 2^(23 - LOW), whose last bit is 1: no
+    conversion instruction, which runs at a quarter of the rate); a run sums (BASE + c) * x and takes (BASE +
+    zero) * sum(x) off once per word and column (terms at most 32x the result's: float32 keeps the difference to
+    ~2^-19), then times the group's scale. INT8_ROWS: x rounded to its row's int8 grid first (max|x| / 127, half
+    to even). SPLIT (splits > 1): each program stores its partial sums in work [splits, rows, N]; the last
     program of a column block and row to finish (counted in ticket, which it resets) adds them in order of j
     (the same sum every call) and finishes: the bias, up to four post-ops, one rounding to out's dtype."""
     block = tl.program_id(0)
@@ -216,10 +258,19 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     rows = tl.num_programs(2)
     PER_WORD: tl.constexpr = 32 // BITS
     WORDS: tl.constexpr = RUN // PER_WORD  # words of a run
+    LOW: tl.constexpr = 19 if BITS == 4 else 15
+    BASE_BITS: tl.constexpr = 0x41800000 if BITS == 4 else 0x43800000  # 16.0, 256.0
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     n64 = n.to(tl.int64)
     w = tl.arange(0, WORDS)
+    k_words = K // PER_WORD
+    k_begin = part * k_split
+    k_end = tl.minimum(K, k_begin + k_split)
+    words, scale, offset = woq_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, k_begin, k_end, k_words,
+                                           groups, group_size, BITS, ZERO, HAS_ZEROS, PER_WORD)
+    pdl_launch_next(PDL)
+    pdl_wait(PDL)
     x_row = x_ptr + row * K
     row_scale = 1.0
     if INT8_ROWS:  # the whole row's max, so every program rounds x alike
@@ -228,35 +279,27 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
             amax = tl.maximum(amax, tl.abs(tl.load(x_row + k0 + tl.arange(0, RUN)).to(tl.float32)))
         top = tl.max(amax, axis=0)
         row_scale = tl.where(top > 0, tl.math.div_rn(top, 127.0), 1.0)
-    k_words = K // PER_WORD
     acc = tl.zeros([BLOCK_N, WORDS], tl.float32)
-    k_begin = part * k_split
-    k_end = tl.minimum(K, k_begin + k_split)
-    for k0 in range(k_begin, k_end, RUN * RUNS):
-        for u in tl.static_range(RUNS):
-            start = k0 + u * RUN
-            live = n_ok & (n * 0 + start < k_end)  # (tensors: the interpreter wants tensor masks)
-            ok = w * 0 + start < k_end
-            group = start // group_size
-            scale = tl.load(scales_ptr + n64 * groups + group, mask=live, other=0.0)
-            if HAS_ZEROS:
-                offset = tl.load(zeros_ptr + n64 * groups + group, mask=live, other=0).to(tl.float32) + 8388608.0
+    for start in range(k_begin, k_end, RUN):
+        next_words, next_scale, next_offset = woq_run_weights(
+            words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, start + RUN, k_end, k_words, groups, group_size,
+            BITS, ZERO, HAS_ZEROS, PER_WORD)
+        run = tl.zeros([BLOCK_N, WORDS], tl.float32)
+        x_sum = tl.zeros([WORDS], tl.float32)
+        for t in tl.static_range(PER_WORD):
+            x = tl.load(x_row + start + w * PER_WORD + t).to(tl.float32)
+            if INT8_ROWS:
+                x = round_half_even_small(tl.math.div_rn(x, row_scale)) * row_scale
+            x_sum += x
+            if LOW >= BITS * t:
+                moved = words << (LOW - BITS * t)
             else:
-                offset = tl.full([BLOCK_N], ZERO + 8388608.0, tl.float32)
-            if BITS == 8:
-                offset = offset + 128.0
-            words = tl.load(words_ptr + n64[:, None] * k_words + (start // PER_WORD + w)[None, :],
-                            mask=live[:, None], other=0)
-            run = tl.zeros([BLOCK_N, WORDS], tl.float32)
-            for t in tl.static_range(PER_WORD):
-                x = tl.load(x_row + start + w * PER_WORD + t, mask=ok, other=0.0).to(tl.float32)
-                if INT8_ROWS:
-                    x = round_half_even_small(tl.math.div_rn(x, row_scale)) * row_scale
-                code = (words >> (BITS * t)) & ((1 << BITS) - 1)
-                if BITS == 8:
-                    code = code ^ 128  # int8 as stored, + 128: the bits of an unsigned code
-                run += (unsigned_float(code) - offset[:, None]) * x[None, :]
-            acc += run * scale[:, None]
+                moved = words >> (BITS * t - LOW)
+            # code_mask comes as an argument: a constant would be rematerialized into a register per use
+            code = ((moved & code_mask) | BASE_BITS).to(tl.float32, bitcast=True)
+            run += code * x[None, :]
+        acc += (run - offset[:, None] * x_sum[None, :]) * scale[:, None]
+        words, scale, offset = next_words, next_scale, next_offset
     y = tl.sum(acc, axis=1)
     if SPLIT:
         slot = row * N + n
@@ -300,7 +343,7 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
                    q_sb, q_sh, q_sl, k_sb, k_sh, k_ss, v_sb, v_sh, v_ss, m_sb, m_sh, m_sl, m_ss, o_sb, o_sh, o_sl,
                    kv_heads, L, S, s_split, splits, scale,
                    GROUP: tl.constexpr, M: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BLOCK_S: tl.constexpr,
-                   MASK: tl.constexpr, SPLITS: tl.constexpr, HALF: tl.constexpr):
+                   MASK: tl.constexpr, SPLITS: tl.constexpr, HALF: tl.constexpr, PDL: tl.constexpr):
     """softmax(q k^T * scale + mask) v for the few query rows of a decode step (ir/ops/sdpa.py): program (i, j)
     takes the GROUP query heads that share key/value head i % kv_heads of batch i // kv_heads, all L rows of them
     (M >= GROUP * L rows, padded for tl.dot) over the j-th s_split keys, with a running max and sum in float32
@@ -319,6 +362,8 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
     line = i % L
     d = tl.arange(0, D)
     dv = tl.arange(0, DV)
+    pdl_launch_next(PDL)
+    pdl_wait(PDL)
     q = tl.load(q_ptr + b * q_sb + head[:, None] * q_sh + line[:, None] * q_sl + d[None, :], mask=row_ok[:, None],
                 other=0.0)
     if not HALF:
@@ -391,12 +436,14 @@ def attention_finish(acc, total, b, head, line, row_ok, dv, out_ptr, o_sb, o_sh,
 
 
 @triton.jit
-def silu_mul_rows(a_ptr, b_ptr, out_ptr, n, a_row_stride, b_row_stride, BLOCK: tl.constexpr):
+def silu_mul_rows(a_ptr, b_ptr, out_ptr, n, a_row_stride, b_row_stride, BLOCK: tl.constexpr, PDL: tl.constexpr):
     """silu(a) * b for BLOCK columns of one row (grid: rows, column blocks), in float32, rounded once to out's
     dtype (ir/ops/silu_mul.py); a and b rows at their own strides (the halves of a merged gate/up output)."""
     row = tl.program_id(0).to(tl.int64)
     c = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     inside = c < n
+    pdl_launch_next(PDL)
+    pdl_wait(PDL)
     a = tl.load(a_ptr + row * a_row_stride + c, mask=inside, other=0.0).to(tl.float32)
     b = tl.load(b_ptr + row * b_row_stride + c, mask=inside, other=0.0).to(tl.float32)
     tl.store(out_ptr + row * n + c, (a / (1.0 + tl.exp(-a)) * b).to(out_ptr.dtype.element_ty), mask=inside)

@@ -26,7 +26,7 @@ MAX_ROWS = 4
 @dataclass(frozen=True)
 class Tile:
     block_n: int  # output columns a program computes
-    chunk: int  # k a step reads per output column (in runs of at most 128 inside one group)
+    chunk: int  # the unit of the k a program reads (whole runs of at most 128 inside one group)
     warps: int
     programs: int  # about this many programs a call, the k inputs split among them: a GEMV at batch 1 is bound
                    # by the bytes in flight, and one program per column block leaves most of the GPU waiting
@@ -35,7 +35,7 @@ class Tile:
 # Per activations kind (rounding x to int8 costs a division per element, so those programs take more columns).
 # From benchmarks/gpu_woq_sweep.py on an H200 (benchmarks/results/session27-gpu-woq-sweep-*-h200.log, summarized in
 # session27-gpu-decode-tinyllama-h200.md).
-TILES = {"float": Tile(block_n=32, chunk=512, warps=4, programs=512),
+TILES = {"float": Tile(block_n=128, chunk=128, warps=4, programs=512),
          "int8": Tile(block_n=64, chunk=256, warps=2, programs=512)}
 
 
@@ -74,8 +74,7 @@ def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
     n, k = scales.shape[0], scales.shape[1] * attrs.group_size
     tile = TILES[attrs.activations]  # (read once: the sweep changes the table between factories)
     block_n = tile.block_n
-    runs = max(1, min(tile.chunk, k) // run_k)
-    k_split = k_split_for(n, k, run_k * runs, block_n, tile.programs)
+    k_split = k_split_for(n, k, run_k * max(1, min(tile.chunk, k) // run_k), block_n, tile.programs)
     splits = -(-k // k_split)
     blocks = triton.cdiv(n, block_n)
     # split partial sums and a ticket per column block and row: the last program of a block resets its ticket,
@@ -87,6 +86,7 @@ def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
     words = codes.view(torch.int32)  # k is a multiple of the run: whole words per row
     reference = WoqLinearOp.compile(attrs)
     zero = SYMMETRIC_INT4_ZERO if attrs.bits == 4 else 0
+    code_mask = ((1 << attrs.bits) - 1) << (19 if attrs.bits == 4 else 15)  # where woq_rows moves a code
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
@@ -101,12 +101,12 @@ def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
         b = operands[1] if len(operands) > 1 else out
         _triton.jit().woq_rows[(blocks, splits, rows)](
             flat, words, scales, scales if zeros is None else zeros, scales if bias is None else bias, a, b, out,
-            work, tickets, n, k, scales.shape[1], attrs.group_size, k_split, splits,
+            work, tickets, n, k, scales.shape[1], attrs.group_size, k_split, splits, code_mask,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1),
             BITS=attrs.bits, ZERO=zero, HAS_ZEROS=zeros is not None, HAS_BIAS=bias is not None,
             INT8_ROWS=attrs.activations == "int8", HAS_A=len(operands) > 0, HAS_B=len(operands) > 1,
-            P0=post[0], P1=post[1], P2=post[2], P3=post[3], RUN=run_k, RUNS=runs,
-            BLOCK_N=block_n, SPLIT=splits > 1, num_warps=tile.warps)
+            P0=post[0], P1=post[1], P2=post[2], P3=post[3], RUN=run_k,
+            BLOCK_N=block_n, SPLIT=splits > 1, num_warps=tile.warps, **_triton.pdl(x.device))
         return out.view(out_shape)
 
     return Kernel(run, "triton:woq_linear_rows", frozenset({1, 2, 3, 4}), fresh_output=True)
