@@ -39,8 +39,6 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in [
     Variable("IPEXCONVERT_MALLOC_TUNING", "1", "0: loading an artifact leaves glibc's malloc thresholds alone"),
     Variable("IPEXCONVERT_MAX_TENSOR_BYTES", "2147483648 (2 GiB)",
              "the largest output an `aten` fallback node may make (a bound on what an artifact can ask for)"),
-    Variable("IPEXCONVERT_GPU_PDL", "1", "0: the GPU's decode kernels start only when the kernel before them has "
-             "finished (no programmatic dependent launch); for timing against it"),
     Variable("IPEXCONVERT_DEBUG", "unset", "1: an internal error (exit 3) prints its Python traceback"),
 ]}
 

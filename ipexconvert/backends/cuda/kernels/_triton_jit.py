@@ -5,26 +5,6 @@ _triton_int8.py."""
 import triton
 import triton.language as tl
 
-try:
-    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
-except ImportError:  # Triton before 3.3: _triton.pdl never turns PDL on
-    gdc_launch_dependents = gdc_wait = None
-
-
-@triton.jit
-def pdl_launch_next(PDL: tl.constexpr):
-    """Let the next kernel's programs start (programmatic dependent launch, _triton.pdl)."""
-    if PDL:
-        gdc_launch_dependents()
-
-
-@triton.jit
-def pdl_wait(PDL: tl.constexpr):
-    """Wait for the kernel before to complete (its writes visible): before reading what it wrote, and before any
-    write of ours (it may still read a buffer we write)."""
-    if PDL:
-        gdc_wait()
-
 
 @triton.jit
 def round_half_even(v):  # v float64
@@ -150,14 +130,11 @@ def add_layer_norm_rows(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, sum_ptr, m_ptr, q_ptr
 
 
 @triton.jit
-def rms_norm_rows(x_ptr, w_ptr, y_ptr, columns, eps, HAS_WEIGHT: tl.constexpr, BLOCK: tl.constexpr,
-                  PDL: tl.constexpr):
+def rms_norm_rows(x_ptr, w_ptr, y_ptr, columns, eps, HAS_WEIGHT: tl.constexpr, BLOCK: tl.constexpr):
     """y = x / sqrt(mean(x^2) + eps) * w over a row, in float32, rounded once to y's dtype (ir/ops/rms_norm.py)."""
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     inside = cols < columns
-    pdl_launch_next(PDL)
-    pdl_wait(PDL)
     v = tl.load(x_ptr + row * columns + cols, mask=inside, other=0.0).to(tl.float32)
     y = v * (1.0 / tl.sqrt(tl.sum(v * v, axis=0) / columns + eps))
     if HAS_WEIGHT:
@@ -169,7 +146,7 @@ def rms_norm_rows(x_ptr, w_ptr, y_ptr, columns, eps, HAS_WEIGHT: tl.constexpr, B
 def rope_kv_write_heads(q_ptr, k_ptr, v_ptr, q_batch, q_seq, k_batch, k_seq, v_batch, v_seq,
                         cos_ptr, sin_ptr, table_batch, table_seq, position_ptr,
                         q_out_ptr, key_ptr, value_ptr, seq, heads, kv_heads, capacity,
-                        HALF: tl.constexpr, PDL: tl.constexpr):
+                        HALF: tl.constexpr):
     """One head of one token per program (grid: batch * seq, heads + 2 * kv_heads): a query head rotated into
     q_out [b, heads, seq, d], a key head rotated and a value head copied into the caches [b, kv_heads, capacity,
     d] at position + token. rope: x * cos + cat(-x2, x1) * sin in float32, rounded once (ir/ops/rope.py)."""
@@ -178,8 +155,6 @@ def rope_kv_write_heads(q_ptr, k_ptr, v_ptr, q_batch, q_seq, k_batch, k_seq, v_b
     b = token // seq
     t = token % seq
     lo = tl.arange(0, HALF)
-    pdl_launch_next(PDL)
-    pdl_wait(PDL)
     position = tl.load(position_ptr) + t
     if head < heads + kv_heads:
         if head < heads:
@@ -239,12 +214,11 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
              BITS: tl.constexpr, ZERO: tl.constexpr, HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr,
              INT8_ROWS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
              P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
-             RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, PDL: tl.constexpr):
+             RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr):
     """One row of x [rows, K] times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py). Program (i, j, m)
     computes BLOCK_N outputs of row m over the j-th k_split inputs, reading the codes as int32 words (8 int4
     codes a word, k = 8 w + s at bits 4 s; 4 int8 codes, k = 4 w + s at bits 8 s), a run of RUN consecutive k
-    (inside one group) a step, the next run's codes loaded while this one computes. The first run's codes are
-    read before waiting for the kernel before (PDL: they are constants). A code c becomes BASE + c exactly, with
+    (inside one group) a step, the next run's codes loaded while this one computes. A code c becomes BASE + c exactly, with
     one shift and one mask-and-or (moved under the exponent bits of BASE = 2^(23 - LOW), whose last bit is 1: no
     conversion instruction, which runs at a quarter of the rate); a run sums (BASE + c) * x and takes (BASE +
     zero) * sum(x) off once per word and column (terms at most 32x the result's: float32 keeps the difference to
@@ -269,8 +243,6 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     k_end = tl.minimum(K, k_begin + k_split)
     words, scale, offset = woq_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, k_begin, k_end, k_words,
                                            groups, group_size, BITS, ZERO, HAS_ZEROS, PER_WORD)
-    pdl_launch_next(PDL)
-    pdl_wait(PDL)
     x_row = x_ptr + row * K
     row_scale = 1.0
     if INT8_ROWS:  # the whole row's max, so every program rounds x alike
@@ -343,7 +315,7 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
                    q_sb, q_sh, q_sl, k_sb, k_sh, k_ss, v_sb, v_sh, v_ss, m_sb, m_sh, m_sl, m_ss, o_sb, o_sh, o_sl,
                    kv_heads, L, S, s_split, splits, scale,
                    GROUP: tl.constexpr, M: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BLOCK_S: tl.constexpr,
-                   MASK: tl.constexpr, SPLITS: tl.constexpr, HALF: tl.constexpr, PDL: tl.constexpr):
+                   MASK: tl.constexpr, SPLITS: tl.constexpr, HALF: tl.constexpr):
     """softmax(q k^T * scale + mask) v for the few query rows of a decode step (ir/ops/sdpa.py): program (i, j)
     takes the GROUP query heads that share key/value head i % kv_heads of batch i // kv_heads, all L rows of them
     (M >= GROUP * L rows, padded for tl.dot) over the j-th s_split keys, with a running max and sum in float32
@@ -362,8 +334,6 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
     line = i % L
     d = tl.arange(0, D)
     dv = tl.arange(0, DV)
-    pdl_launch_next(PDL)
-    pdl_wait(PDL)
     q = tl.load(q_ptr + b * q_sb + head[:, None] * q_sh + line[:, None] * q_sl + d[None, :], mask=row_ok[:, None],
                 other=0.0)
     if not HALF:
@@ -436,14 +406,12 @@ def attention_finish(acc, total, b, head, line, row_ok, dv, out_ptr, o_sb, o_sh,
 
 
 @triton.jit
-def silu_mul_rows(a_ptr, b_ptr, out_ptr, n, a_row_stride, b_row_stride, BLOCK: tl.constexpr, PDL: tl.constexpr):
+def silu_mul_rows(a_ptr, b_ptr, out_ptr, n, a_row_stride, b_row_stride, BLOCK: tl.constexpr):
     """silu(a) * b for BLOCK columns of one row (grid: rows, column blocks), in float32, rounded once to out's
     dtype (ir/ops/silu_mul.py); a and b rows at their own strides (the halves of a merged gate/up output)."""
     row = tl.program_id(0).to(tl.int64)
     c = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     inside = c < n
-    pdl_launch_next(PDL)
-    pdl_wait(PDL)
     a = tl.load(a_ptr + row * a_row_stride + c, mask=inside, other=0.0).to(tl.float32)
     b = tl.load(b_ptr + row * b_row_stride + c, mask=inside, other=0.0).to(tl.float32)
     tl.store(out_ptr + row * n + c, (a / (1.0 + tl.exp(-a)) * b).to(out_ptr.dtype.element_ty), mask=inside)

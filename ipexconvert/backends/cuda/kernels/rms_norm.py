@@ -37,7 +37,7 @@ def triton_rms_norm(ctx: NodeContext) -> Optional[Kernel]:
         if rows:
             block = triton.next_power_of_2(columns)
             _triton.jit().rms_norm_rows[(rows,)](x, x if weight is None else weight, y, columns, eps,
-                                                 HAS_WEIGHT=weight is not None, BLOCK=block, **_triton.pdl(x.device),
+                                                 HAS_WEIGHT=weight is not None, BLOCK=block,
                                                  num_warps=4 if block <= 2048 else 8)
         return y
 

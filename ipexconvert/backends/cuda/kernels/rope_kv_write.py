@@ -56,7 +56,7 @@ def triton_rope_kv_write(ctx: NodeContext) -> Optional[Kernel]:
             _triton.jit().rope_kv_write_heads[(batch * seq, heads + 2 * kv_heads)](
                 q, k, v, q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0), v.stride(1),
                 cos, sin, table_batch, cos.stride(2), position, q_out, cache_key, cache_value,
-                seq, heads, kv_heads, capacity, HALF=head_dim // 2, num_warps=1, **_triton.pdl(q.device))
+                seq, heads, kv_heads, capacity, HALF=head_dim // 2, num_warps=1)
         return [q_out, cache_key, cache_value]
 
     return Kernel(run, "triton:rope_kv_write_in_place", writes_inputs=_cache_slots(ctx))

@@ -87,8 +87,7 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
             v.stride(0), v.stride(1), v.stride(2), *mask_strides, out.stride(0), out.stride(1), out.stride(2),
             kv_heads, rows, keys, s_split, splits, scale,
             GROUP=group, M=m, D=d, DV=dv, BLOCK_S=BLOCK_S, MASK=kind, SPLITS=padded if splits > 1 else 1,
-            HALF=q.dtype in (torch.bfloat16, torch.float16) and k.dtype == q.dtype and v.dtype == q.dtype,
-            **_triton.pdl(q.device))
+            HALF=q.dtype in (torch.bfloat16, torch.float16) and k.dtype == q.dtype and v.dtype == q.dtype)
         return out
 
     return Kernel(run, "triton:sdpa_rows")

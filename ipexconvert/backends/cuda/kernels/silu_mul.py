@@ -32,8 +32,7 @@ def triton_silu_mul(ctx: NodeContext) -> Optional[Kernel]:
         if out.numel():
             a_rows, b_rows = _rows(a, n), _rows(b, n)
             _triton.jit().silu_mul_rows[(a_rows.shape[0], triton.cdiv(n, BLOCK))](
-                a_rows, b_rows, out, n, a_rows.stride(0), b_rows.stride(0), BLOCK=BLOCK, num_warps=4,
-                **_triton.pdl(out.device))
+                a_rows, b_rows, out, n, a_rows.stride(0), b_rows.stride(0), BLOCK=BLOCK, num_warps=4)
         return out
 
     return Kernel(run, "triton:silu_mul", fresh_output=True)

@@ -106,7 +106,7 @@ def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
             BITS=attrs.bits, ZERO=zero, HAS_ZEROS=zeros is not None, HAS_BIAS=bias is not None,
             INT8_ROWS=attrs.activations == "int8", HAS_A=len(operands) > 0, HAS_B=len(operands) > 1,
             P0=post[0], P1=post[1], P2=post[2], P3=post[3], RUN=run_k,
-            BLOCK_N=block_n, SPLIT=splits > 1, num_warps=tile.warps, **_triton.pdl(x.device))
+            BLOCK_N=block_n, SPLIT=splits > 1, num_warps=tile.warps)
         return out.view(out_shape)
 
     return Kernel(run, "triton:woq_linear_rows", frozenset({1, 2, 3, 4}), fresh_output=True)
