@@ -17,13 +17,15 @@ CACHE = [f"past_{kind}_{i}" for i in range(LAYERS) for kind in ("key", "value")]
 
 
 class _Layer(nn.Module):
-    def __init__(self):
+    def __init__(self, llama: bool = False):
         super().__init__()
-        self.norm1, self.norm2 = nn.LayerNorm(DIM), nn.LayerNorm(DIM)
+        norm = (lambda: nn.RMSNorm(DIM, eps=1e-6)) if llama else (lambda: nn.LayerNorm(DIM))
+        self.norm1, self.norm2 = norm(), norm()
         self.q = nn.Linear(DIM, DIM)
         self.k, self.v = nn.Linear(DIM, KV_HEADS * HEAD_DIM), nn.Linear(DIM, KV_HEADS * HEAD_DIM)
         self.o = nn.Linear(DIM, DIM)
         self.up, self.down = nn.Linear(DIM, 4 * DIM), nn.Linear(4 * DIM, DIM)
+        self.gate = nn.Linear(DIM, 4 * DIM, bias=False) if llama else None  # SwiGLU: down(silu(gate) * up)
 
     def forward(self, x, past_k, past_v, mask, append: bool = True):
         b, s, _ = x.shape
@@ -36,7 +38,8 @@ class _Layer(nn.Module):
         a = F.scaled_dot_product_attention(q, all_k.repeat_interleave(rep, 1), all_v.repeat_interleave(rep, 1),
                                            attn_mask=mask)
         x = x + self.o(a.transpose(1, 2).reshape(b, s, DIM))
-        x = x + self.down(F.gelu(self.up(self.norm2(x))))
+        h = self.norm2(x)
+        x = x + self.down(F.silu(self.gate(h)) * self.up(h) if self.gate is not None else F.gelu(self.up(h)))
         return (x, all_k, all_v) if append else (x, k, v)
 
 
@@ -44,16 +47,18 @@ class TinyDecoder(nn.Module):
     """forward(input_ids, past_key_0, past_value_0, past_key_1, past_value_1) -> {logits, present_key_0, ...}.
 
     all_logits: logits of every new position ([batch, seq, vocab]) instead of the last one's.
+    llama: RMSNorm and a SwiGLU MLP (Llama's layer) instead of LayerNorm and GELU.
     Breaking the signature: outputs "tuple" (unnamed outputs), drop (an output left out), logits_rank2 (logits
     [batch, vocab]), present_new_only (present_* without the past), attention_mask (an extra input)."""
 
     def __init__(self, all_logits: bool = False, outputs: str = "dict", drop: tuple[str, ...] = (),
-                 logits_rank2: bool = False, present_new_only: bool = False, seed: int = 0):
+                 logits_rank2: bool = False, present_new_only: bool = False, seed: int = 0, llama: bool = False):
         super().__init__()
         torch.manual_seed(seed)
         self.embed, self.pos = nn.Embedding(VOCAB, DIM), nn.Embedding(MAX_POSITIONS, DIM)
-        self.layers = nn.ModuleList([_Layer() for _ in range(LAYERS)])
-        self.norm, self.head = nn.LayerNorm(DIM), nn.Linear(DIM, VOCAB, bias=False)
+        self.layers = nn.ModuleList([_Layer(llama) for _ in range(LAYERS)])
+        self.norm = nn.RMSNorm(DIM, eps=1e-6) if llama else nn.LayerNorm(DIM)
+        self.head = nn.Linear(DIM, VOCAB, bias=False)
         self.all_logits, self.outputs, self.drop = all_logits, outputs, drop
         self.logits_rank2, self.present_new_only = logits_rank2, present_new_only
         self.eval()

@@ -345,6 +345,30 @@ CASES: dict[str, dict[str, Case]] = {
         "bf16-to-f32-channels-last": Case({"memory_format": "channels_last", "dtype": "float32"},
                                           (In((2, 5, 4, 3), "bfloat16"),), budget="exact"),
     },
+    "prologue_woq_linear": {  # x, codes, scales, zero points, bias, norm weight (made at load on the GPU)
+        "bf16-int4-g128-rms-norm-residual-add": Case(  # a decode row, k split among programs on the GPU
+            {"bits": 4, "group_size": 128, "prologue": "rms_norm", "eps": 1e-6,
+             "post_ops": [{"kind": "add", "operand": 6}]},
+            (In((1, 1, 1024), "bfloat16", scale=3.0), const([72, 512], "uint8", "codes"),
+             const([72, 8], fill="positive", scale=0.02), None, None, const([1024], "bfloat16", "positive"),
+             In((1, 1, 72), "bfloat16")), budget="gemm"),
+        "f32-int4-asymmetric-g32-rms-norm-no-weight-2-rows": Case(
+            {"bits": 4, "group_size": 32, "prologue": "rms_norm"},
+            (In((2, 64)), const([40, 32], "uint8", "codes"), const([40, 2], fill="positive", scale=0.05),
+             const([40, 2], "uint8", "nibbles"), const([40]), None), budget="gemm"),
+        "bf16-int4-g128-silu-mul-decode": Case(  # x = [gate | up] of a merged projection
+            {"bits": 4, "group_size": 128, "prologue": "silu_mul"},
+            (In((1, 1, 512), "bfloat16", scale=3.0), const([48, 128], "uint8", "codes"),
+             const([48, 2], fill="positive", scale=0.02), None, None, None), budget="gemm"),
+        "f32-int8-g128-silu-mul-3-rows-gelu": Case(
+            {"bits": 8, "group_size": 128, "prologue": "silu_mul", "post_ops": [{"kind": "gelu"}]},
+            (In((3, 2048), scale=3.0), const([40, 1024], "int8", "weight"), const([40, 8], fill="positive", scale=0.01),
+             None, None, None), budget="gemm"),
+        "f32-int4-rms-norm-prompt-rows": Case(  # 6 rows: the reference path on the GPU
+            {"bits": 4, "group_size": 64, "prologue": "rms_norm", "eps": 1e-5},
+            (In((6, 128)), const([24, 64], "uint8", "codes"), const([24, 2], fill="positive", scale=0.05), None, None,
+             const([128], fill="positive")), budget="gemm"),
+    },
     "woq_linear": {  # x, codes, scales, zero points, bias (weight-only int8 / int4)
         "f32-int4-asymmetric-g32-bias-silu": Case(
             {"bits": 4, "group_size": 32, "post_ops": [{"kind": "silu"}]},

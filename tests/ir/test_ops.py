@@ -342,6 +342,19 @@ CASES: list[Case] = [
          {"bits": 4, "group_size": 4},
          lambda x, q, s, z, b: F.linear(x.float(), (torch.stack([q & 15, q >> 4], -1).reshape(6, 4).float() - 8) * s)
          .bfloat16(), **BF16),
+    Case("prologue_woq_linear-rms-norm-residual-add", "prologue_woq_linear",
+         [randn(2, 8), randint(256, 3, 4).to(torch.uint8), randn(3, 2).abs() * 0.1, None, randn(3), randn(8).abs(),
+          randn(2, 3)],
+         {"bits": 4, "group_size": 4, "prologue": "rms_norm", "eps": 1e-6, "post_ops": [{"kind": "add", "operand": 6}]},
+         lambda x, q, s, z, b, w, r: F.linear(F.rms_norm(x, (8,), w, 1e-6),
+                                              (torch.stack([q & 15, q >> 4], -1).reshape(3, 8).float() - 8)
+                                              * s.repeat_interleave(4, 1), b) + r,
+         symbolic={0: {0: "batch"}, 6: {0: "batch"}}),
+    Case("prologue_woq_linear-silu-mul-int8", "prologue_woq_linear",
+         [randn(2, 3, 16), randint(255, 5, 8).sub(127).to(torch.int8), randn(5, 1).abs() * 0.01, None, None, None],
+         {"bits": 8, "group_size": 8, "prologue": "silu_mul"},
+         lambda x, q, s, z, b, w: F.linear(F.silu(x[..., :8]) * x[..., 8:], q.float() * s),
+         symbolic={0: {0: "batch", 1: "seq"}}),
     # ---- aten fallback ---------------------------------------------------------------------------
     Case("aten-cumsum", "aten", [randn(2, 5)], {"target": "aten.cumsum.default", "args": [{"$in": 0}, 1]},
          lambda x: torch.cumsum(x, 1)),

@@ -48,12 +48,13 @@ class CudaBackend:
 
     def prepare_program(self, program: Program, widen_bf16: Optional[bool]) -> tuple[Program, Optional[str]]:
         from ..cpu import compute_precision
+        from .prologues import fuse_prologues
 
         if not compute_precision.has_bf16(program.graph):
-            return program, None
+            return fuse_prologues(program), None
         if widen_bf16:
-            return compute_precision.widen_bf16(program), "float32"
-        return program, "bfloat16"
+            return fuse_prologues(compute_precision.widen_bf16(program)), "float32"
+        return fuse_prologues(program), "bfloat16"
 
     def place_constant(self, tensor: torch.Tensor, spec: TensorSpec) -> torch.Tensor:
         on_gpu = tensor.to(self.gpu)

@@ -33,6 +33,12 @@ def artifacts(tmp_path_factory) -> dict:
                                              dynamic_dims=tiny_decoder.dynamic_dims(), output=folder / "tiny.int4bf16.ipxc",
                                              woq={"guard": False, "activations": "bf16"}, min_cosine=0.0,
                                              min_top1_agreement=0.0, max_perplexity_ratio=1e9).path
+    # Llama's layer (RMSNorm, SwiGLU), groups of 32 so that every projection is int4: the GPU joins each norm and
+    # the gate with the projection after it (backends/cuda/prologues.py)
+    made["int4-bf16-llama"] = ipexconvert.optimize(
+        TinyDecoder(llama=True), tiny_decoder.example_inputs(), dtype="int4", dynamic_dims=tiny_decoder.dynamic_dims(),
+        output=folder / "tiny.llama.int4bf16.ipxc", woq={"guard": False, "activations": "bf16", "group_size": 32},
+        min_cosine=0.0, min_top1_agreement=0.0, max_perplexity_ratio=1e9).path
     return made
 
 
@@ -57,11 +63,11 @@ def test_gpu_generates_the_cpu_tokens_from_one_captured_step(artifacts, batch, l
     assert gpu.static_cache.runner.graph_status() == graphs
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "int4", "int4-bf16"])
+@pytest.mark.parametrize("dtype", ["bf16", "int4", "int4-bf16", "int4-bf16-llama"])
 def test_logits_on_the_gpu_match_the_cpu_teacher_forced(artifacts, dtype):
     """bf16, int4 (the GPU's Triton woq kernel against the CPU's native ones, both the same dequantized
     float32 arithmetic up to the order of the sums) and int4 with bf16 activations; the decode step's attention
-    is the GPU's Triton kernel over the static caches."""
+    is the GPU's Triton kernel over the static caches, and Llama's norms and gate run inside the projections."""
     cpu = ipexconvert.load_artifact(artifacts[dtype])
     gpu = ipexconvert.load_artifact(artifacts[dtype], device="cuda")
     assert gpu.static_cache is not None, gpu.static_cache_refusal
@@ -69,6 +75,9 @@ def test_logits_on_the_gpu_match_the_cpu_teacher_forced(artifacts, dtype):
     tokens = cpu.generate(prompt, max_new_tokens=16, stop_at_eos=False).new_ids[0]
     growing, static = GrowingCache(cpu.decoder), gpu.static_cache
     assert {s.kernel_name for s in static.runner.executor.steps if s.op == "sdpa"} == {"triton:sdpa_rows"}
+    if dtype.endswith("llama"):
+        assert {s.kernel_name for s in static.runner.executor.steps if s.op == "prologue_woq_linear"} == {
+            "triton:rms_norm_woq_linear_rows", "triton:silu_mul_woq_linear_rows"}
     a = growing.start(prompt, 28, torch.device("cpu"))
     b = static.start(prompt, 28, torch.device("cuda", torch.cuda.current_device()))
     for token in [None, *tokens[:-1]]:

@@ -208,13 +208,28 @@ def woq_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, start, k_end
 
 
 @triton.jit
+def woq_input(x_row, norm_ptr, k, K, inv_rms, PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr):
+    """x[k] of a woq_rows row in float32, after its prologue (rounded to x's dtype as the prologue's op stores it)."""
+    y = tl.load(x_row + k).to(tl.float32)
+    if PROLOGUE == 1:
+        y = y * inv_rms
+        if HAS_NORM_WEIGHT:
+            y = y * tl.load(norm_ptr + k)
+        y = y.to(x_row.dtype.element_ty).to(tl.float32)
+    elif PROLOGUE == 2:
+        y = (y / (1.0 + tl.exp(-y)) * tl.load(x_row + K + k).to(tl.float32)).to(x_row.dtype.element_ty).to(tl.float32)
+    return y
+
+
+@triton.jit
 def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, work_ptr, ticket_ptr,
-             N, K, groups, group_size, k_split, splits, code_mask,
+             norm_ptr, N, K, groups, group_size, k_split, splits, code_mask, x_row_stride, eps,
              a_row_stride, a_col_stride, b_row_stride, b_col_stride,
              BITS: tl.constexpr, ZERO: tl.constexpr, HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr,
              INT8_ROWS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
              P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
-             RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr):
+             RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
+             PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr):
     """One row of x [rows, K] times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py). Program (i, j, m)
     computes BLOCK_N outputs of row m over the j-th k_split inputs, reading the codes as int32 words (8 int4
     codes a word, k = 8 w + s at bits 4 s; 4 int8 codes, k = 4 w + s at bits 8 s), a run of RUN consecutive k
@@ -223,7 +238,9 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     conversion instruction, which runs at a quarter of the rate); a run sums (BASE + c) * x and takes (BASE +
     zero) * sum(x) off once per word and column (terms at most 32x the result's: float32 keeps the difference to
     ~2^-19), then times the group's scale. INT8_ROWS: x rounded to its row's int8 grid first (max|x| / 127, half
-    to even). SPLIT (splits > 1): each program stores its partial sums in work [splits, rows, N]; the last
+    to even). PROLOGUE (ir/ops/prologue_woq_linear.py): 1, x is rms_norm(x) * norm weight (the row's sum of
+    squares read first by every program); 2, x is silu(gate) * up of a row [gate | up] (x_row_stride = 2 K); the
+    value rounded to x's dtype, as the op it replaces stores it. SPLIT (splits > 1): each program stores its partial sums in work [splits, rows, N]; the last
     program of a column block and row to finish (counted in ticket, which it resets) adds them in order of j
     (the same sum every call) and finishes: the bias, up to four post-ops, one rounding to out's dtype."""
     block = tl.program_id(0)
@@ -243,7 +260,14 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     k_end = tl.minimum(K, k_begin + k_split)
     words, scale, offset = woq_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, k_begin, k_end, k_words,
                                            groups, group_size, BITS, ZERO, HAS_ZEROS, PER_WORD)
-    x_row = x_ptr + row * K
+    x_row = x_ptr + row * x_row_stride
+    inv_rms = 1.0
+    if PROLOGUE == 1:  # the whole row's mean square, so every program normalizes x alike
+        squares = tl.zeros([RUN], tl.float32)
+        for k0 in range(0, K, RUN):
+            v = tl.load(x_row + k0 + tl.arange(0, RUN)).to(tl.float32)
+            squares += v * v
+        inv_rms = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / K + eps)
     row_scale = 1.0
     if INT8_ROWS:  # the whole row's max, so every program rounds x alike
         amax = tl.zeros([RUN], tl.float32)
@@ -259,7 +283,7 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
         run = tl.zeros([BLOCK_N, WORDS], tl.float32)
         x_sum = tl.zeros([WORDS], tl.float32)
         for t in tl.static_range(PER_WORD):
-            x = tl.load(x_row + start + w * PER_WORD + t).to(tl.float32)
+            x = woq_input(x_row, norm_ptr, start + w * PER_WORD + t, K, inv_rms, PROLOGUE, HAS_NORM_WEIGHT)
             if INT8_ROWS:
                 x = round_half_even_small(tl.math.div_rn(x, row_scale)) * row_scale
             x_sum += x

@@ -14,6 +14,7 @@ from typing import Optional
 
 import torch
 
+from ....ir.ops.prologue_woq_linear import PrologueWoqLinearOp
 from ....ir.ops.woq_linear import SYMMETRIC_INT4_ZERO, WoqLinearOp
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from . import _triton
@@ -21,6 +22,7 @@ from ._triton import triton_missing
 from ._triton_int8 import _as_rows, post_op_codes
 
 MAX_ROWS = 4
+PROLOGUES = {None: 0, "rms_norm": 1, "silu_mul": 2}  # woq_rows' PROLOGUE
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,19 @@ def run_length(group_size: int) -> int:
 
 @register_kernel("cuda", "woq_linear", runs_at=triton_missing)
 def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
+    return woq_rows_kernel(ctx, WoqLinearOp.compile(ctx.attrs), prologue=None)
+
+
+@register_kernel("cuda", "prologue_woq_linear", runs_at=triton_missing)
+def triton_prologue_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
+    if ctx.attrs.activations != "float" or (ctx.input_specs[5] is not None and ctx.constants[5] is None):
+        return None  # int8-rounded rows would need the prologue's whole row first; a computed norm weight
+    return woq_rows_kernel(ctx, PrologueWoqLinearOp.compile(ctx.attrs), prologue=ctx.attrs.prologue)
+
+
+def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Optional[Kernel]:
+    """The woq_rows kernel of a woq_linear (prologue None) or a prologue_woq_linear node: its weights (and norm
+    weight) are inputs 1-4 (and 5), its post-op operands after them."""
     attrs = ctx.attrs
     codes, scales, zeros, bias = ctx.constants[1:5]
     if codes is None or scales is None or (ctx.input_specs[3] is not None and zeros is None) \
@@ -72,6 +87,11 @@ def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
 
     post, operand_slots = fitted
     n, k = scales.shape[0], scales.shape[1] * attrs.group_size
+    width = 2 * k if prologue == "silu_mul" else k  # x's row: [gate | up] for silu_mul
+    weights = 5 if prologue is None else 6  # the node's own inputs
+    norm = ctx.constants[5] if prologue is not None else None
+    norm = None if norm is None else norm.float().contiguous()
+    eps = (attrs.eps if attrs.eps is not None else torch.finfo(torch.float32).eps) if prologue == "rms_norm" else 0.0
     tile = TILES[attrs.activations]  # (read once: the sweep changes the table between factories)
     block_n = tile.block_n
     k_split = k_split_for(n, k, run_k * max(1, min(tile.chunk, k) // run_k), block_n, tile.programs)
@@ -84,30 +104,30 @@ def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
     scales, zeros = scales.float().contiguous(), None if zeros is None else zeros.contiguous()
     bias = None if bias is None else bias.float().contiguous()
     words = codes.view(torch.int32)  # k is a multiple of the run: whole words per row
-    reference = WoqLinearOp.compile(attrs)
     zero = SYMMETRIC_INT4_ZERO if attrs.bits == 4 else 0
     code_mask = ((1 << attrs.bits) - 1) << (19 if attrs.bits == 4 else 15)  # where woq_rows moves a code
+    weight_inputs = [codes, scales, zeros, bias] + ([norm] if prologue is not None else [])
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
-        rows = x.numel() // k if k else 0
+        rows = x.numel() // width if width else 0
         if rows == 0 or rows > MAX_ROWS:
-            return reference([x, codes, scales, zeros, bias, *inputs[5:]], dims)
+            return reference([x, *weight_inputs, *inputs[weights:]], dims)
         out_shape = (*x.shape[:-1], n)
-        flat = x.reshape(rows, k).contiguous()
+        flat = x.reshape(rows, width).contiguous()
         out = torch.empty((rows, n), dtype=x.dtype, device=x.device)
         operands = [_as_rows(inputs[i], out_shape, rows, n) for i in operand_slots]
         a = operands[0] if operands else out
         b = operands[1] if len(operands) > 1 else out
         _triton.jit().woq_rows[(blocks, splits, rows)](
             flat, words, scales, scales if zeros is None else zeros, scales if bias is None else bias, a, b, out,
-            work, tickets, n, k, scales.shape[1], attrs.group_size, k_split, splits, code_mask,
-            a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+            work, tickets, scales if norm is None else norm, n, k, scales.shape[1], attrs.group_size, k_split,
+            splits, code_mask, width, eps, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
             BITS=attrs.bits, ZERO=zero, HAS_ZEROS=zeros is not None, HAS_BIAS=bias is not None,
             INT8_ROWS=attrs.activations == "int8", HAS_A=len(operands) > 0, HAS_B=len(operands) > 1,
-            P0=post[0], P1=post[1], P2=post[2], P3=post[3], RUN=run_k,
-            BLOCK_N=block_n, SPLIT=splits > 1, num_warps=tile.warps)
+            P0=post[0], P1=post[1], P2=post[2], P3=post[3], RUN=run_k, BLOCK_N=block_n, SPLIT=splits > 1,
+            PROLOGUE=PROLOGUES[prologue], HAS_NORM_WEIGHT=norm is not None, num_warps=tile.warps)
         return out.view(out_shape)
 
-    return Kernel(run, "triton:woq_linear_rows", frozenset({1, 2, 3, 4}), fresh_output=True)
-
+    name = "triton:woq_linear_rows" if prologue is None else f"triton:{prologue}_woq_linear_rows"
+    return Kernel(run, name, frozenset(range(1, weights)), fresh_output=True)

@@ -1,0 +1,44 @@
+"""The GPU backend's load-time rewrite: a rms_norm or silu_mul whose value only a woq_linear reads (as its input)
+becomes that layer's prologue, one prologue_woq_linear node (ir/ops/prologue_woq_linear.py), so one kernel
+computes both and the normalized or gated row never goes to memory. A decoder layer has three such pairs (the
+attention's and the MLP's input norms, the gate before the down projection): at batch 1 each is a ~2 us kernel
+of its own, and the GEMV reads its input anyway. The artifact keeps the plain ops; a CPU runs them as written."""
+from __future__ import annotations
+
+from ...ir import Program
+from ...ir.graph import Node
+from ...ir.opdef import get_op
+from ...ir.postops import shift_operands
+
+
+def fuse_prologues(program: Program) -> Program:
+    """A copy of the program with the pairs joined (the weights shared); the program itself when none is found."""
+    graph = program.graph
+    producers, users = graph.producers(), graph.users()
+    outputs = set(graph.outputs)
+    joined: dict[str, Node] = {}  # woq_linear node name -> its replacement
+    absorbed: set[str] = set()  # the producers' node names
+    for node in graph.nodes:
+        if node.op != "woq_linear" or get_op("woq_linear").parse_attrs(node.attrs).activations != "float":
+            continue
+        x = node.inputs[0]
+        producer = producers.get(x)
+        if producer is None or x in outputs or len(users.get(x, [])) != 1 or node.inputs.count(x) != 1:
+            continue
+        if producer.op == "rms_norm" and len(producer.attrs.get("normalized_shape", [])) == 1:
+            norm_weight, extra = producer.inputs[1], {"prologue": "rms_norm", "eps": producer.attrs.get("eps")}
+        elif producer.op == "silu_mul" and len(producer.inputs) == 1:
+            norm_weight, extra = None, {"prologue": "silu_mul"}
+        else:
+            continue
+        attrs = {**node.attrs, **extra, "post_ops": shift_operands(node.attrs.get("post_ops", []), 1)}
+        joined[node.name] = Node(name=node.name, op="prologue_woq_linear", outputs=node.outputs, attrs=attrs,
+                                 inputs=[producer.inputs[0], *node.inputs[1:5], norm_weight, *node.inputs[5:]],
+                                 source=node.source)
+        absorbed.add(producer.name)
+    if not joined:
+        return program
+    fused = Program(graph.model_copy(deep=True), program.weights)
+    fused.graph.nodes = [joined.get(n.name, n) for n in graph.nodes if n.name not in absorbed]
+    fused.prune()
+    return fused
