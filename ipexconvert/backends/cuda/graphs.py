@@ -113,6 +113,10 @@ class GraphRunner:
             stale = [key for key in self._graphs if any(ptr in addresses for _, _, ptr in key if ptr is not None)]
             for key in stale:
                 del self._graphs[key]
+            if stale and not self._graphs:
+                # torch frees a pool with its last graph; a later capture into the old handle fails an allocator
+                # assert (torch 2.11: "use_count > 0"), and those shapes would run eagerly: start a new pool
+                self._pool = torch.cuda.graph_pool_handle()
             return len(stale)
 
     def raise_tripped(self) -> None:

@@ -97,3 +97,17 @@ def test_a_prompt_id_outside_the_table_is_refused_and_generation_still_works(art
     cpu = ipexconvert.load_artifact(artifacts["fp32"])
     assert (gpu.generate(good, max_new_tokens=6, stop_at_eos=False).new_ids
             == cpu.generate(good, max_new_tokens=6, stop_at_eos=False).new_ids)
+
+
+def test_caches_remade_for_another_batch_are_captured_again(artifacts):
+    """A new batch remakes the static caches and drops the graphs captured on the old ones; the next capture, into a
+    pool that lost its last graph, must still succeed (torch 2.11 failed an allocator assert there and the step ran
+    eagerly, 6x slower, until graphs.py started a new pool)."""
+    gpu = ipexconvert.load_artifact(artifacts["fp32"], device="cuda")
+    cpu = ipexconvert.load_artifact(artifacts["fp32"])
+    for batch in (1, 2, 1):
+        prompt = _prompt(batch, 7, seed=batch)
+        got = gpu.generate(prompt, max_new_tokens=5, stop_at_eos=False).new_ids
+        assert got == cpu.generate(prompt, max_new_tokens=5, stop_at_eos=False).new_ids
+        status = gpu.static_cache.runner.graph_status()
+        assert status and all(v == "graph" for v in status.values()), status
