@@ -6,7 +6,10 @@ per run of a group and scaled, never forming the float weight; int8 activations 
 bias and post-ops (residual add, SiLU, the gate product) in the same pass. k is split among programs (about
 Tile.programs a call) and the last program of a column block adds the partial sums in a fixed order. Runs of
 fewer than a word of codes (int4 groups not a multiple of 8) and more rows (a prompt) run the reference, which
-dequantizes the weight once per call and multiplies on cuBLAS in float32."""
+dequantizes the weight once per call and multiplies on cuBLAS in float32.
+
+prologue_woq_linear (made at load by backends/cuda/prologues.py) runs the same kernel with its rms_norm or
+silu_mul applied to x as the kernel reads it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
