@@ -232,15 +232,18 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
              PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr):
     """One row of x [rows, K] times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py). Program (i, j, m)
     computes BLOCK_N outputs of row m over the j-th k_split inputs, reading the codes as int32 words (8 int4
-    codes a word, k = 8 w + s at bits 4 s; 4 int8 codes, k = 4 w + s at bits 8 s), a run of RUN consecutive k
-    (inside one group) a step, the next run's codes loaded while this one computes. A code c becomes BASE + c exactly, with
-    one shift and one mask-and-or (moved under the exponent bits of BASE = 2^(23 - LOW), whose last bit is 1: no
-    conversion instruction, which runs at a quarter of the rate); a run sums (BASE + c) * x and takes (BASE +
-    zero) * sum(x) off once per word and column (terms at most 32x the result's: float32 keeps the difference to
-    ~2^-19), then times the group's scale. INT8_ROWS: x rounded to its row's int8 grid first (max|x| / 127, half
-    to even). PROLOGUE (ir/ops/prologue_woq_linear.py): 1, x is rms_norm(x) * norm weight (the row's sum of
-    squares read first by every program); 2, x is silu(gate) * up of a row [gate | up] (x_row_stride = 2 K); the
-    value rounded to x's dtype, as the op it replaces stores it. SPLIT (splits > 1): each program stores its partial sums in work [splits, rows, N]; the last
+    codes a word, k = 8 w + s at bits 4 s; 4 int8 codes, k = 4 w + s at bits 8 s), one run of RUN consecutive k
+    (inside one group) a step, the next run's codes loaded while this one computes.
+    A code c becomes BASE + c exactly with one shift and one mask-and-or: moved under the exponent bits of
+    BASE = 2^(23 - LOW), whose last mantissa bit is worth 1 (no conversion instruction: those issue at a fraction
+    of the integer rate, which already bounds this loop). A run sums (BASE + c) * x and takes (BASE + zero) *
+    sum(x) off once per word and column, then times the group's scale: the rounding error of a run's sum is at
+    most ~2^-24 * 31 * sum|x| (int4; 511 for int8), a few times float32's own accumulation error.
+    INT8_ROWS: x rounded to its row's int8 grid first (max|x| / 127, half to even). PROLOGUE
+    (ir/ops/prologue_woq_linear.py): 1, x is rms_norm(x) * norm weight (every program reads the row's sum of
+    squares first); 2, x is silu(gate) * up of a row [gate | up] (x_row_stride = 2 K); either rounded to x's
+    dtype, as the op it replaces stores it.
+    SPLIT (splits > 1): each program stores its partial sums in work [splits, rows, N]; the last
     program of a column block and row to finish (counted in ticket, which it resets) adds them in order of j
     (the same sum every call) and finishes: the bias, up to four post-ops, one rounding to out's dtype."""
     block = tl.program_id(0)
