@@ -63,11 +63,16 @@ def run_length(group_size: int) -> int:
 
 @register_kernel("cuda", "woq_linear", runs_at=triton_missing)
 def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
+    """Up to 4 rows (a decode step's tokens) in one Triton kernel (woq_rows): the codes read as int32 words, a
+    code turned into a float by a shift and a mask-and-or, k split among ~512 programs and the partial sums added
+    in a fixed order by the last one, bias and post-ops in the same pass. More rows: the reference."""
     return woq_rows_kernel(ctx, WoqLinearOp.compile(ctx.attrs), prologue=None)
 
 
 @register_kernel("cuda", "prologue_woq_linear", runs_at=triton_missing)
 def triton_prologue_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
+    """The same kernel with the RMSNorm or SiLU gate the GPU joined with the layer at load applied to x as it is
+    read (every program reads the row's sum of squares first for RMSNorm). Float activations only."""
     if ctx.attrs.activations != "float" or (ctx.input_specs[5] is not None and ctx.constants[5] is None):
         return None  # int8-rounded rows would need the prologue's whole row first; a computed norm weight
     return woq_rows_kernel(ctx, PrologueWoqLinearOp.compile(ctx.attrs), prologue=ctx.attrs.prologue)
