@@ -10,6 +10,11 @@ from ..opdef import Arity, OpDef, register_op
 from ._common import expect_shape, like, trailing
 
 
+def effective_eps(eps: Optional[float]) -> float:
+    """The eps a kernel adds: torch's rule for None, the machine epsilon of the float32 it computes in."""
+    return float(torch.finfo(torch.float32).eps) if eps is None else float(eps)
+
+
 class RmsNormAttrs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     normalized_shape: list[int]

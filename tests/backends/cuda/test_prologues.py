@@ -16,10 +16,6 @@ from ipexconvert.runtime.executor import Executor
 K, N = 256, 64
 
 
-def _spec(t: torch.Tensor) -> TensorSpec:
-    return TensorSpec.of(t)
-
-
 def _program() -> tuple[Program, dict[str, torch.Tensor]]:
     g = torch.Generator().manual_seed(3)
     weights = {
@@ -46,9 +42,9 @@ def _program() -> tuple[Program, dict[str, torch.Tensor]]:
         Node(name="proj_kept", op="woq_linear", inputs=["h_kept", "codes_c", "scales_c", None, None], outputs=["w"],
              attrs=woq),
     ]
-    values = {name: _spec(t) for name, t in {**weights, **inputs}.items()}
-    values.update(h=_spec(inputs["x"]), y=_spec(inputs["residual"]), g=_spec(inputs["x"]), z=_spec(inputs["residual"]),
-                  h_kept=_spec(inputs["x"]), w=_spec(inputs["residual"]))
+    values = {name: TensorSpec.of(t) for name, t in {**weights, **inputs}.items()}
+    like_x, like_y = TensorSpec.of(inputs["x"]), TensorSpec.of(inputs["residual"])
+    values.update(h=like_x, y=like_y, g=like_x, z=like_y, h_kept=like_x, w=like_y)
     graph = Graph(inputs=list(inputs), outputs=["y", "z", "h_kept", "w"], nodes=nodes, values=values,
                   constants=list(weights))
     return Program(graph, weights), inputs

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from ....ir.opdef import get_op
+from ....ir.ops.rms_norm import effective_eps
 from ....runtime import kernels
 from ....runtime.kernels import Kernel, NodeContext
 from . import _native, _runs_at
@@ -19,8 +20,7 @@ def native_rms_norm(ctx: NodeContext):
     weight = _native.NormParam(ctx, 1)
     if not weight.fits(cols):
         return None
-    # The reference runs torch.rms_norm on float32 values, whose default eps is float32's epsilon.
-    eps = torch.finfo(torch.float32).eps if attrs.eps is None else float(attrs.eps)
+    eps = effective_eps(attrs.eps)  # the reference runs torch.rms_norm on float32 values
     lib, isa = _native.native_lib.raw, ctx.isa
     reference = get_op("rms_norm").compile(attrs)
 

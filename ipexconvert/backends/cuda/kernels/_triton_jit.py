@@ -24,6 +24,11 @@ def codes_of(x, m, inv_scale, zero_point, lo, hi, HAS_MULTIPLIER: tl.constexpr):
 
 
 @triton.jit
+def silu(y):  # float32 y: the post-op, silu_mul and the down projection's prologue compute it alike
+    return y / (1.0 + tl.exp(-y))
+
+
+@triton.jit
 def post_op(y, code: tl.constexpr, a, b):
     if code == 1:
         y = tl.maximum(y, 0.0)
@@ -33,7 +38,7 @@ def post_op(y, code: tl.constexpr, a, b):
         inner = 0.7978845608028654 * (y + 0.044715 * y * y * y)
         y = 0.5 * y * (1.0 + (2.0 / (1.0 + tl.exp(-2.0 * inner)) - 1.0))
     elif code == 4:
-        y = y / (1.0 + tl.exp(-y))
+        y = silu(y)
     elif code == 5:
         y = 1.0 / (1.0 + tl.exp(-y))
     elif code == 6:
@@ -217,7 +222,7 @@ def woq_input(x_row, norm_ptr, k, K, inv_rms, PROLOGUE: tl.constexpr, HAS_NORM_W
             y = y * tl.load(norm_ptr + k)
         y = y.to(x_row.dtype.element_ty).to(tl.float32)
     elif PROLOGUE == 2:
-        y = (y / (1.0 + tl.exp(-y)) * tl.load(x_row + K + k).to(tl.float32)).to(x_row.dtype.element_ty).to(tl.float32)
+        y = (silu(y) * tl.load(x_row + K + k).to(tl.float32)).to(x_row.dtype.element_ty).to(tl.float32)
     return y
 
 
@@ -441,4 +446,4 @@ def silu_mul_rows(a_ptr, b_ptr, out_ptr, n, a_row_stride, b_row_stride, BLOCK: t
     inside = c < n
     a = tl.load(a_ptr + row * a_row_stride + c, mask=inside, other=0.0).to(tl.float32)
     b = tl.load(b_ptr + row * b_row_stride + c, mask=inside, other=0.0).to(tl.float32)
-    tl.store(out_ptr + row * n + c, (a / (1.0 + tl.exp(-a)) * b).to(out_ptr.dtype.element_ty), mask=inside)
+    tl.store(out_ptr + row * n + c, (silu(a) * b).to(out_ptr.dtype.element_ty), mask=inside)

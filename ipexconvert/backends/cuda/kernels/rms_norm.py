@@ -7,6 +7,7 @@ from typing import Optional
 import torch
 
 from ....ir import dtypes
+from ....ir.ops.rms_norm import effective_eps
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from . import _triton
 from ._triton import triton_missing
@@ -23,8 +24,7 @@ def triton_rms_norm(ctx: NodeContext) -> Optional[Kernel]:
             or (weight_spec is not None and weight is None)):
         return None
     dtype = dtypes.to_torch(ctx.input_specs[0].dtype)
-    # torch's rule for eps=None: the machine epsilon of the float32 it computes in
-    eps = attrs.eps if attrs.eps is not None else torch.finfo(torch.float32).eps
+    eps = effective_eps(attrs.eps)
     gpu = torch.device(ctx.device, torch.cuda.current_device())
     weight = None if weight is None else weight.to(gpu, torch.float32)
 

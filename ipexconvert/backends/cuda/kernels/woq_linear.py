@@ -18,6 +18,7 @@ from typing import Optional
 import torch
 
 from ....ir.ops.prologue_woq_linear import PrologueWoqLinearOp
+from ....ir.ops.rms_norm import effective_eps
 from ....ir.ops.woq_linear import SYMMETRIC_INT4_ZERO, WoqLinearOp
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from . import _triton
@@ -99,7 +100,7 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
     weights = 5 if prologue is None else 6  # the node's own inputs
     norm = ctx.constants[5] if prologue is not None else None
     norm = None if norm is None else norm.float().contiguous()
-    eps = (attrs.eps if attrs.eps is not None else torch.finfo(torch.float32).eps) if prologue == "rms_norm" else 0.0
+    eps = effective_eps(attrs.eps) if prologue == "rms_norm" else 0.0
     tile = TILES[attrs.activations]  # (read once: the sweep changes the table between factories)
     block_n = tile.block_n
     k_split = k_split_for(n, k, run_k * max(1, min(tile.chunk, k) // run_k), block_n, tile.programs)
