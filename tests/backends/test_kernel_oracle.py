@@ -280,6 +280,15 @@ CASES: dict[str, dict[str, Case]] = {
              "output_zero_point": 4, "post_ops": [{"kind": "gelu"}, {"kind": "mul", "operand": 4}]},
             (In((2, 3, 40), "uint8", "codes"), const([24, 40], "int8", "weight"),
              const([24], fill="positive", scale=0.006), const([24]), const([24], fill="positive", scale=10.0))),
+        "u8-to-u8-rows-past-a-tile-k-tail": Case(  # GPU int8 GEMM: 150 rows (3 row blocks), 136 columns, K 200
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP, "output_dtype": "uint8", "output_scale": 0.05,
+             "output_zero_point": 120, "post_ops": [{"kind": "relu"}]},
+            (In((3, 50, 200), "uint8", "codes"), const([136, 200], "int8", "weight"),
+             const([136], fill="positive", scale=0.006), const([136]))),
+        "i8-to-bf16-k-blocks": Case(  # int8 codes read as they are, K 384 in three 128-wide steps
+            {"x_scale": X_SCALE, "x_zero_point": 0, "output_dtype": "bfloat16"},
+            (In((70, 384), "int8", "codes"), const([64, 384], "int8", "weight"),
+             const([64], fill="positive", scale=0.006), None), budget="gemm"),
     },
     "quantize": {
         "f32-to-u8-halfway-values": Case({"scale": 0.0625, "zero_point": 128},  # 1/16: x / scale is exact

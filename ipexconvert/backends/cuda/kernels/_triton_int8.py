@@ -1,5 +1,9 @@
-"""Launching the Triton kernels for int8 layers on the GPU (_triton_jit.py): what follows the integer GEMM
-in one pass, and quantize.
+"""Launching the Triton kernels for int8 layers on the GPU (_triton_jit.py): the int8 GEMM with its epilogue,
+the epilogue alone (after torch._int_mm), and quantize.
+
+int8_gemm: codes times int8 weights on the tensor cores (int32 sums, exact), then the epilogue, in one kernel:
+no int32 accumulator in memory, no separate flip of uint8 codes (done on the tile as it is loaded), no row
+padding for small batches.
 
 epilogue: from the int32 accumulator of an int8 GEMM to the layer's output in one kernel: the zero-point
 column term, the per-column scale, the bias, up to four post-ops (relu, gelu, gelu_tanh, silu, sigmoid,
@@ -8,14 +12,15 @@ requantized codes. The reference (ir/ops/_quant.py finish) takes a dozen kernels
 
 quantize: float -> uint8/int8 codes, per tensor or with a per-channel multiplier.
 
-Both follow the reference's arithmetic (ir/ops/_quant.py quantize; _triton_jit.codes_of): per tensor, x * (1 / scale) + zero point
-computed in float64 and rounded once to float32; with a multiplier, the float32 product; then rounding half
-to even and clamping. Rounding half to even is written out (floor(v + 0.5) in float64, exact for every
-float32 v, moved down at an odd tie), since libdevice's rint is not available in Triton's interpreter, in
+All follow the reference's arithmetic (ir/ops/_quant.py quantize; _triton_jit.codes_of): per tensor, x * (1 / scale)
++ zero point computed in float64 and rounded once to float32; with a multiplier, the float32 product; then
+rounding half to even and clamping. The rounding is written out in float32 (round_half_even_small, on the value
+clamped first, which gives the same codes), since libdevice's rint is not available in Triton's interpreter, in
 which these kernels are also tried on the CPU (TRITON_INTERPRET=1).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import torch
@@ -55,30 +60,82 @@ def _as_rows(operand: torch.Tensor, shape: Sequence[int], rows: int, cols: int) 
     return torch.broadcast_to(operand, tuple(shape)).reshape(rows, cols)
 
 
-def run_epilogue(acc: torch.Tensor, offset: torch.Tensor, col_scale: torch.Tensor, bias: Optional[torch.Tensor],
-                 codes: list[int], operands: list[torch.Tensor], shape: Sequence[int], out_dtype: torch.dtype,
-                 quantize: Optional[tuple[float, int, str]]) -> torch.Tensor:
-    """acc [rows, cols] int32 -> the layer's output of `shape` (quantize: (scale, zero point, dtype) or None)."""
-    rows, cols = acc.shape
-    out = torch.empty((rows, cols), dtype=out_dtype, device=acc.device)
+def _epilogue_args(offset: torch.Tensor, col_scale: torch.Tensor, bias: Optional[torch.Tensor], codes: list[int],
+                   operands: list[torch.Tensor], shape: Sequence[int], rows: int, cols: int, out: torch.Tensor,
+                   quantize: Optional[tuple[float, int, str]]) -> tuple[list, dict]:
+    """epilogue_tile's arguments after the accumulator: (positional, constexpr keywords)."""
     a, b = (list(operands) + [None, None])[:2]
     a = None if a is None else _as_rows(a, shape, rows, cols)
     b = None if b is None else _as_rows(b, shape, rows, cols)
     inv, zp, lo, hi = 1.0, 0, 0, 0
     if quantize is not None:
         inv, zp, (lo, hi) = inverse_scale(quantize[0]), quantize[1], QRANGE[quantize[2]]
+    positional = [offset, col_scale, out if bias is None else bias, out if a is None else a, out if b is None else b,
+                  out, rows, cols]
+    strides = [0 if a is None else a.stride(0), 0 if a is None else a.stride(1),
+               0 if b is None else b.stride(0), 0 if b is None else b.stride(1), inv, float(zp), float(lo), float(hi)]
+    flags = dict(HAS_BIAS=bias is not None, HAS_A=a is not None, HAS_B=b is not None,
+                 P0=codes[0], P1=codes[1], P2=codes[2], P3=codes[3], QUANTIZE=quantize is not None)
+    return positional + strides, flags
+
+
+def run_epilogue(acc: torch.Tensor, offset: torch.Tensor, col_scale: torch.Tensor, bias: Optional[torch.Tensor],
+                 codes: list[int], operands: list[torch.Tensor], shape: Sequence[int], out_dtype: torch.dtype,
+                 quantize: Optional[tuple[float, int, str]]) -> torch.Tensor:
+    """acc [rows, cols] int32 -> the layer's output of `shape` (quantize: (scale, zero point, dtype) or None)."""
+    rows, cols = acc.shape
+    out = torch.empty((rows, cols), dtype=out_dtype, device=acc.device)
     if rows and cols:
+        args, flags = _epilogue_args(offset, col_scale, bias, codes, operands, shape, rows, cols, out, quantize)
         block_m, block_n = 16, 128
         grid = ((rows + block_m - 1) // block_m, (cols + block_n - 1) // block_n)
-        _triton.jit().epilogue[grid](acc, offset, col_scale, acc if bias is None else bias, acc if a is None else a,
-                            acc if b is None else b, out, rows, cols,
-                            0 if a is None else a.stride(0), 0 if a is None else a.stride(1),
-                            0 if b is None else b.stride(0), 0 if b is None else b.stride(1),
-                            inv, float(zp), float(lo), float(hi),
-                            HAS_BIAS=bias is not None, HAS_A=a is not None, HAS_B=b is not None,
-                            P0=codes[0], P1=codes[1], P2=codes[2], P3=codes[3], QUANTIZE=quantize is not None,
-                            BLOCK_M=block_m, BLOCK_N=block_n, num_warps=4)
+        _triton.jit().epilogue[grid](acc, *args, **flags, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=4)
     return out.reshape(tuple(shape))
+
+
+@dataclass(frozen=True)
+class GemmTile:
+    """int8_gemm's launch: output tile, k step, row blocks walking the columns together, warps, pipeline stages."""
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int
+    warps: int
+    stages: int
+
+
+# By the GEMM's rows, from benchmarks/gpu_int8_sweep.py on an H200 (BERT-base's shapes, batch 1 and 32).
+GEMM_TILES = {"few_rows": GemmTile(64, 64, 128, 8, 4, 4), "many_rows": GemmTile(64, 128, 128, 8, 4, 3)}
+FEW_ROWS = 512
+
+
+def gemm_tile(rows: int) -> GemmTile:
+    return GEMM_TILES["few_rows" if rows <= FEW_ROWS else "many_rows"]
+
+
+def run_int8_gemm(x: torch.Tensor, weight: torch.Tensor, flip: bool, offset: torch.Tensor, col_scale: torch.Tensor,
+                  bias: Optional[torch.Tensor], codes: list[int], operands: list[torch.Tensor], shape: Sequence[int],
+                  out_dtype: torch.dtype, quantize: Optional[tuple[float, int, str]],
+                  tile: Optional[GemmTile] = None) -> torch.Tensor:
+    """x codes [rows, K] (uint8 when flip, else int8; K contiguous) times weight [cols, K] int8, then the epilogue,
+    in one kernel -> the layer's output of `shape`."""
+    rows, k = x.shape
+    cols = weight.shape[0]
+    out = torch.empty((rows, cols), dtype=out_dtype, device=x.device)
+    if rows and cols:
+        tile = tile or gemm_tile(rows)
+        block_k = min(tile.block_k, max(32, _next_power_of_2(k)))
+        args, flags = _epilogue_args(offset, col_scale, bias, codes, operands, shape, rows, cols, out, quantize)
+        grid = (((rows + tile.block_m - 1) // tile.block_m) * ((cols + tile.block_n - 1) // tile.block_n),)
+        _triton.jit().int8_gemm[grid](x, weight, *args[:8], k, x.stride(0), *args[8:], **flags,
+                                      FLIP=flip, EVEN_K=k % block_k == 0, BLOCK_M=tile.block_m,
+                                      BLOCK_N=tile.block_n, BLOCK_K=block_k, GROUP_M=tile.group_m,
+                                      num_warps=tile.warps, num_stages=tile.stages)
+    return out.reshape(tuple(shape))
+
+
+def _next_power_of_2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
 
 
 def run_quantize(x: torch.Tensor, scale: float, zero_point: int, dtype: str,

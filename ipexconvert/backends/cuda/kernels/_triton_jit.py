@@ -7,20 +7,24 @@ import triton.language as tl
 
 
 @triton.jit
-def round_half_even(v):  # v float64
-    r = tl.floor(v + 0.5)
-    return tl.where((r - v == 0.5) & (r - 2.0 * tl.floor(r * 0.5) != 0.0), r - 1.0, r)
+def round_half_even_small(v):  # v float32, |v| < 2^22
+    """Rounding half to even of a small float32 in float32 arithmetic: adding 1.5 * 2^23 leaves no fraction bits,
+    so the sum is rounded (to nearest, ties to even, as every IEEE add); subtracting it back is exact."""
+    return (v + 12582912.0) - 12582912.0
 
 
 @triton.jit
 def codes_of(x, m, inv_scale, zero_point, lo, hi, HAS_MULTIPLIER: tl.constexpr):
     """ir/ops/_quant.quantize of float32 x: with a multiplier m, round(x * m) (a float32 product) plus the
-    zero point; else round(float32(x * inv_scale + zero point)), product and sum in float64; clamped."""
+    zero point; else round(float32(x * inv_scale + zero point)), product and sum in float64; clamped.
+    Clamped before rounding (the bounds are integers and rounding is monotone, so the codes are the same), which
+    lets the rounding run in float32 (round_half_even_small) instead of float64."""
     if HAS_MULTIPLIER:
-        v = round_half_even((x * m).to(tl.float64)) + zero_point
+        v = round_half_even_small(tl.minimum(tl.maximum(x * m, lo - zero_point), hi - zero_point)) + zero_point
     else:
-        v = round_half_even((x.to(tl.float64) * inv_scale + zero_point).to(tl.float32).to(tl.float64))
-    return tl.minimum(tl.maximum(v, lo), hi)
+        v = (x.to(tl.float64) * inv_scale + zero_point).to(tl.float32)
+        v = round_half_even_small(tl.minimum(tl.maximum(v, lo), hi))
+    return v
 
 
 @triton.jit
@@ -55,15 +59,13 @@ def post_op(y, code: tl.constexpr, a, b):
 
 
 @triton.jit
-def epilogue(acc_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, rows, cols,
-             a_row_stride, a_col_stride, b_row_stride, b_col_stride, inv_out_scale, out_zero_point, lo, hi,
-             HAS_BIAS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
-             P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr, QUANTIZE: tl.constexpr,
-             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    r = (tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)[:, None]
-    c = (tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N))[None, :]
+def epilogue_tile(acc, r, c, rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr,
+                  a_row_stride, a_col_stride, b_row_stride, b_col_stride, inv_out_scale, out_zero_point, lo, hi,
+                  HAS_BIAS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
+                  P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr, QUANTIZE: tl.constexpr):
+    """An int32 accumulator tile (rows r [M, 1] int64, columns c [1, N]) to the layer's output: the zero-point
+    column term, scale, bias, post-ops, then the float output or requantized codes (out row-major [rows, cols])."""
     inside = (r < rows) & (c < cols)
-    acc = tl.load(acc_ptr + r * cols + c, mask=inside, other=0)
     acc = acc + tl.load(offset_ptr + c, mask=c < cols, other=0)
     y = acc.to(tl.float32) * tl.load(scale_ptr + c, mask=c < cols, other=0.0)
     if HAS_BIAS:
@@ -83,6 +85,60 @@ def epilogue(acc_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, ro
         tl.store(out_ptr + r * cols + c, q.to(out_ptr.dtype.element_ty), mask=inside)
     else:
         tl.store(out_ptr + r * cols + c, y.to(out_ptr.dtype.element_ty), mask=inside)
+
+
+@triton.jit
+def epilogue(acc_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, rows, cols,
+             a_row_stride, a_col_stride, b_row_stride, b_col_stride, inv_out_scale, out_zero_point, lo, hi,
+             HAS_BIAS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
+             P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr, QUANTIZE: tl.constexpr,
+             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    r = (tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)[:, None]
+    c = (tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N))[None, :]
+    acc = tl.load(acc_ptr + r * cols + c, mask=(r < rows) & (c < cols), other=0)
+    epilogue_tile(acc, r, c, rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr,
+                  a_row_stride, a_col_stride, b_row_stride, b_col_stride, inv_out_scale, out_zero_point, lo, hi,
+                  HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3, QUANTIZE)
+
+
+@triton.jit
+def int8_gemm(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, rows, cols, K, x_row_stride,
+              a_row_stride, a_col_stride, b_row_stride, b_col_stride, inv_out_scale, out_zero_point, lo, hi,
+              FLIP: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_A: tl.constexpr,
+              HAS_B: tl.constexpr, P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
+              QUANTIZE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+              GROUP_M: tl.constexpr):
+    """x codes [rows, K] (uint8 flipped to int8 by FLIP: x - 128) times w [cols, K] int8 (K contiguous), summed
+    in int32 on the tensor cores, then epilogue_tile: the qlinear in one kernel. Program order: GROUP_M row
+    blocks walk the column blocks together, so a weight block is read from L2 by all of them."""
+    pid = tl.program_id(0)
+    blocks_m = tl.cdiv(rows, BLOCK_M)
+    blocks_n = tl.cdiv(cols, BLOCK_N)
+    per_group = GROUP_M * blocks_n
+    first_m = (pid // per_group) * GROUP_M
+    group_rows = tl.minimum(blocks_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_rows
+    pid_n = (pid % per_group) // group_rows
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    k = tl.arange(0, BLOCK_K)
+    # rows and columns past the end read row/column 0 (in bounds, no mask in the loop); the store drops them
+    x_tile = x_ptr + (rm % rows).to(tl.int64)[:, None] * x_row_stride + k[None, :]
+    w_tile = w_ptr + (rn % cols).to(tl.int64)[None, :] * K + k[:, None]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
+    for start in range(0, K, BLOCK_K):
+        if EVEN_K:
+            x = tl.load(x_tile + start)
+            w = tl.load(w_tile + start)
+        else:
+            x = tl.load(x_tile + start, mask=(start + k)[None, :] < K, other=128 if FLIP else 0)
+            w = tl.load(w_tile + start, mask=(start + k)[:, None] < K, other=0)
+        if FLIP:
+            x = (x ^ 0x80).to(tl.int8, bitcast=True)
+        acc = tl.dot(x, w, acc, out_dtype=tl.int32)
+    epilogue_tile(acc, rm.to(tl.int64)[:, None], rn[None, :], rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr,
+                  b_ptr, out_ptr, a_row_stride, a_col_stride, b_row_stride, b_col_stride, inv_out_scale,
+                  out_zero_point, lo, hi, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3, QUANTIZE)
 
 
 @triton.jit
@@ -182,13 +238,6 @@ def rope_kv_write_heads(q_ptr, k_ptr, v_ptr, q_batch, q_seq, k_batch, k_seq, v_b
         dst = value_ptr + ((b * kv_heads + head - heads - kv_heads) * capacity + position) * 2 * HALF
         tl.store(dst + lo, tl.load(src + lo))
         tl.store(dst + HALF + lo, tl.load(src + HALF + lo))
-
-
-@triton.jit
-def round_half_even_small(v):  # v float32, |v| < 2^22
-    """Rounding half to even of a small float32 in float32 arithmetic: adding 1.5 * 2^23 leaves no fraction bits,
-    so the sum is rounded (to nearest, ties to even, as every IEEE add); subtracting it back is exact."""
-    return (v + 12582912.0) - 12582912.0
 
 
 @triton.jit
