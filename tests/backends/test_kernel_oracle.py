@@ -327,6 +327,10 @@ CASES: dict[str, dict[str, Case]] = {
         "f32-decode-bool-mask-fully-masked-row": Case(  # 2 rows a step, one of them keeping no key: 0
             {}, (In((2, 2, 2, 32)), In((2, 2, 150, 32)), In((2, 2, 150, 32)), In((2, 1, 2, 150), "bool", fill="keep_mask")),
             budget="gemm"),
+        "f32-bool-mask-fully-masked-row-quantized": Case(  # a removed row's codes: those of 0
+            {"quantize": {"scale": 0.02, "zero_point": 128}},
+            (In((2, 2, 2, 32)), In((2, 2, 9, 32)), In((2, 2, 9, 32)), In((2, 1, 2, 9), "bool", fill="keep_mask"),
+             const([64], fill="positive", scale=50.0))),
         "f32-padding-mask-quantized-smoothquant": Case(  # the GPU kernel's masked path writes codes heads-last
             {"quantize": {"scale": 0.02, "zero_point": 128}},
             (In((2, 2, 5, 16)), In((2, 2, 7, 16)), In((2, 2, 7, 16)), In((2, 1, 1, 7), fill="padding_mask"),

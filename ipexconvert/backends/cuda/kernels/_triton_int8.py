@@ -62,8 +62,10 @@ def _as_rows(operand: torch.Tensor, shape: Sequence[int], rows: int, cols: int) 
 
 def _epilogue_args(offset: torch.Tensor, col_scale: torch.Tensor, bias: Optional[torch.Tensor], codes: list[int],
                    operands: list[torch.Tensor], shape: Sequence[int], rows: int, cols: int, out: torch.Tensor,
-                   quantize: Optional[tuple[float, int, str]]) -> tuple[list, dict]:
-    """epilogue_tile's arguments after the accumulator: (positional, constexpr keywords)."""
+                   quantize: Optional[tuple[float, int, str]],
+                   operand_codes: Optional[tuple[float, int]] = None) -> tuple[list, dict]:
+    """epilogue_tile's arguments after the accumulator: (positional, constexpr keywords). operand_codes: the
+    operands' (scale, zero point) when they are codes (a convolution's uint8 residual), else None."""
     a, b = (list(operands) + [None, None])[:2]
     a = None if a is None else _as_rows(a, shape, rows, cols)
     b = None if b is None else _as_rows(b, shape, rows, cols)
@@ -72,8 +74,10 @@ def _epilogue_args(offset: torch.Tensor, col_scale: torch.Tensor, bias: Optional
         inv, zp, (lo, hi) = inverse_scale(quantize[0]), quantize[1], QRANGE[quantize[2]]
     positional = [offset, col_scale, out if bias is None else bias, out if a is None else a, out if b is None else b,
                   out, rows, cols]
+    operand_scale, operand_zero = operand_codes or (1.0, 0)
     strides = [0 if a is None else a.stride(0), 0 if a is None else a.stride(1),
-               0 if b is None else b.stride(0), 0 if b is None else b.stride(1), inv, float(zp), float(lo), float(hi)]
+               0 if b is None else b.stride(0), 0 if b is None else b.stride(1), float(operand_scale),
+               float(operand_zero), inv, float(zp), float(lo), float(hi)]
     flags = dict(HAS_BIAS=bias is not None, HAS_A=a is not None, HAS_B=b is not None,
                  P0=codes[0], P1=codes[1], P2=codes[2], P3=codes[3], QUANTIZE=quantize is not None)
     return positional + strides, flags
@@ -81,12 +85,15 @@ def _epilogue_args(offset: torch.Tensor, col_scale: torch.Tensor, bias: Optional
 
 def run_epilogue(acc: torch.Tensor, offset: torch.Tensor, col_scale: torch.Tensor, bias: Optional[torch.Tensor],
                  codes: list[int], operands: list[torch.Tensor], shape: Sequence[int], out_dtype: torch.dtype,
-                 quantize: Optional[tuple[float, int, str]]) -> torch.Tensor:
-    """acc [rows, cols] int32 -> the layer's output of `shape` (quantize: (scale, zero point, dtype) or None)."""
+                 quantize: Optional[tuple[float, int, str]],
+                 operand_codes: Optional[tuple[float, int]] = None) -> torch.Tensor:
+    """acc [rows, cols] (int32, or float32 sums of integer products; contiguous) -> the layer's output of `shape`
+    (quantize: (scale, zero point, dtype) or None; operand_codes: see _epilogue_args)."""
     rows, cols = acc.shape
     out = torch.empty((rows, cols), dtype=out_dtype, device=acc.device)
     if rows and cols:
-        args, flags = _epilogue_args(offset, col_scale, bias, codes, operands, shape, rows, cols, out, quantize)
+        args, flags = _epilogue_args(offset, col_scale, bias, codes, operands, shape, rows, cols, out, quantize,
+                                     operand_codes)
         block_m, block_n = 16, 128
         grid = ((rows + block_m - 1) // block_m, (cols + block_n - 1) // block_n)
         _triton.jit().epilogue[grid](acc, *args, **flags, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=4)
@@ -136,6 +143,36 @@ def run_int8_gemm(x: torch.Tensor, weight: torch.Tensor, flip: bool, offset: tor
 
 def _next_power_of_2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
+
+
+def run_quantize_heads_last(y: torch.Tensor, removed: Optional[torch.Tensor], scale: float, zero_point: int,
+                            dtype: str, multiplier: Optional[torch.Tensor]) -> torch.Tensor:
+    """Codes of attention's output y [B, H, L, E] in heads-last memory (returned as [B, H, L, E], a transposed
+    view), with the rows `removed` marks (bool, broadcastable to [B, H, L, 1]) as 0 first; the multiplier runs
+    over H * E."""
+    b, h, length, e = y.shape
+    out = torch.empty((b, length, h, e), dtype=torch.uint8 if dtype == "uint8" else torch.int8, device=y.device)
+    lo, hi = QRANGE[dtype]
+    n = out.numel()
+    if n:
+        r_strides = (0, 0, 0) if removed is None else removed.expand(b, h, length, 1).stride()[:3]
+        block = 1024
+        _triton.jit().quantize_heads_last[((n + block - 1) // block,)](
+            y, y if removed is None else removed, y if multiplier is None else multiplier, out, n, length, h, e,
+            *y.stride(), *r_strides, inverse_scale(scale), float(zero_point), float(lo), float(hi),
+            HAS_MULTIPLIER=multiplier is not None, HAS_REMOVED=removed is not None, BLOCK=block, num_warps=4)
+    return out.transpose(1, 2)
+
+
+def run_codes_minus_zero_point(x: torch.Tensor, zero_point: int) -> torch.Tensor:
+    """float32 x - zero point of codes x, dense in the memory format they have (the result keeps it)."""
+    out = torch.empty_like(x, dtype=torch.float32)
+    n = x.numel()
+    if n:
+        block = 1024
+        _triton.jit().codes_minus_zero_point[((n + block - 1) // block,)](x, out, n, float(zero_point), BLOCK=block,
+                                                                          num_warps=4)
+    return out
 
 
 def run_quantize(x: torch.Tensor, scale: float, zero_point: int, dtype: str,

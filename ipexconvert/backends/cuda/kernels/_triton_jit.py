@@ -60,11 +60,14 @@ def post_op(y, code: tl.constexpr, a, b):
 
 @triton.jit
 def epilogue_tile(acc, r, c, rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr,
-                  a_row_stride, a_col_stride, b_row_stride, b_col_stride, inv_out_scale, out_zero_point, lo, hi,
+                  a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale, operand_zero,
+                  inv_out_scale, out_zero_point, lo, hi,
                   HAS_BIAS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
                   P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr, QUANTIZE: tl.constexpr):
-    """An int32 accumulator tile (rows r [M, 1] int64, columns c [1, N]) to the layer's output: the zero-point
-    column term, scale, bias, post-ops, then the float output or requantized codes (out row-major [rows, cols])."""
+    """An accumulator tile (int32 sums, or float32 ones of integer products; rows r [M, 1] int64, columns c
+    [1, N]) to the layer's output: the zero-point column term, scale, bias, post-ops (operands dequantized as
+    (v - operand_zero) * operand_scale: 0 and 1 for float operands), then the float output or requantized codes
+    (out row-major [rows, cols])."""
     inside = (r < rows) & (c < cols)
     acc = acc + tl.load(offset_ptr + c, mask=c < cols, other=0)
     y = acc.to(tl.float32) * tl.load(scale_ptr + c, mask=c < cols, other=0.0)
@@ -74,8 +77,10 @@ def epilogue_tile(acc, r, c, rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr,
     b = 0.0
     if HAS_A:
         a = tl.load(a_ptr + r * a_row_stride + c * a_col_stride, mask=inside, other=0.0).to(tl.float32)
+        a = (a - operand_zero) * operand_scale
     if HAS_B:
         b = tl.load(b_ptr + r * b_row_stride + c * b_col_stride, mask=inside, other=0.0).to(tl.float32)
+        b = (b - operand_zero) * operand_scale
     y = post_op(y, P0, a, b)
     y = post_op(y, P1, a, b)
     y = post_op(y, P2, a, b)
@@ -89,7 +94,8 @@ def epilogue_tile(acc, r, c, rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr,
 
 @triton.jit
 def epilogue(acc_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, rows, cols,
-             a_row_stride, a_col_stride, b_row_stride, b_col_stride, inv_out_scale, out_zero_point, lo, hi,
+             a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale, operand_zero,
+             inv_out_scale, out_zero_point, lo, hi,
              HAS_BIAS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
              P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr, QUANTIZE: tl.constexpr,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
@@ -97,13 +103,14 @@ def epilogue(acc_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, ro
     c = (tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N))[None, :]
     acc = tl.load(acc_ptr + r * cols + c, mask=(r < rows) & (c < cols), other=0)
     epilogue_tile(acc, r, c, rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr,
-                  a_row_stride, a_col_stride, b_row_stride, b_col_stride, inv_out_scale, out_zero_point, lo, hi,
-                  HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3, QUANTIZE)
+                  a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale, operand_zero,
+                  inv_out_scale, out_zero_point, lo, hi, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3, QUANTIZE)
 
 
 @triton.jit
 def int8_gemm(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, rows, cols, K, x_row_stride,
-              a_row_stride, a_col_stride, b_row_stride, b_col_stride, inv_out_scale, out_zero_point, lo, hi,
+              a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale, operand_zero,
+              inv_out_scale, out_zero_point, lo, hi,
               FLIP: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_A: tl.constexpr,
               HAS_B: tl.constexpr, P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
               QUANTIZE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -137,8 +144,9 @@ def int8_gemm(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_p
             x = (x ^ 0x80).to(tl.int8, bitcast=True)
         acc = tl.dot(x, w, acc, out_dtype=tl.int32)
     epilogue_tile(acc, rm.to(tl.int64)[:, None], rn[None, :], rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr,
-                  b_ptr, out_ptr, a_row_stride, a_col_stride, b_row_stride, b_col_stride, inv_out_scale,
-                  out_zero_point, lo, hi, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3, QUANTIZE)
+                  b_ptr, out_ptr, a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale,
+                  operand_zero, inv_out_scale, out_zero_point, lo, hi, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3,
+                  QUANTIZE)
 
 
 @triton.jit
@@ -152,6 +160,41 @@ def quantize(x_ptr, m_ptr, out_ptr, n, channels, inv_scale, zero_point, lo, hi,
         m = tl.load(m_ptr + i % channels, mask=inside, other=0.0)
     q = codes_of(x, m, inv_scale, zero_point, lo, hi, HAS_MULTIPLIER)
     tl.store(out_ptr + i, q.to(out_ptr.dtype.element_ty), mask=inside)
+
+
+@triton.jit
+def quantize_heads_last(y_ptr, removed_ptr, m_ptr, out_ptr, n, L, H, E, y_sb, y_sh, y_sl, y_se, r_sb, r_sh, r_sl,
+                        inv_scale, zero_point, lo, hi, HAS_MULTIPLIER: tl.constexpr, HAS_REMOVED: tl.constexpr,
+                        BLOCK: tl.constexpr):
+    """Attention's output y [B, H, L, E] (any strides) to codes in heads-last memory [B, L, H, E], the rows the
+    mask removes entirely (removed, broadcast over [B, H, L]) as 0, the multiplier over H * E: sdpa's fill and
+    quantize in one pass."""
+    i = (tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
+    inside = i < n
+    e = i % E
+    t = i // E
+    h = t % H
+    t = t // H
+    line = t % L
+    b = t // L
+    x = tl.load(y_ptr + b * y_sb + h * y_sh + line * y_sl + e * y_se, mask=inside, other=0.0).to(tl.float32)
+    if HAS_REMOVED:
+        removed = tl.load(removed_ptr + b * r_sb + h * r_sh + line * r_sl, mask=inside, other=0)
+        x = tl.where(removed != 0, 0.0, x)
+    m = 0.0
+    if HAS_MULTIPLIER:
+        m = tl.load(m_ptr + i % (H * E), mask=inside, other=0.0)
+    q = codes_of(x, m, inv_scale, zero_point, lo, hi, HAS_MULTIPLIER)
+    tl.store(out_ptr + i, q.to(out_ptr.dtype.element_ty), mask=inside)
+
+
+@triton.jit
+def codes_minus_zero_point(x_ptr, out_ptr, n, zero_point, BLOCK: tl.constexpr):
+    """Integer codes as float32 less their zero point (exact: |v| < 2^9): a convolution's input on the codes."""
+    i = (tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
+    inside = i < n
+    x = tl.load(x_ptr + i, mask=inside, other=0)
+    tl.store(out_ptr + i, x.to(tl.float32) - zero_point, mask=inside)
 
 
 @triton.jit

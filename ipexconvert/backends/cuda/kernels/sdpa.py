@@ -101,12 +101,22 @@ def torch_cuda_sdpa(ctx: NodeContext) -> Optional[Kernel]:
 def torch_path(attrs, fast_quantize: bool):
     """The torch path's run; fast_quantize: a quantizing node's codes through Triton (_triton_int8.py)."""
 
+    def codes(y: torch.Tensor, removed, inputs: list) -> torch.Tensor:  # the fill and the codes, one kernel
+        qa, multiplier = attrs.quantize, inputs[4] if len(inputs) > 4 else None
+        return _triton_int8.run_quantize_heads_last(y, removed, qa.scale, qa.zero_point, qa.dtype,
+                                                    None if multiplier is None else multiplier.float())
+
+    quantizing = attrs.quantize is not None and fast_quantize
+
     def run(inputs: list, dims: dict[str, int]):
         q, k, v, mask = inputs[:4]
         if mask is None:
-            return quantize_output(attention(inputs, attrs), inputs, attrs)
+            y = attention(inputs, attrs)
+            return codes(y, None, inputs) if quantizing and y.dim() == 4 else quantize_output(y, inputs, attrs)
         cast, removed, zero = _prepared(mask, q.dtype)
         y = attention([q, k, v, cast], attrs)
+        if quantizing and y.dim() == 4:
+            return codes(y, removed, inputs)
         if y.dim() != 4:
             return quantize_output(y.masked_fill_(removed, 0), inputs, attrs)
         # The fill writes [batch, q_len, heads, head_dim] memory (viewed as y's shape): the layout the
@@ -114,11 +124,5 @@ def torch_path(attrs, fast_quantize: bool):
         b, h, length, e = y.shape
         out = torch.empty((b, length, h, e), dtype=y.dtype, device=y.device).transpose(1, 2)
         torch.where(removed, zero, y, out=out)
-        if attrs.quantize is not None and fast_quantize:  # the codes in the same heads-last memory, one kernel
-            qa, multiplier = attrs.quantize, inputs[4] if len(inputs) > 4 else None
-            codes = _triton_int8.run_quantize(out.transpose(1, 2), qa.scale, qa.zero_point, qa.dtype,
-                                              None if multiplier is None else multiplier.float(), h * e)
-            return codes.transpose(1, 2)
         return quantize_output(out, inputs, attrs)
-
     return run
