@@ -260,6 +260,17 @@ CASES: dict[str, dict[str, Case]] = {
             (In((1, 8, 6, 6), "uint8", "codes", layout="channels_last"), const([8, 8, 3, 3], "int8", "weight"),
              const([8], fill="positive", scale=0.006), const([8]),
              In((1, 8, 6, 6), "uint8", "codes", layout="channels_last"))),
+        "u8-3x3-c64-stride2-pad1-relu": Case(  # the GPU's implicit GEMM: 64 channels, padding, stride, 2 row blocks
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP, "stride": [2, 2], "padding": [1, 1], "output_dtype": "uint8",
+             "output_scale": 0.2, "output_zero_point": 5, "post_ops": [{"kind": "relu"}]},
+            (In((2, 64, 15, 15), "uint8", "codes", layout="channels_last"), const([96, 64, 3, 3], "int8", "weight"),
+             const([96], fill="positive", scale=0.006), const([96]))),
+        "u8-1x1-c96-accum-add-relu-to-bf16": Case(  # k in 32-wide steps; the residual's codes dequantized inside
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP, "output_dtype": "bfloat16", "accum_scale": 0.08,
+             "accum_zero_point": 7, "post_ops": [{"kind": "add", "operand": 4}, {"kind": "relu"}]},
+            (In((1, 96, 9, 10), "uint8", "codes", layout="channels_last"), const([40, 96, 1, 1], "int8", "weight"),
+             const([40], fill="positive", scale=0.006), const([40]),
+             In((1, 40, 9, 10), "uint8", "codes", layout="channels_last")), budget="gemm"),
         "u8-to-f32-residual-add-nchw": Case(
             {"x_scale": X_SCALE, "x_zero_point": X_ZP, "post_ops": [{"kind": "add", "operand": 4}]},
             (In((2, 8, 5, 5), "uint8", "codes"), const([8, 8, 1, 1], "int8", "weight"),

@@ -141,6 +141,59 @@ def run_int8_gemm(x: torch.Tensor, weight: torch.Tensor, flip: bool, offset: tor
     return out.reshape(tuple(shape))
 
 
+# int8_conv's output tiles, largest first (benchmarks/gpu_conv_sweep.py on an H200, ResNet-50's shapes at batch 1
+# and 64): the first that gives at least CONV_PROGRAMS programs, else the smallest. Small convolutions (batch 1,
+# the late stages) are latency-bound: more, smaller tiles keep the SMs busy (the 7x7 512-channel 3x3 conv at
+# batch 1: 36 us with 64x64 tiles, 18 us with 32x32). No tile wider than the output's channels, except that
+# 64 channels take 128x64.
+CONV_TILES = [GemmTile(64, 128, 128, 8, 4, 3), GemmTile(32, 128, 128, 8, 4, 3), GemmTile(32, 64, 128, 8, 4, 3),
+              GemmTile(32, 32, 128, 8, 4, 3)]
+CONV_TILE_64_CHANNELS = GemmTile(128, 64, 128, 8, 4, 3)
+CONV_PROGRAMS = 264  # two waves of an H100's or H200's 132 SMs
+
+
+def conv_tile(rows: int, cols: int) -> GemmTile:
+    candidates = [t for t in CONV_TILES if t.block_n <= max(cols, 32)]
+    if cols <= 64:
+        candidates.insert(0, CONV_TILE_64_CHANNELS)
+    for tile in candidates:
+        if -(-rows // tile.block_m) * -(-cols // tile.block_n) >= CONV_PROGRAMS:
+            return tile
+    return candidates[-1]
+
+
+def conv_block_k(channels: int) -> Optional[int]:
+    """int8_conv's k step: the largest of 128, 64, 32 dividing the input channels (a step stays in one tap), or None."""
+    return next((b for b in (128, 64, 32) if channels % b == 0), None)
+
+
+def run_int8_conv(x: torch.Tensor, weight: torch.Tensor, flip: bool, x_zero_point: int, stride: Sequence[int],
+                  padding: Sequence[int], dilation: Sequence[int], offset: torch.Tensor, col_scale: torch.Tensor,
+                  bias: Optional[torch.Tensor], codes: list[int], operands: list[torch.Tensor], out_dtype: torch.dtype,
+                  quantize: Optional[tuple[float, int, str]], operand_codes: Optional[tuple[float, int]],
+                  tile: Optional[GemmTile] = None) -> torch.Tensor:
+    """x codes [N, C, H, W] (channels-last memory; uint8 when flip, else int8) convolved with weight
+    [Cout, KH, KW, C] int8 (contiguous), then the epilogue, in one kernel -> [N, Cout, OH, OW] channels-last.
+    operands: the post-ops' [N, Cout, OH, OW] tensors; operand_codes: see _epilogue_args."""
+    n, c, h, w = x.shape
+    cols, kh, kw, _ = weight.shape
+    oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    rows = n * oh * ow
+    out = torch.empty((rows, cols), dtype=out_dtype, device=x.device)
+    if rows and cols:
+        tile = tile or conv_tile(rows, cols)
+        args, flags = _epilogue_args(offset, col_scale, bias, codes, [t.permute(0, 2, 3, 1) for t in operands],
+                                     (n, oh, ow, cols), rows, cols, out, quantize, operand_codes)
+        grid = (((rows + tile.block_m - 1) // tile.block_m) * ((cols + tile.block_n - 1) // tile.block_n),)
+        _triton.jit().int8_conv[grid](x, weight, *args[:8], c, h, w, oh, ow, stride[0], stride[1], padding[0],
+                                      padding[1], dilation[0], dilation[1], x_zero_point, *args[8:], **flags,
+                                      FLIP=flip, KW=kw, TAPS=kh * kw, BLOCK_M=tile.block_m, BLOCK_N=tile.block_n,
+                                      BLOCK_K=min(tile.block_k, conv_block_k(c)), GROUP_M=tile.group_m,
+                                      num_warps=tile.warps, num_stages=tile.stages)
+    return out.reshape(n, oh, ow, cols).permute(0, 3, 1, 2)
+
+
 def _next_power_of_2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 

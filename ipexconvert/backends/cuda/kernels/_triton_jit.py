@@ -150,6 +150,55 @@ def int8_gemm(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_p
 
 
 @triton.jit
+def int8_conv(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, rows, cols, C, H, W, OH, OW,
+              stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, x_zero_point,
+              a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale, operand_zero,
+              inv_out_scale, out_zero_point, lo, hi,
+              FLIP: tl.constexpr, KW: tl.constexpr, TAPS: tl.constexpr, HAS_BIAS: tl.constexpr,
+              HAS_A: tl.constexpr, HAS_B: tl.constexpr, P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr,
+              P3: tl.constexpr, QUANTIZE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+              BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """A convolution as an implicit GEMM on the tensor cores: output pixels (rows = N * OH * OW, channels-last)
+    times output channels (cols), summed over k = (tap, channel), tap = kh * KW + kw, from x codes [N, H, W, C]
+    and w [cols, taps, C] int8 (C % BLOCK_K == 0, so a k step stays in one tap). A padded position reads the
+    zero point's code (x - zp = 0), so the zero-point column term stays one constant a column. Then
+    epilogue_tile."""
+    pid = tl.program_id(0)
+    blocks_m = tl.cdiv(rows, BLOCK_M)
+    blocks_n = tl.cdiv(cols, BLOCK_N)
+    per_group = GROUP_M * blocks_n
+    first_m = (pid // per_group) * GROUP_M
+    group_rows = tl.minimum(blocks_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_rows
+    pid_n = (pid % per_group) // group_rows
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    pixel = rm % rows
+    ow = pixel % OW
+    oh = (pixel // OW) % OH
+    n = pixel // (OW * OH)
+    k = tl.arange(0, BLOCK_K)
+    w_tile = w_ptr + (rn % cols).to(tl.int64)[None, :] * (TAPS * C) + k[:, None]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
+    for start in range(0, TAPS * C, BLOCK_K):
+        tap = start // C
+        ih = oh * stride_h - pad_h + (tap // KW) * dil_h
+        iw = ow * stride_w - pad_w + (tap % KW) * dil_w
+        inside = (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        x_row = x_ptr + ((n * H + ih).to(tl.int64) * W + iw) * C + (start - tap * C)
+        x = tl.load(x_row[:, None] + k[None, :], mask=inside[:, None], other=0)
+        x = tl.where(inside[:, None], x, x_zero_point.to(x.dtype))
+        w = tl.load(w_tile + start)
+        if FLIP:
+            x = (x ^ 0x80).to(tl.int8, bitcast=True)
+        acc = tl.dot(x, w, acc, out_dtype=tl.int32)
+    epilogue_tile(acc, rm.to(tl.int64)[:, None], rn[None, :], rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr,
+                  b_ptr, out_ptr, a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale,
+                  operand_zero, inv_out_scale, out_zero_point, lo, hi, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3,
+                  QUANTIZE)
+
+
+@triton.jit
 def quantize(x_ptr, m_ptr, out_ptr, n, channels, inv_scale, zero_point, lo, hi,
              HAS_MULTIPLIER: tl.constexpr, BLOCK: tl.constexpr):
     i = (tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)

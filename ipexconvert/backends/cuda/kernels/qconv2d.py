@@ -1,11 +1,14 @@
-"""qconv2d on the GPU: cuDNN's convolution on the codes themselves, in TF32, then the epilogue. Factories in
-preference order:
+"""qconv2d on the GPU. Factories in preference order:
 
-triton: the codes less their zero point as float32 in one Triton kernel, cuDNN's convolution, then the
-epilogue (scale, bias, the residual's codes dequantized and added, relu, requantize) in one Triton kernel over
-the channels-last output (_triton_int8.run_epilogue, as qlinear's). The torch path takes a dozen kernels.
+triton_int8: the convolution as an implicit int8 GEMM on the tensor cores with the epilogue, one Triton kernel
+(_triton_int8.run_int8_conv): exact int32 sums, no float copy of the input.
 
-torch: the same in torch operators and the op's own finish.
+triton_tf32 (groups, or input channels not a multiple of 32): the codes less their zero point as float32 in one
+Triton kernel, cuDNN's convolution on them in TF32, then the epilogue (scale, bias, the residual's codes
+dequantized and added, relu, requantize) in one Triton kernel over the channels-last output
+(_triton_int8.run_epilogue, as qlinear's).
+
+torch: the TF32 convolution, the epilogue in torch operators and the op's own finish (a dozen kernels).
 
 torch has no int8 convolution on CUDA. TF32 keeps 10 mantissa bits, so every uint8/int8 code (and a code
 minus its zero point, |v| <= 255) is exact in it, and the tensor cores sum the products in float32: the
@@ -37,49 +40,96 @@ def _tf32_conv(attrs, weight: torch.Tensor):
     return conv
 
 
+class _Epilogue:
+    """The constants of a qconv2d node's Triton epilogue (_triton_int8.run_epilogue's arguments)."""
+
+    def __init__(self, ctx: NodeContext, codes: list[int], operand_slots: list[int],
+                 operand_codes: Optional[tuple[float, int]]):
+        attrs, scales, bias = ctx.attrs, ctx.constants[2], ctx.constants[3]
+        self.codes, self.operand_slots, self.operand_codes = codes, operand_slots, operand_codes
+        self.col_scale = (attrs.x_scale * scales.float()).contiguous()
+        self.bias = None if bias is None else bias.float().contiguous()
+        self.quantize = ((attrs.output_scale, attrs.output_zero_point, attrs.output_dtype)
+                         if attrs.output_dtype in QRANGE else None)
+        self.out_dtype = dtypes.to_torch(attrs.output_dtype)
+        self.consumed = frozenset({1, 2} | ({3} if bias is not None else set()))
+
+    @classmethod
+    def of(cls, ctx: NodeContext) -> Optional["_Epilogue"]:
+        """None where the constants are not known or the post-ops do not fit the Triton epilogue."""
+        attrs = ctx.attrs
+        weight, scales, bias = ctx.constants[1], ctx.constants[2], ctx.constants[3]
+        fused = _triton_int8.post_op_codes(attrs.post_ops)
+        if (weight is None or scales is None or weight.dim() != 4 or (ctx.input_specs[3] is not None and bias is None)
+                or fused is None):
+            return None
+        codes, operand_slots = fused
+        adds = {p.operand for p in attrs.post_ops if p.kind == "add" and p.operand is not None}
+        operand_codes = None
+        if attrs.accum_scale is not None:
+            if set(operand_slots) - adds:
+                return None  # one dequantization for all operands: only add operands are codes
+            operand_codes = (attrs.accum_scale, attrs.accum_zero_point)
+        return cls(ctx, codes, operand_slots, operand_codes)
+
+
+def _dense_4d(inputs: list, slots: list[int]) -> bool:
+    x = inputs[0]
+    return x.dim() == 4 and all(inputs[i].dim() == 4 for i in slots)
+
+
+@register_kernel("cuda", "qconv2d", runs_at=triton_missing)
+def triton_int8_qconv2d(ctx: NodeContext) -> Optional[Kernel]:
+    """One Triton kernel: the convolution as an implicit int8 GEMM on the tensor cores (int32 sums, exact) and
+    the epilogue. Needs groups 1 and input channels in multiples of 32 (ResNet's stem, 3 channels, declines)."""
+    attrs, epilogue = ctx.attrs, _Epilogue.of(ctx)
+    weight = ctx.constants[1]
+    if epilogue is None or attrs.groups != 1 or _triton_int8.conv_block_k(weight.shape[1]) is None:
+        return None
+    flip = ctx.input_specs[0].dtype == "uint8"
+    weight_taps = weight.permute(0, 2, 3, 1).contiguous()  # [Cout, KH, KW, C]: k = (tap, channel), C innermost
+    offset = ((128 if flip else 0) - attrs.x_zero_point) * weight.sum(dim=(1, 2, 3), dtype=torch.int32)
+    fallback = triton_tf32_qconv2d(ctx)
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        if not _dense_4d(inputs, epilogue.operand_slots):
+            return fallback.fn(inputs, dims)
+        x = inputs[0].contiguous(memory_format=torch.channels_last)
+        return _triton_int8.run_int8_conv(
+            x, weight_taps, flip, attrs.x_zero_point, attrs.stride, attrs.padding, attrs.dilation, offset,
+            epilogue.col_scale, epilogue.bias, epilogue.codes, [inputs[i] for i in epilogue.operand_slots],
+            epilogue.out_dtype, epilogue.quantize, epilogue.operand_codes)
+
+    return Kernel(run, "triton:qconv2d_int8", epilogue.consumed, fresh_output=True)
+
+
 @register_kernel("cuda", "qconv2d", runs_at=triton_missing)
 def triton_tf32_qconv2d(ctx: NodeContext) -> Optional[Kernel]:
     """Three kernels: codes to float32 (Triton), the TF32 convolution (cuDNN), the epilogue (Triton)."""
-    attrs = ctx.attrs
-    weight, scales, bias = ctx.constants[1], ctx.constants[2], ctx.constants[3]
-    fused = _triton_int8.post_op_codes(attrs.post_ops)
-    if (weight is None or scales is None or weight.dim() != 4 or (ctx.input_specs[3] is not None and bias is None)
-            or fused is None):
+    attrs, epilogue = ctx.attrs, _Epilogue.of(ctx)
+    if epilogue is None:
         return None
-    codes, operand_slots = fused
-    adds = {p.operand for p in attrs.post_ops if p.kind == "add" and p.operand is not None}
-    operand_codes = None
-    if attrs.accum_scale is not None:
-        if set(operand_slots) - adds:
-            return None  # one dequantization for all operands: only add operands are codes
-        operand_codes = (attrs.accum_scale, attrs.accum_zero_point)
-    conv = _tf32_conv(attrs, weight)
-    channels = weight.shape[0]
-    offset = torch.zeros(channels, dtype=torch.int32, device=weight.device)
-    col_scale = (attrs.x_scale * scales.float()).contiguous()
-    bias = None if bias is None else bias.float().contiguous()
-    quantize = (attrs.output_scale, attrs.output_zero_point, attrs.output_dtype) if attrs.output_dtype in QRANGE else None
-    out_dtype = dtypes.to_torch(attrs.output_dtype)
+    conv = _tf32_conv(attrs, ctx.constants[1])
+    offset = torch.zeros(ctx.constants[1].shape[0], dtype=torch.int32, device=ctx.constants[1].device)
     fallback = torch_cuda_tf32_qconv2d(ctx)
     channels_last = torch.channels_last
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
-        operands = [inputs[i] for i in operand_slots]
-        if x.dim() != 4 or not (x.is_contiguous() or x.is_contiguous(memory_format=channels_last)) or any(
-                t.dim() != 4 for t in operands):
+        if not _dense_4d(inputs, epilogue.operand_slots) or not (
+                x.is_contiguous() or x.is_contiguous(memory_format=channels_last)):
             return fallback.fn(inputs, dims)
         y = conv(_triton_int8.run_codes_minus_zero_point(x, attrs.x_zero_point))
         if not y.is_contiguous(memory_format=channels_last):
             y = y.contiguous(memory_format=channels_last)
         n, c, h, w = y.shape
-        out = _triton_int8.run_epilogue(y.permute(0, 2, 3, 1).reshape(-1, c), offset, col_scale, bias, codes,
-                                        [t.permute(0, 2, 3, 1) for t in operands], (n, h, w, c), out_dtype, quantize,
-                                        operand_codes)
+        out = _triton_int8.run_epilogue(y.permute(0, 2, 3, 1).reshape(-1, c), offset, epilogue.col_scale,
+                                        epilogue.bias, epilogue.codes,
+                                        [inputs[i].permute(0, 2, 3, 1) for i in epilogue.operand_slots], (n, h, w, c),
+                                        epilogue.out_dtype, epilogue.quantize, epilogue.operand_codes)
         return out.permute(0, 3, 1, 2)
 
-    return Kernel(run, "triton:qconv2d_tf32", frozenset({1, 2} | ({3} if bias is not None else set())),
-                  fresh_output=True)
+    return Kernel(run, "triton:qconv2d_tf32", epilogue.consumed, fresh_output=True)
 
 
 @register_kernel("cuda", "qconv2d")
