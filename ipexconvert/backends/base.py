@@ -42,5 +42,5 @@ class Backend(Protocol):
         """op -> the names of its registered factories, in preference order (for doctor --kernels)."""
 
     def make_runner(self, executor):
-        """What runs the executor's plan per call (an object with run(inputs, dims) and profile(inputs, dims)):
-        the executor itself on the CPU, a CUDA-graph replayer on the GPU."""
+        """What runs the executor's plan per call (an object with run, profile, raise_tripped and forget_buffers,
+        as runtime/executor.Executor has them): the executor itself on the CPU, a CUDA-graph replayer on the GPU."""

@@ -164,6 +164,10 @@ class Executor:
     def raise_tripped(self) -> None:
         """(A GPU runner's deferred input checks; on the CPU every check raised when it ran.)"""
 
+    def forget_buffers(self, addresses: set[int]) -> int:
+        """(A GPU runner drops the graphs captured on these persistent buffers; the executor captures nothing.)"""
+        return 0
+
     def profile(self, inputs: Sequence[torch.Tensor], dims: dict[str, int],
                 sync: Callable[[], None] | None = None) -> dict[str, float]:
         """Seconds spent per kernel kind for one run; `sync` waits for the device after each step (a GPU's

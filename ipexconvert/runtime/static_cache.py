@@ -193,9 +193,8 @@ class StaticCache:
         batch = ids.shape[0]
         first = self.buffers.get(self.caches[0])
         if first is None or first.shape[0] != batch or first.shape[2] != capacity or first.device != device:
-            forget = getattr(self.runner, "forget_buffers", None)  # a GPU's graphs captured on the old buffers
-            if forget is not None and self.buffers:
-                forget({t.data_ptr() for t in self.buffers.values()})
+            if self.buffers:  # a GPU's graphs captured on the old buffers go with them
+                self.runner.forget_buffers({t.data_ptr() for t in self.buffers.values()})
             self.buffers = {}  # the old ones go before the new ones are made
             for name in self.caches:
                 spec = self.specs[name]

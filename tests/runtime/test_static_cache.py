@@ -230,8 +230,7 @@ def test_new_buffers_make_the_runner_forget_the_graphs_of_the_old_ones(tiny_arti
     model = static_on_cpu(tiny_artifact)
     steps = model.static_cache
     forgotten: list[set[int]] = []
-    monkeypatch.setattr(steps.runner, "forget_buffers", lambda addresses: forgotten.append(set(addresses)) or 0,
-                        raising=False)
+    monkeypatch.setattr(steps.runner, "forget_buffers", lambda addresses: forgotten.append(set(addresses)) or 0)
     model.generate(_prompt(1, 5, seed=1), max_new_tokens=3, stop_at_eos=False)
     assert forgotten == []  # the first buffers: nothing captured before them
     model.generate(_prompt(1, 4, seed=2), max_new_tokens=3, stop_at_eos=False)
