@@ -1,0 +1,147 @@
+"""An experiment, not yet in the product: the GPU's int8 GEMM (backends/cuda/kernels/_triton_jit.int8_gemm) with
+its operand tiles loaded by the Hopper tensor memory accelerator (Triton tensor descriptors) instead of pointer
+loads, optionally with Triton's automatic warp specialization of the k loop, and the same epilogue. Session 29
+measured the pointer-load kernel at 31-50 % of the H200's int8 tensor-core peak on BERT-base's K = 768 GEMMs
+(`results/session29-gpu-int8-sweep-*-h200.log`); this times the TMA variants beside it on the same shapes.
+Not yet run on a GPU: written and compiled for sm_90 offline (`--compile-only` checks that with any Triton, no GPU).
+
+    python benchmarks/gpu_int8_tma.py --rows 4096,128 --shapes 2304x768,768x768,3072x768,768x3072
+    python benchmarks/gpu_int8_tma.py --compile-only
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+from ipexconvert.backends.cuda.kernels import _triton_int8
+from ipexconvert.backends.cuda.kernels._triton_jit import epilogue_tile  # noqa: F401 (a global the kernel calls)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+@triton.jit
+def int8_gemm_tma(x_desc, w_desc, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, rows, cols, K,
+                  a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale, operand_zero,
+                  inv_out_scale, out_zero_point, lo, hi,
+                  FLIP: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
+                  P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr, QUANTIZE: tl.constexpr,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                  WARP_SPECIALIZE: tl.constexpr):
+    """int8_gemm with x [rows, K] and w [cols, K] read through tensor descriptors (blocks past the ends read as 0,
+    which the store drops or, past K, w's zeros cancel)."""
+    pid = tl.program_id(0)
+    blocks_m = tl.cdiv(rows, BLOCK_M)
+    blocks_n = tl.cdiv(cols, BLOCK_N)
+    per_group = GROUP_M * blocks_n
+    first_m = (pid // per_group) * GROUP_M
+    group_rows = tl.minimum(blocks_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_rows
+    pid_n = (pid % per_group) // group_rows
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
+    for start in tl.range(0, K, BLOCK_K, warp_specialize=WARP_SPECIALIZE):
+        x = x_desc.load([pid_m * BLOCK_M, start])
+        w = w_desc.load([pid_n * BLOCK_N, start])
+        if FLIP:
+            x = (x ^ 0x80).to(tl.int8, bitcast=True)
+        acc = tl.dot(x, w.T, acc, out_dtype=tl.int32)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    epilogue_tile(acc, rm.to(tl.int64)[:, None], rn[None, :], rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr,
+                  b_ptr, out_ptr, a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale,
+                  operand_zero, inv_out_scale, out_zero_point, lo, hi, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3,
+                  QUANTIZE)
+
+
+VARIANTS = [(bm, bn, 128, warps, stages, ws) for bm, bn, warps, stages, ws in itertools.product(
+    (64, 128), (128, 256), (4, 8), (3, 4), (False, True))]
+
+
+def run_tma(x, weight, flip, offset, col_scale, bias, codes, operands, shape, out_dtype, quantize, variant):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    bm, bn, bk, warps, stages, ws = variant
+    rows, k = x.shape
+    cols = weight.shape[0]
+    out = torch.empty((rows, cols), dtype=out_dtype, device=x.device)
+    args, flags = _triton_int8._epilogue_args(offset, col_scale, bias, codes, operands, shape, rows, cols, out,
+                                              quantize)
+    grid = (triton.cdiv(rows, bm) * triton.cdiv(cols, bn),)
+    int8_gemm_tma[grid](TensorDescriptor.from_tensor(x, [bm, bk]), TensorDescriptor.from_tensor(weight, [bn, bk]),
+                        *args[:8], k, *args[8:], **flags, FLIP=flip, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                        WARP_SPECIALIZE=ws, num_warps=warps, num_stages=stages)
+    return out.reshape(tuple(shape))
+
+
+def compile_only() -> None:
+    """Compile every variant for sm_90 (no GPU needed) and say which fail."""
+    import inspect
+
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    names = list(inspect.signature(int8_gemm_tma.fn).parameters)
+    floats = {"operand_scale", "operand_zero", "inv_out_scale", "out_zero_point", "lo", "hi"}
+    for bm, bn, bk, warps, stages, ws in VARIANTS:
+        constants = dict(FLIP=True, HAS_BIAS=True, HAS_A=True, HAS_B=False, P0=2, P1=12, P2=0, P3=0, QUANTIZE=True,
+                         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, WARP_SPECIALIZE=ws)
+        pointers = {"x_desc": f"tensordesc<u8[{bm},{bk}]>", "w_desc": f"tensordesc<i8[{bn},{bk}]>",
+                    "offset_ptr": "*i32", "scale_ptr": "*fp32", "bias_ptr": "*fp32", "a_ptr": "*fp32",
+                    "b_ptr": "*fp32", "out_ptr": "*u8"}
+        signature = {n: "constexpr" if n in constants else pointers.get(n, "fp32" if n in floats else "i32")
+                     for n in names}
+        try:
+            kernel = triton.compile(ASTSource(fn=int8_gemm_tma, signature=signature, constexprs=constants),
+                                    target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": stages})
+            tma = "cp.async.bulk.tensor" in kernel.asm["ptx"]
+            print(f"{bm}x{bn}x{bk} warps {warps} stages {stages} ws {ws}: compiled (TMA {tma}, shared "
+                  f"{kernel.metadata.shared} bytes)")
+        except Exception as e:  # noqa: BLE001 (reported, the sweep goes on)
+            print(f"{bm}x{bn}x{bk} warps {warps} stages {stages} ws {ws}: {type(e).__name__}: {str(e)[:200]}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", default="4096,128")
+    ap.add_argument("--shapes", default="2304x768,768x768,3072x768,768x3072", help="NxK,...")
+    ap.add_argument("--top", type=int, default=4)
+    ap.add_argument("--compile-only", action="store_true")
+    args = ap.parse_args()
+    if args.compile_only:
+        compile_only()
+        return
+    from gpu_int8_sweep import time_ms
+
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+    gpu = torch.device("cuda", 0)
+    for m, shape in itertools.product((int(r) for r in args.rows.split(",")), args.shapes.split(",")):
+        n, k = (int(v) for v in shape.split("x"))
+        ops = 2 * m * n * k
+        copies = max(2, -(-(200 << 20) // (n * k)))
+        weights = [torch.randint(-127, 128, (n, k), dtype=torch.int8, device=gpu) for _ in range(copies)]
+        x_u8 = torch.randint(0, 256, (m, k), dtype=torch.uint8, device=gpu)
+        epilogue = (torch.zeros(n, dtype=torch.int32, device=gpu), torch.full((n,), 1e-4, device=gpu),
+                    torch.randn(n, device=gpu), [0, 0, 0, 0], [], (m, n), torch.bfloat16, None)
+        base = time_ms([lambda w=w: _triton_int8.run_int8_gemm(x_u8, w, True, *epilogue) for w in weights])
+        print(f"rows {m} {n}x{k}: int8_gemm (pointer loads, default tile) {base * 1000:.1f} us "
+              f"({ops / base / 1e9:.0f} TOP/s)", flush=True)
+        results = []
+        for variant in VARIANTS:
+            try:
+                ms = time_ms([lambda w=w: run_tma(x_u8, w, True, *epilogue, variant) for w in weights])
+            except Exception as e:  # noqa: BLE001 (a variant this Triton or GPU cannot build)
+                print(f"   {variant}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+                continue
+            results.append((ms, variant))
+        for ms, (bm, bn, bk, warps, stages, ws) in sorted(results)[:args.top]:
+            print(f"   TMA {bm}x{bn}x{bk} warps {warps} stages {stages} warp-specialized {ws}: {ms * 1000:.1f} us "
+                  f"({ops / ms / 1e9:.0f} TOP/s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
