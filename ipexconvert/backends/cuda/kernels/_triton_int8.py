@@ -60,6 +60,13 @@ def _as_rows(operand: torch.Tensor, shape: Sequence[int], rows: int, cols: int) 
     return torch.broadcast_to(operand, tuple(shape)).reshape(rows, cols)
 
 
+def _operand_kind(operand: Optional[torch.Tensor]) -> int:
+    """epilogue_tile's HAS_A / HAS_B: 0 none, 1 a value an element, 2 one row broadcast to all rows."""
+    if operand is None:
+        return 0
+    return 2 if operand.stride(0) == 0 or operand.shape[0] == 1 else 1
+
+
 def _epilogue_args(offset: torch.Tensor, col_scale: torch.Tensor, bias: Optional[torch.Tensor], codes: list[int],
                    operands: list[torch.Tensor], shape: Sequence[int], rows: int, cols: int, out: torch.Tensor,
                    quantize: Optional[tuple[float, int, str]],
@@ -78,7 +85,7 @@ def _epilogue_args(offset: torch.Tensor, col_scale: torch.Tensor, bias: Optional
     strides = [0 if a is None else a.stride(0), 0 if a is None else a.stride(1),
                0 if b is None else b.stride(0), 0 if b is None else b.stride(1), float(operand_scale),
                float(operand_zero), inv, float(zp), float(lo), float(hi)]
-    flags = dict(HAS_BIAS=bias is not None, HAS_A=a is not None, HAS_B=b is not None,
+    flags = dict(HAS_BIAS=bias is not None, HAS_A=_operand_kind(a), HAS_B=_operand_kind(b),
                  P0=codes[0], P1=codes[1], P2=codes[2], P3=codes[3], QUANTIZE=quantize is not None)
     return positional + strides, flags
 

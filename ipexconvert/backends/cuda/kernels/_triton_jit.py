@@ -67,7 +67,8 @@ def epilogue_tile(acc, r, c, rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr,
     """An accumulator tile (int32 sums, or float32 ones of integer products; rows r [M, 1] int64, columns c
     [1, N]) to the layer's output: the zero-point column term, scale, bias, post-ops (operands dequantized as
     (v - operand_zero) * operand_scale: 0 and 1 for float operands), then the float output or requantized codes
-    (out row-major [rows, cols])."""
+    (out row-major [rows, cols]). HAS_A / HAS_B: 0 no operand, 1 one value an element, 2 one row for all rows
+    (a per-column vector such as a SmoothQuant multiplier: read once a column, not once an element)."""
     inside = (r < rows) & (c < cols)
     acc = acc + tl.load(offset_ptr + c, mask=c < cols, other=0)
     y = acc.to(tl.float32) * tl.load(scale_ptr + c, mask=c < cols, other=0.0)
@@ -75,11 +76,17 @@ def epilogue_tile(acc, r, c, rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr,
         y = y + tl.load(bias_ptr + c, mask=c < cols, other=0.0)
     a = 0.0
     b = 0.0
-    if HAS_A:
+    if HAS_A == 1:
         a = tl.load(a_ptr + r * a_row_stride + c * a_col_stride, mask=inside, other=0.0).to(tl.float32)
+    elif HAS_A == 2:
+        a = tl.load(a_ptr + c * a_col_stride, mask=c < cols, other=0.0).to(tl.float32)
+    if HAS_A:
         a = (a - operand_zero) * operand_scale
-    if HAS_B:
+    if HAS_B == 1:
         b = tl.load(b_ptr + r * b_row_stride + c * b_col_stride, mask=inside, other=0.0).to(tl.float32)
+    elif HAS_B == 2:
+        b = tl.load(b_ptr + c * b_col_stride, mask=c < cols, other=0.0).to(tl.float32)
+    if HAS_B:
         b = (b - operand_zero) * operand_scale
     y = post_op(y, P0, a, b)
     y = post_op(y, P1, a, b)
