@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from ipexconvert.backends.cuda.kernels import _triton_int8
 from ipexconvert.backends.cuda.kernels._triton_int8 import GemmTile
-from gpu_int8_sweep import time_ms
+from timing import gpu_graph_ms
 
 # (input channels, size, output channels, kernel, stride): ResNet-50's kinds of convolution
 SHAPES = [(64, 56, 64, 3, 1), (64, 56, 256, 1, 1), (128, 56, 128, 3, 2), (256, 14, 256, 3, 1), (512, 7, 512, 3, 1),
@@ -56,13 +56,13 @@ def main() -> None:
                 return torch.relu_(F.conv2d(xb, wb, bias.bfloat16(), stride, pad))
 
         ops = 2 * batch * (size // stride) ** 2 * cout * c * k * k
-        t_tf32, t_bf16 = time_ms([tf32] * 4), time_ms([bf16] * 4)
+        t_tf32, t_bf16 = gpu_graph_ms([tf32] * 4), gpu_graph_ms([bf16] * 4)
         print(f"b{batch} {c}->{cout} {k}x{k} s{stride} at {size}: cuDNN bf16 {t_bf16 * 1000:.1f} us, "
               f"TF32 path {t_tf32 * 1000:.1f} us", flush=True)
         results = []
         for tile in tiles:
             try:
-                ms = time_ms([lambda: _triton_int8.run_int8_conv(x, taps, True, 131, (stride, stride), (pad, pad),
+                ms = gpu_graph_ms([lambda: _triton_int8.run_int8_conv(x, taps, True, 131, (stride, stride), (pad, pad),
                                                                  (1, 1), offset, scale, bias, codes, [], torch.uint8,
                                                                  quantize, None, tile=tile)] * 4)
             except Exception as e:  # a tile beyond the shared memory or registers

@@ -9,34 +9,16 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import sys
+from pathlib import Path
 
 import torch
 
 from ipexconvert.backends.cuda.kernels import _triton_int8
 from ipexconvert.backends.cuda.kernels._triton_int8 import GemmTile
 
-
-def time_ms(fns, replays: int = 10) -> float:
-    """GPU milliseconds a call: one call of each of `fns` captured in one CUDA graph, replayed; the median."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for fn in fns:
-            fn()  # warm-up (Triton compiles, cuBLAS workspaces) outside the capture
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for fn in fns:
-            fn()
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / len(fns))
-    return sorted(times)[len(times) // 2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import gpu_graph_ms  # noqa: E402
 
 
 def main() -> None:
@@ -72,15 +54,15 @@ def main() -> None:
 
         wb = [torch.randn(n, k, dtype=torch.bfloat16, device=gpu) for _ in range(max(2, copies // 2))]
         xb = torch.randn(m, k, dtype=torch.bfloat16, device=gpu)
-        bf16 = time_ms([lambda w=w: torch.nn.functional.linear(xb, w) for w in wb])
+        bf16 = gpu_graph_ms([lambda w=w: torch.nn.functional.linear(xb, w) for w in wb])
         del wb
-        base = time_ms([lambda w=w: int_mm(w) for w in weights])
+        base = gpu_graph_ms([lambda w=w: int_mm(w) for w in weights])
         print(f"rows {m} {n}x{k}: torch bf16 linear {bf16 * 1000:.1f} us ({ops / bf16 / 1e9:.0f} TFLOP/s); "
               f"_int_mm + epilogue {base * 1000:.1f} us ({ops / base / 1e9:.0f} TOP/s)", flush=True)
         results = []
         for tile in tiles if args.tiles == "all" else [_triton_int8.gemm_tile(m)]:
             try:
-                ms = time_ms([lambda w=w: _triton_int8.run_int8_gemm(x_u8, w, True, *epilogue, tile=tile)
+                ms = gpu_graph_ms([lambda w=w: _triton_int8.run_int8_gemm(x_u8, w, True, *epilogue, tile=tile)
                               for w in weights])
             except Exception as e:  # a tile beyond the shared memory or registers
                 print(f"   {tile}: {type(e).__name__}", flush=True)
@@ -89,7 +71,7 @@ def main() -> None:
         default = _triton_int8.gemm_tile(m)
         for ms, tile in sorted(results, key=lambda r: r[0])[:args.top]:
             # the same tile on int8 codes (no flip of the loaded tile): what the flip costs
-            unflipped = time_ms([lambda w=w: _triton_int8.run_int8_gemm(x_i8, w, False, *epilogue, tile=tile)
+            unflipped = gpu_graph_ms([lambda w=w: _triton_int8.run_int8_gemm(x_i8, w, False, *epilogue, tile=tile)
                                  for w in weights])
             print(f"   {tile.block_m}x{tile.block_n}x{tile.block_k} warps {tile.warps} stages {tile.stages}: "
                   f"{ms * 1000:.1f} us ({ops / ms / 1e9:.0f} TOP/s; int8 codes {unflipped * 1000:.1f} us)"

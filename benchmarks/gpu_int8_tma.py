@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from ipexconvert.backends.cuda.kernels import _triton_int8
-from ipexconvert.backends.cuda.kernels._triton_jit import epilogue_tile  # noqa: F401 (a global the kernel calls)
+from ipexconvert.backends.cuda.kernels._triton_jit import epilogue_tile, grouped_tile  # noqa: F401 (globals the kernel calls)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -35,14 +35,7 @@ def int8_gemm_tma(x_desc, w_desc, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr,
                   WARP_SPECIALIZE: tl.constexpr):
     """int8_gemm with x [rows, K] and w [cols, K] read through tensor descriptors (blocks past the ends read as 0,
     which the store drops or, past K, w's zeros cancel)."""
-    pid = tl.program_id(0)
-    blocks_m = tl.cdiv(rows, BLOCK_M)
-    blocks_n = tl.cdiv(cols, BLOCK_N)
-    per_group = GROUP_M * blocks_n
-    first_m = (pid // per_group) * GROUP_M
-    group_rows = tl.minimum(blocks_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_rows
-    pid_n = (pid % per_group) // group_rows
+    pid_m, pid_n = grouped_tile(rows, cols, BLOCK_M, BLOCK_N, GROUP_M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
     for start in tl.range(0, K, BLOCK_K, warp_specialize=WARP_SPECIALIZE):
         x = x_desc.load([pid_m * BLOCK_M, start])
@@ -115,7 +108,7 @@ def main() -> None:
     if args.compile_only:
         compile_only()
         return
-    from gpu_int8_sweep import time_ms
+    from timing import gpu_graph_ms
 
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     gpu = torch.device("cuda", 0)
@@ -127,13 +120,13 @@ def main() -> None:
         x_u8 = torch.randint(0, 256, (m, k), dtype=torch.uint8, device=gpu)
         epilogue = (torch.zeros(n, dtype=torch.int32, device=gpu), torch.full((n,), 1e-4, device=gpu),
                     torch.randn(n, device=gpu), [0, 0, 0, 0], [], (m, n), torch.bfloat16, None)
-        base = time_ms([lambda w=w: _triton_int8.run_int8_gemm(x_u8, w, True, *epilogue) for w in weights])
+        base = gpu_graph_ms([lambda w=w: _triton_int8.run_int8_gemm(x_u8, w, True, *epilogue) for w in weights])
         print(f"rows {m} {n}x{k}: int8_gemm (pointer loads, default tile) {base * 1000:.1f} us "
               f"({ops / base / 1e9:.0f} TOP/s)", flush=True)
         results = []
         for variant in VARIANTS:
             try:
-                ms = time_ms([lambda w=w: run_tma(x_u8, w, True, *epilogue, variant) for w in weights])
+                ms = gpu_graph_ms([lambda w=w: run_tma(x_u8, w, True, *epilogue, variant) for w in weights])
             except Exception as e:  # noqa: BLE001 (a variant this Triton or GPU cannot build)
                 print(f"   {variant}: {type(e).__name__}: {str(e)[:120]}", flush=True)
                 continue

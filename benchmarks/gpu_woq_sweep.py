@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import sys
+from pathlib import Path
 
 import torch
 
@@ -17,31 +19,8 @@ from ipexconvert.ir.opdef import get_op
 from ipexconvert.ir.spec import TensorSpec
 from ipexconvert.runtime.kernels import NodeContext
 
-
-def time_ms(fns, replays: int = 10) -> float:
-    """GPU milliseconds a call: one call of each of `fns` (each on weights of its own, together larger than the
-    L2 cache, as a decode step's layers are) captured in one CUDA graph, replayed (so the launches' CPU cost, which
-    dwarfs a small GEMV's, is not counted), the median of `replays`."""
-    calls = len(fns)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for fn in fns:
-            fn()  # warm-up (Triton compiles, cuBLAS workspaces) outside the capture
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for fn in fns:
-            fn()
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / calls)
-    return sorted(times)[len(times) // 2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import gpu_graph_ms  # noqa: E402
 
 
 def main() -> None:
@@ -67,7 +46,7 @@ def main() -> None:
         codes_list = [codes.clone() for _ in range(copies)]
         weights = [torch.randn(n, k, dtype=torch.bfloat16, device=gpu) for _ in range(max(4, -(-(400 << 20) // (n * k * 2))))]
         xb = x.bfloat16()
-        bf16 = time_ms([lambda w=w: torch.nn.functional.linear(xb, w) for w in weights])
+        bf16 = gpu_graph_ms([lambda w=w: torch.nn.functional.linear(xb, w) for w in weights])
         del weights
         print(f"{n}x{k}: torch bf16 GEMV {bf16 * 1000:.1f} us ({n * k * 2 / bf16 / 1e6:.0f} GB/s)", flush=True)
         attrs = op.parse_attrs({"bits": args.bits, "group_size": args.group, "activations": args.activations})
@@ -83,7 +62,7 @@ def main() -> None:
             kernels = [woq_linear.triton_woq_linear(NodeContext(
                 op="woq_linear", attrs=attrs, constants=(None, c, scales, None, None), input_specs=specs,
                 output_specs=tuple(op.infer(specs, attrs)), device="cuda", isa="sm")) for c in codes_list]
-            ms = time_ms([lambda kernel=kernel: kernel.fn([x, None, None, None, None], {}) for kernel in kernels])
+            ms = gpu_graph_ms([lambda kernel=kernel: kernel.fn([x, None, None, None, None], {}) for kernel in kernels])
             results.append((ms, block_n, chunk, warps, programs))
         woq_linear.TILES[kind] = default
         for ms, block_n, chunk, warps, programs in sorted(results)[:8]:

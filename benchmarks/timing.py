@@ -21,3 +21,30 @@ def settle(fn) -> None:
     our int8 ResNet-50 took 7.7-11.7 ms so against 5.1 ms back to back (session 18)."""
     time.sleep(PAUSE_S)
     fn()
+
+
+def gpu_graph_ms(fns, replays: int = 10) -> float:
+    """GPU milliseconds a call: one call of each of `fns` captured in one CUDA graph and replayed (so the launches'
+    CPU cost, which dwarfs a small kernel's, is not counted), the median of `replays` replays over len(fns).
+    Warm-up calls (Triton compiles, cuBLAS workspaces) run first, outside the capture."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for fn in fns:
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for fn in fns:
+            fn()
+    times = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / len(fns))
+    return sorted(times)[len(times) // 2]

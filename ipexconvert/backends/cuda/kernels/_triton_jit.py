@@ -115,6 +115,18 @@ def epilogue(acc_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, ro
 
 
 @triton.jit
+def grouped_tile(rows, cols, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """This program's (row block, column block): GROUP_M row blocks walk the column blocks together, so a weight
+    block is read from L2 by all of them."""
+    pid = tl.program_id(0)
+    blocks_m = tl.cdiv(rows, BLOCK_M)
+    per_group = GROUP_M * tl.cdiv(cols, BLOCK_N)
+    first_m = (pid // per_group) * GROUP_M
+    group_rows = tl.minimum(blocks_m - first_m, GROUP_M)
+    return first_m + (pid % per_group) % group_rows, (pid % per_group) // group_rows
+
+
+@triton.jit
 def int8_gemm(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, rows, cols, K, x_row_stride,
               a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale, operand_zero,
               inv_out_scale, out_zero_point, lo, hi,
@@ -123,16 +135,9 @@ def int8_gemm(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_p
               QUANTIZE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
               GROUP_M: tl.constexpr):
     """x codes [rows, K] (uint8 flipped to int8 by FLIP: x - 128) times w [cols, K] int8 (K contiguous), summed
-    in int32 on the tensor cores, then epilogue_tile: the qlinear in one kernel. Program order: GROUP_M row
-    blocks walk the column blocks together, so a weight block is read from L2 by all of them."""
-    pid = tl.program_id(0)
-    blocks_m = tl.cdiv(rows, BLOCK_M)
-    blocks_n = tl.cdiv(cols, BLOCK_N)
-    per_group = GROUP_M * blocks_n
-    first_m = (pid // per_group) * GROUP_M
-    group_rows = tl.minimum(blocks_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_rows
-    pid_n = (pid % per_group) // group_rows
+    in int32 on the tensor cores, then epilogue_tile: the qlinear in one kernel (programs in grouped_tile's
+    order)."""
+    pid_m, pid_n = grouped_tile(rows, cols, BLOCK_M, BLOCK_N, GROUP_M)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     k = tl.arange(0, BLOCK_K)
@@ -170,14 +175,7 @@ def int8_conv(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_p
     and w [cols, taps, C] int8 (C % BLOCK_K == 0, so a k step stays in one tap). A padded position reads the
     zero point's code (x - zp = 0), so the zero-point column term stays one constant a column. Then
     epilogue_tile."""
-    pid = tl.program_id(0)
-    blocks_m = tl.cdiv(rows, BLOCK_M)
-    blocks_n = tl.cdiv(cols, BLOCK_N)
-    per_group = GROUP_M * blocks_n
-    first_m = (pid // per_group) * GROUP_M
-    group_rows = tl.minimum(blocks_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_rows
-    pid_n = (pid % per_group) // group_rows
+    pid_m, pid_n = grouped_tile(rows, cols, BLOCK_M, BLOCK_N, GROUP_M)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     pixel = rm % rows
