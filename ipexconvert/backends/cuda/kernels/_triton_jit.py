@@ -33,11 +33,35 @@ def silu(y):  # float32 y: the post-op, silu_mul and the down projection's prolo
 
 
 @triton.jit
+def gelu(y):
+    """The erf GELU written as 0.5 y erfc(-y / sqrt(2)), erfc(z) for z >= 0 as t exp(-z^2 + P(t)), t = 1 / (1 + z / 2),
+    with the Chebyshev coefficients of Numerical Recipes' erfcc (fractional error below 1.2e-7 for every z), and
+    erfc(-z) = 2 - erfc(z). As erfc, the negative tail keeps its relative accuracy (1 + erf(x) cancels there: torch's
+    float32 GELU is 1e-3 off relatively at -6). In base 2: u = |z| sqrt(log2 e), the coefficients times log2 e, so
+    the exponential is one exp2 of P(t) - u^2; the reciprocal is the fast one (2 ulp). 18 instructions an element
+    for sm_90 against 32 with libdevice's erf (which picks one of two coefficient sets per element)."""
+    u = tl.abs(y) * 0.8493218002880191  # |y| / sqrt(2) * sqrt(log2 e)
+    t = tl.fdiv(1.0, 1.0 + 0.41627730557884884 * u, ieee_rounding=False)  # 1 / (1 + |y| / sqrt(2) / 2)
+    p = 0.24651729790196045
+    p = p * t - 1.1861149450768025
+    p = p * t + 2.147474463933521
+    p = p * t - 1.637753152343414
+    p = p * t + 0.40232158165127635
+    p = p * t - 0.2687568603388257
+    p = p * t + 0.1396300565225048
+    p = p * t + 0.5397006155284324
+    p = p * t + 1.4427292039075317
+    p = p * t - 1.825748218405333
+    r = t * tl.math.exp2(p - u * u)  # erfc(|y| / sqrt(2))
+    return 0.5 * y * tl.where(y <= 0.0, r, 2.0 - r)
+
+
+@triton.jit
 def post_op(y, code: tl.constexpr, a, b):
     if code == 1:
         y = tl.maximum(y, 0.0)
     elif code == 2:
-        y = 0.5 * y * (1.0 + tl.math.erf(y * 0.7071067811865476))
+        y = gelu(y)
     elif code == 3:
         inner = 0.7978845608028654 * (y + 0.044715 * y * y * y)
         y = 0.5 * y * (1.0 + (2.0 / (1.0 + tl.exp(-2.0 * inner)) - 1.0))
