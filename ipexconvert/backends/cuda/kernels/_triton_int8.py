@@ -213,13 +213,12 @@ def run_quantize_heads_last(y: torch.Tensor, removed: Optional[torch.Tensor], sc
     b, h, length, e = y.shape
     out = torch.empty((b, length, h, e), dtype=torch.uint8 if dtype == "uint8" else torch.int8, device=y.device)
     lo, hi = QRANGE[dtype]
-    n = out.numel()
-    if n:
+    if out.numel():
         r_strides = (0, 0, 0) if removed is None else removed.expand(b, h, length, 1).stride()[:3]
-        block = 1024
-        _triton.jit().quantize_heads_last[((n + block - 1) // block,)](
-            y, y if removed is None else removed, y if multiplier is None else multiplier, out, n, length, h, e,
-            *y.stride(), *r_strides, inverse_scale(scale), float(zero_point), float(lo), float(hi),
+        block = min(1024, _next_power_of_2(h * e))
+        _triton.jit().quantize_heads_last[(b * length, (h * e + block - 1) // block)](
+            y, y if removed is None else removed, y if multiplier is None else multiplier, out, length, h,
+            *y.stride(), *r_strides, inverse_scale(scale), float(zero_point), float(lo), float(hi), E=e,
             HAS_MULTIPLIER=multiplier is not None, HAS_REMOVED=removed is not None, BLOCK=block, num_warps=4)
     return out.transpose(1, 2)
 

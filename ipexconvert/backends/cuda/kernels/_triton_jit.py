@@ -241,29 +241,30 @@ def quantize(x_ptr, m_ptr, out_ptr, n, channels, inv_scale, zero_point, lo, hi,
 
 
 @triton.jit
-def quantize_heads_last(y_ptr, removed_ptr, m_ptr, out_ptr, n, L, H, E, y_sb, y_sh, y_sl, y_se, r_sb, r_sh, r_sl,
-                        inv_scale, zero_point, lo, hi, HAS_MULTIPLIER: tl.constexpr, HAS_REMOVED: tl.constexpr,
-                        BLOCK: tl.constexpr):
+def quantize_heads_last(y_ptr, removed_ptr, m_ptr, out_ptr, L, H, y_sb, y_sh, y_sl, y_se, r_sb, r_sh, r_sl,
+                        inv_scale, zero_point, lo, hi, E: tl.constexpr, HAS_MULTIPLIER: tl.constexpr,
+                        HAS_REMOVED: tl.constexpr, BLOCK: tl.constexpr):
     """Attention's output y [B, H, L, E] (any strides) to codes in heads-last memory [B, L, H, E], the rows the
     mask removes entirely (removed, broadcast over [B, H, L]) as 0, the multiplier over H * E: sdpa's fill and
-    quantize in one pass."""
-    i = (tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
-    inside = i < n
-    e = i % E
-    t = i // E
-    h = t % H
-    t = t // H
-    line = t % L
-    b = t // L
-    x = tl.load(y_ptr + b * y_sb + h * y_sh + line * y_sl + e * y_se, mask=inside, other=0.0).to(tl.float32)
+    quantize in one pass. A program takes BLOCK of one output row's H * E codes (program 0: the row b * L + line),
+    so the only divisions are by the head size, a power of two."""
+    row = tl.program_id(0)
+    b = row // L
+    line = row % L
+    j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    inside = j < H * E
+    h = j // E
+    e = j % E
+    x = tl.load(y_ptr + b.to(tl.int64) * y_sb + line * y_sl + h * y_sh + e * y_se, mask=inside, other=0.0)
+    x = x.to(tl.float32)
     if HAS_REMOVED:
-        removed = tl.load(removed_ptr + b * r_sb + h * r_sh + line * r_sl, mask=inside, other=0)
+        removed = tl.load(removed_ptr + b.to(tl.int64) * r_sb + line * r_sl + h * r_sh, mask=inside, other=0)
         x = tl.where(removed != 0, 0.0, x)
     m = 0.0
     if HAS_MULTIPLIER:
-        m = tl.load(m_ptr + i % (H * E), mask=inside, other=0.0)
+        m = tl.load(m_ptr + j, mask=inside, other=0.0)
     q = codes_of(x, m, inv_scale, zero_point, lo, hi, HAS_MULTIPLIER)
-    tl.store(out_ptr + i, q.to(out_ptr.dtype.element_ty), mask=inside)
+    tl.store(out_ptr + row.to(tl.int64) * (H * E) + j, q.to(out_ptr.dtype.element_ty), mask=inside)
 
 
 @triton.jit
