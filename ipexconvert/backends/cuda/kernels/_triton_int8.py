@@ -241,10 +241,15 @@ def run_quantize(x: torch.Tensor, scale: float, zero_point: int, dtype: str,
     out = torch.empty_like(x, dtype=torch.uint8 if dtype == "uint8" else torch.int8)
     lo, hi = QRANGE[dtype]
     n = x.numel()
+    channels = channels or (x.shape[-1] if x.dim() else 1)
     if n:
-        block = 1024
-        _triton.jit().quantize[((n + block - 1) // block,)](
-            x, x if multiplier is None else multiplier, out, n, channels or (x.shape[-1] if x.dim() else 1),
-            inverse_scale(scale), float(zero_point), float(lo), float(hi),
-            HAS_MULTIPLIER=multiplier is not None, BLOCK=block, num_warps=4)
+        if multiplier is None:
+            block = 1024
+            grid = ((n + block - 1) // block,)
+        else:  # a program per row and block of its channels
+            block = min(1024, _next_power_of_2(channels))
+            grid = (n // channels, (channels + block - 1) // block)
+        _triton.jit().quantize[grid](x, x if multiplier is None else multiplier, out, n, channels,
+                                     inverse_scale(scale), float(zero_point), float(lo), float(hi),
+                                     HAS_MULTIPLIER=multiplier is not None, BLOCK=block, num_warps=4)
     return out

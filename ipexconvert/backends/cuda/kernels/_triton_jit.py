@@ -230,12 +230,19 @@ def int8_conv(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_p
 @triton.jit
 def quantize(x_ptr, m_ptr, out_ptr, n, channels, inv_scale, zero_point, lo, hi,
              HAS_MULTIPLIER: tl.constexpr, BLOCK: tl.constexpr):
-    i = (tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
-    inside = i < n
-    x = tl.load(x_ptr + i, mask=inside, other=0.0).to(tl.float32)
-    m = 0.0
+    """Codes of x's n values. With a multiplier over the innermost `channels` values, program (row, block of the
+    row's channels), so no value's channel is found by a division (a 64-bit modulo cost 48 instructions a value);
+    without, BLOCK values a program."""
     if HAS_MULTIPLIER:
-        m = tl.load(m_ptr + i % channels, mask=inside, other=0.0)
+        c = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        i = tl.program_id(0).to(tl.int64) * channels + c
+        inside = c < channels
+        m = tl.load(m_ptr + c, mask=inside, other=0.0)
+    else:
+        i = (tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
+        inside = i < n
+        m = 0.0
+    x = tl.load(x_ptr + i, mask=inside, other=0.0).to(tl.float32)
     q = codes_of(x, m, inv_scale, zero_point, lo, hi, HAS_MULTIPLIER)
     tl.store(out_ptr + i, q.to(out_ptr.dtype.element_ty), mask=inside)
 
