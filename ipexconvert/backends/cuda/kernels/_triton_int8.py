@@ -25,6 +25,7 @@ from typing import Optional, Sequence
 
 import torch
 
+from ....ir import dtypes
 from . import _triton
 
 UNARY_CODES = {"relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4, "sigmoid": 5, "tanh": 6}
@@ -48,6 +49,26 @@ def post_op_codes(post_ops) -> Optional[tuple[list[int], list[int]]]:
     if len(codes) > MAX_POST_OPS:
         return None
     return codes + [0] * (MAX_POST_OPS - len(codes)), operands
+
+
+@dataclass(frozen=True)
+class EpiloguePlan:
+    """What an int8 layer's attrs ask of the Triton epilogue: post-op codes, the node inputs that are their operands,
+    requantization ((scale, zero point, dtype), or None for a float output) and the output's torch dtype."""
+    codes: list
+    operand_slots: list
+    quantize: Optional[tuple]
+    out_dtype: torch.dtype
+
+    @classmethod
+    def of(cls, attrs) -> Optional["EpiloguePlan"]:
+        """None when the post-op chain does not fit the epilogue."""
+        fused = post_op_codes(attrs.post_ops)
+        if fused is None:
+            return None
+        quantize = ((attrs.output_scale, attrs.output_zero_point, attrs.output_dtype)
+                    if attrs.output_dtype in QRANGE else None)
+        return cls(fused[0], fused[1], quantize, dtypes.to_torch(attrs.output_dtype))
 
 
 def inverse_scale(scale: float) -> float:

@@ -21,8 +21,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from ....ir import dtypes
-from ....ir.ops._quant import QRANGE, finish
+from ....ir.ops._quant import finish
 from ....ir.ops.qconv2d import dequantize_accum
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from . import _triton_int8
@@ -43,15 +42,12 @@ def _tf32_conv(attrs, weight: torch.Tensor):
 class _Epilogue:
     """The constants of a qconv2d node's Triton epilogue (_triton_int8.run_epilogue's arguments)."""
 
-    def __init__(self, ctx: NodeContext, codes: list[int], operand_slots: list[int],
-                 operand_codes: Optional[tuple[float, int]]):
+    def __init__(self, ctx: NodeContext, plan: _triton_int8.EpiloguePlan, operand_codes: Optional[tuple[float, int]]):
         attrs, scales, bias = ctx.attrs, ctx.constants[2], ctx.constants[3]
-        self.codes, self.operand_slots, self.operand_codes = codes, operand_slots, operand_codes
+        self.codes, self.operand_slots, self.operand_codes = plan.codes, plan.operand_slots, operand_codes
+        self.quantize, self.out_dtype = plan.quantize, plan.out_dtype
         self.col_scale = (attrs.x_scale * scales.float()).contiguous()
         self.bias = None if bias is None else bias.float().contiguous()
-        self.quantize = ((attrs.output_scale, attrs.output_zero_point, attrs.output_dtype)
-                         if attrs.output_dtype in QRANGE else None)
-        self.out_dtype = dtypes.to_torch(attrs.output_dtype)
         self.consumed = frozenset({1, 2} | ({3} if bias is not None else set()))
 
     @classmethod
@@ -59,18 +55,17 @@ class _Epilogue:
         """None where the constants are not known or the post-ops do not fit the Triton epilogue."""
         attrs = ctx.attrs
         weight, scales, bias = ctx.constants[1], ctx.constants[2], ctx.constants[3]
-        fused = _triton_int8.post_op_codes(attrs.post_ops)
+        plan = _triton_int8.EpiloguePlan.of(attrs)
         if (weight is None or scales is None or weight.dim() != 4 or (ctx.input_specs[3] is not None and bias is None)
-                or fused is None):
+                or plan is None):
             return None
-        codes, operand_slots = fused
         adds = {p.operand for p in attrs.post_ops if p.kind == "add" and p.operand is not None}
         operand_codes = None
         if attrs.accum_scale is not None:
-            if set(operand_slots) - adds:
+            if set(plan.operand_slots) - adds:
                 return None  # one dequantization for all operands: only add operands are codes
             operand_codes = (attrs.accum_scale, attrs.accum_zero_point)
-        return cls(ctx, codes, operand_slots, operand_codes)
+        return cls(ctx, plan, operand_codes)
 
 
 def _dense_4d(inputs: list, slots: list[int]) -> bool:

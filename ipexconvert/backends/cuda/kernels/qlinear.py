@@ -3,8 +3,8 @@ Factories in preference order:
 
 triton_int8_gemm: the GEMM and the epilogue in one Triton kernel (_triton_int8.run_int8_gemm).
 
-triton_int_mm: torch._int_mm (cuBLASLt), then the epilogue (zero-point term, scales, bias, post-ops, output dtype or requantized codes) in one
-Triton kernel (_triton_int8.py).
+triton_int_mm: torch._int_mm (cuBLASLt), then the epilogue (zero-point term, scales, bias, post-ops, output dtype
+or requantized codes) in one Triton kernel (_triton_int8.py).
 
 torch_cuda: the same epilogue in torch operators, then the op's own finish.
 
@@ -19,8 +19,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from ....ir import dtypes
-from ....ir.ops._quant import QRANGE, finish
+from ....ir.ops._quant import finish
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from . import _triton_int8
 from ._triton import triton_missing
@@ -62,24 +61,12 @@ class _IntGemm:
         return torch._int_mm(rows, self.weight_kn)[:m]
 
 
-def _epilogue_of(ctx: NodeContext):
-    """(post-op codes, operand slots, requantize (scale, zero point, dtype) or None, output torch dtype), or None
-    when the post-op chain does not fit the Triton epilogue."""
-    attrs = ctx.attrs
-    fused = _triton_int8.post_op_codes(attrs.post_ops)
-    if fused is None:
-        return None
-    quantize = (attrs.output_scale, attrs.output_zero_point, attrs.output_dtype) if attrs.output_dtype in QRANGE else None
-    return fused[0], fused[1], quantize, dtypes.to_torch(attrs.output_dtype)
-
-
 @register_kernel("cuda", "qlinear", runs_at=triton_missing)
 def triton_int8_gemm_qlinear(ctx: NodeContext) -> Optional[Kernel]:
     """One Triton kernel: the int8 GEMM on the tensor cores and the epilogue (up to 4 post-ops, 2 operands)."""
-    gemm, epilogue = _IntGemm.of(ctx, multiple=1), _epilogue_of(ctx)
-    if gemm is None or epilogue is None:
+    gemm, plan = _IntGemm.of(ctx, multiple=1), _triton_int8.EpiloguePlan.of(ctx.attrs)
+    if gemm is None or plan is None:
         return None
-    codes, operand_slots, quantize, out_dtype = epilogue
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
@@ -87,8 +74,8 @@ def triton_int8_gemm_qlinear(ctx: NodeContext) -> Optional[Kernel]:
         if rows.stride(-1) != 1:
             rows = rows.contiguous()
         return _triton_int8.run_int8_gemm(rows, gemm.weight_nk, gemm.shift != 0, gemm.offset, gemm.col_scale,
-                                          gemm.bias, codes, [inputs[i] for i in operand_slots],
-                                          (*x.shape[:-1], gemm.n), out_dtype, quantize)
+                                          gemm.bias, plan.codes, [inputs[i] for i in plan.operand_slots],
+                                          (*x.shape[:-1], gemm.n), plan.out_dtype, plan.quantize)
 
     return Kernel(run, "triton:qlinear_int8_gemm", gemm.consumed, fresh_output=True)
 
@@ -96,16 +83,15 @@ def triton_int8_gemm_qlinear(ctx: NodeContext) -> Optional[Kernel]:
 @register_kernel("cuda", "qlinear", runs_at=triton_missing)
 def triton_int_mm_qlinear(ctx: NodeContext) -> Optional[Kernel]:
     """_int_mm, then one Triton kernel for the epilogue (up to 4 post-ops, 2 operands)."""
-    gemm, epilogue = _IntGemm.of(ctx), _epilogue_of(ctx)
-    if gemm is None or epilogue is None:
+    gemm, plan = _IntGemm.of(ctx), _triton_int8.EpiloguePlan.of(ctx.attrs)
+    if gemm is None or plan is None:
         return None
-    codes, operand_slots, quantize, out_dtype = epilogue
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
-        return _triton_int8.run_epilogue(gemm(x), gemm.offset, gemm.col_scale, gemm.bias, codes,
-                                         [inputs[i] for i in operand_slots], (*x.shape[:-1], gemm.n), out_dtype,
-                                         quantize)
+        return _triton_int8.run_epilogue(gemm(x), gemm.offset, gemm.col_scale, gemm.bias, plan.codes,
+                                         [inputs[i] for i in plan.operand_slots], (*x.shape[:-1], gemm.n),
+                                         plan.out_dtype, plan.quantize)
 
     return Kernel(run, "triton:qlinear_int_mm", gemm.consumed, fresh_output=True)
 
