@@ -226,20 +226,23 @@ def _next_power_of_2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-def run_quantize_heads_last(y: torch.Tensor, removed: Optional[torch.Tensor], scale: float, zero_point: int,
-                            dtype: str, multiplier: Optional[torch.Tensor]) -> torch.Tensor:
-    """Codes of attention's output y [B, H, L, E] in heads-last memory (returned as [B, H, L, E], a transposed
-    view), with the rows `removed` marks (bool, broadcastable to [B, H, L, 1]) as 0 first; the multiplier runs
-    over H * E."""
+def run_heads_last(y: torch.Tensor, removed: Optional[torch.Tensor],
+                   quantize: Optional[tuple[float, int, str]] = None,
+                   multiplier: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Attention's output y [B, H, L, E] in heads-last memory (returned as [B, H, L, E], a transposed view), the
+    rows `removed` marks (bool, broadcastable to [B, H, L, 1]) as 0; with quantize ((scale, zero point, dtype)) as
+    codes, the multiplier running over H * E."""
     b, h, length, e = y.shape
-    out = torch.empty((b, length, h, e), dtype=torch.uint8 if dtype == "uint8" else torch.int8, device=y.device)
-    lo, hi = QRANGE[dtype]
+    dtype = y.dtype if quantize is None else (torch.uint8 if quantize[2] == "uint8" else torch.int8)
+    out = torch.empty((b, length, h, e), dtype=dtype, device=y.device)
+    inv, zp, (lo, hi) = (1.0, 0, (0, 0)) if quantize is None else (inverse_scale(quantize[0]), quantize[1],
+                                                                    QRANGE[quantize[2]])
     if out.numel():
         r_strides = (0, 0, 0) if removed is None else removed.expand(b, h, length, 1).stride()[:3]
         block = min(1024, _next_power_of_2(h * e))
-        _triton.jit().quantize_heads_last[(b * length, (h * e + block - 1) // block)](
+        _triton.jit().heads_last_rows[(b * length, (h * e + block - 1) // block)](
             y, y if removed is None else removed, y if multiplier is None else multiplier, out, length, h,
-            *y.stride(), *r_strides, inverse_scale(scale), float(zero_point), float(lo), float(hi), E=e,
+            *y.stride(), *r_strides, inv, float(zp), float(lo), float(hi), E=e, QUANTIZE=quantize is not None,
             HAS_MULTIPLIER=multiplier is not None, HAS_REMOVED=removed is not None, BLOCK=block, num_warps=4)
     return out.transpose(1, 2)
 

@@ -248,13 +248,14 @@ def quantize(x_ptr, m_ptr, out_ptr, n, channels, inv_scale, zero_point, lo, hi,
 
 
 @triton.jit
-def quantize_heads_last(y_ptr, removed_ptr, m_ptr, out_ptr, L, H, y_sb, y_sh, y_sl, y_se, r_sb, r_sh, r_sl,
-                        inv_scale, zero_point, lo, hi, E: tl.constexpr, HAS_MULTIPLIER: tl.constexpr,
-                        HAS_REMOVED: tl.constexpr, BLOCK: tl.constexpr):
-    """Attention's output y [B, H, L, E] (any strides) to codes in heads-last memory [B, L, H, E], the rows the
-    mask removes entirely (removed, broadcast over [B, H, L]) as 0, the multiplier over H * E: sdpa's fill and
-    quantize in one pass. A program takes BLOCK of one output row's H * E codes (program 0: the row b * L + line),
-    so the only divisions are by the head size, a power of two."""
+def heads_last_rows(y_ptr, removed_ptr, m_ptr, out_ptr, L, H, y_sb, y_sh, y_sl, y_se, r_sb, r_sh, r_sl,
+                    inv_scale, zero_point, lo, hi, E: tl.constexpr, QUANTIZE: tl.constexpr,
+                    HAS_MULTIPLIER: tl.constexpr, HAS_REMOVED: tl.constexpr, BLOCK: tl.constexpr):
+    """Attention's output y [B, H, L, E] (any strides) into heads-last memory [B, L, H, E] (the layout the heads
+    are merged in next), the rows the mask removes entirely (removed, broadcast over [B, H, L]) as 0, and with
+    QUANTIZE as codes (the multiplier over H * E): sdpa's fill, copy and quantize in one pass. A program takes
+    BLOCK of one output row's H * E values (program 0: the row b * L + line), so the only divisions are by the
+    head size."""
     row = tl.program_id(0)
     b = row // L
     line = row % L
@@ -263,15 +264,15 @@ def quantize_heads_last(y_ptr, removed_ptr, m_ptr, out_ptr, L, H, y_sb, y_sh, y_
     h = j // E
     e = j % E
     x = tl.load(y_ptr + b.to(tl.int64) * y_sb + line * y_sl + h * y_sh + e * y_se, mask=inside, other=0.0)
-    x = x.to(tl.float32)
     if HAS_REMOVED:
         removed = tl.load(removed_ptr + b.to(tl.int64) * r_sb + line * r_sl + h * r_sh, mask=inside, other=0)
         x = tl.where(removed != 0, 0.0, x)
-    m = 0.0
-    if HAS_MULTIPLIER:
-        m = tl.load(m_ptr + j, mask=inside, other=0.0)
-    q = codes_of(x, m, inv_scale, zero_point, lo, hi, HAS_MULTIPLIER)
-    tl.store(out_ptr + row.to(tl.int64) * (H * E) + j, q.to(out_ptr.dtype.element_ty), mask=inside)
+    if QUANTIZE:
+        m = 0.0
+        if HAS_MULTIPLIER:
+            m = tl.load(m_ptr + j, mask=inside, other=0.0)
+        x = codes_of(x.to(tl.float32), m, inv_scale, zero_point, lo, hi, HAS_MULTIPLIER)
+    tl.store(out_ptr + row.to(tl.int64) * (H * E) + j, x.to(out_ptr.dtype.element_ty), mask=inside)
 
 
 @triton.jit

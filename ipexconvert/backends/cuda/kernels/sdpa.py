@@ -8,7 +8,8 @@ shapes (a prompt), quantizing and causal nodes take the torch path below.
 
 torch: torch's attention (flash / memory-efficient / cuDNN, torch picks per shape), with the
 fully-masked-row rule applied without asking the GPU whether any row is fully masked (a captured graph
-cannot read back): the fill always runs, writing the heads-last layout the next reshape wants. The mask's cast to the activations' dtype and which rows it
+cannot read back): the fill always runs, writing the heads-last layout the next reshape wants (one Triton pass,
+with the codes when the node quantizes for an int8 layer; torch's where without Triton). The mask's cast to the activations' dtype and which rows it
 removes are found once per mask tensor and run (run_scope.py): every layer of an encoder reads the same
 mask, so the other layers reuse the first one's."""
 from __future__ import annotations
@@ -53,7 +54,7 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
         return None
     import triton  # (runs_at has said it is here)
 
-    fallback = torch_path(attrs, fast_quantize=True)
+    fallback = torch_path(attrs, with_triton=True)
     tickets: dict[int, torch.Tensor] = {}  # per number of head groups; the last program of a group resets its own
 
     def run(inputs: list, dims: dict[str, int]):
@@ -95,30 +96,32 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
 
 @register_kernel("cuda", "sdpa")
 def torch_cuda_sdpa(ctx: NodeContext) -> Optional[Kernel]:
-    return Kernel(torch_path(ctx.attrs, fast_quantize=triton_missing(ctx.isa) is None), "torch_cuda:sdpa")
+    return Kernel(torch_path(ctx.attrs, with_triton=triton_missing(ctx.isa) is None), "torch_cuda:sdpa")
 
 
-def torch_path(attrs, fast_quantize: bool):
-    """The torch path's run; fast_quantize: a quantizing node's codes through Triton (_triton_int8.py)."""
+def torch_path(attrs, with_triton: bool):
+    """The torch path's run; with_triton (Triton is here): the fill, the heads-last copy and a quantizing node's
+    codes in one Triton pass (_triton_int8.run_heads_last) instead of torch's where and quantize."""
+    quantize = None if attrs.quantize is None else (attrs.quantize.scale, attrs.quantize.zero_point,
+                                                     attrs.quantize.dtype)
 
-    def codes(y: torch.Tensor, removed, inputs: list) -> torch.Tensor:  # the fill and the codes, one kernel
-        qa, multiplier = attrs.quantize, inputs[4] if len(inputs) > 4 else None
-        return _triton_int8.run_quantize_heads_last(y, removed, qa.scale, qa.zero_point, qa.dtype,
-                                                    None if multiplier is None else multiplier.float())
-
-    quantizing = attrs.quantize is not None and fast_quantize
+    def finish_rows(y: torch.Tensor, removed, inputs: list) -> torch.Tensor:
+        multiplier = inputs[4] if len(inputs) > 4 and quantize is not None else None
+        return _triton_int8.run_heads_last(y, removed, quantize, None if multiplier is None else multiplier.float())
 
     def run(inputs: list, dims: dict[str, int]):
         q, k, v, mask = inputs[:4]
         if mask is None:
             y = attention(inputs, attrs)
-            return codes(y, None, inputs) if quantizing and y.dim() == 4 else quantize_output(y, inputs, attrs)
+            if with_triton and quantize is not None and y.dim() == 4:
+                return finish_rows(y, None, inputs)
+            return quantize_output(y, inputs, attrs)
         cast, removed, zero = _prepared(mask, q.dtype)
         y = attention([q, k, v, cast], attrs)
-        if quantizing and y.dim() == 4:
-            return codes(y, removed, inputs)
         if y.dim() != 4:
             return quantize_output(y.masked_fill_(removed, 0), inputs, attrs)
+        if with_triton:
+            return finish_rows(y, removed, inputs)
         # The fill writes [batch, q_len, heads, head_dim] memory (viewed as y's shape): the layout the
         # heads are merged in next, so that reshape is a view instead of another copy.
         b, h, length, e = y.shape
