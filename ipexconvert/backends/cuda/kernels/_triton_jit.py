@@ -38,7 +38,7 @@ def gelu(y):
     with the Chebyshev coefficients of Numerical Recipes' erfcc (fractional error below 1.2e-7 for every z), and
     erfc(-z) = 2 - erfc(z). As erfc, the negative tail keeps its relative accuracy (1 + erf(x) cancels there: torch's
     float32 GELU is 1e-3 off relatively at -6). In base 2: u = |z| sqrt(log2 e), the coefficients times log2 e, so
-    the exponential is one exp2 of P(t) - u^2; the reciprocal is the fast one (2 ulp). 18 instructions an element
+    the exponential is one exp2 of P(t) - u^2; the reciprocal is the fast one (2 ulp). 26 instructions an element
     for sm_90 against 32 with libdevice's erf (which picks one of two coefficient sets per element)."""
     u = tl.abs(y) * 0.8493218002880191  # |y| / sqrt(2) * sqrt(log2 e)
     t = tl.fdiv(1.0, 1.0 + 0.41627730557884884 * u, ieee_rounding=False)  # 1 / (1 + |y| / sqrt(2) / 2)
