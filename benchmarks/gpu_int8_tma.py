@@ -110,7 +110,6 @@ def main() -> None:
         return
     from timing import gpu_graph_ms
 
-    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     gpu = torch.device("cuda", 0)
     for m, shape in itertools.product((int(r) for r in args.rows.split(",")), args.shapes.split(",")):
         n, k = (int(v) for v in shape.split("x"))
