@@ -243,6 +243,12 @@ CASES: dict[str, dict[str, Case]] = {
             (In((2, 8, 9, 9), layout="channels_last"),), budget="exact"),
         "u8-channels-last-2x2": Case({"kernel_size": [2, 2], "stride": [2, 2]},
                                      (In((1, 4, 8, 8), "uint8", "codes", layout="channels_last"),), budget="exact"),
+        "u8-channels-last-3x3-stride2-pad1-70ch": Case(  # ResNet's stem pool; channels past a block, padding
+            {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1]},
+            (In((2, 70, 11, 11), "uint8", "codes", layout="channels_last"),), budget="exact"),
+        "i8-channels-last-dilated-pad": Case(  # int8 codes: padding must lose to -128
+            {"kernel_size": [3, 2], "stride": [1, 2], "padding": [1, 1], "dilation": [2, 1]},
+            (In((1, 24, 7, 6), "int8", "codes", layout="channels_last"),), budget="exact"),
         "bf16-channels-last-dilated": Case(
             {"kernel_size": [3, 3], "stride": [1, 1], "padding": [1, 1], "dilation": [2, 1]},
             (In((1, 16, 7, 6), "bfloat16", layout="channels_last"),), budget="exact"),

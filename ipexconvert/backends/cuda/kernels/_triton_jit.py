@@ -276,6 +276,32 @@ def heads_last_rows(y_ptr, removed_ptr, m_ptr, out_ptr, L, H, y_sb, y_sh, y_sl, 
 
 
 @triton.jit
+def max_pool_codes(x_ptr, out_ptr, rows, C, H, W, OH, OW, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, lowest,
+                   KH: tl.constexpr, KW: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
+    """2-D max pooling of integer codes in channels-last memory (x [N, H, W, C], out [N, OH, OW, C]): a program
+    takes BLOCK_P output pixels (rows = N * OH * OW) times BLOCK_C channels; padded positions read `lowest`, the
+    type's smallest code, so they never win (as torch's implicit -inf padding)."""
+    p = tl.program_id(0) * BLOCK_P + tl.arange(0, BLOCK_P)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    pixel_ok = p < rows
+    c_ok = c < C
+    ow = p % OW
+    oh = (p // OW) % OH
+    n = p // (OW * OH)
+    best = tl.full((BLOCK_P, BLOCK_C), lowest, tl.int32)
+    for kh in tl.static_range(KH):
+        for kw in tl.static_range(KW):
+            ih = oh * stride_h - pad_h + kh * dil_h
+            iw = ow * stride_w - pad_w + kw * dil_w
+            inside = pixel_ok & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            at = ((n * H + ih).to(tl.int64) * W + iw) * C
+            v = tl.load(x_ptr + at[:, None] + c[None, :], mask=inside[:, None] & c_ok[None, :], other=lowest)
+            best = tl.maximum(best, v.to(tl.int32))
+    tl.store(out_ptr + p.to(tl.int64)[:, None] * C + c[None, :], best.to(out_ptr.dtype.element_ty),
+             mask=pixel_ok[:, None] & c_ok[None, :])
+
+
+@triton.jit
 def codes_minus_zero_point(x_ptr, out_ptr, n, zero_point, BLOCK: tl.constexpr):
     """Integer codes as float32 less their zero point (exact: |v| < 2^9): a convolution's input on the codes."""
     i = (tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
