@@ -191,7 +191,8 @@ def conv_tile(rows: int, cols: int) -> GemmTile:
 
 
 def conv_block_k(channels: int) -> Optional[int]:
-    """int8_conv's k step: the largest of 128, 64, 32 dividing the input channels (a step stays in one tap), or None."""
+    """int8_conv's k step: the largest of 128, 64, 32 dividing the input channels (a step stays in one tap), or None
+    (then steps of 32 gather across taps)."""
     return next((b for b in (128, 64, 32) if channels % b == 0), None)
 
 
@@ -211,14 +212,15 @@ def run_int8_conv(x: torch.Tensor, weight: torch.Tensor, flip: bool, x_zero_poin
     out = torch.empty((rows, cols), dtype=out_dtype, device=x.device)
     if rows and cols:
         tile = tile or conv_tile(rows, cols)
+        block_k = conv_block_k(c)
         args, flags = _epilogue_args(offset, col_scale, bias, codes, [t.permute(0, 2, 3, 1) for t in operands],
                                      (n, oh, ow, cols), rows, cols, out, quantize, operand_codes)
         grid = (((rows + tile.block_m - 1) // tile.block_m) * ((cols + tile.block_n - 1) // tile.block_n),)
         _triton.jit().int8_conv[grid](x, weight, *args[:8], c, h, w, oh, ow, stride[0], stride[1], padding[0],
                                       padding[1], dilation[0], dilation[1], x_zero_point, *args[8:], **flags,
                                       FLIP=flip, KW=kw, TAPS=kh * kw, BLOCK_M=tile.block_m, BLOCK_N=tile.block_n,
-                                      BLOCK_K=min(tile.block_k, conv_block_k(c)), GROUP_M=tile.group_m,
-                                      num_warps=tile.warps, num_stages=tile.stages)
+                                      BLOCK_K=min(tile.block_k, block_k or 32), GROUP_M=tile.group_m,
+                                      GATHER=block_k is None, num_warps=tile.warps, num_stages=tile.stages)
     return out.reshape(n, oh, ow, cols).permute(0, 3, 1, 2)
 
 

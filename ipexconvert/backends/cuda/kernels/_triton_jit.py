@@ -193,12 +193,13 @@ def int8_conv(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_p
               FLIP: tl.constexpr, KW: tl.constexpr, TAPS: tl.constexpr, HAS_BIAS: tl.constexpr,
               HAS_A: tl.constexpr, HAS_B: tl.constexpr, P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr,
               P3: tl.constexpr, QUANTIZE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-              BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+              BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, GATHER: tl.constexpr):
     """A convolution as an implicit GEMM on the tensor cores: output pixels (rows = N * OH * OW, channels-last)
     times output channels (cols), summed over k = (tap, channel), tap = kh * KW + kw, from x codes [N, H, W, C]
-    and w [cols, taps, C] int8 (C % BLOCK_K == 0, so a k step stays in one tap). A padded position reads the
-    zero point's code (x - zp = 0), so the zero-point column term stays one constant a column. Then
-    epilogue_tile."""
+    and w [cols, taps * C] int8. A padded position reads the zero point's code (x - zp = 0), so the zero-point
+    column term stays one constant a column. Then epilogue_tile. Without GATHER, C % BLOCK_K == 0: a k step stays
+    in one tap and reads BLOCK_K contiguous channels a pixel. With GATHER (few channels, such as an image's 3), a
+    k step spans taps: each k finds its tap and channel, and past taps * C reads zero weights."""
     pid_m, pid_n = grouped_tile(rows, cols, BLOCK_M, BLOCK_N, GROUP_M)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -210,14 +211,25 @@ def int8_conv(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_p
     w_tile = w_ptr + (rn % cols).to(tl.int64)[None, :] * (TAPS * C) + k[:, None]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
     for start in range(0, TAPS * C, BLOCK_K):
-        tap = start // C
-        ih = oh * stride_h - pad_h + (tap // KW) * dil_h
-        iw = ow * stride_w - pad_w + (tap % KW) * dil_w
-        inside = (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-        x_row = x_ptr + ((n * H + ih).to(tl.int64) * W + iw) * C + (start - tap * C)
-        x = tl.load(x_row[:, None] + k[None, :], mask=inside[:, None], other=0)
-        x = tl.where(inside[:, None], x, x_zero_point.to(x.dtype))
-        w = tl.load(w_tile + start)
+        if GATHER:
+            kk = start + k
+            tap = kk // C
+            ih = oh[:, None] * stride_h - pad_h + (tap // KW)[None, :] * dil_h
+            iw = ow[:, None] * stride_w - pad_w + (tap % KW)[None, :] * dil_w
+            inside = (kk < TAPS * C)[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            x = tl.load(x_ptr + ((n[:, None] * H + ih).to(tl.int64) * W + iw) * C + (kk % C)[None, :], mask=inside,
+                        other=0)
+            x = tl.where(inside, x, x_zero_point.to(x.dtype))
+            w = tl.load(w_tile + start, mask=(kk < TAPS * C)[:, None], other=0)
+        else:
+            tap = start // C
+            ih = oh * stride_h - pad_h + (tap // KW) * dil_h
+            iw = ow * stride_w - pad_w + (tap % KW) * dil_w
+            inside = (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            x_row = x_ptr + ((n * H + ih).to(tl.int64) * W + iw) * C + (start - tap * C)
+            x = tl.load(x_row[:, None] + k[None, :], mask=inside[:, None], other=0)
+            x = tl.where(inside[:, None], x, x_zero_point.to(x.dtype))
+            w = tl.load(w_tile + start)
         if FLIP:
             x = (x ^ 0x80).to(tl.int8, bitcast=True)
         acc = tl.dot(x, w, acc, out_dtype=tl.int32)

@@ -1,9 +1,10 @@
 """qconv2d on the GPU. Factories in preference order:
 
 triton_int8: the convolution as an implicit int8 GEMM on the tensor cores with the epilogue, one Triton kernel
-(_triton_int8.run_int8_conv): exact int32 sums, no float copy of the input.
+(_triton_int8.run_int8_conv): exact int32 sums, no float copy of the input (input channels in multiples of 32
+read a tap's channels at once; fewer, as an image's 3, are gathered across taps).
 
-triton_tf32 (groups, or input channels not a multiple of 32): the codes less their zero point as float32 in one
+triton_tf32 (grouped convolutions): the codes less their zero point as float32 in one
 Triton kernel, cuDNN's convolution on them in TF32, then the epilogue (scale, bias, the residual's codes
 dequantized and added, relu, requantize) in one Triton kernel over the channels-last output
 (_triton_int8.run_epilogue, as qlinear's).
@@ -76,10 +77,10 @@ def _dense_4d(inputs: list, slots: list[int]) -> bool:
 @register_kernel("cuda", "qconv2d", runs_at=triton_missing)
 def triton_int8_qconv2d(ctx: NodeContext) -> Optional[Kernel]:
     """One Triton kernel: the convolution as an implicit int8 GEMM on the tensor cores (int32 sums, exact) and
-    the epilogue. Needs groups 1 and input channels in multiples of 32 (ResNet's stem, 3 channels, declines)."""
+    the epilogue. Needs groups 1."""
     attrs, epilogue = ctx.attrs, _Epilogue.of(ctx)
     weight = ctx.constants[1]
-    if epilogue is None or attrs.groups != 1 or _triton_int8.conv_block_k(weight.shape[1]) is None:
+    if epilogue is None or attrs.groups != 1:
         return None
     flip = ctx.input_specs[0].dtype == "uint8"
     weight_taps = weight.permute(0, 2, 3, 1).contiguous()  # [Cout, KH, KW, C]: k = (tap, channel), C innermost
