@@ -315,6 +315,9 @@ CASES: dict[str, dict[str, Case]] = {
     "quantize": {
         "f32-to-u8-halfway-values": Case({"scale": 0.0625, "zero_point": 128},  # 1/16: x / scale is exact
                                          (In((3, 5, 17), fill="halfway", scale=0.0625),), budget="exact"),
+        "f32-nchw-image-to-u8-channels-last-halfway": Case(  # an image's 3 channels, ties rounded to even
+            {"scale": 0.0625, "zero_point": 128, "memory_format": "channels_last"},
+            (In((2, 3, 7, 9), fill="halfway", scale=0.0625),), budget="exact"),
         "bf16-nchw-to-i8-channels-last": Case(
             {"scale": 0.02, "zero_point": -3, "dtype": "int8", "memory_format": "channels_last"},
             (In((2, 3, 5, 6), "bfloat16"),), budget="exact"),

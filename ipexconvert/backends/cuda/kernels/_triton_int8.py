@@ -249,6 +249,22 @@ def run_heads_last(y: torch.Tensor, removed: Optional[torch.Tensor],
     return out.transpose(1, 2)
 
 
+def run_quantize_to_channels_last(x: torch.Tensor, scale: float, zero_point: int, dtype: str) -> torch.Tensor:
+    """Codes of x [N, C, H, W] (any strides) in channels-last memory, per tensor, as ir/ops/_quant.quantize."""
+    n, c, h, w = x.shape
+    out = torch.empty((n, c, h, w), dtype=torch.uint8 if dtype == "uint8" else torch.int8, device=x.device,
+                      memory_format=torch.channels_last)
+    lo, hi = QRANGE[dtype]
+    pixels = n * h * w
+    if pixels and c:
+        block_c = min(16, _next_power_of_2(c))
+        block_p = 2048 // block_c
+        _triton.jit().quantize_to_channels_last[((pixels + block_p - 1) // block_p, (c + block_c - 1) // block_c)](
+            x, out, pixels, c, h * w, w, *x.stride(), inverse_scale(scale), float(zero_point), float(lo), float(hi),
+            BLOCK_C=block_c, BLOCK_P=block_p, num_warps=4)
+    return out
+
+
 def run_codes_minus_zero_point(x: torch.Tensor, zero_point: int) -> torch.Tensor:
     """float32 x - zero point of codes x, dense in the memory format they have (the result keeps it)."""
     out = torch.empty_like(x, dtype=torch.float32)

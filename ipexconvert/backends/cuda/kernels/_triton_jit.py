@@ -260,6 +260,23 @@ def quantize(x_ptr, m_ptr, out_ptr, n, channels, inv_scale, zero_point, lo, hi,
 
 
 @triton.jit
+def quantize_to_channels_last(x_ptr, out_ptr, pixels, C, HW, W, x_sn, x_sc, x_sh, x_sw, inv_scale, zero_point, lo,
+                              hi, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr):
+    """Codes of x [N, C, H, W] (any strides: an image in NCHW) written channels-last (out [N, H, W, C]), per tensor.
+    A program takes BLOCK_C channels of BLOCK_P pixels (pixels = N * H * W), the pixels innermost, so an NCHW
+    input is read along its rows."""
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    p = tl.program_id(0) * BLOCK_P + tl.arange(0, BLOCK_P)
+    n = p // HW
+    hw = p % HW
+    at = n.to(tl.int64) * x_sn + (hw // W) * x_sh + (hw % W) * x_sw
+    ok = (c < C)[:, None] & (p < pixels)[None, :]
+    x = tl.load(x_ptr + c[:, None] * x_sc + at[None, :], mask=ok, other=0.0).to(tl.float32)
+    q = codes_of(x, 0.0, inv_scale, zero_point, lo, hi, False)
+    tl.store(out_ptr + p.to(tl.int64)[None, :] * C + c[:, None], q.to(out_ptr.dtype.element_ty), mask=ok)
+
+
+@triton.jit
 def heads_last_rows(y_ptr, removed_ptr, m_ptr, out_ptr, L, H, y_sb, y_sh, y_sl, y_se, r_sb, r_sh, r_sl,
                     inv_scale, zero_point, lo, hi, E: tl.constexpr, QUANTIZE: tl.constexpr,
                     HAS_MULTIPLIER: tl.constexpr, HAS_REMOVED: tl.constexpr, BLOCK: tl.constexpr):

@@ -1,6 +1,8 @@
 """quantize on the GPU: one Triton kernel (_triton_int8.py) with the reference's arithmetic, where x is dense in
 the layout the result must have (contiguous; channels-last when the node asks for it; contiguous only with a
-per-channel multiplier, which runs over the innermost axis). Other layouts run the reference."""
+per-channel multiplier, which runs over the innermost axis), or, for a channels-last result without a multiplier,
+from any layout (an image in NCHW: its reads along rows, the codes written channels-last). Other cases run the
+reference."""
 from __future__ import annotations
 
 from typing import Optional
@@ -31,6 +33,8 @@ def triton_quantize(ctx: NodeContext) -> Optional[Kernel]:
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
         if not fits(x):
+            if attrs.memory_format == "channels_last" and multiplier is None and x.dim() == 4:
+                return _triton_int8.run_quantize_to_channels_last(x, attrs.scale, attrs.zero_point, attrs.dtype)
             return reference([x, multiplier], dims)
         return _triton_int8.run_quantize(x, attrs.scale, attrs.zero_point, attrs.dtype, multiplier)
 
