@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from ipexconvert.backends.cuda.kernels import _triton_int8
-from ipexconvert.backends.cuda.kernels._triton_jit import epilogue_tile, grouped_tile  # noqa: F401 (globals the kernel calls)
+from ipexconvert.backends.cuda.kernels._triton_jit import dot_codes, epilogue_tile, grouped_tile  # noqa: F401 (globals the kernel calls)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -40,9 +40,7 @@ def int8_gemm_tma(x_desc, w_desc, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr,
     for start in tl.range(0, K, BLOCK_K, warp_specialize=WARP_SPECIALIZE):
         x = x_desc.load([pid_m * BLOCK_M, start])
         w = w_desc.load([pid_n * BLOCK_N, start])
-        if FLIP:
-            x = (x ^ 0x80).to(tl.int8, bitcast=True)
-        acc = tl.dot(x, w.T, acc, out_dtype=tl.int32)
+        acc = dot_codes(x, w.T, acc, FLIP)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     epilogue_tile(acc, rm.to(tl.int64)[:, None], rn[None, :], rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr,

@@ -139,6 +139,14 @@ def epilogue(acc_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, ro
 
 
 @triton.jit
+def dot_codes(x, w, acc, FLIP: tl.constexpr):
+    """acc + x @ w in int32 on the tensor cores; FLIP: x holds uint8 codes, taken as int8 less 128 (a top-bit flip)."""
+    if FLIP:
+        x = (x ^ 0x80).to(tl.int8, bitcast=True)
+    return tl.dot(x, w, acc, out_dtype=tl.int32)
+
+
+@triton.jit
 def grouped_tile(rows, cols, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
     """This program's (row block, column block): GROUP_M row blocks walk the column blocks together, so a weight
     block is read from L2 by all of them."""
@@ -176,9 +184,7 @@ def int8_gemm(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_p
         else:
             x = tl.load(x_tile + start, mask=(start + k)[None, :] < K, other=128 if FLIP else 0)
             w = tl.load(w_tile + start, mask=(start + k)[:, None] < K, other=0)
-        if FLIP:
-            x = (x ^ 0x80).to(tl.int8, bitcast=True)
-        acc = tl.dot(x, w, acc, out_dtype=tl.int32)
+        acc = dot_codes(x, w, acc, FLIP)
     epilogue_tile(acc, rm.to(tl.int64)[:, None], rn[None, :], rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr,
                   b_ptr, out_ptr, a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale,
                   operand_zero, inv_out_scale, out_zero_point, lo, hi, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3,
@@ -230,9 +236,7 @@ def int8_conv(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_p
             x = tl.load(x_row[:, None] + k[None, :], mask=inside[:, None], other=0)
             x = tl.where(inside[:, None], x, x_zero_point.to(x.dtype))
             w = tl.load(w_tile + start)
-        if FLIP:
-            x = (x ^ 0x80).to(tl.int8, bitcast=True)
-        acc = tl.dot(x, w, acc, out_dtype=tl.int32)
+        acc = dot_codes(x, w, acc, FLIP)
     epilogue_tile(acc, rm.to(tl.int64)[:, None], rn[None, :], rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr,
                   b_ptr, out_ptr, a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale,
                   operand_zero, inv_out_scale, out_zero_point, lo, hi, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3,
