@@ -21,6 +21,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import gpu_graph_ms  # noqa: E402
 
 
+def gemm_case(m: int, n: int, k: int, epilogue_kind: str = "bias"):
+    """A qlinear of m rows, n x k: (int8 weight copies over 200 MB, so the replays read them from memory as a
+    model's layers are, uint8 codes x, run_int8_gemm's epilogue arguments)."""
+    gpu = torch.device("cuda", 0)
+    copies = max(2, -(-(200 << 20) // (n * k)))
+    weights = [torch.randint(-127, 128, (n, k), dtype=torch.int8, device=gpu) for _ in range(copies)]
+    x_u8 = torch.randint(0, 256, (m, k), dtype=torch.uint8, device=gpu)
+    offset = torch.zeros(n, dtype=torch.int32, device=gpu)
+    col_scale = torch.full((n,), 1e-4, device=gpu)
+    bias = torch.randn(n, device=gpu)
+    if epilogue_kind == "bias":
+        epilogue = (offset, col_scale, bias, [0, 0, 0, 0], [], (m, n), torch.bfloat16, None)
+    else:
+        epilogue = (offset, col_scale, bias, [2, 0, 0, 0], [], (m, n), torch.uint8, (0.05, 3, "uint8"))
+    return weights, x_u8, epilogue
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", default="4096,128")
@@ -36,23 +53,14 @@ def main() -> None:
     for m, shape in itertools.product((int(r) for r in args.rows.split(",")), args.shapes.split(",")):
         n, k = (int(v) for v in shape.split("x"))
         ops = 2 * m * n * k
-        copies = max(2, -(-(200 << 20) // (n * k)))
-        weights = [torch.randint(-127, 128, (n, k), dtype=torch.int8, device=gpu) for _ in range(copies)]
-        x_u8 = torch.randint(0, 256, (m, k), dtype=torch.uint8, device=gpu)
+        weights, x_u8, epilogue = gemm_case(m, n, k, args.epilogue)
         x_i8 = torch.bitwise_xor(x_u8, 128).view(torch.int8)
-        offset = torch.zeros(n, dtype=torch.int32, device=gpu)
-        col_scale = torch.full((n,), 1e-4, device=gpu)
-        bias = torch.randn(n, device=gpu)
-        if args.epilogue == "bias":
-            epilogue = (offset, col_scale, bias, [0, 0, 0, 0], [], (m, n), torch.bfloat16, None)
-        else:
-            epilogue = (offset, col_scale, bias, [2, 0, 0, 0], [], (m, n), torch.uint8, (0.05, 3, "uint8"))
 
         def int_mm(w):
             acc = torch._int_mm(torch.bitwise_xor(x_u8, 128).view(torch.int8), w.t())
             return _triton_int8.run_epilogue(acc, *epilogue)
 
-        wb = [torch.randn(n, k, dtype=torch.bfloat16, device=gpu) for _ in range(max(2, copies // 2))]
+        wb = [torch.randn(n, k, dtype=torch.bfloat16, device=gpu) for _ in range(max(2, len(weights) // 2))]
         xb = torch.randn(m, k, dtype=torch.bfloat16, device=gpu)
         bf16 = gpu_graph_ms([lambda w=w: torch.nn.functional.linear(xb, w) for w in wb])
         del wb

@@ -106,17 +106,13 @@ def main() -> None:
     if args.compile_only:
         compile_only()
         return
+    from gpu_int8_sweep import gemm_case
     from timing import gpu_graph_ms
 
-    gpu = torch.device("cuda", 0)
     for m, shape in itertools.product((int(r) for r in args.rows.split(",")), args.shapes.split(",")):
         n, k = (int(v) for v in shape.split("x"))
         ops = 2 * m * n * k
-        copies = max(2, -(-(200 << 20) // (n * k)))
-        weights = [torch.randint(-127, 128, (n, k), dtype=torch.int8, device=gpu) for _ in range(copies)]
-        x_u8 = torch.randint(0, 256, (m, k), dtype=torch.uint8, device=gpu)
-        epilogue = (torch.zeros(n, dtype=torch.int32, device=gpu), torch.full((n,), 1e-4, device=gpu),
-                    torch.randn(n, device=gpu), [0, 0, 0, 0], [], (m, n), torch.bfloat16, None)
+        weights, x_u8, epilogue = gemm_case(m, n, k)
         base = gpu_graph_ms([lambda w=w: _triton_int8.run_int8_gemm(x_u8, w, True, *epilogue) for w in weights])
         print(f"rows {m} {n}x{k}: int8_gemm (pointer loads, default tile) {base * 1000:.1f} us "
               f"({ops / base / 1e9:.0f} TOP/s)", flush=True)

@@ -5,7 +5,7 @@ from typing import Annotated, Literal, Optional, Sequence
 
 from pydantic import Field
 
-from ..dims import Dim, same, simplify
+from ..dims import Dim, add, floordiv, same, simplify
 from ..opdef import SpecError
 from ..spec import TensorSpec
 
@@ -48,6 +48,12 @@ def promote(specs: Sequence[Optional[TensorSpec]]) -> str:
 
 
 # ---- input checks of the shape rules (infer): a hostile artifact's specs are refused at load ---------------------------
+
+
+def window_output_size(size: Dim, kernel: int, stride: int, padding: int, dilation: int) -> Dim:
+    """Positions of a sliding window (convolution, pooling) along one axis: floor((size + 2 p - d (k - 1) - 1) / s)
+    + 1; an int for an int size (kernels compute their output shapes with it too)."""
+    return add(floordiv(add(size, 2 * padding - dilation * (kernel - 1) - 1), stride), 1)
 
 
 def require(ok: bool, problem: str) -> None:

@@ -5,11 +5,12 @@ import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..dims import add, floordiv, mul
+from ..dims import mul
 from ..opdef import Arity, OpDef, register_op
 from ..postops import PostOp, apply_post_ops
 from ..spec import TensorSpec
-from ._common import NonNegative2, Positive2, bias_as_input, expect_rank, expect_shape, require, same_dim
+from ._common import (NonNegative2, Positive2, bias_as_input, expect_rank, expect_shape, require, same_dim,
+                      window_output_size)
 
 
 class Conv2dAttrs(BaseModel):
@@ -33,7 +34,7 @@ def conv_output(x: TensorSpec, w: TensorSpec, bias: TensorSpec | None, attrs, dt
     def out_size(i: int):
         k, s, p, d = w.shape[2 + i], attrs.stride[i], attrs.padding[i], attrs.dilation[i]
         require(isinstance(k, int), f"the weight {w.describe()} has a symbolic kernel size")
-        size = add(floordiv(add(x.shape[2 + i], 2 * p - d * (k - 1) - 1), s), 1)
+        size = window_output_size(x.shape[2 + i], k, s, p, d)
         require(not isinstance(size, int) or size >= 1,
                 f"the kernel {w.shape[2:]} (dilation {attrs.dilation}) does not fit the input {x.describe()} "
                 f"padded by {attrs.padding}")

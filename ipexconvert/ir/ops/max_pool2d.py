@@ -5,9 +5,8 @@ import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict
 
-from ..dims import add, floordiv
 from ..opdef import OpDef, register_op
-from ._common import NonNegative2, Positive2, expect_rank, like, require
+from ._common import NonNegative2, Positive2, expect_rank, like, require, window_output_size
 
 
 class MaxPool2dAttrs(BaseModel):
@@ -31,7 +30,7 @@ class MaxPool2dOp(OpDef):
         def out(size, i):
             k, s, p, d = attrs.kernel_size[i], attrs.stride[i], attrs.padding[i], attrs.dilation[i]
             require(2 * p <= k, f"padding {attrs.padding} is more than half the kernel {attrs.kernel_size} (torch refuses it)")
-            size = add(floordiv(add(size, 2 * p - d * (k - 1) - 1), s), 1)
+            size = window_output_size(size, k, s, p, d)
             require(not isinstance(size, int) or size >= 1,
                     f"the kernel {attrs.kernel_size} (dilation {attrs.dilation}) does not fit the input {x.describe()} "
                     f"padded by {attrs.padding}")

@@ -26,6 +26,7 @@ from typing import Optional, Sequence
 import torch
 
 from ....ir import dtypes
+from ....ir.ops._common import window_output_size
 from . import _triton
 
 UNARY_CODES = {"relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4, "sigmoid": 5, "tanh": 6}
@@ -138,6 +139,10 @@ class GemmTile:
     warps: int
     stages: int
 
+    def programs(self, rows: int, cols: int) -> int:
+        """How many output tiles (programs) a [rows, cols] output takes."""
+        return -(-rows // self.block_m) * -(-cols // self.block_n)
+
 
 # By the GEMM's rows, from benchmarks/gpu_int8_sweep.py on an H200 (BERT-base's shapes, batch 1 and 32).
 GEMM_TILES = {"few_rows": GemmTile(64, 64, 128, 8, 4, 4), "many_rows": GemmTile(64, 128, 128, 8, 4, 3)}
@@ -159,10 +164,9 @@ def run_int8_gemm(x: torch.Tensor, weight: torch.Tensor, flip: bool, offset: tor
     out = torch.empty((rows, cols), dtype=out_dtype, device=x.device)
     if rows and cols:
         tile = tile or gemm_tile(rows)
-        block_k = min(tile.block_k, max(32, _next_power_of_2(k)))
+        block_k = min(tile.block_k, max(32, next_power_of_2(k)))
         args, flags = _epilogue_args(offset, col_scale, bias, codes, operands, shape, rows, cols, out, quantize)
-        grid = (((rows + tile.block_m - 1) // tile.block_m) * ((cols + tile.block_n - 1) // tile.block_n),)
-        _triton.jit().int8_gemm[grid](x, weight, *args[:8], k, x.stride(0), *args[8:], **flags,
+        _triton.jit().int8_gemm[(tile.programs(rows, cols),)](x, weight, *args[:8], k, x.stride(0), *args[8:], **flags,
                                       FLIP=flip, EVEN_K=k % block_k == 0, BLOCK_M=tile.block_m,
                                       BLOCK_N=tile.block_n, BLOCK_K=block_k, GROUP_M=tile.group_m,
                                       num_warps=tile.warps, num_stages=tile.stages)
@@ -185,7 +189,7 @@ def conv_tile(rows: int, cols: int) -> GemmTile:
     if cols <= 64:
         candidates.insert(0, CONV_TILE_64_CHANNELS)
     for tile in candidates:
-        if -(-rows // tile.block_m) * -(-cols // tile.block_n) >= CONV_PROGRAMS:
+        if tile.programs(rows, cols) >= CONV_PROGRAMS:
             return tile
     return candidates[-1]
 
@@ -206,8 +210,8 @@ def run_int8_conv(x: torch.Tensor, weight: torch.Tensor, flip: bool, x_zero_poin
     operands: the post-ops' [N, Cout, OH, OW] tensors; operand_codes: see _epilogue_args."""
     n, c, h, w = x.shape
     cols, kh, kw, _ = weight.shape
-    oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
-    ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    oh = window_output_size(h, kh, stride[0], padding[0], dilation[0])
+    ow = window_output_size(w, kw, stride[1], padding[1], dilation[1])
     rows = n * oh * ow
     out = torch.empty((rows, cols), dtype=out_dtype, device=x.device)
     if rows and cols:
@@ -215,8 +219,7 @@ def run_int8_conv(x: torch.Tensor, weight: torch.Tensor, flip: bool, x_zero_poin
         block_k = conv_block_k(c)
         args, flags = _epilogue_args(offset, col_scale, bias, codes, [t.permute(0, 2, 3, 1) for t in operands],
                                      (n, oh, ow, cols), rows, cols, out, quantize, operand_codes)
-        grid = (((rows + tile.block_m - 1) // tile.block_m) * ((cols + tile.block_n - 1) // tile.block_n),)
-        _triton.jit().int8_conv[grid](x, weight, *args[:8], c, h, w, oh, ow, stride[0], stride[1], padding[0],
+        _triton.jit().int8_conv[(tile.programs(rows, cols),)](x, weight, *args[:8], c, h, w, oh, ow, stride[0], stride[1], padding[0],
                                       padding[1], dilation[0], dilation[1], x_zero_point, *args[8:], **flags,
                                       FLIP=flip, KW=kw, TAPS=kh * kw, BLOCK_M=tile.block_m, BLOCK_N=tile.block_n,
                                       BLOCK_K=min(tile.block_k, block_k or 32), GROUP_M=tile.group_m,
@@ -224,8 +227,11 @@ def run_int8_conv(x: torch.Tensor, weight: torch.Tensor, flip: bool, x_zero_poin
     return out.reshape(n, oh, ow, cols).permute(0, 3, 1, 2)
 
 
-def _next_power_of_2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
+def next_power_of_2(n: int) -> int:
+    """triton.next_power_of_2 (imported here, not at module import: CI imports the kernels without Triton)."""
+    import triton
+
+    return triton.next_power_of_2(n)
 
 
 def run_heads_last(y: torch.Tensor, removed: Optional[torch.Tensor],
@@ -241,7 +247,7 @@ def run_heads_last(y: torch.Tensor, removed: Optional[torch.Tensor],
                                                                     QRANGE[quantize[2]])
     if out.numel():
         r_strides = (0, 0, 0) if removed is None else removed.expand(b, h, length, 1).stride()[:3]
-        block = min(1024, _next_power_of_2(h * e))
+        block = min(1024, next_power_of_2(h * e))
         _triton.jit().heads_last_rows[(b * length, (h * e + block - 1) // block)](
             y, y if removed is None else removed, y if multiplier is None else multiplier, out, length, h,
             *y.stride(), *r_strides, inv, float(zp), float(lo), float(hi), E=e, QUANTIZE=quantize is not None,
@@ -257,7 +263,7 @@ def run_quantize_to_channels_last(x: torch.Tensor, scale: float, zero_point: int
     lo, hi = QRANGE[dtype]
     pixels = n * h * w
     if pixels and c:
-        block_c = min(16, _next_power_of_2(c))
+        block_c = min(16, next_power_of_2(c))
         block_p = 2048 // block_c
         _triton.jit().quantize_to_channels_last[((pixels + block_p - 1) // block_p, (c + block_c - 1) // block_c)](
             x, out, pixels, c, h * w, w, *x.stride(), inverse_scale(scale), float(zero_point), float(lo), float(hi),
@@ -289,7 +295,7 @@ def run_quantize(x: torch.Tensor, scale: float, zero_point: int, dtype: str,
             block = 1024
             grid = ((n + block - 1) // block,)
         else:  # a program per row and block of its channels
-            block = min(1024, _next_power_of_2(channels))
+            block = min(1024, next_power_of_2(channels))
             grid = (n // channels, (channels + block - 1) // block)
         _triton.jit().quantize[grid](x, x if multiplier is None else multiplier, out, n, channels,
                                      inverse_scale(scale), float(zero_point), float(lo), float(hi),

@@ -58,8 +58,8 @@ class _Epilogue:
         weight, scales, bias = ctx.constants[1], ctx.constants[2], ctx.constants[3]
         plan = _triton_int8.EpiloguePlan.of(attrs)
         if (weight is None or scales is None or weight.dim() != 4 or (ctx.input_specs[3] is not None and bias is None)
-                or plan is None):
-            return None
+                or plan is None or any(ctx.input_specs[i].rank != 4 for i in [0, *plan.operand_slots])):
+            return None  # (operands of other ranks broadcast: the torch path)
         adds = {p.operand for p in attrs.post_ops if p.kind == "add" and p.operand is not None}
         operand_codes = None
         if attrs.accum_scale is not None:
@@ -67,11 +67,6 @@ class _Epilogue:
                 return None  # one dequantization for all operands: only add operands are codes
             operand_codes = (attrs.accum_scale, attrs.accum_zero_point)
         return cls(ctx, plan, operand_codes)
-
-
-def _dense_4d(inputs: list, slots: list[int]) -> bool:
-    x = inputs[0]
-    return x.dim() == 4 and all(inputs[i].dim() == 4 for i in slots)
 
 
 @register_kernel("cuda", "qconv2d", runs_at=triton_missing)
@@ -85,11 +80,8 @@ def triton_int8_qconv2d(ctx: NodeContext) -> Optional[Kernel]:
     flip = ctx.input_specs[0].dtype == "uint8"
     weight_taps = weight.permute(0, 2, 3, 1).contiguous()  # [Cout, KH, KW, C]: k = (tap, channel), C innermost
     offset = ((128 if flip else 0) - attrs.x_zero_point) * weight.sum(dim=(1, 2, 3), dtype=torch.int32)
-    fallback = triton_tf32_qconv2d(ctx)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        if not _dense_4d(inputs, epilogue.operand_slots):
-            return fallback.fn(inputs, dims)
         x = inputs[0].contiguous(memory_format=torch.channels_last)
         return _triton_int8.run_int8_conv(
             x, weight_taps, flip, attrs.x_zero_point, attrs.stride, attrs.padding, attrs.dilation, offset,
@@ -107,14 +99,12 @@ def triton_tf32_qconv2d(ctx: NodeContext) -> Optional[Kernel]:
         return None
     conv = _tf32_conv(attrs, ctx.constants[1])
     offset = torch.zeros(ctx.constants[1].shape[0], dtype=torch.int32, device=ctx.constants[1].device)
-    fallback = torch_cuda_tf32_qconv2d(ctx)
     channels_last = torch.channels_last
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
-        if not _dense_4d(inputs, epilogue.operand_slots) or not (
-                x.is_contiguous() or x.is_contiguous(memory_format=channels_last)):
-            return fallback.fn(inputs, dims)
+        if not (x.is_contiguous() or x.is_contiguous(memory_format=channels_last)):
+            x = x.contiguous(memory_format=channels_last)  # codes_minus_zero_point runs over dense memory
         y = conv(_triton_int8.run_codes_minus_zero_point(x, attrs.x_zero_point))
         if not y.is_contiguous(memory_format=channels_last):
             y = y.contiguous(memory_format=channels_last)
