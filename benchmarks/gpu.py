@@ -6,7 +6,9 @@ torch.compile of the same eager model (`--compile` mode; "max-autotune" and "red
 CUDA graphs). The artifact gets integer inputs (token ids) on the CPU, as from a tokenizer, float inputs
 on the GPU; the peers get all inputs on the GPU. Rounds are interleaved; each sample is the mean of `--calls` back-to-back calls ended by one
 synchronize (the GPU's own latency per call, launches included), the reported figure is the median sample.
-Accuracy: cosine of every output against eager float32 on the GPU.
+Accuracy: cosine of every output against eager float32 on the GPU. INT8 artifacts are calibrated as
+benchmarks/run.py calibrates them (4 batches of 8 built like the inputs with other seeds; real sentences for
+minilm), not on random inputs, which misjudge MiniLM's activation ranges (cosine 0.68 on the CPU too).
 
     python benchmarks/gpu.py --models resnet50,bert-base --dtypes bf16 --batches 1 --compile max-autotune \
         --out benchmarks/results/<name>.md
@@ -23,6 +25,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import Case, calibration_batches  # noqa: E402
 from timing import settle  # noqa: E402
 
 import ipexconvert  # noqa: E402
@@ -74,7 +77,8 @@ def bench_case(name: str, dtype: str, batch: int, compile_mode: str, rounds: int
     path = folder / f"{name}.{dtype}.ipxc"
     if not path.exists():
         start = time.perf_counter()
-        ipexconvert.optimize(f"example:{name}", dtype=dtype, output=path, calib_synthetic=dtype == "int8")
+        calibration = calibration_batches(Case(name, name, 8, ""), 4) if dtype == "int8" else None
+        ipexconvert.optimize(f"example:{name}", dtype=dtype, output=path, calibration=calibration)
         print(f"  converted {path.name} in {time.perf_counter() - start:.1f} s", flush=True)
     start = time.perf_counter()
     model = ipexconvert.load_artifact(path, device="cuda")
