@@ -1,0 +1,136 @@
+"""How an artifact and eager PyTorch scale with the number of CPU threads, one fresh process per thread count,
+with the artifact's time per kernel kind, and optionally oneDNN's own log of each primitive it ran.
+
+Written after session 30 saw, on the GPU machine's 16-core AMX Xeon, MiniLM bf16 take 15.3 ms with 16 threads
+and 6.7 ms with 8 (eager float32: 9.6 ms with 16), the linear layers (torch's oneDNN) 10.0 ms with 16 threads
+and 4.4 with 2 (`results/session30-gpu-h200.md`). Each process: load with `threads=N`, interleaved rounds of the
+artifact, eager float32 and eager bf16 (median of per-round means), then one profiled run. `--onednn-verbose N`
+adds a process with ONEDNN_VERBOSE=1 at N threads: which implementation ran each primitive, with what shapes,
+in how long (the artifact's calls after warm-up only).
+
+    python benchmarks/cpu_threads.py --model minilm --dtype bf16 --threads 1,2,4,8,16 --onednn-verbose 16,2
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+MARK = "=== timed calls ==="
+
+
+def child(path: str, model_name: str, threads: int, rounds: int, calls: int, verbose: bool) -> None:
+    import ipexconvert  # before torch: the OpenMP settings apply
+    import torch
+
+    from ipexconvert.examples import get_example
+
+    example = get_example(model_name)
+    model = ipexconvert.load_artifact(path, threads=threads)
+    inputs = {k: v for k, v in example.example_inputs(1).items() if k in model.signature.input_names}
+    if verbose:
+        for _ in range(3):
+            model.run_dict(inputs)
+        print(MARK, flush=True)
+        for _ in range(calls):
+            model.run_dict(inputs)
+        sys.stdout.flush()
+        return
+    torch.set_num_threads(threads)
+    eager32 = example.build().eval()
+    eager16 = example.build().eval().to(torch.bfloat16)
+    inputs16 = {k: (v.to(torch.bfloat16) if v.is_floating_point() else v) for k, v in inputs.items()}
+    systems = {"artifact": lambda: model.run_dict(inputs)}
+    with torch.inference_mode():
+        systems["eager fp32"] = lambda: eager32(**inputs)
+        systems["eager bf16"] = lambda: eager16(**inputs16)
+        samples = {k: [] for k in systems}
+        for r in range(rounds):
+            for name in (list(systems) if r % 2 == 0 else list(systems)[::-1]):
+                fn = systems[name]
+                time.sleep(0.1)
+                fn()
+                start = time.perf_counter()
+                for _ in range(calls):
+                    fn()
+                samples[name].append((time.perf_counter() - start) / calls * 1e3)
+    steps = model.profile(inputs)
+    print(json.dumps({"threads": threads, "torch_threads": torch.get_num_threads(),
+                      "medians_ms": {k: statistics.median(v) for k, v in samples.items()},
+                      "steps_ms": {k: v * 1e3 for k, v in sorted(steps.items(), key=lambda kv: -kv[1])}}))
+
+
+def onednn_summary(text: str, top: int) -> list[str]:
+    """exec lines of ONEDNN_VERBOSE after the mark, summed per (primitive, implementation, shapes)."""
+    totals: dict[tuple[str, str, str], list[float]] = collections.defaultdict(list)
+    for line in text.split(MARK, 1)[-1].splitlines():
+        fields = line.split(",")
+        if not line.startswith("onednn_verbose") or "exec" not in fields:
+            continue
+        at = fields.index("exec")
+        try:
+            ms = float(fields[-1])
+        except ValueError:
+            continue
+        totals[(fields[at + 2], fields[at + 3], fields[-2])].append(ms)
+    rows = sorted(totals.items(), key=lambda kv: -sum(kv[1]))[:top]
+    return [f"  {sum(v):8.3f} ms  {len(v):4d} calls  {kind} {impl} {shape}" for (kind, impl, shape), v in rows]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="minilm")
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--artifact", type=Path, help="an existing artifact of --model (default: convert one)")
+    ap.add_argument("--threads", default="1,2,4,8,16")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=6, help="kernel kinds to show per thread count")
+    ap.add_argument("--onednn-verbose", default="", metavar="THREADS", help="thread counts to log oneDNN at")
+    ap.add_argument("--child", nargs=3, metavar=("PATH", "MODEL", "THREADS"), help=argparse.SUPPRESS)
+    ap.add_argument("--verbose-child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child[0], args.child[1], int(args.child[2]), args.rounds, args.calls, args.verbose_child)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.artifact
+        if path is None:
+            import ipexconvert
+
+            path = Path(tmp) / f"{args.model}.{args.dtype}.ipxc"
+            extra = {"calib_synthetic": True} if args.dtype == "int8" else {}
+            ipexconvert.optimize(f"example:{args.model}", dtype=args.dtype, output=path, **extra)
+        base = [sys.executable, __file__, "--rounds", str(args.rounds), "--calls", str(args.calls)]
+        print(f"{args.model} {args.dtype}, batch 1, {os.cpu_count()} CPUs; median of {args.rounds} rounds of "
+              f"{args.calls} calls, ms")
+        print("| threads | artifact | eager fp32 | eager bf16 | slowest kernel kinds (one profiled run) |")
+        print("|---:|---:|---:|---:|---|")
+        for threads in args.threads.split(","):
+            out = subprocess.run(base + ["--child", str(path), args.model, threads], capture_output=True, text=True)
+            lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
+            if out.returncode or not lines:
+                print(f"| {threads} | failed: {out.stderr.strip().splitlines()[-1:]} | | | |", flush=True)
+                continue
+            r = json.loads(lines[-1])
+            m = r["medians_ms"]
+            steps = ", ".join(f"{k} {v:.2f}" for k, v in list(r["steps_ms"].items())[:args.steps])
+            print(f"| {threads} | {m['artifact']:.2f} | {m['eager fp32']:.2f} | {m['eager bf16']:.2f} | {steps} |",
+                  flush=True)
+        for threads in filter(None, args.onednn_verbose.split(",")):
+            env = dict(os.environ, ONEDNN_VERBOSE="1")
+            out = subprocess.run(base + ["--child", str(path), args.model, threads, "--verbose-child"],
+                                 capture_output=True, text=True, env=env)
+            print(f"\noneDNN primitives, {threads} threads, {args.calls} calls after warm-up:")
+            print("\n".join(onednn_summary(out.stdout, 12)) or f"  none logged (rc {out.returncode})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
