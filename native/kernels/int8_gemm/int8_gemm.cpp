@@ -23,6 +23,7 @@ namespace IPXC_NS {
 constexpr int kMR = 4;                               // rows per register tile (8 accumulators: 6 spilled, 16 ymm)
 constexpr int kNR = 16;                              // columns per tile (two vectors of 8 int32)
 constexpr int64_t kActivationBytes = 192 * 1024;     // widened rows kept per thread (in L2)
+constexpr int64_t kFewRowsActivationBytes = 512 * 1024;  // the same when the weights outweigh the rows
 constexpr int64_t kMinMacsPerTask = 1 << 18;         // below this a task is not worth a thread
 
 // n uint8 values minus the zero point as int16.
@@ -47,8 +48,15 @@ static void widen_rows(const Int8GemmArgs& g, int64_t r0, int64_t rows, int64_t 
             const int64_t pixel = r0 + r, per_image = g.out_h * g.out_w;
             const int64_t b = pixel / per_image, oh = (pixel % per_image) / g.out_w, ow = pixel % g.out_w;
             const uint8_t* image = g.a + b * g.in_h * g.in_w * g.channels;
+            const int64_t iw0 = ow * g.stride_w - g.pad_w;
+            const bool row_inside = g.dilation_w == 1 && iw0 >= 0 && iw0 + g.kernel_w <= g.in_w;
             for (int64_t i = 0; i < g.kernel_h; ++i) {
                 const int64_t ih = oh * g.stride_h - g.pad_h + i * g.dilation_h;
+                if (row_inside && ih >= 0 && ih < g.in_h) {  // the kernel's row of taps is one run of the image
+                    widen(image + (ih * g.in_w + iw0) * g.channels, d, g.kernel_w * g.channels, g.a_zero_point);
+                    d += g.kernel_w * g.channels;
+                    continue;
+                }
                 for (int64_t j = 0; j < g.kernel_w; ++j, d += g.channels) {
                     const int64_t iw = ow * g.stride_w - g.pad_w + j * g.dilation_w;
                     if (ih < 0 || ih >= g.in_h || iw < 0 || iw >= g.in_w)
@@ -107,14 +115,20 @@ static inline __m128i pack_codes(__m256i lo, __m256i hi, bool is_unsigned) {
     return is_unsigned ? _mm_packus_epi16(w0, w1) : _mm_packs_epi16(w0, w1);
 }
 
-// v += the residual's 16 (or cb.cols) values of this row: dequantized uint8 codes, or float32.
+// v += the residual's 16 (or cb.cols) values of this row: dequantized uint8 codes, or float32. Full blocks load
+// straight from the residual; only a last partial block goes through a zero-padded copy (a memcpy of a run-time
+// length is a libc call: once per row and block it tripled the time of ResNet's residual 1x1 convolutions).
 static inline void add_residual(const Int8GemmArgs& g, int64_t row, const ColumnBlock& cb, __m256 (&v)[2]) {
-    alignas(32) float r[kNR] = {};
     if (g.residual_u8) {
         const uint8_t* src = static_cast<const uint8_t*>(g.residual) + row * g.residual_stride + cb.n0;
-        alignas(16) uint8_t codes[kNR] = {};
-        std::memcpy(codes, src, static_cast<size_t>(cb.cols));
-        const __m128i bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(codes));
+        __m128i bytes;
+        if (cb.cols == kNR) {
+            bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+        } else {
+            alignas(16) uint8_t codes[kNR] = {};
+            std::memcpy(codes, src, static_cast<size_t>(cb.cols));
+            bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(codes));
+        }
         const __m256 scale = _mm256_set1_ps(g.residual_scale);
         const __m256 zp = _mm256_set1_ps(static_cast<float>(g.residual_zero_point));
         const __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
@@ -124,8 +138,14 @@ static inline void add_residual(const Int8GemmArgs& g, int64_t row, const Column
         v[1] = _mm256_add_ps(v[1], _mm256_mul_ps(_mm256_sub_ps(hi, zp), scale));
         return;
     }
-    std::memcpy(r, static_cast<const float*>(g.residual) + row * g.residual_stride + cb.n0,
-                static_cast<size_t>(cb.cols) * sizeof(float));
+    const float* src = static_cast<const float*>(g.residual) + row * g.residual_stride + cb.n0;
+    if (cb.cols == kNR) {
+        v[0] = _mm256_add_ps(v[0], _mm256_loadu_ps(src));
+        v[1] = _mm256_add_ps(v[1], _mm256_loadu_ps(src + 8));
+        return;
+    }
+    alignas(32) float r[kNR] = {};
+    std::memcpy(r, src, static_cast<size_t>(cb.cols) * sizeof(float));
     v[0] = _mm256_add_ps(v[0], _mm256_load_ps(r));
     v[1] = _mm256_add_ps(v[1], _mm256_load_ps(r + 8));
 }
@@ -192,8 +212,12 @@ static void int8_gemm(const Int8GemmArgs& g) {
     const int64_t k2 = (g.k + 1) & ~int64_t{1};
     const int64_t n_blocks = (g.n + kNR - 1) / kNR;
     const int64_t panel_elems = (k2 / 2) * 32;
-    // Rows widened at once: as many as fit kActivationBytes, a multiple of the tile height.
-    int64_t block_rows = kActivationBytes / (2 * (k2 > 0 ? k2 : 2));
+    // Rows widened at once: as many as fit kActivationBytes, a multiple of the tile height. Every block of rows
+    // streams all the weights again, so when they outweigh the rows (ResNet-50's last stages at batch 1: 49 rows,
+    // 4.7 MB of int16 weights) larger blocks pay: 1.49 -> 1.17 ms for a 512-channel 3x3 convolution at 7 x 7.
+    const int64_t weight_bytes = n_blocks * panel_elems * 2, row_bytes = g.m * k2 * 2;
+    const int64_t budget = 2 * weight_bytes >= row_bytes ? kFewRowsActivationBytes : kActivationBytes;
+    int64_t block_rows = budget / (2 * (k2 > 0 ? k2 : 2));
     block_rows = block_rows < kMR ? kMR : block_rows - block_rows % kMR;
     if (block_rows > g.m) block_rows = g.m;
     const int64_t row_blocks = (g.m + block_rows - 1) / block_rows;

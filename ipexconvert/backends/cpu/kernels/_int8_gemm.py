@@ -114,8 +114,7 @@ class Int8Gemm:
         """[m, n]: in the output dtype when every post-op was fused, else float32 for finish().
         a: uint8 rows [m, k], or with conv an NHWC image whose patches are the rows."""
         attrs = self.attrs
-        unfused = self.gelu_tanh is not None or self.tail
-        out_dtype = to_torch(attrs.output_dtype) if not unfused else torch.float32
+        out_dtype = to_torch(attrs.output_dtype) if self.complete else torch.float32
         out = torch.empty((m, self.n), dtype=out_dtype)
         r_scale, r_zp = self.residual_quant or (1.0, 0)
         native_lib.raw.int8_gemm(a, attrs.x_zero_point, self.packed, self.n, self.scales, self.bias, self.relu, out,
@@ -125,9 +124,14 @@ class Int8Gemm:
             native_lib.raw.gelu(out, self.gelu_tanh, out, self.isa, torch.get_num_threads())
         return out
 
+    @property
+    def complete(self) -> bool:
+        """The kernel's epilogue takes every post-op: its output is the layer's (finish has nothing to do)."""
+        return self.gelu_tanh is None and not self.tail
+
     def finish(self, y: torch.Tensor, operands: list) -> torch.Tensor:
         """The post-ops the kernel did not take, in torch on float32, then the output dtype."""
-        if self.gelu_tanh is None and not self.tail:
+        if self.complete:
             return y
         attrs = self.attrs
         y = apply_post_ops(y, self.tail, [None if t is None else (t.float() if t.is_floating_point() else t)
