@@ -302,6 +302,15 @@ CASES: dict[str, dict[str, Case]] = {
              "output_zero_point": 4, "post_ops": [{"kind": "gelu"}, {"kind": "mul", "operand": 4}]},
             (In((2, 3, 40), "uint8", "codes"), const([24, 40], "int8", "weight"),
              const([24], fill="positive", scale=0.006), const([24]), const([24], fill="positive", scale=10.0))),
+        "u8-to-u8-bias-gelu": Case(  # an FFN's first layer: the GELU and the requantize in one epilogue
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP, "output_dtype": "uint8", "output_scale": 0.02,
+             "output_zero_point": 10, "post_ops": [{"kind": "gelu"}]},
+            (In((2, 3, 40), "uint8", "codes"), const([40, 40], "int8", "weight"),
+             const([40], fill="positive", scale=0.006), const([40]))),
+        "u8-to-f32-gelu-tanh": Case(
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP, "post_ops": [{"kind": "gelu_tanh"}]},
+            (In((2, 3, 40), "uint8", "codes"), const([24, 40], "int8", "weight"),
+             const([24], fill="positive", scale=0.006), const([24])), budget="gemm"),
         "u8-to-u8-rows-past-a-tile-k-tail": Case(  # GPU int8 GEMM: 150 rows (3 row blocks), 136 columns, K 200
             {"x_scale": X_SCALE, "x_zero_point": X_ZP, "output_dtype": "uint8", "output_scale": 0.05,
              "output_zero_point": 120, "post_ops": [{"kind": "relu"}]},

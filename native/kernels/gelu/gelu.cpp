@@ -2,21 +2,15 @@
 //   erf:  y = x/2 * (1 + erf(x / sqrt 2))
 //   tanh: y = x/2 * (1 + tanh(u)) = x / (1 + e^(-2u)),  u = sqrt(2/pi) * (x + 0.044715 x^3)
 #include "common.h"
+#include "gelu_erfc.h"
 
 namespace ipxc {
 namespace IPXC_NS {
 
-// erfc(z) for z >= 0 as 1 / P(z)^16 (Abramowitz & Stegun 7.1.28, |error| < 3e-7): one
-// division and no exp, so cheaper than forms built on e^(-z^2). Using erfc for negative x
-// avoids the cancellation in 1 + erf(x) where gelu is tiny; P^16 overflowing to inf gives 0.
+// erfc(z) for z >= 0 (gelu_erfc.h).
 static inline float erfc_nonneg(float z) {
-    float p = 0.0000430638f;
-    p = p * z + 0.0002765672f;
-    p = p * z + 0.0001520143f;
-    p = p * z + 0.0092705272f;
-    p = p * z + 0.0422820123f;
-    p = p * z + 0.0705230784f;
-    p = p * z + 1.0f;
+    float p = kErfcPoly[0];
+    for (int i = 1; i < 7; ++i) p = p * z + kErfcPoly[i];
     p = p * p;  // ^2
     p = p * p;  // ^4
     p = p * p;  // ^8
@@ -25,7 +19,7 @@ static inline float erfc_nonneg(float z) {
 }
 
 static inline float gelu_erf(float x) {
-    const float z = (x < 0.0f ? -x : x) * 0.70710678118654752f;
+    const float z = (x < 0.0f ? -x : x) * kInvSqrt2;
     const float c = erfc_nonneg(z);
     return 0.5f * x * (x < 0.0f ? c : 2.0f - c);
 }

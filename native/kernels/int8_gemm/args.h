@@ -13,6 +13,8 @@ namespace ipxc {
 // for any codes while k < 2^16. Then, per output column n,
 //   v = float(acc) * scales[n] + bias[n]      (scales[n] = x_scale * w_scale[n], folded by the caller)
 //   v = max(v, 0) if relu
+//   v = 0.5 v erfc(-v / sqrt 2) if gelu (the erf GELU, as the gelu kernel computes it)
+//   v = v * col_multiplier[n] if given (the next layer's SmoothQuant factors, folded into this output)
 // written as float32, as bf16 (round to nearest even), or as uint8/int8 codes
 // clamp(nearbyint(fmaf(v, out_inv_scale, out_zero_point))).
 // `w` is packed by the caller (ipexconvert/backends/cpu/kernels/_int8_gemm.pack_int8_weight): int16 [n16 / 16][k2 / 2][16][2]
@@ -28,6 +30,8 @@ struct Int8GemmArgs {
     const float* scales = nullptr;   // n
     const float* bias = nullptr;     // optional, n
     bool relu = false;
+    bool gelu = false;               // after the residual and relu (a transformer FFN's first layer)
+    const float* col_multiplier = nullptr;  // optional, n: after the GELU
     void* y = nullptr;               // [m, n], row r at y + r * y_stride elements
     int64_t y_stride = 0;
     GemmOut out = GemmOut::f32;

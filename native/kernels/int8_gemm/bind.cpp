@@ -34,10 +34,12 @@ void set_conv_rows(Int8GemmArgs& g, const TensorArg& a, const std::vector<int64_
 void int8_gemm(nb::handle a_obj, int a_zero_point, nb::handle w_obj, int64_t n, nb::handle scales_obj,
                nb::handle bias_obj, bool relu, nb::handle out_obj, double out_scale, int out_zero_point,
                const OptStr& max_isa, int threads, nb::handle residual_obj, double residual_scale,
-               int residual_zero_point, const std::optional<std::vector<int64_t>>& conv) {
+               int residual_zero_point, const std::optional<std::vector<int64_t>>& conv, bool gelu,
+               nb::handle multiplier_obj) {
     const TensorArg a(a_obj, "a"), w(w_obj, "w"), out(out_obj, "out");
     const auto bias = optional_tensor(bias_obj, "bias");
     const auto residual = optional_tensor(residual_obj, "residual");
+    const auto multiplier = optional_tensor(multiplier_obj, "multiplier");
     Int8GemmArgs g;
     if (!a.on_cpu() || !out.on_cpu() || !w.on_cpu()) fail("int8_gemm takes CPU tensors");
     if (conv) {
@@ -61,6 +63,7 @@ void int8_gemm(nb::handle a_obj, int a_zero_point, nb::handle w_obj, int64_t n, 
              ", k=" + std::to_string(g.k) + "), got " + w.dtype_str() + " " + w.shape_str());
     g.scales = f32_vector(TensorArg(scales_obj, "scales"), n);
     if (bias) g.bias = f32_vector(*bias, n);
+    if (multiplier) g.col_multiplier = f32_vector(*multiplier, n);
     if (out.ndim() != 2 || out.shape(0) != g.m || out.shape(1) != n)
         fail("out " + out.shape_str() + " must be [" + std::to_string(g.m) + ", " + std::to_string(n) + "]");
     if (out.stride(1) != 1 || out.stride(0) < n) fail("out " + out.shape_str() + " needs contiguous rows");
@@ -96,6 +99,7 @@ void int8_gemm(nb::handle a_obj, int a_zero_point, nb::handle w_obj, int64_t n, 
     g.a_zero_point = a_zero_point;
     g.w = static_cast<const int16_t*>(w.data());
     g.relu = relu;
+    g.gelu = gelu;
     g.y = out.data();
     g.y_stride = out.stride(0);
     g.threads = threads;
@@ -108,8 +112,10 @@ void bind_int8_gemm(nb::module_& m) {
     m.def("int8_gemm", &int8_gemm, "a"_a, "a_zero_point"_a, "w"_a, "n"_a, "scales"_a, "bias"_a.none(), "relu"_a,
           "out"_a, "out_scale"_a, "out_zero_point"_a, "max_isa"_a.none(), "threads"_a, "residual"_a.none() = nb::none(),
           "residual_scale"_a = 1.0, "residual_zero_point"_a = 0, "conv"_a = nb::none(),
+          "gelu"_a = false, "multiplier"_a.none() = nb::none(),
           "out = epilogue((a - a_zero_point) @ W^T), exact int32 products (no VNNI needed); w from pack_int8_weight; "
-          "with conv=(kh, kw, sh, sw, ph, pw, dh, dw), a is an NHWC image and the rows are its patches");
+          "with conv=(kh, kw, sh, sw, ph, pw, dh, dw), a is an NHWC image and the rows are its patches; gelu: the erf "
+          "GELU after relu and the residual; multiplier: n float32 factors after that");
 }
 
 }  // namespace ipxc

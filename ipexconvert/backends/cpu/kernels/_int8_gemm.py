@@ -6,9 +6,11 @@ They run where oneDNN's int8 does not: below avx512_vnni, oneDNN's u8 x s8 produ
 reference. The kernel (native/kernels/int8_gemm/int8_gemm.cpp) widens to int16 and sums exactly.
 
 The kernel's epilogue fuses scale and bias, a residual add (uint8 codes dequantized, or float32)
-and a relu, in the orders [relu], [add], [add, relu], then writes the output dtype. Other post-op
-chains (a transformer FFN's [gelu, mul]) get a float32 result and run the rest in torch, then the
-native quantize kernel (the quantize formula of ir/ops/_quant.py, bit for bit).
+and a relu, in the orders [relu], [add], [add, relu], then an erf GELU (a transformer FFN's first
+layer), then a multiply by a constant per-column vector (the next layer's SmoothQuant factors, which
+fold_requantize puts there), then writes the output dtype. Other post-op chains (a tanh GELU, a SmoothQuant mul after the
+GELU) get a float32 result and run the rest natively (tanh GELU) or in torch, then the native
+quantize kernel (the quantize formula of ir/ops/_quant.py, bit for bit).
 """
 from __future__ import annotations
 
@@ -36,7 +38,6 @@ def runs_here(ctx: NodeContext) -> bool:
     return ctx.input_specs[0].dtype == "uint8" and ctx.attrs.output_dtype in _OUT_DTYPES
 
 
-_NATIVE_GELU = {"gelu": False, "gelu_tanh": True}  # post-op kind -> tanh approximation
 
 
 def _fused_prefix(post_ops) -> tuple[Optional[int], bool, int]:
@@ -62,6 +63,17 @@ def pack_int8_weight(weight: torch.Tensor) -> torch.Tensor:
     return padded.view(n16 // 16, 16, k2 // 2, 2).permute(0, 2, 1, 3).contiguous()
 
 
+def _column_factors(ctx: NodeContext, post_op, n: int) -> Optional[torch.Tensor]:
+    """A `mul` post-op's operand as n float32 factors, one per output column, when it is a constant of that
+    shape ([n] or [1, ..., 1, n]): the epilogue takes it. None: the torch tail does."""
+    if post_op.kind != "mul" or post_op.operand is None:
+        return None
+    factors = ctx.constants[post_op.operand]
+    if factors is None or not factors.is_floating_point() or factors.numel() != n or factors.shape[-1] != n:
+        return None
+    return factors.detach().float().reshape(n).contiguous()
+
+
 @dataclass
 class Int8Gemm:
     """One layer: weight [n, k] packed once, scales x_scale * w_scale folded, the post-ops split
@@ -75,7 +87,9 @@ class Int8Gemm:
     relu: bool
     residual: Optional[int]  # input index of the fused residual add
     residual_quant: Optional[tuple[float, int]]  # (scale, zero point) of a uint8 residual
-    gelu_tanh: Optional[bool]  # a gelu right after the fused post-ops, run natively (True: tanh form)
+    gelu: bool  # an erf GELU right after those, in the kernel's epilogue
+    gelu_tanh: bool  # a tanh GELU right after those, by the native gelu kernel on the float32 result
+    multiplier: Optional[torch.Tensor]  # n float32 factors after the GELU, in the kernel's epilogue
     tail: list  # the post-ops after those (run in torch on a float32 result)
     attrs: object
     isa: str
@@ -96,10 +110,13 @@ class Int8Gemm:
             residual, relu, fused = None, False, 0  # a broadcast operand: the torch tail adds it
         scales = (torch.tensor(a.x_scale, dtype=torch.float64) * w_scales.double()).float().contiguous()
         tail = list(a.post_ops[fused:])
-        gelu_tanh = _NATIVE_GELU.get(tail[0].kind) if tail else None  # a transformer FFN's gelu
+        first = tail[0].kind if tail else None
+        gelu, gelu_tanh = first == "gelu", first == "gelu_tanh"
+        tail = tail[1:] if gelu or gelu_tanh else tail
+        multiplier = None if gelu_tanh or not tail else _column_factors(ctx, tail[0], n)
         return cls(pack_int8_weight(weight_2d.contiguous()), n, k, scales, bias, relu, residual,
-                   residual_quant if residual is not None else None, gelu_tanh,
-                   tail[1:] if gelu_tanh is not None else tail, a, ctx.isa)
+                   residual_quant if residual is not None else None, gelu, gelu_tanh, multiplier,
+                   tail[1:] if multiplier is not None else tail, a, ctx.isa)
 
     def residual_rows(self, inputs: list, to_rows) -> Optional[torch.Tensor]:
         """The residual operand as [m, n] rows (uint8 codes or float32), or None when none is fused."""
@@ -119,15 +136,15 @@ class Int8Gemm:
         r_scale, r_zp = self.residual_quant or (1.0, 0)
         native_lib.raw.int8_gemm(a, attrs.x_zero_point, self.packed, self.n, self.scales, self.bias, self.relu, out,
                              attrs.output_scale, attrs.output_zero_point, self.isa, torch.get_num_threads(),
-                             self.residual_rows(inputs, to_rows), r_scale, r_zp, conv)
-        if self.gelu_tanh is not None:  # in place on the fresh float32 rows (torch's gelu took ~3 % of BERT-base)
-            native_lib.raw.gelu(out, self.gelu_tanh, out, self.isa, torch.get_num_threads())
+                             self.residual_rows(inputs, to_rows), r_scale, r_zp, conv, self.gelu, self.multiplier)
+        if self.gelu_tanh:  # in place on the fresh float32 rows (torch's gelu took ~3 % of BERT-base)
+            native_lib.raw.gelu(out, True, out, self.isa, torch.get_num_threads())
         return out
 
     @property
     def complete(self) -> bool:
         """The kernel's epilogue takes every post-op: its output is the layer's (finish has nothing to do)."""
-        return self.gelu_tanh is None and not self.tail
+        return not self.gelu_tanh and not self.tail
 
     def finish(self, y: torch.Tensor, operands: list) -> torch.Tensor:
         """The post-ops the kernel did not take, in torch on float32, then the output dtype."""
