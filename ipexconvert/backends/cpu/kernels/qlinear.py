@@ -124,7 +124,8 @@ def torch_onednn_qlinear(ctx: NodeContext) -> Optional[Kernel]:
 @register_kernel("cpu", "qlinear", runs_at=_runs_at.native_int8_gemm)
 def native_qlinear(ctx: NodeContext) -> Optional[Kernel]:
     """Our exact int8 GEMM below VNNI (activations minus their zero point and weights widened to int16, vpmaddwd
-    into int32); scale, bias, a leading relu or gelu and the output dtype fused."""
+    into int32); scale, bias, a residual, relu, an erf GELU, the next layer's SmoothQuant factors and the output
+    dtype fused."""
     if not runs_here(ctx) or ctx.constants[1] is None or ctx.constants[1].dim() != 2:
         return None
     gemm = Int8Gemm.build(ctx, ctx.constants[1])
