@@ -3,9 +3,11 @@ its operand tiles loaded by the Hopper tensor memory accelerator (Triton tensor 
 loads, optionally with Triton's automatic warp specialization of the k loop, and the same epilogue. Session 29
 measured the pointer-load kernel at 31-50 % of the H200's int8 tensor-core peak on BERT-base's K = 768 GEMMs
 (`results/session29-gpu-int8-sweep-*-h200.log`); this times the TMA variants beside it on the same shapes.
-Not yet run on a GPU: written and compiled for sm_90 offline (`--compile-only` checks that with any Triton, no GPU).
+Session 30 ran it on the H200 (Triton 3.6): after the baseline, the first TMA variant gave nothing for 280 s, so
+each variant now runs in its own process with a timeout, its first call (the compile) timed apart.
+`--compile-only` compiles every variant for sm_90 offline, with any Triton and no GPU.
 
-    python benchmarks/gpu_int8_tma.py --rows 4096,128 --shapes 2304x768,768x768,3072x768,768x3072
+    python benchmarks/gpu_int8_tma.py --rows 4096,128 --shapes 2304x768,768x768,3072x768,768x3072 --variants 0,1,8 --timeout 60
     python benchmarks/gpu_int8_tma.py --compile-only
 """
 from __future__ import annotations
@@ -96,37 +98,63 @@ def compile_only() -> None:
             print(f"{bm}x{bn}x{bk} warps {warps} stages {stages} ws {ws}: {type(e).__name__}: {str(e)[:200]}")
 
 
+def time_variant(variant, cases) -> None:
+    """One variant over every case (in a child process: session 30's first variant hung under Triton 3.6 for the
+    whole call); prints a line per case, the first call (compile) timed apart from the graph replays."""
+    import time
+
+    from timing import gpu_graph_ms
+
+    for m, n, k, weights, x_u8, epilogue in cases:
+        start = time.perf_counter()
+        run_tma(x_u8, weights[0], True, *epilogue, variant)
+        torch.cuda.synchronize()
+        first = time.perf_counter() - start
+        ms = gpu_graph_ms([lambda w=w: run_tma(x_u8, w, True, *epilogue, variant) for w in weights])
+        bm, bn, bk, warps, stages, ws = variant
+        print(f"rows {m} {n}x{k}: TMA {bm}x{bn}x{bk} warps {warps} stages {stages} warp-specialized {ws}: "
+              f"{ms * 1000:.1f} us ({2 * m * n * k / ms / 1e9:.0f} TOP/s; first call {first:.1f} s)", flush=True)
+
+
 def main() -> None:
+    import subprocess
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", default="4096,128")
     ap.add_argument("--shapes", default="2304x768,768x768,3072x768,768x3072", help="NxK,...")
-    ap.add_argument("--top", type=int, default=4)
+    ap.add_argument("--variants", default="", help="indices into VARIANTS (default all), e.g. 0,5,9")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per variant (its own process)")
     ap.add_argument("--compile-only", action="store_true")
+    ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.compile_only:
         compile_only()
         return
     from gpu_int8_sweep import gemm_case
+
+    shapes = [(m, *(int(v) for v in shape.split("x")))
+              for m, shape in itertools.product((int(r) for r in args.rows.split(",")), args.shapes.split(","))]
+    if args.child is not None:
+        time_variant(VARIANTS[args.child], [(m, n, k, *gemm_case(m, n, k)) for m, n, k in shapes])
+        return
     from timing import gpu_graph_ms
 
-    for m, shape in itertools.product((int(r) for r in args.rows.split(",")), args.shapes.split(",")):
-        n, k = (int(v) for v in shape.split("x"))
-        ops = 2 * m * n * k
+    for m, n, k in shapes:
         weights, x_u8, epilogue = gemm_case(m, n, k)
         base = gpu_graph_ms([lambda w=w: _triton_int8.run_int8_gemm(x_u8, w, True, *epilogue) for w in weights])
         print(f"rows {m} {n}x{k}: int8_gemm (pointer loads, default tile) {base * 1000:.1f} us "
-              f"({ops / base / 1e9:.0f} TOP/s)", flush=True)
-        results = []
-        for variant in VARIANTS:
-            try:
-                ms = gpu_graph_ms([lambda w=w: run_tma(x_u8, w, True, *epilogue, variant) for w in weights])
-            except Exception as e:  # noqa: BLE001 (a variant this Triton or GPU cannot build)
-                print(f"   {variant}: {type(e).__name__}: {str(e)[:120]}", flush=True)
-                continue
-            results.append((ms, variant))
-        for ms, (bm, bn, bk, warps, stages, ws) in sorted(results)[:args.top]:
-            print(f"   TMA {bm}x{bn}x{bk} warps {warps} stages {stages} warp-specialized {ws}: {ms * 1000:.1f} us "
-                  f"({ops / ms / 1e9:.0f} TOP/s)", flush=True)
+              f"({2 * m * n * k / base / 1e9:.0f} TOP/s)", flush=True)
+    indices = [int(i) for i in args.variants.split(",")] if args.variants else range(len(VARIANTS))
+    forwarded = ["--rows", args.rows, "--shapes", args.shapes]
+    for i in indices:
+        try:
+            out = subprocess.run([sys.executable, __file__, *forwarded, "--child", str(i)], capture_output=True,
+                                 text=True, timeout=args.timeout)
+            lines = out.stdout.strip() or f"variant {i} {VARIANTS[i]}: failed: {out.stderr.strip()[-300:]}"
+        except subprocess.TimeoutExpired as e:
+            done = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            lines = f"{done}variant {i} {VARIANTS[i]}: no result within {args.timeout:.0f} s"
+        print(lines, flush=True)
 
 
 if __name__ == "__main__":
