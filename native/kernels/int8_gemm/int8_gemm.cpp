@@ -72,13 +72,16 @@ static void widen_rows(const Int8GemmArgs& g, int64_t r0, int64_t rows, int64_t 
     }
 }
 
-// acc[r] += a[r] . panel over all pairs of k, for MR rows.
-template <int MR>
-static inline void tile_products(const int16_t* a, int64_t k2, const int16_t* panel, __m256i (&acc)[kMR][2]) {
+// acc[r] += a[r] . panel over all pairs of k, for MR rows. With Prefetch, one line of the next panel is brought
+// into L2 per pair (a panel is one line per pair), so the first tile of a panel fetches the next one.
+template <int MR, bool Prefetch>
+static inline void tile_products(const int16_t* a, int64_t k2, const int16_t* panel, const int16_t* next,
+                                 __m256i (&acc)[kMR][2]) {
     for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
     const int64_t pairs = k2 / 2;
 #pragma GCC unroll 4  // unrolled, gcc schedules the 4 rows better: 105-112 -> 130-140 GMAC/s on 2 Xeon cores capped to AVX2
     for (int64_t p = 0; p < pairs; ++p) {
+        if (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(next + p * 32), _MM_HINT_T1);
         const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * 32));
         const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * 32 + 16));
         for (int r = 0; r < MR; ++r) {
@@ -228,10 +231,13 @@ static inline void store_tile(const Int8GemmArgs& g, int64_t r0, const ColumnBlo
 }
 
 template <int MR>
-static inline void tile(const Int8GemmArgs& g, const int16_t* a, int64_t k2, const int16_t* panel, int64_t r0,
-                        const ColumnBlock& cb) {
+static inline void tile(const Int8GemmArgs& g, const int16_t* a, int64_t k2, const int16_t* panel, const int16_t* next,
+                        int64_t r0, const ColumnBlock& cb) {
     __m256i acc[kMR][2];
-    tile_products<MR>(a, k2, panel, acc);
+    if (next)
+        tile_products<MR, true>(a, k2, panel, next, acc);
+    else
+        tile_products<MR, false>(a, k2, panel, nullptr, acc);
     store_tile<MR>(g, r0, cb, acc);
 }
 
@@ -278,13 +284,15 @@ static void int8_gemm(const Int8GemmArgs& g) {
                 const int64_t n0 = nb * kNR;
                 const ColumnBlock cb(g, n0, g.n - n0 < kNR ? g.n - n0 : kNR);
                 const int16_t* panel = g.w + nb * panel_elems;
+                const int16_t* following = nb + 1 < nb_end ? panel + panel_elems : nullptr;
                 for (int64_t r = 0; r < count; r += kMR) {
                     const int16_t* a = rows + r * k2;
+                    const int16_t* next = r == 0 ? following : nullptr;
                     switch (count - r < kMR ? count - r : kMR) {
-                        case 1: tile<1>(g, a, k2, panel, r0 + r, cb); break;
-                        case 2: tile<2>(g, a, k2, panel, r0 + r, cb); break;
-                        case 3: tile<3>(g, a, k2, panel, r0 + r, cb); break;
-                        default: tile<4>(g, a, k2, panel, r0 + r, cb); break;
+                        case 1: tile<1>(g, a, k2, panel, next, r0 + r, cb); break;
+                        case 2: tile<2>(g, a, k2, panel, next, r0 + r, cb); break;
+                        case 3: tile<3>(g, a, k2, panel, next, r0 + r, cb); break;
+                        default: tile<4>(g, a, k2, panel, next, r0 + r, cb); break;
                     }
                 }
             }
