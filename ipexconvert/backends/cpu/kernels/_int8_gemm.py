@@ -8,9 +8,9 @@ reference. The kernel (native/kernels/int8_gemm/int8_gemm.cpp) widens to int16 a
 The kernel's epilogue fuses scale and bias, a residual add (uint8 codes dequantized, or float32)
 and a relu, in the orders [relu], [add], [add, relu], then an erf GELU (a transformer FFN's first
 layer), then a multiply by a constant per-column vector (the next layer's SmoothQuant factors, which
-fold_requantize puts there), then writes the output dtype. Other post-op chains (a tanh GELU, a SmoothQuant mul after the
-GELU) get a float32 result and run the rest natively (tanh GELU) or in torch, then the native
-quantize kernel (the quantize formula of ir/ops/_quant.py, bit for bit).
+fold_requantize puts there), then writes the output dtype. Other post-op chains (a tanh GELU, operands
+that are not constant per column) get a float32 result and run the rest natively (tanh GELU) or in
+torch, then the native quantize kernel (the quantize formula of ir/ops/_quant.py, bit for bit).
 """
 from __future__ import annotations
 

@@ -166,10 +166,10 @@ def run_int8_gemm(x: torch.Tensor, weight: torch.Tensor, flip: bool, offset: tor
         tile = tile or gemm_tile(rows)
         block_k = min(tile.block_k, max(32, next_power_of_2(k)))
         args, flags = _epilogue_args(offset, col_scale, bias, codes, operands, shape, rows, cols, out, quantize)
-        _triton.jit().int8_gemm[(tile.programs(rows, cols),)](x, weight, *args[:8], k, x.stride(0), *args[8:], **flags,
-                                      FLIP=flip, EVEN_K=k % block_k == 0, BLOCK_M=tile.block_m,
-                                      BLOCK_N=tile.block_n, BLOCK_K=block_k, GROUP_M=tile.group_m,
-                                      num_warps=tile.warps, num_stages=tile.stages)
+        _triton.jit().int8_gemm[(tile.programs(rows, cols),)](
+            x, weight, *args[:8], k, x.stride(0), *args[8:], **flags, FLIP=flip, EVEN_K=k % block_k == 0,
+            BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=block_k, GROUP_M=tile.group_m,
+            num_warps=tile.warps, num_stages=tile.stages)
     return out.reshape(tuple(shape))
 
 
@@ -219,11 +219,11 @@ def run_int8_conv(x: torch.Tensor, weight: torch.Tensor, flip: bool, x_zero_poin
         block_k = conv_block_k(c)
         args, flags = _epilogue_args(offset, col_scale, bias, codes, [t.permute(0, 2, 3, 1) for t in operands],
                                      (n, oh, ow, cols), rows, cols, out, quantize, operand_codes)
-        _triton.jit().int8_conv[(tile.programs(rows, cols),)](x, weight, *args[:8], c, h, w, oh, ow, stride[0], stride[1], padding[0],
-                                      padding[1], dilation[0], dilation[1], x_zero_point, *args[8:], **flags,
-                                      FLIP=flip, KW=kw, TAPS=kh * kw, BLOCK_M=tile.block_m, BLOCK_N=tile.block_n,
-                                      BLOCK_K=min(tile.block_k, block_k or 32), GROUP_M=tile.group_m,
-                                      GATHER=block_k is None, num_warps=tile.warps, num_stages=tile.stages)
+        _triton.jit().int8_conv[(tile.programs(rows, cols),)](
+            x, weight, *args[:8], c, h, w, oh, ow, stride[0], stride[1], padding[0], padding[1], dilation[0],
+            dilation[1], x_zero_point, *args[8:], **flags, FLIP=flip, KW=kw, TAPS=kh * kw, BLOCK_M=tile.block_m,
+            BLOCK_N=tile.block_n, BLOCK_K=min(tile.block_k, block_k or 32), GROUP_M=tile.group_m,
+            GATHER=block_k is None, num_warps=tile.warps, num_stages=tile.stages)
     return out.reshape(n, oh, ow, cols).permute(0, 3, 1, 2)
 
 

@@ -8,10 +8,10 @@ shapes (a prompt), quantizing and causal nodes take the torch path below.
 
 torch: torch's attention (flash / memory-efficient / cuDNN, torch picks per shape), with the
 fully-masked-row rule applied without asking the GPU whether any row is fully masked (a captured graph
-cannot read back): the fill always runs, writing the heads-last layout the next reshape wants (one Triton pass,
-with the codes when the node quantizes for an int8 layer; torch's where without Triton). The mask's cast to the activations' dtype and which rows it
-removes are found once per mask tensor and run (run_scope.py): every layer of an encoder reads the same
-mask, so the other layers reuse the first one's."""
+cannot read back): the fill always runs, writing the heads-last layout the next reshape wants (one Triton
+pass, with the codes when the node quantizes for an int8 layer; torch's where without Triton). The mask's cast
+to the activations' dtype and which rows it removes are found once per mask tensor and run (run_scope.py):
+every layer of an encoder reads the same mask, so the other layers reuse the first one's."""
 from __future__ import annotations
 
 from typing import Optional
