@@ -26,14 +26,14 @@ from pathlib import Path
 MARK = "=== timed calls ==="
 
 
-def child(path: str, model_name: str, threads: int, rounds: int, calls: int, verbose: bool) -> None:
+def child(path: str, model_name: str, threads: int, rounds: int, calls: int, verbose: bool, avoid: list[str]) -> None:
     import ipexconvert  # before torch: the OpenMP settings apply
     import torch
 
     from ipexconvert.examples import get_example
 
     example = get_example(model_name)
-    model = ipexconvert.load_artifact(path, threads=threads)
+    model = ipexconvert.load_artifact(path, threads=threads, avoid_kernels=avoid)
     inputs = {k: v for k, v in example.example_inputs(1).items() if k in model.signature.input_names}
     if verbose:
         for _ in range(3):
@@ -64,7 +64,30 @@ def child(path: str, model_name: str, threads: int, rounds: int, calls: int, ver
     steps = model.profile(inputs)
     print(json.dumps({"threads": threads, "torch_threads": torch.get_num_threads(),
                       "medians_ms": {k: statistics.median(v) for k, v in samples.items()},
+                      "lone_linear_ms": lone_linear_ms(),
                       "steps_ms": {k: v * 1e3 for k, v in sorted(steps.items(), key=lambda kv: -kv[1])}}))
+
+
+def lone_linear_ms() -> dict[str, float]:
+    """One bf16 oneDNN linear (MiniLM's FFN up-projection, 128 x 384 -> 1536) timed alone in this process,
+    after the artifact ran: if it is slow here and fast in a fresh process, process state (threads, AMX) is why."""
+    import torch
+
+    x, w = torch.randn(128, 384).bfloat16(), torch.randn(1536, 384).bfloat16()
+    packed = torch.ops.mkldnn._reorder_linear_weight(w, None)
+    out = {}
+    with torch.inference_mode():
+        for name, fn in (("oneDNN packed", lambda: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")),
+                         ("F.linear", lambda: torch.nn.functional.linear(x, w))):
+            for _ in range(5):
+                fn()
+            samples = []
+            for _ in range(50):
+                start = time.perf_counter()
+                fn()
+                samples.append((time.perf_counter() - start) * 1e3)
+            out[name] = statistics.median(samples)
+    return out
 
 
 def onednn_summary(text: str, top: int) -> list[str]:
@@ -94,11 +117,13 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=10)
     ap.add_argument("--steps", type=int, default=6, help="kernel kinds to show per thread count")
     ap.add_argument("--onednn-verbose", default="", metavar="THREADS", help="thread counts to log oneDNN at")
+    ap.add_argument("--avoid", default="", help="kernel families not to use, comma-separated (load_artifact's avoid_kernels)")
     ap.add_argument("--child", nargs=3, metavar=("PATH", "MODEL", "THREADS"), help=argparse.SUPPRESS)
     ap.add_argument("--verbose-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], args.child[1], int(args.child[2]), args.rounds, args.calls, args.verbose_child)
+        child(args.child[0], args.child[1], int(args.child[2]), args.rounds, args.calls, args.verbose_child,
+              [a for a in args.avoid.split(",") if a])
         return
     with tempfile.TemporaryDirectory() as tmp:
         path = args.artifact
@@ -108,11 +133,11 @@ def main() -> None:
             path = Path(tmp) / f"{args.model}.{args.dtype}.ipxc"
             extra = {"calib_synthetic": True} if args.dtype == "int8" else {}
             ipexconvert.optimize(f"example:{args.model}", dtype=args.dtype, output=path, **extra)
-        base = [sys.executable, __file__, "--rounds", str(args.rounds), "--calls", str(args.calls)]
+        base = [sys.executable, __file__, "--rounds", str(args.rounds), "--calls", str(args.calls), "--avoid", args.avoid]
         print(f"{args.model} {args.dtype}, batch 1, {os.cpu_count()} CPUs; median of {args.rounds} rounds of "
               f"{args.calls} calls, ms")
-        print("| threads | artifact | eager fp32 | eager bf16 | slowest kernel kinds (one profiled run) |")
-        print("|---:|---:|---:|---:|---|")
+        print("| threads | artifact | eager fp32 | eager bf16 | lone linear after it (packed / F.linear) | slowest kernel kinds (one profiled run) |")
+        print("|---:|---:|---:|---:|---|---|")
         for threads in args.threads.split(","):
             out = subprocess.run(base + ["--child", str(path), args.model, threads], capture_output=True, text=True)
             lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
@@ -122,7 +147,8 @@ def main() -> None:
             r = json.loads(lines[-1])
             m = r["medians_ms"]
             steps = ", ".join(f"{k} {v:.2f}" for k, v in list(r["steps_ms"].items())[:args.steps])
-            print(f"| {threads} | {m['artifact']:.2f} | {m['eager fp32']:.2f} | {m['eager bf16']:.2f} | {steps} |",
+            lone = " / ".join(f"{v:.3f}" for v in r["lone_linear_ms"].values())
+            print(f"| {threads} | {m['artifact']:.2f} | {m['eager fp32']:.2f} | {m['eager bf16']:.2f} | {lone} | {steps} |",
                   flush=True)
         for threads in filter(None, args.onednn_verbose.split(",")):
             env = dict(os.environ, ONEDNN_VERBOSE="1")

@@ -17,16 +17,20 @@ namespace ipxc {
 void parallel_for(int64_t n, int64_t grain, int threads, RangeFn fn, void* ctx) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
-    int64_t useful = n / grain;  // more threads than grain-sized pieces would only add overhead
-    if (threads > useful) threads = static_cast<int>(useful);
-    if (threads <= 1 || omp_in_parallel()) {
+    const int64_t useful = n / grain;  // more workers than grain-sized pieces would only add overhead
+    const int64_t workers = threads < useful ? threads : useful;
+    if (workers <= 1 || omp_in_parallel()) {
         fn(ctx, 0, n);
         return;
     }
-    // A few chunks per thread so a slow (shared) core does not hold everyone up.
-    int64_t chunk = (n + 4 * threads - 1) / (4 * threads);
+    // A few chunks per worker so a slow (shared) core does not hold everyone up.
+    int64_t chunk = (n + 4 * workers - 1) / (4 * workers);
     if (chunk < grain) chunk = grain;
     const int64_t chunks = (n + chunk - 1) / chunk;
+    // The team is always `threads` strong (the caller passes torch's thread count), even when fewer threads have
+    // chunks: libgomp ends a pool's surplus threads when a smaller team starts and creates them again for the next
+    // bigger one, a clone per thread per region (torch's at::parallel_for leaves out num_threads for that reason).
+    // On the 16-core AMX host that churn made every op between two of ours slow (docs/native.md, "Threads").
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (int64_t c = 0; c < chunks; ++c) {
         const int64_t begin = c * chunk;

@@ -51,3 +51,30 @@ def test_one_openmp_runtime_in_the_process():
 def test_kernels_run_split_over_threads():
     assert _softmax_matches(2)
     assert _softmax_matches(1)
+
+
+_CHURN_CHILD = """
+import os
+import torch
+from ipexconvert.backends.cpu import native_lib
+torch.set_num_threads(4)
+big = torch.randn(512, 1024)
+small = torch.randn(32, 1024)  # two 16K-element chunks: work for 2 of the 4 threads
+out = torch.empty_like(small)
+torch.softmax(big, -1)
+before = set(os.listdir("/proc/self/task"))
+for _ in range(20):
+    native_lib.raw.softmax(small, 1.0, None, out, None, 4)
+    torch.softmax(big, -1)
+print(len(set(os.listdir("/proc/self/task")) - before))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc (Linux)")
+def test_a_kernel_with_little_work_keeps_the_thread_team():
+    """A call whose work fits fewer threads than it was given still opens the full team: libgomp ends surplus
+    threads when a smaller team starts and creates them again for the next bigger one (torch's ops here), which
+    made every op around our kernels slow on a 16-core host (docs/native.md, "Threads")."""
+    child = subprocess.run([sys.executable, "-c", _CHURN_CHILD], capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0, child.stderr
+    assert int(child.stdout.strip().splitlines()[-1]) == 0, "threads were created again between parallel regions"
