@@ -8,7 +8,7 @@ artifact, eager float32 and eager bf16 (median of per-round means), then one pro
 adds a process with ONEDNN_VERBOSE=1 at N threads: which implementation ran each primitive, with what shapes,
 in how long (the artifact's calls after warm-up only).
 
-    python benchmarks/cpu_threads.py --model minilm --dtype bf16 --threads 1,2,4,8,16 --onednn-verbose 16,2
+    python benchmarks/cpu_threads.py --model minilm --dtype bf16 --threads 1,2,4,8,16 --onednn-verbose 16,2 --churn 16
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from pathlib import Path
 MARK = "=== timed calls ==="
 
 
-def child(path: str, model_name: str, threads: int, rounds: int, calls: int, verbose: bool, avoid: list[str]) -> None:
+def child(path: str, model_name: str, threads: int, rounds: int, calls: int, verbose, avoid: list[str]) -> None:
     import ipexconvert  # before torch: the OpenMP settings apply
     import torch
 
@@ -35,6 +35,10 @@ def child(path: str, model_name: str, threads: int, rounds: int, calls: int, ver
     example = get_example(model_name)
     model = ipexconvert.load_artifact(path, threads=threads, avoid_kernels=avoid)
     inputs = {k: v for k, v in example.example_inputs(1).items() if k in model.signature.input_names}
+    if verbose == "churn":
+        model.run_dict(inputs)
+        churn(model, inputs, calls)
+        return
     if verbose:
         for _ in range(3):
             model.run_dict(inputs)
@@ -66,6 +70,29 @@ def child(path: str, model_name: str, threads: int, rounds: int, calls: int, ver
                       "medians_ms": {k: statistics.median(v) for k, v in samples.items()},
                       "lone_linear_ms": lone_linear_ms(),
                       "steps_ms": {k: v * 1e3 for k, v in sorted(steps.items(), key=lambda kv: -kv[1])}}))
+
+
+def churn(model, inputs: dict, calls: int) -> None:
+    """Per kernel kind over `calls` runs: threads created while it ran, and the process's thread count after it.
+    libgomp ends surplus threads when a team smaller than the last one starts and creates them again for the next
+    bigger one, so a kind that leaves fewer threads alive runs a smaller team, and the kind after it pays."""
+    tasks = lambda: set(os.listdir("/proc/self/task"))  # noqa: E731
+    stats: dict[str, list] = collections.defaultdict(lambda: [0, 0, 10**9, 0])  # calls, created, min/max alive
+    for step in model.runner.main:
+        def counted(args, dims, kernel=step.kernel, name=step.kernel_name):
+            before = tasks()
+            out = kernel(args, dims)
+            after = tasks()
+            s = stats[name]
+            s[0] += 1
+            s[1] += len(after - before)
+            s[2], s[3] = min(s[2], len(after)), max(s[3], len(after))
+            return out
+        step.kernel = counted
+    for _ in range(calls):
+        model.run_dict(inputs)
+    for name, (n, created, low, high) in sorted(stats.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {name}: {n} calls, {created} threads created, {low}-{high} threads alive after it")
 
 
 def lone_linear_ms() -> dict[str, float]:
@@ -119,10 +146,14 @@ def main() -> None:
     ap.add_argument("--onednn-verbose", default="", metavar="THREADS", help="thread counts to log oneDNN at")
     ap.add_argument("--avoid", default="", help="kernel families not to use, comma-separated (load_artifact's avoid_kernels)")
     ap.add_argument("--child", nargs=3, metavar=("PATH", "MODEL", "THREADS"), help=argparse.SUPPRESS)
+    ap.add_argument("--churn", default="", metavar="THREADS",
+                    help="thread counts at which to count, per kernel kind, the threads OpenMP creates while it runs")
     ap.add_argument("--verbose-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--churn-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], args.child[1], int(args.child[2]), args.rounds, args.calls, args.verbose_child,
+        child(args.child[0], args.child[1], int(args.child[2]), args.rounds, args.calls,
+              "churn" if args.churn_child else args.verbose_child,
               [a for a in args.avoid.split(",") if a])
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -156,6 +187,11 @@ def main() -> None:
                                  capture_output=True, text=True, env=env)
             print(f"\noneDNN primitives, {threads} threads, {args.calls} calls after warm-up:")
             print("\n".join(onednn_summary(out.stdout, 12)) or f"  none logged (rc {out.returncode})", flush=True)
+        for threads in filter(None, args.churn.split(",")):
+            out = subprocess.run(base + ["--child", str(path), args.model, threads, "--churn-child"],
+                                 capture_output=True, text=True)
+            print(f"\nthreads created per kernel kind, {threads} threads, {args.calls} calls:")
+            print(out.stdout.strip() or f"  failed: {out.stderr.strip().splitlines()[-1:]}", flush=True)
 
 
 if __name__ == "__main__":
