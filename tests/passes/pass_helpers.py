@@ -13,8 +13,9 @@ def copy_program(program: Program) -> Program:
     return Program(program.graph.model_copy(deep=True), dict(program.weights))
 
 
-def run_program(program: Program, inputs: dict[str, torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
-    return Executor(program).run([inputs[n] for n in program.graph.inputs], dims)
+def run_program(program: Program, inputs: dict[str, torch.Tensor], dims: dict[str, int],
+                widen_bf16: bool | None = None) -> list[torch.Tensor]:
+    return Executor(program, widen_bf16=widen_bf16).run([inputs[n] for n in program.graph.inputs], dims)
 
 
 def run_traced(program: Program, inputs: dict[str, torch.Tensor], dims: dict[str, int]):
