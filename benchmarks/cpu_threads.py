@@ -6,7 +6,11 @@ and 6.7 ms with 8 (eager float32: 9.6 ms with 16), the linear layers (torch's on
 and 4.4 with 2 (`results/session30-gpu-h200.md`). Each process: load with `threads=N`, interleaved rounds of the
 artifact, eager float32 and eager bf16 (median of per-round means), then one profiled run. `--onednn-verbose N`
 adds a process with ONEDNN_VERBOSE=1 at N threads: which implementation ran each primitive, with what shapes,
-in how long (the artifact's calls after warm-up only).
+in how long (the artifact's calls after warm-up only). Each timing process also times one oneDNN linear alone after
+the artifact ran (if that is fast and the artifact's linears are slow, the cause is what runs around them).
+`--churn N` counts, per kernel kind, the threads OpenMP creates while it runs (libgomp re-creates a pool's threads
+whenever a bigger team follows a smaller one: results/session31-amx-host-threads.md); `--avoid` leaves kernel
+families out, as load_artifact's avoid_kernels does.
 
     python benchmarks/cpu_threads.py --model minilm --dtype bf16 --threads 1,2,4,8,16 --onednn-verbose 16,2 --churn 16
 """
@@ -26,7 +30,9 @@ from pathlib import Path
 MARK = "=== timed calls ==="
 
 
-def child(path: str, model_name: str, threads: int, rounds: int, calls: int, verbose, avoid: list[str]) -> None:
+def child(path: str, model_name: str, threads: int, rounds: int, calls: int, mode: str, avoid: list[str]) -> None:
+    """One process at one thread count. mode: "time" (rounds, a lone linear, a profile), "verbose" (calls for
+    ONEDNN_VERBOSE) or "churn" (threads created per kernel kind)."""
     import ipexconvert  # before torch: the OpenMP settings apply
     import torch
 
@@ -35,11 +41,11 @@ def child(path: str, model_name: str, threads: int, rounds: int, calls: int, ver
     example = get_example(model_name)
     model = ipexconvert.load_artifact(path, threads=threads, avoid_kernels=avoid)
     inputs = {k: v for k, v in example.example_inputs(1).items() if k in model.signature.input_names}
-    if verbose == "churn":
+    if mode == "churn":
         model.run_dict(inputs)
         churn(model, inputs, calls)
         return
-    if verbose:
+    if mode == "verbose":
         for _ in range(3):
             model.run_dict(inputs)
         print(MARK, flush=True)
@@ -144,16 +150,14 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=10)
     ap.add_argument("--steps", type=int, default=6, help="kernel kinds to show per thread count")
     ap.add_argument("--onednn-verbose", default="", metavar="THREADS", help="thread counts to log oneDNN at")
-    ap.add_argument("--avoid", default="", help="kernel families not to use, comma-separated (load_artifact's avoid_kernels)")
+    ap.add_argument("--avoid", default="", help="kernel families not to use, comma-separated (avoid_kernels)")
     ap.add_argument("--child", nargs=3, metavar=("PATH", "MODEL", "THREADS"), help=argparse.SUPPRESS)
     ap.add_argument("--churn", default="", metavar="THREADS",
                     help="thread counts at which to count, per kernel kind, the threads OpenMP creates while it runs")
-    ap.add_argument("--verbose-child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--churn-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--child-mode", choices=("time", "verbose", "churn"), default="time", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], args.child[1], int(args.child[2]), args.rounds, args.calls,
-              "churn" if args.churn_child else args.verbose_child,
+        child(args.child[0], args.child[1], int(args.child[2]), args.rounds, args.calls, args.child_mode,
               [a for a in args.avoid.split(",") if a])
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -164,10 +168,12 @@ def main() -> None:
             path = Path(tmp) / f"{args.model}.{args.dtype}.ipxc"
             extra = {"calib_synthetic": True} if args.dtype == "int8" else {}
             ipexconvert.optimize(f"example:{args.model}", dtype=args.dtype, output=path, **extra)
-        base = [sys.executable, __file__, "--rounds", str(args.rounds), "--calls", str(args.calls), "--avoid", args.avoid]
+        base = [sys.executable, __file__, "--rounds", str(args.rounds), "--calls", str(args.calls),
+                "--avoid", args.avoid]
         print(f"{args.model} {args.dtype}, batch 1, {os.cpu_count()} CPUs; median of {args.rounds} rounds of "
               f"{args.calls} calls, ms")
-        print("| threads | artifact | eager fp32 | eager bf16 | lone linear after it (packed / F.linear) | slowest kernel kinds (one profiled run) |")
+        print("| threads | artifact | eager fp32 | eager bf16 | lone linear after it (packed / F.linear) "
+              "| slowest kernel kinds (one profiled run) |")
         print("|---:|---:|---:|---:|---|---|")
         for threads in args.threads.split(","):
             out = subprocess.run(base + ["--child", str(path), args.model, threads], capture_output=True, text=True)
@@ -179,19 +185,19 @@ def main() -> None:
             m = r["medians_ms"]
             steps = ", ".join(f"{k} {v:.2f}" for k, v in list(r["steps_ms"].items())[:args.steps])
             lone = " / ".join(f"{v:.3f}" for v in r["lone_linear_ms"].values())
-            print(f"| {threads} | {m['artifact']:.2f} | {m['eager fp32']:.2f} | {m['eager bf16']:.2f} | {lone} | {steps} |",
-                  flush=True)
+            print(f"| {threads} | {m['artifact']:.2f} | {m['eager fp32']:.2f} | {m['eager bf16']:.2f} | {lone} "
+                  f"| {steps} |", flush=True)
         for threads in filter(None, args.onednn_verbose.split(",")):
             env = dict(os.environ, ONEDNN_VERBOSE="1")
-            out = subprocess.run(base + ["--child", str(path), args.model, threads, "--verbose-child"],
+            out = subprocess.run(base + ["--child", str(path), args.model, threads, "--child-mode", "verbose"],
                                  capture_output=True, text=True, env=env)
             print(f"\noneDNN primitives, {threads} threads, {args.calls} calls after warm-up:")
             print("\n".join(onednn_summary(out.stdout, 12)) or f"  none logged (rc {out.returncode})", flush=True)
         for threads in filter(None, args.churn.split(",")):
-            out = subprocess.run(base + ["--child", str(path), args.model, threads, "--churn-child"],
+            out = subprocess.run(base + ["--child", str(path), args.model, threads, "--child-mode", "churn"],
                                  capture_output=True, text=True)
             print(f"\nthreads created per kernel kind, {threads} threads, {args.calls} calls:")
-            print(out.stdout.strip() or f"  failed: {out.stderr.strip().splitlines()[-1:]}", flush=True)
+            print(out.stdout.rstrip() or f"  failed: {out.stderr.strip().splitlines()[-1:]}", flush=True)
 
 
 if __name__ == "__main__":

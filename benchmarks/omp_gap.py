@@ -19,7 +19,8 @@ import time
 
 GAPS_US = (0, 10, 30, 100, 300, 1000)
 SETTINGS = {"libgomp default": {}, "GOMP_SPINCOUNT=30000": {"GOMP_SPINCOUNT": "30000"},
-            "OMP_WAIT_POLICY=ACTIVE": {"OMP_WAIT_POLICY": "ACTIVE"}, "OMP_WAIT_POLICY=PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"}}
+            "OMP_WAIT_POLICY=ACTIVE": {"OMP_WAIT_POLICY": "ACTIVE"},
+            "OMP_WAIT_POLICY=PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"}}
 
 
 def child(threads: int) -> None:
