@@ -50,7 +50,7 @@ def _sample_cosines(g: torch.Tensor, w: torch.Tensor) -> Optional[torch.Tensor]:
     return torch.where(norms > 0, dots / norms.clamp_min(1e-300), same.double())
 
 
-def _nearest_neighbours(x: torch.Tensor) -> torch.Tensor:
+def nearest_neighbours(x: torch.Tensor) -> torch.Tensor:
     """Each row's nearest other row by cosine."""
     unit = torch.nn.functional.normalize(x, dim=1)
     similarity = unit @ unit.T
@@ -81,7 +81,7 @@ def compare_output(name: str, got: torch.Tensor, want: torch.Tensor) -> OutputAc
     if g.dim() == 2 and g.shape[1] > 1 and g.shape[0] > 0:
         result.top1_agreement = float((g.argmax(1) == w.argmax(1)).double().mean())
         if g.shape[0] >= 3:
-            result.neighbour_agreement = float((_nearest_neighbours(g) == _nearest_neighbours(w)).double().mean())
+            result.neighbour_agreement = float((nearest_neighbours(g) == nearest_neighbours(w)).double().mean())
     return result
 
 
