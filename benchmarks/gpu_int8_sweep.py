@@ -1,6 +1,6 @@
 """Times the GPU's int8 GEMM with its fused epilogue (backends/cuda/kernels/_triton_int8.run_int8_gemm) on an
-encoder's qlinear shapes for several tile choices, beside the path it replaces (torch._int_mm, then the Triton
-epilogue) and torch's bf16 linear of the same shape. GPU time: the calls are captured in a CUDA graph and
+encoder's qlinear shapes for several tile choices, each with pointer loads and with TMA loads (Hopper), beside
+the path it replaces (torch._int_mm, then the Triton epilogue) and torch's bf16 linear of the same shape. GPU time: the calls are captured in a CUDA graph and
 replayed, over weight copies larger than the L2 cache (as a model's layers are).
 
     python benchmarks/gpu_int8_sweep.py --rows 4096,128 --shapes 2304x768,768x768,3072x768,768x3072
@@ -48,8 +48,8 @@ def main() -> None:
     ap.add_argument("--tiles", default="all", choices=("all", "default"))
     args = ap.parse_args()
     gpu = torch.device("cuda", 0)
-    tiles = [GemmTile(bm, bn, bk, 8, warps, stages) for bm, bn, bk, warps, stages in itertools.product(
-        (64, 128), (64, 128, 256), (64, 128), (4, 8), (3, 4))]
+    tiles = [GemmTile(bm, bn, bk, 8, warps, stages, tma) for bm, bn, bk, warps, stages, tma in itertools.product(
+        (64, 128), (64, 128, 256), (64, 128), (4, 8), (3, 4), (False, True))]
     for m, shape in itertools.product((int(r) for r in args.rows.split(",")), args.shapes.split(",")):
         n, k = (int(v) for v in shape.split("x"))
         ops = 2 * m * n * k
@@ -81,7 +81,8 @@ def main() -> None:
             # the same tile on int8 codes (no flip of the loaded tile): what the flip costs
             unflipped = gpu_graph_ms([lambda w=w: _triton_int8.run_int8_gemm(x_i8, w, False, *epilogue, tile=tile)
                                  for w in weights])
-            print(f"   {tile.block_m}x{tile.block_n}x{tile.block_k} warps {tile.warps} stages {tile.stages}: "
+            print(f"   {tile.block_m}x{tile.block_n}x{tile.block_k} warps {tile.warps} stages {tile.stages}"
+                  f"{' TMA' if tile.tma else ''}: "
                   f"{ms * 1000:.1f} us ({ops / ms / 1e9:.0f} TOP/s; int8 codes {unflipped * 1000:.1f} us)"
                   f"{'  (default)' if tile == default else ''}", flush=True)
         chosen = [ms for ms, tile in results if tile == default]

@@ -320,6 +320,17 @@ CASES: dict[str, dict[str, Case]] = {
             {"x_scale": X_SCALE, "x_zero_point": 0, "output_dtype": "bfloat16"},
             (In((70, 384), "int8", "codes"), const([64, 384], "int8", "weight"),
              const([64], fill="positive", scale=0.006), None), budget="gemm"),
+        # GPU int8 GEMM past 512 rows: operand tiles by the tensor memory accelerator on Hopper (rows 16-byte
+        # aligned); the row, column and K tails read as zeros there
+        "u8-to-u8-many-rows-k-tail": Case(
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP, "output_dtype": "uint8", "output_scale": 0.05,
+             "output_zero_point": 120, "post_ops": [{"kind": "gelu"}]},
+            (In((4, 150, 208), "uint8", "codes"), const([136, 208], "int8", "weight"),
+             const([136], fill="positive", scale=0.006), const([136]))),
+        "i8-to-bf16-many-rows": Case(
+            {"x_scale": X_SCALE, "x_zero_point": 0, "output_dtype": "bfloat16"},
+            (In((520, 384), "int8", "codes"), const([64, 384], "int8", "weight"),
+             const([64], fill="positive", scale=0.006), None), budget="gemm"),
     },
     "quantize": {
         "f32-to-u8-halfway-values": Case({"scale": 0.0625, "zero_point": 128},  # 1/16: x / scale is exact

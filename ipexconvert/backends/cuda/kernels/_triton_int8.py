@@ -20,6 +20,7 @@ which these kernels are also tried on the CPU (TRITON_INTERPRET=1).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -138,19 +139,40 @@ class GemmTile:
     group_m: int
     warps: int
     stages: int
+    tma: bool = False  # operand tiles by the tensor memory accelerator where the GPU and the tensors allow it
 
     def programs(self, rows: int, cols: int) -> int:
         """How many output tiles (programs) a [rows, cols] output takes."""
         return -(-rows // self.block_m) * -(-cols // self.block_n)
 
 
-# By the GEMM's rows, from benchmarks/gpu_int8_sweep.py on an H200 (BERT-base's shapes, batch 1 and 32).
-GEMM_TILES = {"few_rows": GemmTile(64, 64, 128, 8, 4, 4), "many_rows": GemmTile(64, 128, 128, 8, 4, 3)}
+# By the GEMM's rows, from benchmarks/gpu_int8_sweep.py on an H200 (BERT-base's shapes, batch 1 and 32). Many
+# rows: TMA loads, 4-9 % faster than pointer loads at 4096 rows (session 32: benchmarks/results/session32-gpu-int8-tma-h200.log); with
+# 128 rows they were 25-50 % slower, so few rows keep pointer loads.
+GEMM_TILES = {"few_rows": GemmTile(64, 64, 128, 8, 4, 4), "many_rows": GemmTile(64, 128, 128, 8, 4, 3, tma=True)}
 FEW_ROWS = 512
 
 
 def gemm_tile(rows: int) -> GemmTile:
     return GEMM_TILES["few_rows" if rows <= FEW_ROWS else "many_rows"]
+
+
+@functools.cache
+def _tma_device(device_index: int) -> bool:
+    """Whether this GPU has a tensor memory accelerator (Hopper, compute capability 9, and later) and this Triton
+    host tensor descriptors."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
+    except ImportError:
+        return False
+    return torch.cuda.get_device_capability(device_index)[0] >= 9
+
+
+def _tma_loads(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """TMA reads these operands: the GPU has it, and both are row-major with 16-byte aligned rows and starts
+    (what a tensor descriptor needs)."""
+    return (x.is_cuda and _tma_device(x.device.index or 0)
+            and all(t.stride(1) == 1 and t.stride(0) % 16 == 0 and t.data_ptr() % 16 == 0 for t in (x, weight)))
 
 
 def run_int8_gemm(x: torch.Tensor, weight: torch.Tensor, flip: bool, offset: torch.Tensor, col_scale: torch.Tensor,
@@ -166,10 +188,19 @@ def run_int8_gemm(x: torch.Tensor, weight: torch.Tensor, flip: bool, offset: tor
         tile = tile or gemm_tile(rows)
         block_k = min(tile.block_k, max(32, next_power_of_2(k)))
         args, flags = _epilogue_args(offset, col_scale, bias, codes, operands, shape, rows, cols, out, quantize)
-        _triton.jit().int8_gemm[(tile.programs(rows, cols),)](
-            x, weight, *args[:8], k, x.stride(0), *args[8:], **flags, FLIP=flip, EVEN_K=k % block_k == 0,
-            BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=block_k, GROUP_M=tile.group_m,
-            num_warps=tile.warps, num_stages=tile.stages)
+        grid = (tile.programs(rows, cols),)
+        blocks = dict(BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=block_k, GROUP_M=tile.group_m,
+                      num_warps=tile.warps, num_stages=tile.stages)
+        if tile.tma and _tma_loads(x, weight):
+            from triton.tools.tensor_descriptor import TensorDescriptor
+
+            _triton.jit().int8_gemm_tma[grid](
+                TensorDescriptor.from_tensor(x, [tile.block_m, block_k]),
+                TensorDescriptor.from_tensor(weight, [tile.block_n, block_k]), *args[:8], k, *args[8:], **flags,
+                FLIP=flip, **blocks)
+        else:
+            _triton.jit().int8_gemm[grid](x, weight, *args[:8], k, x.stride(0), *args[8:], **flags, FLIP=flip,
+                                          EVEN_K=k % block_k == 0, **blocks)
     return out.reshape(tuple(shape))
 
 

@@ -192,6 +192,30 @@ def int8_gemm(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_p
 
 
 @triton.jit
+def int8_gemm_tma(x_desc, w_desc, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, rows, cols, K,
+                  a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale, operand_zero,
+                  inv_out_scale, out_zero_point, lo, hi,
+                  FLIP: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
+                  P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr, QUANTIZE: tl.constexpr,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """int8_gemm with its x [rows, K] and w [cols, K] tiles loaded by Hopper's tensor memory accelerator (host
+    tensor descriptors) instead of pointer loads. Blocks past the ends read as 0: the store drops the rows and
+    columns, and past K w's zeros cancel whatever x's flipped zeros become."""
+    pid_m, pid_n = grouped_tile(rows, cols, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
+    for start in range(0, K, BLOCK_K):
+        x = x_desc.load([pid_m * BLOCK_M, start])
+        w = w_desc.load([pid_n * BLOCK_N, start])
+        acc = dot_codes(x, w.T, acc, FLIP)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    epilogue_tile(acc, rm.to(tl.int64)[:, None], rn[None, :], rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr,
+                  b_ptr, out_ptr, a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale,
+                  operand_zero, inv_out_scale, out_zero_point, lo, hi, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3,
+                  QUANTIZE)
+
+
+@triton.jit
 def int8_conv(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, rows, cols, C, H, W, OH, OW,
               stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, x_zero_point,
               a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale, operand_zero,
