@@ -35,6 +35,24 @@ inline int32_t round_clamp(float v, float lo, float hi) {
     return static_cast<int32_t>((v + shifter) - shifter);
 }
 
+// One value quantized as Quantize16 (below) does it, for levels without AVX-512: per tensor
+// round_clamp(fmaf(y, 1/scale, zp)); with multipliers y * m rounded on its own, clamped to the range
+// shifted by zp, zp added after. NaN becomes lo, as there. Returns the int8 or uint8 code's byte.
+struct QuantizeOne {
+    const float* multipliers;  // or null: per tensor
+    float inv, zp, lo, hi;
+
+    QuantizeOne(const float* multipliers_or_null, float scale, int32_t zero_point, bool is_unsigned)
+        : multipliers(multipliers_or_null), inv(1.0f / scale), zp(static_cast<float>(zero_point)),
+          lo(is_unsigned ? 0.0f : -128.0f), hi(is_unsigned ? 255.0f : 127.0f) {}
+    int8_t operator()(float y, int64_t i) const {
+        const int32_t code = multipliers
+                                 ? round_clamp(y * multipliers[i], lo - zp, hi - zp) + static_cast<int32_t>(zp)
+                                 : round_clamp(fma_f32(y, inv, zp), lo, hi);
+        return static_cast<int8_t>(code);
+    }
+};
+
 #if IPXC_HAVE_AVX512
 // 16 float values quantized as the quantize kernels do it (layer_norm's and attention's quantized
 // outputs use it). Per tensor: fmaf(y, 1/scale, zp), then clamp, as quantize.cpp. With

@@ -658,7 +658,7 @@ def _onednn_ready() -> bool:
 
 # op -> (the lowest ISA level from which some factory must take at least one of its cases, what else
 # that needs). Most kernels have builds for every level from avx2 up; the exceptions are by design:
-#   sdpa: the float32 attention kernel has no build below avx512 (bfloat16: avx512_bf16);
+#   sdpa: bfloat16 attention needs avx512_bf16, but the float32 cases run from avx2 (attention_f32);
 #   qlinear/qconv2d: oneDNN's int8 only from avx512_vnni (below, u8*s8 products saturate), and the
 #     native int8 GEMM only between avx2 and avx512_vnni: together they cover every level >= avx2;
 #   conv2d/linear: bf16 needs avx512_bf16, but the float32 cases run from avx2 (oneDNN or MKL);
@@ -667,7 +667,7 @@ ACCEPTANCE_FLOOR: dict[str, tuple[str, Callable[[], bool]]] = {
     **{op: ("avx2", native.available) for op in (
         "adaptive_avg_pool2d", "add_layer_norm", "aten", "gelu", "layer_norm", "quantize", "rms_norm", "silu",
         "silu_mul", "softmax", "to_memory_format")},
-    "sdpa": ("avx512", native.available),
+    "sdpa": ("avx2", native.available),
     "kv_append": ("generic", lambda: True),  # plain torch copies into its own buffer
     "rope": ("avx2", native.available),
     "rope_kv_append": ("generic", lambda: True),  # plain torch writes into its own caches

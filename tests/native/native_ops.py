@@ -92,7 +92,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[
     bfloat16 q/k/v (kernel `attention`, head_dim a multiple of 32): AMX tile products, or
     AVX512-BF16 vdpbf16ps products below the amx level; built for avx512_bf16 and amx.
     float32 q/k/v (kernel `attention_f32`, head_dim a multiple of 16): fp32 FMA products and
-    softmax throughout; built for avx512. Below its kernel's lowest build this raises
+    softmax throughout; built for avx2 and avx512. Below its kernel's lowest build this raises
     RuntimeError.
 
     q [batch, heads, q_len, head_dim], k and v [batch, heads, kv_len, head_dim] (float32: also fewer heads, a

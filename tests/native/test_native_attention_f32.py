@@ -1,4 +1,4 @@
-"""The fp32 attention kernel (attention_f32, AVX-512 FMA products) at every level this CPU runs
+"""The fp32 attention kernel (attention_f32, FMA products: avx2 and avx512 builds) at every level this CPU runs
 it, against the sdpa op's reference computed in float64, its argument checks, and the runtime's
 choice of it for float32 sdpa nodes."""
 from __future__ import annotations
@@ -16,10 +16,10 @@ from ipexconvert.backends.cpu.kernels import sdpa as native_sdpa_module
 import attention_cases
 from attention_cases import assert_quantized_output_matches, normalised_error, padding_mask
 
-# Every level this CPU runs at which the fp32 kernel runs (its avx512 build, also under higher caps).
+# Every level this CPU runs at which the fp32 kernel runs (its avx2 and avx512 builds, also under higher caps).
 LEVELS = [lvl for lvl in native.supported_levels() if native.kernel_level("attention_f32", lvl) != "none"] \
     if native.available() else []
-pytestmark = pytest.mark.skipif(not LEVELS, reason="needs the native build on a CPU with AVX-512")
+pytestmark = pytest.mark.skipif(not LEVELS, reason="needs the native build on a CPU with AVX2")
 F32_THRESHOLD = 1e-5  # normalised error against float64, as the other native kernels' fp32 cases
 
 
@@ -130,13 +130,14 @@ def test_bad_arguments_are_refused_clearly():
     with pytest.raises(ValueError, match="does not broadcast"):
         native.attention(q, q, q, torch.zeros(1, 1, 1, 9))
     with pytest.raises(RuntimeError, match="attention_f32 was not built"):
-        native.attention(q, q, q, max_isa="avx2")
-    assert native.kernel_level("attention_f32", "avx2") == "none"
+        native.attention(q, q, q, max_isa="generic")
+    assert native.kernel_level("attention_f32", "generic") == "none"
 
 
 def test_runtime_runs_native_attention_for_fp32(monkeypatch, tmp_path):
-    """A tiny BERT with 32-wide heads in fp32: its sdpa nodes run the fp32 kernel and agree with
-    torch's attention to fp32 precision; a cap below avx512 keeps the reference."""
+    """A tiny BERT with 32-wide heads in fp32: its sdpa nodes run the fp32 kernel of the best level and agree
+    with torch's attention to fp32 precision; a cap at avx2 runs the avx2 build, one below avx2 keeps the
+    reference."""
     monkeypatch.delenv("IPEXCONVERT_MAX_ISA", raising=False)
     model = build_bert(dict(TINY_BERT_CONFIG, num_attention_heads=2), attn_implementation="sdpa", seed=2)
     inputs = tiny_bert_inputs(3)
@@ -145,7 +146,8 @@ def test_runtime_runs_native_attention_for_fp32(monkeypatch, tmp_path):
     optimize(model, inputs, dtype="fp32", output=path)
 
     loaded = load_artifact(path)
-    assert {s.kernel_name for s in loaded.executor.steps if s.op == "sdpa"} == {"native:sdpa@avx512"}
+    best = native.kernel_level("attention_f32", LEVELS[-1])  # the build the best level runs
+    assert {s.kernel_name for s in loaded.executor.steps if s.op == "sdpa"} == {f"native:sdpa@{best}"}
     got = loaded(**inputs)[0]
 
     registered = kernels.KERNELS[("cpu", "sdpa")]
@@ -154,7 +156,10 @@ def test_runtime_runs_native_attention_for_fp32(monkeypatch, tmp_path):
     monkeypatch.setitem(kernels.KERNELS, ("cpu", "sdpa"), registered)
     assert normalised_error(got, want.double()) < 1e-5
 
-    if "avx2" in native.supported_levels():
-        monkeypatch.setenv("IPEXCONVERT_MAX_ISA", "avx2")
-        capped = load_artifact(path)
-        assert {s.kernel_name for s in capped.executor.steps if s.op == "sdpa"} == {"reference:sdpa"}
+    monkeypatch.setenv("IPEXCONVERT_MAX_ISA", "avx2")
+    capped = load_artifact(path)
+    assert {s.kernel_name for s in capped.executor.steps if s.op == "sdpa"} == {"native:sdpa@avx2"}
+    assert normalised_error(capped(**inputs)[0], want.double()) < 1e-5
+    monkeypatch.setenv("IPEXCONVERT_MAX_ISA", "generic")
+    capped = load_artifact(path)
+    assert {s.kernel_name for s in capped.executor.steps if s.op == "sdpa"} == {"reference:sdpa"}

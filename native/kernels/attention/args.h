@@ -11,8 +11,7 @@ namespace ipxc {
 // last dim is contiguous; the other dims may have any element strides (strides[0..2] = batch,
 // head, seq), so q/k/v can be views into one packed QKV projection and out a view into a
 // [batch, seq, heads, head_dim] buffer. `attention`: bf16, head_dim a multiple of 32, built for
-// avx512_bf16 and amx. `attention_f32`: fp32, head_dim a multiple of 16, built for avx512, never
-// quantized.
+// avx512_bf16 and amx. `attention_f32`: fp32, head_dim a multiple of 16, built for avx2 and avx512.
 struct AttentionArgs {
     const void* q = nullptr;
     const void* k = nullptr;
@@ -30,10 +29,10 @@ struct AttentionArgs {
     DType mask_dtype = DType::f32;
     int64_t mask_strides[3] = {};
     int threads = 1;
-    // Optional: out holds int8/uint8 codes instead of bf16, of the bf16-rounded output values,
-    // quantized as NormArgs' q is (per tensor with q_scale, or with q_multipliers: heads *
-    // head_dim floats, index h * head_dim + d, i.e. along the last axis of out viewed as
-    // [batch, q_len, heads * head_dim]).
+    // Optional: out holds int8/uint8 codes instead of q's dtype, of the output values as that dtype
+    // holds them (bf16-rounded for `attention`), quantized as NormArgs' q is (per tensor with
+    // q_scale, or with q_multipliers: heads * head_dim floats, index h * head_dim + d, i.e. along
+    // the last axis of out viewed as [batch, q_len, heads * head_dim]).
     bool quantized = false;
     bool q_unsigned = true;
     float q_scale = 1.0f;

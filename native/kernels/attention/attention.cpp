@@ -90,9 +90,9 @@ template <class M>
 float softmax_row(float* __restrict s, const M* __restrict mask, float scale, int64_t kv_len, int64_t kv_pad,
                   uint16_t* __restrict p) {
     const float row_max = scale_mask_max(s, mask, scale, kv_len, kv_pad);
-    return exp_and_sum(s, row_max, kv_pad, [&](int64_t j, __m512 a, __m512 b) {
-        const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512((__m256i)_mm512_cvtneps_pbh(a)),
-                                                (__m256i)_mm512_cvtneps_pbh(b), 1);
+    return exp_and_sum(s, row_max, kv_pad, [&](int64_t j, V16 a, V16 b) {
+        const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512((__m256i)_mm512_cvtneps_pbh(a.v)),
+                                                (__m256i)_mm512_cvtneps_pbh(b.v), 1);
         _mm512_storeu_si512(p + j, both);
     });
 }

@@ -1,36 +1,62 @@
 // attention_f32: softmax(q k^T * scale + mask) v with fp32 q/k/v/out, computed in fp32, built
-// for the avx512 level (the levels above it run this build).
+// for the avx2 and avx512 levels (the levels above avx512 run its avx512 build), written once over
+// V16 (vec16.h); only the register blocking and the quantized store differ per level.
 //
 // Per (batch, head): K is transposed once into Kt [head_dim][kv_pad] (kv_pad: kv_len rounded
 // up to 32, zeros past kv_len), so a block of scores is a broadcast query value times
 // contiguous key vectors; V is read in place. Each block of kRows queries computes S = Q K^T in
-// registers (kRows rows x 4 vectors of 16 keys), P = e^(S * scale + mask - rowmax) in place,
-// O = P V in registers (kRows rows x up to 4 vectors of 16 dims) and stores O / rowsum, as fp32
-// or, for an int8 layer after attention, as the codes the quantize node would make of it. q/k/v
-// rows may be strided (slices of a packed QKV projection), out rows too (a [batch, seq, heads,
-// head_dim] buffer). The bf16 kernel (attention.cpp) has the same shape; this one keeps every
-// value in fp32, so it serves fp32 models, where torch's CPU attention runs at about a quarter
-// of the FMA peak at BERT and MiniLM shapes.
+// registers (kRows rows x kScoreVectors vectors of 16 keys), P = e^(S * scale + mask - rowmax) in
+// place, O = P V in registers (kRows rows x up to kValueVectors vectors of 16 dims) and stores
+// O / rowsum, as fp32 or, for an int8 layer after attention, as the codes the quantize node would
+// make of it. q/k/v rows may be strided (slices of a packed QKV projection), out rows too (a
+// [batch, seq, heads, head_dim] buffer). The bf16 kernel (attention.cpp) has the same shape; this
+// one keeps every value in fp32, so it serves fp32 models, where torch's CPU attention runs at
+// about a quarter of the FMA peak at BERT and MiniLM shapes.
 #include "attention_simd.h"
 #include "common.h"
 #include "quant.h"
+#include "vec16.h"
 
 namespace ipxc {
 namespace IPXC_NS {
 namespace {
 
-constexpr int64_t kRows = 6;   // queries per block: 6 rows x 4 vectors = 24 accumulators of 32 registers
-constexpr int64_t kKeyPad = 32;  // kv_pad multiple: the score loop takes 4 or 2 vectors of keys
+constexpr int64_t kRows = 6;  // queries per block
+#if IPXC_HAVE_AVX512
+// 6 rows x 4 vectors = 24 accumulators, 4 key (value) vectors and a broadcast: 29 of 32 zmm.
+constexpr int kScoreVectors = 4, kValueVectors = 4;
+#else
+// A V16 is two ymm: 6 rows x 1 vector = 12 accumulators, 2 for keys (values), 1 broadcast: 15 of 16 ymm
+// (4 rows x 2 vectors would need 16 + 4 + 1 and spill).
+constexpr int kScoreVectors = 1, kValueVectors = 1;
+#endif
+constexpr int64_t kKeyPad = 32;  // kv_pad multiple: the softmax takes 2 vectors a step
+static_assert(kScoreVectors == 1 || kScoreVectors == 2 || kScoreVectors == 4,
+              "steps of 16 or 32 keys divide kv_pad; after steps of 64 one of 32 may be left");
+
+#if IPXC_HAVE_AVX512
+using Quantizer = Quantize16;
+// The 16 codes of y (channels channel .. channel + 15).
+void store_codes(const Quantize16& quantize, V16 y, int64_t channel, int8_t* codes) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(codes), quantize(y.v, channel, 0xFFFF));
+}
+#else
+using Quantizer = QuantizeOne;
+void store_codes(const QuantizeOne& quantize, V16 y, int64_t channel, int8_t* codes) {
+    float values[16];
+    v_store(values, y);
+    for (int i = 0; i < 16; ++i) codes[i] = quantize(values[i], channel + i);
+}
+#endif
 
 // Kt[c][j] = K[j][c] for j < kv_len, 0 up to kv_pad.
 void transpose_keys(const float* k, int64_t row_stride, int64_t kv_len, int64_t kv_pad, int64_t head_dim, float* kt) {
-    __m512i m[16];
+    V16 m[16];
     for (int64_t j0 = 0; j0 < kv_pad; j0 += 16)
         for (int64_t c0 = 0; c0 < head_dim; c0 += 16) {
-            for (int64_t n = 0; n < 16; ++n)
-                m[n] = j0 + n < kv_len ? _mm512_loadu_si512(k + (j0 + n) * row_stride + c0) : _mm512_setzero_si512();
-            transpose_16x16(m);
-            for (int p = 0; p < 16; ++p) _mm512_storeu_si512(kt + (c0 + p) * kv_pad + j0, m[p]);
+            for (int64_t n = 0; n < 16; ++n) m[n] = j0 + n < kv_len ? v_load(k + (j0 + n) * row_stride + c0) : v_zero();
+            v_transpose_16x16(m);
+            for (int p = 0; p < 16; ++p) v_store(kt + (c0 + p) * kv_pad + j0, m[p]);
         }
 }
 
@@ -38,20 +64,20 @@ void transpose_keys(const float* k, int64_t row_stride, int64_t kv_len, int64_t 
 template <int V>
 void score_keys(const float* const* q_rows, const float* kt, int64_t kv_pad, int64_t head_dim, int64_t j0,
                 float* scores) {
-    __m512 acc[kRows][V];
+    V16 acc[kRows][V];
     for (int r = 0; r < kRows; ++r)
-        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
+        for (int v = 0; v < V; ++v) acc[r][v] = v_zero();
     for (int64_t c = 0; c < head_dim; ++c) {
         const float* kt_row = kt + c * kv_pad + j0;
-        __m512 keys[V];
-        for (int v = 0; v < V; ++v) keys[v] = _mm512_loadu_ps(kt_row + 16 * v);
+        V16 keys[V];
+        for (int v = 0; v < V; ++v) keys[v] = v_load(kt_row + 16 * v);
         for (int r = 0; r < kRows; ++r) {
-            const __m512 q = _mm512_set1_ps(q_rows[r][c]);
-            for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(q, keys[v], acc[r][v]);
+            const V16 q = v_set1(q_rows[r][c]);
+            for (int v = 0; v < V; ++v) acc[r][v] = v_fma(q, keys[v], acc[r][v]);
         }
     }
     for (int r = 0; r < kRows; ++r)
-        for (int v = 0; v < V; ++v) _mm512_storeu_ps(scores + r * kv_pad + j0 + 16 * v, acc[r][v]);
+        for (int v = 0; v < V; ++v) v_store(scores + r * kv_pad + j0 + 16 * v, acc[r][v]);
 }
 
 // One row of P = e^(s * scale + mask - max) over kv_len keys, in place, zeros up to kv_pad;
@@ -60,9 +86,9 @@ void score_keys(const float* const* q_rows, const float* kt, int64_t kv_pad, int
 template <class M>
 float softmax_row(float* __restrict s, const M* __restrict mask, float scale, int64_t kv_len, int64_t kv_pad) {
     const float row_max = scale_mask_max(s, mask, scale, kv_len, kv_pad);
-    return exp_and_sum(s, row_max, kv_pad, [&](int64_t j, __m512 a, __m512 b) {
-        _mm512_storeu_ps(s + j, a);
-        _mm512_storeu_ps(s + j + 16, b);
+    return exp_and_sum(s, row_max, kv_pad, [&](int64_t j, V16 a, V16 b) {
+        v_store(s + j, a);
+        v_store(s + j + 16, b);
     });
 }
 
@@ -71,21 +97,25 @@ float softmax_row(float* __restrict s, const M* __restrict mask, float scale, in
 template <int V, class Store>
 void weigh_values(const float* p, int64_t kv_pad, const float* v, int64_t v_stride, int64_t kv_len, int64_t d0,
                   const float* inv_sum, int64_t rows, const Store& store) {
-    __m512 acc[kRows][V];
+    V16 acc[kRows][V];
     for (int r = 0; r < kRows; ++r)
-        for (int i = 0; i < V; ++i) acc[r][i] = _mm512_setzero_ps();
+        for (int i = 0; i < V; ++i) acc[r][i] = v_zero();
     for (int64_t j = 0; j < kv_len; ++j) {
         const float* v_row = v + j * v_stride + d0;
-        __m512 values[V];
-        for (int i = 0; i < V; ++i) values[i] = _mm512_loadu_ps(v_row + 16 * i);
+        V16 values[V];
+        for (int i = 0; i < V; ++i) values[i] = v_load(v_row + 16 * i);
         for (int r = 0; r < kRows; ++r) {
-            const __m512 weight = _mm512_set1_ps(p[r * kv_pad + j]);
-            for (int i = 0; i < V; ++i) acc[r][i] = _mm512_fmadd_ps(weight, values[i], acc[r][i]);
+            const V16 weight = v_set1(p[r * kv_pad + j]);
+            for (int i = 0; i < V; ++i) acc[r][i] = v_fma(weight, values[i], acc[r][i]);
         }
     }
     for (int64_t r = 0; r < rows; ++r)
-        for (int i = 0; i < V; ++i) store(r, d0 + 16 * i, _mm512_mul_ps(acc[r][i], _mm512_set1_ps(inv_sum[r])));
+        for (int i = 0; i < V; ++i) store(r, d0 + 16 * i, v_mul(acc[r][i], v_set1(inv_sum[r])));
 }
+
+// Vectors of head dims in one weigh_values step, capped at kValueVectors: the switch in attend never asks for
+// more, and the cap keeps the wider steps, which would spill, from being compiled at all on AVX2.
+constexpr int value_vectors(int v) { return v < kValueVectors ? v : kValueVectors; }
 
 // Keys [0, n) that can carry weight for mask rows [0, rows): past the last key some row does not mask with -inf,
 // every score is e^-inf = 0, so the block computes nothing there (a causal prompt's future keys, a padded
@@ -97,14 +127,11 @@ void weigh_values(const float* p, int64_t kv_pad, const float* v, int64_t v_stri
 template <class M>
 int64_t live_keys(const M* mask, int64_t mask_row_stride, int64_t rows, int64_t kv_len) {
     if (mask == nullptr) return kv_len;
-    const __m512 minus_inf = _mm512_set1_ps(-__builtin_inff());
     int64_t live = 0;
     for (int64_t r = rows - 1; r >= 0 && live < kv_len; --r) {
         const M* m = mask + r * mask_row_stride;
         int64_t j = kv_len;
-        while (j - 16 >= live &&
-               _mm512_cmp_ps_mask(load16(m + j - 16, 0xFFFF), minus_inf, _CMP_EQ_OQ) == 0xFFFF)
-            j -= 16;
+        while (j - 16 >= live && v_all_equal(v_load(m + j - 16), -__builtin_inff())) j -= 16;
         while (j > live && load(m[j - 1]) == -__builtin_inff()) --j;
         live = j > live ? j : live;
     }
@@ -123,7 +150,7 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
     const float* v = head_at<const float>(a.v, a.v_strides, b, kvh);
     float* out = head_at<float>(a.out, a.out_strides, b, h);
     int8_t* out_codes = head_at<int8_t>(a.out, a.out_strides, b, h);  // when quantized
-    const Quantize16 quantize(a.q_multipliers, a.q_scale, a.q_zero_point, a.q_unsigned);
+    const Quantizer quantize(a.q_multipliers, a.q_scale, a.q_zero_point, a.q_unsigned);
     const M* mask = a.mask ? head_at<const M>(a.mask, a.mask_strides, b, h) : nullptr;
     transpose_keys(k, a.k_strides[2], kv_len, kv_pad, d, kt);
 
@@ -133,30 +160,44 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
         for (int64_t r = 0; r < kRows; ++r)  // a tail block repeats its last row: computed, never stored
             q_rows[r] = q + (q0 + (r < rows ? r : rows - 1)) * a.q_strides[2];
         // Output row r, dims [col, col + 16): fp32, or the codes the quantize node would make of them.
-        const auto store = [&](int64_t r, int64_t col, __m512 o) {
+        const auto store = [&](int64_t r, int64_t col, V16 o) {
             const int64_t at = (q0 + r) * a.out_strides[2] + col;
             if (a.quantized)
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(out_codes + at), quantize(o, h * d + col, 0xFFFF));
+                store_codes(quantize, o, h * d + col, out_codes + at);
             else
-                _mm512_storeu_ps(out + at, o);
+                v_store(out + at, o);
         };
         const M* block_mask = mask ? mask + q0 * a.mask_strides[2] : nullptr;
         const int64_t live = live_keys(block_mask, a.mask_strides[2], rows, kv_len);
         const int64_t live_pad = (live + kKeyPad - 1) / kKeyPad * kKeyPad;
         int64_t j0 = 0;
-        for (; j0 + 64 <= live_pad; j0 += 64) score_keys<4>(q_rows, kt, kv_pad, d, j0, scores);
-        if (j0 < live_pad) score_keys<2>(q_rows, kt, kv_pad, d, j0, scores);
+        for (; j0 + 16 * kScoreVectors <= live_pad; j0 += 16 * kScoreVectors)
+            score_keys<kScoreVectors>(q_rows, kt, kv_pad, d, j0, scores);
+        if constexpr (kScoreVectors == 4)
+            if (j0 < live_pad) score_keys<2>(q_rows, kt, kv_pad, d, j0, scores);  // the last 32 keys
         float inv_sum[kRows] = {};
         for (int64_t r = 0; r < rows; ++r)
             inv_sum[r] = softmax_row(scores + r * kv_pad, block_mask ? block_mask + r * a.mask_strides[2] : nullptr,
                                      a.scale, live, live_pad);
         if (rows < kRows) std::memset(scores + rows * kv_pad, 0, sizeof(float) * (kRows - rows) * kv_pad);
         for (int64_t d0 = 0; d0 < d;) {
-            switch ((d - d0) / 16 >= 4 ? 4 : (d - d0) / 16) {
-                case 4: weigh_values<4>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store); d0 += 64; break;
-                case 3: weigh_values<3>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store); d0 += 48; break;
-                case 2: weigh_values<2>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store); d0 += 32; break;
-                default: weigh_values<1>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store); d0 += 16; break;
+            switch ((d - d0) / 16 >= kValueVectors ? kValueVectors : (d - d0) / 16) {
+                case 4:
+                    weigh_values<value_vectors(4)>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store);
+                    d0 += 16 * value_vectors(4);
+                    break;
+                case 3:
+                    weigh_values<value_vectors(3)>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store);
+                    d0 += 16 * value_vectors(3);
+                    break;
+                case 2:
+                    weigh_values<value_vectors(2)>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store);
+                    d0 += 16 * value_vectors(2);
+                    break;
+                default:
+                    weigh_values<1>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store);
+                    d0 += 16;
+                    break;
             }
         }
     }

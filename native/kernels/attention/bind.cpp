@@ -85,8 +85,8 @@ void attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle 
 void bind_attention(nb::module_& m) {
     m.def("attention", &attention, "q"_a, "k"_a, "v"_a, "mask"_a.none(), "out"_a, "scale"_a, "max_isa"_a.none(),
           "threads"_a, "q_scale"_a = 1.0, "q_zero_point"_a = 0, "q_multipliers"_a = nb::none(),
-          "out = softmax(q k^T * scale + mask) v: bf16 (AMX or AVX512-BF16) or float32 (AVX-512); an int8/uint8 "
-          "out gets it quantized");
+          "out = softmax(q k^T * scale + mask) v: bf16 (AMX or AVX512-BF16) or float32 (AVX2 or AVX-512); an "
+          "int8/uint8 out gets it quantized");
 }
 
 }  // namespace ipxc

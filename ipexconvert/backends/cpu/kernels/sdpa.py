@@ -1,5 +1,5 @@
 """Native attention for sdpa nodes (docs/native.md): bfloat16 on AMX tile products, or AVX512-BF16
-(vdpbf16ps) products on CPUs without AMX; float32 on AVX-512 FMA products (the build for the
+(vdpbf16ps) products on CPUs without AMX; float32 on FMA products, AVX2 or AVX-512 (the build for the
 selected level of each).
 
 torch's CPU flash attention, measured at BERT-base and MiniLM shapes, is slower than the native
@@ -42,9 +42,9 @@ _KERNELS = {"bfloat16": ("attention", 32), "float32": ("attention_f32", 16)}
 
 @kernels.register_kernel("cpu", "sdpa", runs_at=_runs_at.native_kernel("attention", "attention_f32"))
 def native_sdpa(ctx: NodeContext):
-    """Native attention: bfloat16 on AMX tiles or AVX512-BF16 (head_dim a multiple of 32), float32 with AVX-512 FMA
-    (multiple of 16); additive or no mask, not causal; reads q/k/v slices of a packed QKV in place, writes [B, S,
-    H, D], optionally as int8/uint8 codes."""
+    """Native attention: bfloat16 on AMX tiles or AVX512-BF16 (head_dim a multiple of 32), float32 with AVX2 or
+    AVX-512 FMA (multiple of 16); additive or no mask, not causal; reads q/k/v slices of a packed QKV in place, writes
+    [B, S, H, D], optionally as int8/uint8 codes."""
     a = ctx.attrs
     q, k, v, mask = (list(ctx.input_specs) + [None] * 4)[:4]
     if ctx.device != "cpu" or not native_lib.available() or q is None or q.dtype not in _KERNELS:
@@ -100,7 +100,7 @@ _DECODE_ROWS = 4  # query rows up to which decode_attention runs; longer prompts
 def native_decode_sdpa(ctx: NodeContext):
     """Grouped-query attention of a decoder (enable_gqa): our decode_attention for up to 4 query rows (one
     row per key/value read, float32 softmax; every ISA level); longer prompts (prefill) run attention_f32 with
-    the kv heads shared in float32 where this CPU has it (AVX-512; head_dim a multiple of 16), else torch's
+    the kv heads shared in float32 where this CPU has it (AVX2 and up; head_dim a multiple of 16), else torch's
     attention; float32/bfloat16, additive or no mask, not causal, not quantized."""
     a = ctx.attrs
     q, k, v, mask = (list(ctx.input_specs) + [None] * 4)[:4]
