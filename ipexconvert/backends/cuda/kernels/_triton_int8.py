@@ -191,16 +191,16 @@ def run_int8_gemm(x: torch.Tensor, weight: torch.Tensor, flip: bool, offset: tor
         grid = (tile.programs(rows, cols),)
         blocks = dict(BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=block_k, GROUP_M=tile.group_m,
                       num_warps=tile.warps, num_stages=tile.stages)
-        if tile.tma and _tma_loads(x, weight):
+        tma = tile.tma and _tma_loads(x, weight)
+        if tma:
             from triton.tools.tensor_descriptor import TensorDescriptor
 
-            _triton.jit().int8_gemm_tma[grid](
-                TensorDescriptor.from_tensor(x, [tile.block_m, block_k]),
-                TensorDescriptor.from_tensor(weight, [tile.block_n, block_k]), *args[:8], k, *args[8:], **flags,
-                FLIP=flip, **blocks)
+            x_in = TensorDescriptor.from_tensor(x, [tile.block_m, block_k])
+            w_in = TensorDescriptor.from_tensor(weight, [tile.block_n, block_k])
         else:
-            _triton.jit().int8_gemm[grid](x, weight, *args[:8], k, x.stride(0), *args[8:], **flags, FLIP=flip,
-                                          EVEN_K=k % block_k == 0, **blocks)
+            x_in, w_in = x, weight
+        _triton.jit().int8_gemm[grid](x_in, w_in, *args[:8], k, x.stride(0), *args[8:], **flags, FLIP=flip,
+                                      EVEN_K=k % block_k == 0, TMA=tma, **blocks)
     return out.reshape(tuple(shape))
 
 

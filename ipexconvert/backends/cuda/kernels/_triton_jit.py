@@ -165,50 +165,34 @@ def int8_gemm(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_p
               FLIP: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_A: tl.constexpr,
               HAS_B: tl.constexpr, P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
               QUANTIZE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-              GROUP_M: tl.constexpr):
+              GROUP_M: tl.constexpr, TMA: tl.constexpr):
     """x codes [rows, K] (uint8 flipped to int8 by FLIP: x - 128) times w [cols, K] int8 (K contiguous), summed
     in int32 on the tensor cores, then epilogue_tile: the qlinear in one kernel (programs in grouped_tile's
-    order)."""
+    order). TMA: x_ptr and w_ptr are tensor descriptors of x and w, whose tiles Hopper's tensor memory
+    accelerator loads (blocks past the ends read as 0: the store drops the rows and columns, and past K w's zeros
+    cancel whatever x's flipped zeros become); else pointers, loaded by the threads."""
     pid_m, pid_n = grouped_tile(rows, cols, BLOCK_M, BLOCK_N, GROUP_M)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    k = tl.arange(0, BLOCK_K)
-    # rows and columns past the end read row/column 0 (in bounds, no mask in the loop); the store drops them
-    x_tile = x_ptr + (rm % rows).to(tl.int64)[:, None] * x_row_stride + k[None, :]
-    w_tile = w_ptr + (rn % cols).to(tl.int64)[None, :] * K + k[:, None]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
-    for start in range(0, K, BLOCK_K):
-        if EVEN_K:
-            x = tl.load(x_tile + start)
-            w = tl.load(w_tile + start)
-        else:
-            x = tl.load(x_tile + start, mask=(start + k)[None, :] < K, other=128 if FLIP else 0)
-            w = tl.load(w_tile + start, mask=(start + k)[:, None] < K, other=0)
-        acc = dot_codes(x, w, acc, FLIP)
-    epilogue_tile(acc, rm.to(tl.int64)[:, None], rn[None, :], rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr,
-                  b_ptr, out_ptr, a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale,
-                  operand_zero, inv_out_scale, out_zero_point, lo, hi, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3,
-                  QUANTIZE)
-
-
-@triton.jit
-def int8_gemm_tma(x_desc, w_desc, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, rows, cols, K,
-                  a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale, operand_zero,
-                  inv_out_scale, out_zero_point, lo, hi,
-                  FLIP: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
-                  P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr, QUANTIZE: tl.constexpr,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    """int8_gemm with its x [rows, K] and w [cols, K] tiles loaded by Hopper's tensor memory accelerator (host
-    tensor descriptors) instead of pointer loads. Blocks past the ends read as 0: the store drops the rows and
-    columns, and past K w's zeros cancel whatever x's flipped zeros become."""
-    pid_m, pid_n = grouped_tile(rows, cols, BLOCK_M, BLOCK_N, GROUP_M)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
-    for start in range(0, K, BLOCK_K):
-        x = x_desc.load([pid_m * BLOCK_M, start])
-        w = w_desc.load([pid_n * BLOCK_N, start])
-        acc = dot_codes(x, w.T, acc, FLIP)
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if TMA:
+        for start in range(0, K, BLOCK_K):
+            x = x_ptr.load([pid_m * BLOCK_M, start])
+            w = w_ptr.load([pid_n * BLOCK_N, start])
+            acc = dot_codes(x, w.T, acc, FLIP)
+    else:
+        k = tl.arange(0, BLOCK_K)
+        # rows and columns past the end read row/column 0 (in bounds, no mask in the loop); the store drops them
+        x_tile = x_ptr + (rm % rows).to(tl.int64)[:, None] * x_row_stride + k[None, :]
+        w_tile = w_ptr + (rn % cols).to(tl.int64)[None, :] * K + k[:, None]
+        for start in range(0, K, BLOCK_K):
+            if EVEN_K:
+                x = tl.load(x_tile + start)
+                w = tl.load(w_tile + start)
+            else:
+                x = tl.load(x_tile + start, mask=(start + k)[None, :] < K, other=128 if FLIP else 0)
+                w = tl.load(w_tile + start, mask=(start + k)[:, None] < K, other=0)
+            acc = dot_codes(x, w, acc, FLIP)
     epilogue_tile(acc, rm.to(tl.int64)[:, None], rn[None, :], rows, cols, offset_ptr, scale_ptr, bias_ptr, a_ptr,
                   b_ptr, out_ptr, a_row_stride, a_col_stride, b_row_stride, b_col_stride, operand_scale,
                   operand_zero, inv_out_scale, out_zero_point, lo, hi, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3,
