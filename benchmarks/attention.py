@@ -1,7 +1,7 @@
 """Micro-benchmark behind the native attention kernels (docs/native.md): torch's
 scaled_dot_product_attention (then the transpose + reshape a model does next) against
 the native attention kernel (tests/native/native_ops.attention) on slices of one packed QKV projection, with a padding mask, in
-bf16 (kernel `attention`: AMX tiles or AVX512-BF16) or fp32 (`attention_f32`: AVX-512 FMA).
+bf16 (kernel `attention`: AMX tiles or AVX512-BF16) or fp32 (`attention_f32`: AVX2 or AVX-512 FMA; `IPEXCONVERT_MAX_ISA=avx2` caps it and torch's ATen alike).
 Each pair is checked against an fp32 reference first, then timed in interleaved rounds in one
 process; medians, us per call.
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import ipexconvert  # noqa: F401  (before torch runs an op: IPEXCONVERT_MAX_ISA caps ATen too)
 import torch
 
 from direct_linear import interleaved, timing_arguments
