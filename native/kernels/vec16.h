@@ -48,25 +48,12 @@ static inline bool v_all_equal(V16 a, float value) {
     return _mm512_cmp_ps_mask(a.v, _mm512_set1_ps(value), _CMP_EQ_OQ) == 0xFFFF;
 }
 
-// e^x: x = n ln2 + r, |r| <= ln2/2, a degree-5 polynomial for e^r (relative error < 3e-6), scaled by 2^n.
-// Exactly 0 below -87.3 (padding and masked keys): e^-88 would be an fp32 denormal, and arithmetic on
-// denormals takes microcode assists (measured: the attention kernel ran 2x slower with masked keys). NaN
-// stays NaN, as in torch: a NaN score makes its row NaN (the compare is unordered-true, and min_ps returns
-// its second operand when one is NaN, so x goes second).
-static inline V16 v_exp(V16 x) {
-    const __mmask16 live = _mm512_cmp_ps_mask(x.v, _mm512_set1_ps(-87.3f), _CMP_NLT_UQ);
-    const __m512 y = _mm512_min_ps(_mm512_set1_ps(88.0f), x.v);
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(y, _mm512_set1_ps(1.44269504089f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), y);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 120.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return {_mm512_maskz_mov_ps(live, _mm512_scalef_ps(p, n))};
+// v_exp's per-level steps (the polynomial is written once, after the levels).
+static inline V16 v_min(V16 a, V16 b) { return {_mm512_min_ps(a.v, b.v)}; }  // b where either is NaN
+static inline V16 v_round(V16 a) { return {_mm512_roundscale_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)}; }
+static inline V16 v_times_pow2(V16 p, V16 n) { return {_mm512_scalef_ps(p.v, n.v)}; }  // p * 2^n, n integral
+static inline V16 v_zero_where_below(V16 x, float bound, V16 y) {  // y, 0 where x < bound (not for NaN x)
+    return {_mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x.v, _mm512_set1_ps(bound), _CMP_NLT_UQ), y.v)};
 }
 
 // Transposes a 16 x 16 matrix of 32-bit values held in 16 registers, one row each (also the bf16
@@ -167,26 +154,23 @@ static inline bool v_all_equal(V16 x, float value) {
     return _mm256_movemask_ps(both) == 0xFF;
 }
 
-// e^x as the AVX-512 v_exp computes it (the same values: the same polynomial, and 2^n, built in the exponent
-// bits for want of scalef, is exact where the result is normal, which it is for x >= -87.3); 0 below -87.3,
-// NaN stays NaN (n's bits are garbage then, but p is NaN).
-static inline __m256 exp8(__m256 x) {
-    const __m256 live = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_NLT_UQ);
-    x = _mm256_min_ps(_mm256_set1_ps(88.0f), x);
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504089f)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
-    __m256 p = _mm256_set1_ps(1.0f / 120.0f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    const __m256i two_to_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_and_ps(live, _mm256_mul_ps(p, _mm256_castsi256_ps(two_to_n)));
+// v_exp's per-level steps. 2^n is built in the exponent bits for want of scalef: exact where the result is
+// normal, which it is for the n v_exp asks for (x >= -87.3; below, the lane is zeroed; NaN lanes stay NaN via p).
+static inline V16 v_min(V16 x, V16 y) { return {_mm256_min_ps(x.a, y.a), _mm256_min_ps(x.b, y.b)}; }
+static inline V16 v_round(V16 x) {
+    return {_mm256_round_ps(x.a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+            _mm256_round_ps(x.b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
 }
-static inline V16 v_exp(V16 x) { return {exp8(x.a), exp8(x.b)}; }
+static inline __m256 pow2_bits(__m256 n) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+}
+static inline V16 v_times_pow2(V16 p, V16 n) {
+    return {_mm256_mul_ps(p.a, pow2_bits(n.a)), _mm256_mul_ps(p.b, pow2_bits(n.b))};
+}
+static inline V16 v_zero_where_below(V16 x, float bound, V16 y) {
+    const __m256 b = _mm256_set1_ps(bound);
+    return {_mm256_and_ps(_mm256_cmp_ps(x.a, b, _CMP_NLT_UQ), y.a), _mm256_and_ps(_mm256_cmp_ps(x.b, b, _CMP_NLT_UQ), y.b)};
+}
 
 // Transposes 8 rows of 8 floats in place.
 static inline void transpose_8x8(__m256 m[8]) {
@@ -313,6 +297,27 @@ static inline void v_transpose_16x16(V16 m[16]) {
             m[i].f[j] = m[j].f[i];
             m[j].f[i] = t;
         }
+}
+#endif
+
+#if IPXC_HAVE_AVX512 || IPXC_V16_AVX2
+// e^x: x = n ln2 + r, |r| <= ln2/2, a degree-5 polynomial for e^r (relative error < 3e-6), scaled by 2^n; the
+// same values at both SIMD levels. Exactly 0 below -87.3 (padding and masked keys): e^-88 would be an fp32
+// denormal, and arithmetic on denormals takes microcode assists (measured: the attention kernel ran 2x slower
+// with masked keys). NaN stays NaN, as in torch: a NaN score makes its row NaN (the compare is unordered-true,
+// and min returns its second operand when one is NaN, so x goes second).
+static inline V16 v_exp(V16 x) {
+    const V16 y = v_min(v_set1(88.0f), x);
+    const V16 n = v_round(v_mul(y, v_set1(1.44269504089f)));
+    V16 r = v_fnma(n, v_set1(0.693145751953125f), y);
+    r = v_fnma(n, v_set1(1.428606765330187e-06f), r);
+    V16 p = v_set1(1.0f / 120.0f);
+    p = v_fma(p, r, v_set1(1.0f / 24.0f));
+    p = v_fma(p, r, v_set1(1.0f / 6.0f));
+    p = v_fma(p, r, v_set1(0.5f));
+    p = v_fma(p, r, v_set1(1.0f));
+    p = v_fma(p, r, v_set1(1.0f));
+    return v_zero_where_below(x, -87.3f, v_times_pow2(p, n));
 }
 #endif
 
