@@ -1,9 +1,9 @@
 """Micro-benchmark behind the native attention kernels (docs/native.md): torch's
-scaled_dot_product_attention (then the transpose + reshape a model does next) against
-the native attention kernel (tests/native/native_ops.attention) on slices of one packed QKV projection, with a padding mask, in
-bf16 (kernel `attention`: AMX tiles or AVX512-BF16) or fp32 (`attention_f32`: AVX2 or AVX-512 FMA; `IPEXCONVERT_MAX_ISA=avx2` caps it and torch's ATen alike).
-Each pair is checked against an fp32 reference first, then timed in interleaved rounds in one
-process; medians, us per call.
+scaled_dot_product_attention (then the transpose + reshape a model does next) against the native attention
+kernel (tests/native/native_ops.attention) on slices of one packed QKV projection, with a padding mask, in bf16
+(kernel `attention`: AMX tiles or AVX512-BF16) or fp32 (`attention_f32`: AVX2 or AVX-512 FMA;
+`IPEXCONVERT_MAX_ISA=avx2` caps it and torch's ATen alike). Each pair is checked against an fp32 reference first,
+then timed in interleaved rounds in one process; medians, us per call.
 
     python benchmarks/attention.py --rounds 9 [--dtype float32]
 """

@@ -1,7 +1,8 @@
 """Times the GPU's int8 GEMM with its fused epilogue (backends/cuda/kernels/_triton_int8.run_int8_gemm) on an
 encoder's qlinear shapes for several tile choices, each with pointer loads and with TMA loads (Hopper), beside
-the path it replaces (torch._int_mm, then the Triton epilogue) and torch's bf16 linear of the same shape. GPU time: the calls are captured in a CUDA graph and
-replayed, over weight copies larger than the L2 cache (as a model's layers are).
+the path it replaces (torch._int_mm, then the Triton epilogue) and torch's bf16 linear of the same shape. GPU
+time: the calls are captured in a CUDA graph and replayed, over weight copies larger than the L2 cache (as a
+model's layers are).
 
     python benchmarks/gpu_int8_sweep.py --rows 4096,128 --shapes 2304x768,768x768,3072x768,768x3072
 """

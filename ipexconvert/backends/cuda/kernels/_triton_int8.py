@@ -147,8 +147,8 @@ class GemmTile:
 
 
 # By the GEMM's rows, from benchmarks/gpu_int8_sweep.py on an H200 (BERT-base's shapes, batch 1 and 32). Many
-# rows: TMA loads, 4-9 % faster than pointer loads at 4096 rows (session 32: benchmarks/results/session32-gpu-int8-tma-h200.log); with
-# 128 rows they were 25-50 % slower, so few rows keep pointer loads.
+# rows: TMA loads, 4-9 % faster than pointer loads at 4096 rows; with 128 rows they were 25-50 % slower, so few
+# rows keep pointer loads (benchmarks/results/session32-gpu-h200.md).
 GEMM_TILES = {"few_rows": GemmTile(64, 64, 128, 8, 4, 4), "many_rows": GemmTile(64, 128, 128, 8, 4, 3, tma=True)}
 FEW_ROWS = 512
 
