@@ -12,6 +12,8 @@
 // [batch, seq, heads, head_dim] buffer). The bf16 kernel (attention.cpp) has the same shape; this
 // one keeps every value in fp32, so it serves fp32 models, where torch's CPU attention runs at
 // about a quarter of the FMA peak at BERT and MiniLM shapes.
+#include <type_traits>
+
 #include "attention_simd.h"
 #include "common.h"
 #include "quant.h"
@@ -180,24 +182,20 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
             inv_sum[r] = softmax_row(scores + r * kv_pad, block_mask ? block_mask + r * a.mask_strides[2] : nullptr,
                                      a.scale, live, live_pad);
         if (rows < kRows) std::memset(scores + rows * kv_pad, 0, sizeof(float) * (kRows - rows) * kv_pad);
-        for (int64_t d0 = 0; d0 < d;) {
+        // O in steps of up to kValueVectors vectors of head dims, the count a template argument (the step's
+        // accumulators stay in registers).
+        int64_t d0 = 0;
+        const auto weigh = [&](auto vectors) {
+            constexpr int V = decltype(vectors)::value;
+            weigh_values<V>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store);
+            d0 += 16 * V;
+        };
+        while (d0 < d) {
             switch ((d - d0) / 16 >= kValueVectors ? kValueVectors : (d - d0) / 16) {
-                case 4:
-                    weigh_values<value_vectors(4)>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store);
-                    d0 += 16 * value_vectors(4);
-                    break;
-                case 3:
-                    weigh_values<value_vectors(3)>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store);
-                    d0 += 16 * value_vectors(3);
-                    break;
-                case 2:
-                    weigh_values<value_vectors(2)>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store);
-                    d0 += 16 * value_vectors(2);
-                    break;
-                default:
-                    weigh_values<1>(scores, kv_pad, v, a.v_strides[2], live, d0, inv_sum, rows, store);
-                    d0 += 16;
-                    break;
+                case 4: weigh(std::integral_constant<int, value_vectors(4)>{}); break;
+                case 3: weigh(std::integral_constant<int, value_vectors(3)>{}); break;
+                case 2: weigh(std::integral_constant<int, value_vectors(2)>{}); break;
+                default: weigh(std::integral_constant<int, 1>{}); break;
             }
         }
     }
