@@ -44,4 +44,10 @@ float* scratch_floats(int64_t n) {
     return buffer.data();
 }
 
+float* operand_floats(int64_t n) {
+    thread_local std::vector<float> buffer;
+    if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
+    return buffer.data();
+}
+
 }  // namespace ipxc

@@ -236,6 +236,9 @@ CASES: dict[str, dict[str, Case]] = {
             {"post_ops": [{"kind": "gelu"}]},
             (In((3, 1, 40), "bfloat16"), const([21, 40], "bfloat16", scale=0.2), const([21], "bfloat16")),
             budget="gemm"),
+        "bf16-prompt-rows-bias": Case(  # bf16_gemm below avx512_bf16: partial row tiles, a channel past 32, k tail
+            {}, (In((1, 37, 72), "bfloat16"), const([33, 72], "bfloat16", scale=0.2), const([33], "bfloat16")),
+            budget="gemm"),
     },
     "max_pool2d": {
         "f32-channels-last-3x3-stride2-pad1": Case(
@@ -365,6 +368,10 @@ CASES: dict[str, dict[str, Case]] = {
             budget="gemm"),
         "f32-gqa-prefill": Case({"enable_gqa": True}, (In((1, 4, 6, 16)), In((1, 2, 6, 16)), In((1, 2, 6, 16)), None),
                                 budget="gemm"),
+        "bf16-gqa-prefill-padding-mask": Case(  # below avx512_bf16: q/k/v widened for attention_f32
+            {"enable_gqa": True}, (In((2, 4, 7, 16), "bfloat16"), In((2, 2, 7, 16), "bfloat16"),
+                                   In((2, 2, 7, 16), "bfloat16"), In((2, 1, 1, 7), "bfloat16", fill="padding_mask")),
+            budget="gemm"),
         "bf16-gqa-decode-keys-split": Case(  # 8 query heads a kv head, 200 keys: split among GPU programs
             {"enable_gqa": True}, (In((1, 16, 1, 64), "bfloat16"), In((1, 2, 200, 64), "bfloat16"),
                                    In((1, 2, 200, 64), "bfloat16"), In((1, 1, 1, 200), "bfloat16", fill="padding_mask")),

@@ -99,7 +99,8 @@ def test_int8_with_int8_activations_tiny_llama(tmp_path):
 
 def test_int4_bf16_activations_tiny_llama(tmp_path, monkeypatch):
     """activations "bf16": the quantized layers read bf16, the KV cache crosses the signature in bf16, the scales
-    stay float32; a CPU without bf16 arithmetic (widen_bf16) computes the same artifact in float32."""
+    stay float32; a CPU without bf16 arithmetic keeps the bf16 values and computes in float32 (kernels that widen
+    as they read), and the same artifact widened whole at load (as non-decoders are there) agrees as well."""
     result = optimize("example:tiny-llama", dtype="int4", weight_only={"activations": "bf16"},
                       output=tmp_path / "llama.int4bf16.ipxc")
     m = result.manifest
@@ -116,8 +117,10 @@ def test_int4_bf16_activations_tiny_llama(tmp_path, monkeypatch):
     top1, cosine = _agreement(model, result.source.eager, result.example_inputs, cache_dtype=torch.bfloat16)
     assert top1 >= 0.7 and cosine >= 0.95, (top1, cosine)
     from ipexconvert.backends.cpu import compute_precision
+    from ipexconvert.backends.cpu.isa import selected_isa
 
-    monkeypatch.setattr(compute_precision, "widens_at_load", lambda isa, graph: True)  # as on an AVX2 CPU
+    assert model.executor.bf16_compute == compute_precision.bf16_compute_dtype(selected_isa())  # never widened whole
+    monkeypatch.setattr(compute_precision, "widens_at_load", lambda isa, graph: True)
     wide = load_artifact(result.path)
     assert wide.executor.bf16_compute == "float32"
     wide_top1, wide_cosine = _agreement(wide, result.source.eager, result.example_inputs, cache_dtype=torch.bfloat16)

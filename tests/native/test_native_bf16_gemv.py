@@ -1,11 +1,13 @@
-"""The bf16_gemv kernel (a bf16 linear layer for up to 4 rows, float32 sums, rounded once) at every level this CPU
-runs, against float64 matmul; its argument checks; and the bf16 linear kernel's use of it for decode rows."""
+"""The bf16_gemv kernel (a bf16 linear layer for up to 4 rows, float32 sums, rounded once) and bf16_gemm (any number
+of rows, on widened panels) at every level this CPU runs, against float64 matmul; their argument checks; and the
+bf16 linear kernels' use of them (decode rows where bf16 widens; every row count below avx512_bf16)."""
 from __future__ import annotations
 
 import pytest
 import torch
 
 import native_ops as native
+from ipexconvert.backends.cpu import compute_precision
 from ipexconvert.backends.cpu.kernels import linear as linear_kernels
 from ipexconvert.ir import TensorSpec
 from ipexconvert.ir.opdef import get_op
@@ -35,6 +37,39 @@ def test_matches_float64_within_one_bf16_rounding(level, m, n, k):
     alone = torch.empty(m, n, dtype=torch.bfloat16)
     native.raw.bf16_gemv(x, w, bias, alone, level, 1)
     assert torch.equal(out, alone)  # every output summed in the same order whatever the threads
+
+
+# m, n, k: partial row tiles (AVX-512 14 rows, AVX2 6), channels past a 16/32 panel, k tails short of 16 and of a
+# 256 k-panel, one row chunk and several (240 rows each at most), a Qwen2-0.5B down projection
+GEMM_SHAPES = [(5, 17, 40), (37, 100, 333), (300, 70, 64), (513, 33, 260), (64, 896, 4864), (6, 1, 1)]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("m, n, k", GEMM_SHAPES)
+def test_gemm_matches_float64_within_one_bf16_rounding(level, m, n, k):
+    torch.manual_seed(m * n + k)
+    x, w, bias = torch.randn(m, k).bfloat16(), torch.randn(n, k).bfloat16(), torch.randn(n)
+    out = torch.empty(m, n, dtype=torch.bfloat16)
+    native.raw.bf16_gemm(x, w, bias, out, level, 2)
+    want = reference(x, w, bias)
+    assert ((out.double() - want).abs() <= want.abs() * 2.0 ** -8 + 1e-4 * (k ** 0.5)).all()
+    alone = torch.empty(m, n, dtype=torch.bfloat16)
+    native.raw.bf16_gemm(x, w, None, alone, level, 1)
+    no_bias = reference(x, w, None)
+    assert ((alone.double() - no_bias).abs() <= no_bias.abs() * 2.0 ** -8 + 1e-4 * (k ** 0.5)).all()
+
+
+def test_gemm_takes_strided_rows_and_checks_its_arguments():
+    x = torch.randn(9, 64).bfloat16()
+    w = torch.randn(24, 48).bfloat16()
+    out = torch.empty(9, 24, dtype=torch.bfloat16)
+    native.raw.bf16_gemm(x[:, 8:56], w, None, out, None, 2)  # rows 64 apart
+    want = reference(x[:, 8:56], w, None)
+    assert ((out.double() - want).abs() <= want.abs() * 2.0 ** -8 + 1e-3).all()
+    with pytest.raises(ValueError, match="k = 48 columns"):
+        native.raw.bf16_gemm(x, w, None, out, None, 2)
+    with pytest.raises(ValueError, match="must hold 9 rows of 24"):
+        native.raw.bf16_gemm(x[:, 8:56], w, None, torch.empty(9, 23, dtype=torch.bfloat16), None, 2)
 
 
 def test_strided_rows_no_bias_and_n_dimensional_x():
@@ -93,3 +128,35 @@ def test_bf16_linear_runs_it_for_decode_rows_where_bf16_widens(monkeypatch):
         want = torch.nn.functional.gelu(torch.nn.functional.linear(x.float(), w.float(), b.float()))
         assert (got.float() - want).abs().max() <= 0.02 * want.abs().max() + 0.02
     assert calls == [(1, 40), (4, 40)]
+
+
+@pytest.mark.parametrize("level", [lv for lv in LEVELS if compute_precision.bf16_compute_dtype(lv) == "float32"])
+def test_bf16_storage_linear_below_bf16_arithmetic(level, monkeypatch):
+    """Below avx512_bf16 (a decoder keeps bf16 there) bf16 linear runs bf16_gemv for up to 4 rows and bf16_gemm for
+    more, on the plain bf16 weight, with the node's post-ops after it; at bf16-arithmetic levels it declines."""
+    calls = []
+    for name in ("bf16_gemv", "bf16_gemm"):
+        real = getattr(native.raw, name)
+        monkeypatch.setattr(native.raw, name, lambda *a, name=name, real=real: calls.append((name, a[0].shape)) or real(*a),
+                            raising=False)
+    torch.manual_seed(0)
+    w, b = torch.randn(20, 40).bfloat16(), torch.randn(20).bfloat16()
+    attrs = get_op("linear").parse_attrs({"post_ops": [{"kind": "gelu"}]})
+
+    def context(isa):
+        return NodeContext(op="linear", attrs=attrs,
+                           input_specs=(TensorSpec(dtype="bfloat16", shape=[1, "rows", 40]),
+                                        TensorSpec(dtype="bfloat16", shape=[20, 40]), TensorSpec(dtype="bfloat16", shape=[20])),
+                           output_specs=(TensorSpec(dtype="bfloat16", shape=[1, "rows", 20]),), constants=(None, w, b),
+                           device="cpu", isa=isa)
+
+    assert linear_kernels.bf16_storage_linear(context("avx512_bf16")) is None
+    kernel = linear_kernels.bf16_storage_linear(context(level))
+    assert kernel is not None and kernel.name == "native:bf16_storage_linear"
+    for rows in (1, 4, 9):
+        x = torch.randn(1, rows, 40).bfloat16()
+        got = kernel.fn([x, w, b], {})
+        want = torch.nn.functional.gelu(torch.nn.functional.linear(x.float(), w.float(), b.float()))
+        assert got.shape == (1, rows, 20) and got.dtype == torch.bfloat16
+        assert (got.float() - want).abs().max() <= 0.02 * want.abs().max() + 0.02
+    assert calls == [("bf16_gemv", (1, 1, 40)), ("bf16_gemv", (1, 4, 40)), ("bf16_gemm", (1, 9, 40))]

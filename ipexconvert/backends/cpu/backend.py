@@ -42,7 +42,11 @@ class CpuBackend:
             return program, None
         if widen_bf16 is None:
             widen_bf16 = compute_precision.widens_at_load(self.level(), program.graph)
-        return (compute_precision.widen_bf16(program), "float32") if widen_bf16 else (program, "bfloat16")
+        if widen_bf16:
+            return compute_precision.widen_bf16(program), "float32"
+        if compute_precision.reads_weights_per_token(program.graph):  # a decoder: float32 kernels below avx512_bf16
+            return program, compute_precision.bf16_compute_dtype(self.level())
+        return program, "bfloat16"
 
     def place_constant(self, tensor: torch.Tensor, spec: TensorSpec) -> torch.Tensor:
         if spec.memory_format == "channels_last" and tensor.dim() == 4:

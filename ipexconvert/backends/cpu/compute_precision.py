@@ -15,9 +15,15 @@ Native bf16 is not always faster either. On Intel CPUs at the avx512_bf16 level 
 Lake; Xeons whose hypervisor hides AMX), vdpbf16ps issues on one port and FMA on two, so bf16 does
 no more arithmetic a cycle than float32, and torch's and oneDNN's bf16 kernels ran 1.1-1.6x slower
 than the float32 artifact (BERT-base, ResNet-50: benchmarks/results/session22-xeon-avx512bf16.md).
-There compute-bound graphs widen too. A decoder (a graph that appends to its KV cache) keeps bf16:
-its decode steps read every weight once a token, and bf16 halves those bytes (59 against 78 ms a
-token on the Qwen2-0.5B shape), while its prompt's linear layers widen per call (kernels/linear.py).
+There compute-bound graphs widen too.
+
+A decoder (a graph that appends to its KV cache) keeps bf16 on every level: its decode steps read
+every weight once a token, and bf16 halves those bytes (59 against 78 ms a token on the Qwen2-0.5B
+shape at avx512_bf16). Below avx512_bf16 its kernels compute in float32 from the bf16 values
+(kernels/linear.py bf16_storage: bf16_gemv for decode rows, float32 GEMM from blockwise-widened
+weights for a prompt; sdpa casts a prompt's q/k/v to float32 for attention_f32), so nothing bf16
+reaches an emulating library there either. Widening such a decoder whole cost 6-11 % of decode time
+against its fp32 artifact (float32 weights read, the bf16 caches cast each step: session 32).
 """
 from __future__ import annotations
 
@@ -55,10 +61,10 @@ def reads_weights_per_token(graph: Graph) -> bool:
 
 
 def widens_at_load(isa: str, graph: Graph) -> bool:
-    """Whether a bf16 graph computes in float32 at this level (module docstring)."""
-    if bf16_compute_dtype(isa) != _BF16:
-        return True
-    return bf16_no_faster_than_fp32(isa) and not reads_weights_per_token(graph)
+    """Whether a bf16 graph is widened to float32 at load at this level (module docstring): never a decoder."""
+    if reads_weights_per_token(graph):
+        return False
+    return bf16_compute_dtype(isa) != _BF16 or bf16_no_faster_than_fp32(isa)
 
 
 def describe(isa: str) -> str:
@@ -69,7 +75,8 @@ def describe(isa: str) -> str:
     if bf16_compute_dtype(isa) == _BF16:
         return f"bf16 artifacts compute in bf16 ({isa} has native bf16 arithmetic)"
     return (f"bf16 artifacts compute in float32 from bf16 weights ({isa} has no native bf16 arithmetic; "
-            f"it needs the {NATIVE_BF16_LEVEL} level)")
+            f"it needs the {NATIVE_BF16_LEVEL} level), decoders from bf16 weights and caches kept in bf16 (their "
+            f"decode reads half the bytes)")
 
 
 def has_bf16(graph: Graph) -> bool:

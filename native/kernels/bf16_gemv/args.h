@@ -10,6 +10,8 @@ namespace ipxc {
 // bf16_gemv: y[r, n] = sum_k x[r, k] * w[n, k] (+ bias[n]) for a few rows (decode: m <= 4), x and w bfloat16,
 // the sums in float32, y rounded to bfloat16 once (round to nearest even). w is the linear layer's own
 // [n, k] weight, contiguous: no packed copy. Parallel over blocks of output channels.
+// bf16_gemm: the same for any number of rows (a prompt), on panels of the weight widened to float32
+// (native/kernels/panel_gemm.h); parallel over panels and chunks of rows.
 struct Bf16GemvArgs {
     const uint16_t* x = nullptr;  // [m, k] bf16 bits, row r at x + r * x_stride
     int64_t x_stride = 0;

@@ -8,10 +8,11 @@ namespace {
 
 constexpr int64_t kMaxRows = 4;
 
-// out = x @ w^T + bias: x bfloat16 [..., k] contiguous, or 2-D with contiguous rows of any stride, at most 4 rows;
-// w bfloat16 [n, k] contiguous; bias float32 [n] or None; out bfloat16 [..., n] contiguous with x's rows.
-void bf16_gemv(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::handle out_obj, const OptStr& max_isa,
-               int threads) {
+// out = x @ w^T + bias: x bfloat16 [..., k] contiguous, or 2-D with contiguous rows of any stride (at most 4 rows
+// for bf16_gemv); w bfloat16 [n, k] contiguous; bias float32 [n] or None; out bfloat16 [..., n] contiguous with
+// x's rows. `gemm`: run bf16_gemm (any number of rows) instead of bf16_gemv.
+void bf16_linear(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::handle out_obj, const OptStr& max_isa,
+                 int threads, bool gemm) {
     const TensorArg x(x_obj, "x"), w(w_obj, "w"), out(out_obj, "out");
     const auto bias = optional_tensor(bias_obj, "bias");
     if (!x.on_cpu() || !w.on_cpu() || !out.on_cpu() || (bias && !bias->on_cpu()))
@@ -27,7 +28,7 @@ void bf16_gemv(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::hand
     a.n = w.shape(0), a.k = w.shape(1);
     if (x.shape(x.ndim() - 1) != a.k) fail("x " + x.shape_str() + " must have k = " + std::to_string(a.k) + " columns");
     a.m = a.k > 0 ? x.size() / a.k : 0;
-    if (a.m > kMaxRows) fail("x has " + std::to_string(a.m) + " rows; bf16_gemv takes at most 4");
+    if (!gemm && a.m > kMaxRows) fail("x has " + std::to_string(a.m) + " rows; bf16_gemv takes at most 4");
     a.x_stride = a.k;
     if (!x.is_contiguous()) {  // rows of a 2-D tensor: each row contiguous, rows apart by at least k
         if (x.ndim() != 2 || (x.stride(1) != 1 && a.k > 1) || (a.m > 1 && x.stride(0) < a.k))
@@ -42,7 +43,18 @@ void bf16_gemv(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::hand
     a.y = static_cast<uint16_t*>(out.data());
     a.y_stride = a.n;
     a.threads = threads;
-    run(lookup_bf16_gemv(select(max_isa)), "bf16_gemv", a);
+    if (gemm)
+        run(lookup_bf16_gemm(select(max_isa)), "bf16_gemm", a);
+    else
+        run(lookup_bf16_gemv(select(max_isa)), "bf16_gemv", a);
+}
+
+void bf16_gemv(nb::handle x, nb::handle w, nb::handle bias, nb::handle out, const OptStr& max_isa, int threads) {
+    bf16_linear(x, w, bias, out, max_isa, threads, false);
+}
+
+void bf16_gemm(nb::handle x, nb::handle w, nb::handle bias, nb::handle out, const OptStr& max_isa, int threads) {
+    bf16_linear(x, w, bias, out, max_isa, threads, true);
 }
 
 }  // namespace
@@ -51,6 +63,9 @@ void bind_bf16_gemv(nb::module_& m) {
     m.def("bf16_gemv", &bf16_gemv, "x"_a, "w"_a, "bias"_a.none(), "out"_a, "max_isa"_a.none(), "threads"_a,
           "out = x @ w^T + bias for up to 4 rows of bfloat16 x and a bfloat16 [n, k] weight, summed in float32, rounded "
           "to bfloat16 once");
+    m.def("bf16_gemm", &bf16_gemm, "x"_a, "w"_a, "bias"_a.none(), "out"_a, "max_isa"_a.none(), "threads"_a,
+          "out = x @ w^T + bias for any number of rows of bfloat16 x and a bfloat16 [n, k] weight (a prompt), summed "
+          "in float32 on widened panels of the weight, rounded to bfloat16 once");
 }
 
 }  // namespace ipxc

@@ -5,14 +5,15 @@
 // as floats) and the group's scale and zero point are applied once at its end,
 // y += scale * (acc - zero * sum x), with sum x per row and group computed once per call.
 // Prefill (many rows) is bound by the FMAs, so each panel of output channels is dequantized once
-// into a per-thread float32 scratch and a register-tiled micro-kernel (AVX-512: 12 rows x 32
-// channels, AVX2: 6 x 16; every accumulator in a register) runs it over all rows of x.
+// into a per-thread float32 scratch and panel_gemm.h's register-tiled micro-kernel runs it over
+// a chunk of x's rows.
 //
 // The vector type V16 is the 16 channels of one packed block: one zmm, two ymm, or 16 floats at the
 // generic level (plain loops gcc vectorises for SSE2), so one source serves every level.
 #include "common.h"
 
 #include "vec16.h"
+#include "panel_gemm.h"
 
 namespace ipxc {
 namespace IPXC_NS {
@@ -30,8 +31,6 @@ static inline void v_codes4(const uint8_t* p, V16& lo, V16& hi) {
     hi = {_mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4))};
 }
 constexpr int kDecodeChains = 8;  // independent FMA chains to cover the FMA latency (2 ports x 4 cycles)
-constexpr int kMR = 12;           // prefill tile: 12 rows x 2 blocks = 24 accumulators of 32 zmm
-constexpr int kCB = 2;
 #elif IPXC_V16_AVX2
 static inline V16 v_codes8(const int8_t* p) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
@@ -45,8 +44,6 @@ static inline void v_codes4(const uint8_t* p, V16& lo, V16& hi) {
     hi = {_mm256_cvtepi32_ps(_mm256_srli_epi32(b0, 4)), _mm256_cvtepi32_ps(_mm256_srli_epi32(b1, 4))};
 }
 constexpr int kDecodeChains = 4;  // x2 ymm per V16: 8 chains, and registers left for codes and x
-constexpr int kMR = 6;            // prefill tile: 6 rows x 16 channels = 12 of 16 ymm
-constexpr int kCB = 1;
 #else
 static inline V16 v_codes8(const int8_t* p) {
     V16 r;
@@ -60,8 +57,6 @@ static inline void v_codes4(const uint8_t* p, V16& lo, V16& hi) {
     }
 }
 constexpr int kDecodeChains = 1;
-constexpr int kMR = 4;
-constexpr int kCB = 1;
 #endif
 
 constexpr int kBlock = 16;                    // output channels per packed block
@@ -69,7 +64,6 @@ constexpr int kSmallM = 4;                    // up to here the decode path
 // Decode streams the codes once: prefetching this many 16-byte rows (2 KiB) ahead keeps more cache-line
 // misses in flight than the hardware prefetcher does on its own (measured: benchmarks/results/session20-*).
 constexpr int64_t kPrefetchRows = 128;
-constexpr int64_t kKC = 256;                  // k per dequantized panel chunk (AVX-512: 32 KiB of floats)
 constexpr int64_t kMinMacsPerTask = 1 << 16;  // below this a task is not worth a thread
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -202,9 +196,10 @@ static void decode(const WoqGemmArgs& g) {
     delete[] xsum;
 }
 
-// ---- prefill: dequantized panels and a register-tiled micro-kernel --------------------------------
+// ---- prefill: dequantized panels through panel_gemm.h ------------------------------------------
 
-constexpr int kNR = kCB * kBlock;  // channels per panel
+using panel_gemm::kCB;
+using panel_gemm::kNR;
 
 // panel[(k - k0) * kNR + c] = W[n0 + c, k] for k in [k0, k0 + kc): exactly (q - zero) * scale.
 // Blocks past the last one (a unit short of kCB blocks) are zeros.
@@ -239,66 +234,17 @@ static void dequantize_panel(const WoqGemmArgs& g, int64_t blk0, int64_t k0, int
     }
 }
 
-// y[r0 .. r0 + MR, n0 .. n0 + cols) (+)= x[rows, k0 .. k0 + kc) . panel.
-template <int MR>
-static void tile(const WoqGemmArgs& g, int64_t r0, int64_t k0, int64_t kc, const float* panel, int64_t n0,
-                 int64_t cols, bool accumulate) {
-    V16 acc[MR][kCB];
-    for (int r = 0; r < MR; ++r)
-        for (int c = 0; c < kCB; ++c) acc[r][c] = v_zero();
-    const float* x = g.x + r0 * g.x_stride + k0;
-    for (int64_t k = 0; k < kc; ++k) {
-        V16 w[kCB];
-        for (int c = 0; c < kCB; ++c) w[c] = v_load(panel + k * kNR + c * kBlock);
-        for (int r = 0; r < MR; ++r) {
-            const V16 xb = v_set1(x[r * g.x_stride + k]);
-            for (int c = 0; c < kCB; ++c) acc[r][c] = v_fma(w[c], xb, acc[r][c]);
-        }
-    }
-    for (int r = 0; r < MR; ++r)
-        for (int c = 0; c < kCB; ++c) {
-            const int64_t left = cols - c * kBlock;
-            if (left > 0) store_row(g, r0 + r, n0 + c * kBlock, min64(kBlock, left), acc[r][c], accumulate);
-        }
-}
-
-template <int MR>
-static void tile_rows(const WoqGemmArgs& g, int rows, int64_t r0, int64_t k0, int64_t kc, const float* panel, int64_t n0,
-                      int64_t cols, bool accumulate) {
-    if constexpr (MR > 1) {
-        if (rows < MR) return tile_rows<MR - 1>(g, rows, r0, k0, kc, panel, n0, cols, accumulate);
-    }
-    tile<MR>(g, r0, k0, kc, panel, n0, cols, accumulate);
-}
-
 static void prefill(const WoqGemmArgs& g) {
-    const int64_t blocks = (g.n + kBlock - 1) / kBlock;
-    const int64_t units = (blocks + kCB - 1) / kCB;
-    // Few units (a narrow layer): split the rows too, so every thread gets work; each task then
-    // dequantizes its panels itself, a small cost next to its rows' FMAs.
-    int64_t row_chunks = units >= 2 * g.threads ? 1 : (2 * g.threads + units - 1) / units;
-    int64_t chunk_rows = (g.m + row_chunks - 1) / row_chunks;
-    chunk_rows = (chunk_rows + kMR - 1) / kMR * kMR;
-    if (chunk_rows < 4 * kMR) chunk_rows = 4 * kMR;
-    row_chunks = (g.m + chunk_rows - 1) / chunk_rows;
-    const int64_t kc_max = min64(kKC, g.k);
-    const int64_t work = min64(chunk_rows, g.m) * g.k * kNR;
-    const int64_t grain = work >= kMinMacsPerTask ? 1 : kMinMacsPerTask / work;
-    parallel(units * row_chunks, grain, g.threads, [&](int64_t begin, int64_t end) {
-        float* panel = scratch_floats(kc_max * kNR + 16);
-        for (int64_t task = begin; task < end; ++task) {
-            const int64_t unit = task / row_chunks, chunk = task % row_chunks;
-            const int64_t n0 = unit * kNR, cols = min64(kNR, g.n - n0);
-            const int64_t r_begin = chunk * chunk_rows, r_end = min64(g.m, r_begin + chunk_rows);
-            for (int64_t k0 = 0; k0 < g.k; k0 += kc_max) {
-                const int64_t kc = min64(kc_max, g.k - k0);
-                dequantize_panel(g, unit * kCB, k0, kc, panel);
-                for (int64_t r = r_begin; r < r_end; r += kMR)
-                    tile_rows<kMR>(g, static_cast<int>(min64(kMR, r_end - r)), r, k0, kc, panel, n0, cols, k0 > 0);
-            }
-            add_residual(g, r_begin, r_end, n0, cols);
+    const auto fill = [&](int64_t n0, int64_t k0, int64_t kc, float* panel) { dequantize_panel(g, n0 / kBlock, k0, kc, panel); };
+    const auto finish = [&](int64_t r_begin, int64_t r_end, int64_t n0, int64_t cols, const float* stage) {
+        for (int64_t r = r_begin; r < r_end; ++r) {
+            float* y = g.y + r * g.y_stride + n0;
+            const float* sums = stage + (r - r_begin) * kNR;
+            for (int64_t j = 0; j < cols; ++j) y[j] = sums[j] + (g.bias ? g.bias[n0 + j] : 0.0f);
         }
-    });
+        add_residual(g, r_begin, r_end, n0, cols);
+    };
+    panel_gemm::run(g.x, g.x_stride, {g.m, g.n, g.k, g.threads}, fill, finish);
 }
 
 static void woq_gemm(const WoqGemmArgs& g) {

@@ -122,7 +122,8 @@ def test_the_executor_decides_from_the_isa(tiny_cnn, monkeypatch):
 
 def test_bf16_widens_where_it_is_no_faster_except_in_decoders(tiny_cnn, monkeypatch):
     """Intel at avx512_bf16 (no AMX): bf16 arithmetic is no faster than float32 FMA, so compute-bound graphs widen at
-    load; a decoder (KV-cache inputs) keeps bf16, which halves the bytes its decode steps read. AMX keeps bf16."""
+    load; a decoder (KV-cache inputs) keeps bf16 on every level, which halves the bytes its decode steps read (below
+    avx512_bf16 its kernels compute in float32 from the bf16 values). AMX keeps bf16."""
     from ipexconvert.backends.cpu.kernels import _torch_onednn
     from ipexconvert.ir import Graph
 
@@ -135,5 +136,9 @@ def test_bf16_widens_where_it_is_no_faster_except_in_decoders(tiny_cnn, monkeypa
         assert compute_precision.widens_at_load("avx512_bf16", program.graph) == intel
         assert not compute_precision.widens_at_load("avx512_bf16", decoder)
         assert not compute_precision.widens_at_load("amx", program.graph)
-        assert compute_precision.widens_at_load("avx512_vnni", decoder)  # no native bf16: always float32
+        assert compute_precision.widens_at_load("avx512_vnni", program.graph)  # no native bf16: float32
+        assert compute_precision.widens_at_load("avx2", program.graph)
+        assert not compute_precision.widens_at_load("avx512_vnni", decoder)  # bf16 weights, float32 kernels
+        assert not compute_precision.widens_at_load("avx2", decoder)
+        assert "decoders from bf16 weights" in compute_precision.describe("avx2")
         assert ("decoders in bf16" in compute_precision.describe("avx512_bf16")) == intel

@@ -40,6 +40,16 @@ torch_onednn:
   and rounds the result to bf16 once: 16 ms against 26 at 512 rows, 0.73 against 0.93 ms at 128
   (768 x 768). Below it (decode) the bf16 path runs: it reads half the weight bytes, and at a few
   rows reading is the cost. Post-ops then run in torch on the bf16 result, as the reference does.
+
+bf16_storage:
+  bf16 linear where the CPU has no bf16 arithmetic (below avx512_bf16), for the graphs that keep bf16 there:
+  decoders (compute_precision.py), whose decode steps are bound by reading the weights. Nothing bf16 reaches
+  oneDNN or torch's bf16 GEMM (both emulate it there, at several times the float32 time), and nothing is kept
+  in float32: both native kernels read the artifact's plain [out, in] bf16 weight. Up to GEMV_ROWS rows (decode)
+  bf16_gemv streams it at memory speed; more rows (a prompt) run bf16_gemm, which widens a panel of it at a
+  time into float32 for an FMA micro-kernel. Widening the weight in torch instead (a float32 copy of it per call,
+  or blocks of it handed to MKL) cost 1.3-1.6x the float32 artifact's packed MKL at 512 rows; bf16_gemm about
+  1.2-1.3x (benchmarks/results/session33-*). Post-ops run in torch after it, as the reference.
 """
 from __future__ import annotations
 
@@ -56,6 +66,7 @@ from .. import native_lib
 from ..self_check import torch_ops
 from ._torch_onednn import (constant_weight_and_bias, consumed, enabled, isa_allows, mkl_runs_float32_linear,
                             node_dtype, plan_post_ops, with_tail)
+from ..compute_precision import bf16_compute_dtype
 from . import _runs_at
 
 @register_kernel("cpu", "linear", runs_at=_runs_at.torch_mkl)
@@ -204,3 +215,31 @@ def _native_few_rows(ctx: NodeContext, weight: torch.Tensor, bias: Optional[torc
         return out
 
     return with_tail(gemv, tuple(ctx.attrs.post_ops))
+
+
+@register_kernel("cpu", "linear", runs_at=_runs_at.native)
+def bf16_storage_linear(ctx: NodeContext) -> Optional[Kernel]:
+    """bf16 linear below avx512_bf16 (a decoder keeps bf16 there): bf16_gemv for up to 4 rows, bf16_gemm for more,
+    both on the plain bf16 weight with float32 sums; post-ops in torch."""
+    if ctx.device != "cpu" or not native_lib.available() or node_dtype(ctx) != "bfloat16":
+        return None
+    if bf16_compute_dtype(ctx.isa) == "bfloat16" or not hasattr(native_lib.raw, "bf16_gemm"):
+        return None
+    params = constant_weight_and_bias(ctx)
+    if params is None or ctx.input_specs[0].rank < 2 or params[0].dim() != 2:
+        return None
+    weight, bias = params[0].contiguous(), params[1]
+    lib, isa, (out_features, in_features) = native_lib.raw, ctx.isa, weight.shape
+    wide_bias = None if bias is None else bias.float().contiguous()
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x = inputs[0]
+        if x.dtype != torch.bfloat16 or not x.is_contiguous():
+            x = x.to(torch.bfloat16).contiguous()
+        rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
+        out = torch.empty(x.shape[:-1] + (out_features,), dtype=torch.bfloat16)
+        call = lib.bf16_gemv if rows <= GEMV_ROWS else lib.bf16_gemm
+        call(x, weight, wide_bias, out, isa, torch.get_num_threads())  # checks x's columns against the weight
+        return out
+
+    return Kernel(with_tail(run, tuple(ctx.attrs.post_ops)), "native:bf16_storage_linear", consumed(ctx))

@@ -20,6 +20,7 @@ import math
 import torch
 
 from .. import native_lib
+from ..compute_precision import bf16_compute_dtype
 from ....ir import dtypes
 from ....ir.opdef import get_op
 from ....ir.ops._quant import QTORCH
@@ -112,8 +113,11 @@ def native_decode_sdpa(ctx: NodeContext):
         return None
     reference = get_op(ctx.op).compile(a)
     lib, isa = native_lib.raw, ctx.isa
-    # Prompts longer than a decode step: attention_f32 where it runs here and the head size is whole vectors.
-    prefill_f32 = (q.dtype == "float32" and native_lib.kernel_level("attention_f32", isa) != "none"
+    # Prompts longer than a decode step: attention_f32 where it runs here and the head size is whole vectors;
+    # bfloat16 too below avx512_bf16 (a decoder keeps bf16 there), its q/k/v cast to float32 first, as torch's
+    # bf16 attention there emulates bf16 (234 against ~66 ms for a 512-token Qwen2-0.5B prompt's layers).
+    widen_prompt = q.dtype == "bfloat16" and bf16_compute_dtype(isa) != "bfloat16"
+    prefill_f32 = ((q.dtype == "float32" or widen_prompt) and native_lib.kernel_level("attention_f32", isa) != "none"
                    and isinstance(q.shape[-1], int) and q.shape[-1] % 16 == 0)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
@@ -122,6 +126,9 @@ def native_decode_sdpa(ctx: NodeContext):
         if k.shape[1] == 0 or heads % k.shape[1] or k.shape[2] == 0:
             return reference(inputs, dims)
         long = q_len > _DECODE_ROWS
+        if long and widen_prompt and prefill_f32:
+            q, k, v = q.float(), k.float(), v.float()
+            mask = None if mask is None else mask.float()
         if long and not (prefill_f32 and q.stride(-1) == 1 and k.stride(-1) == 1
                          and v.stride(-1) == 1 and (mask is None or mask.stride(-1) == 1)):
             return reference(inputs, dims)
@@ -135,6 +142,8 @@ def native_decode_sdpa(ctx: NodeContext):
         lib.attention(q, k, v, mask, out, scale, isa, torch.get_num_threads())
         if mask is not None:  # rows whose every key is masked: 0, as the op says
             _zero_masked_rows_in_place(out, mask, 0)
+        if out.dtype != inputs[0].dtype:  # a widened bf16 prompt, rounded once (the heads-last strides stay)
+            out = out.to(inputs[0].dtype)
         return out
 
     return Kernel(run, _native.kernel_name("sdpa", "decode_attention", ctx.isa), fresh_output=True)
