@@ -49,17 +49,17 @@ static const float* pack_x(const XT* x, int64_t x_stride, const Shape& s) {
     const int64_t tiles = (s.m + kMR - 1) / kMR;
     float* xp = operand_floats(tiles * kMR * s.k);
     parallel(tiles, 1, s.threads, [&](int64_t begin, int64_t end) {
-        for (int64_t t = begin; t < end; ++t)
-            for (int r = 0; r < kMR; ++r) {
-                const int64_t row = t * kMR + r;
-                float* dst = xp + t * kMR * s.k + r;
-                if (row >= s.m) {
-                    for (int64_t k = 0; k < s.k; ++k) dst[k * kMR] = 0.0f;
-                    continue;
-                }
-                const XT* src = x + row * x_stride;
-                for (int64_t k = 0; k < s.k; ++k) dst[k * kMR] = load(src[k]);
+        for (int64_t t = begin; t < end; ++t) {
+            const int rows = static_cast<int>(s.m - t * kMR < kMR ? s.m - t * kMR : kMR);
+            const XT* src = x + t * kMR * x_stride;
+            float* dst = xp + t * kMR * s.k;
+            // k outer: the tile's rows read side by side, its floats written in order (row-outer writes every
+            // kMR-th float of the tile: 3-4 ms of a 512 x 4864 call)
+            for (int64_t k = 0; k < s.k; ++k, dst += kMR) {
+                for (int r = 0; r < rows; ++r) dst[r] = load(src[r * x_stride + k]);
+                for (int r = rows; r < kMR; ++r) dst[r] = 0.0f;
             }
+        }
     });
     return xp;
 }
