@@ -35,6 +35,16 @@ def native_kernel(*names: str):
     return runs_at
 
 
+def native_bf16_storage(level: str) -> Optional[str]:
+    """Our bf16 linear from bf16 storage (bf16_gemv / bf16_gemm): built, and below avx512_bf16, where nothing
+    computes bf16 natively (above it oneDNN's bf16 linear runs)."""
+    if native(level) is not None:
+        return native(level)
+    if not _below(level, "avx512_bf16"):
+        return f"at {level} bf16 arithmetic is native: oneDNN's bf16 linear runs instead"
+    return None
+
+
 def native_int8_gemm(level: str) -> Optional[str]:
     """Our exact int8 GEMM: from avx2 up to where oneDNN's int8 takes over (VNNI)."""
     if native(level) is not None:

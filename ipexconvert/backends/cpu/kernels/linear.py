@@ -217,7 +217,7 @@ def _native_few_rows(ctx: NodeContext, weight: torch.Tensor, bias: Optional[torc
     return with_tail(gemv, tuple(ctx.attrs.post_ops))
 
 
-@register_kernel("cpu", "linear", runs_at=_runs_at.native)
+@register_kernel("cpu", "linear", runs_at=_runs_at.native_bf16_storage)
 def bf16_storage_linear(ctx: NodeContext) -> Optional[Kernel]:
     """bf16 linear below avx512_bf16 (a decoder keeps bf16 there): bf16_gemv for up to 4 rows, bf16_gemm for more,
     both on the plain bf16 weight with float32 sums; post-ops in torch."""

@@ -178,9 +178,10 @@ def _tma_loads(x: torch.Tensor, weight: torch.Tensor) -> bool:
 def run_int8_gemm(x: torch.Tensor, weight: torch.Tensor, flip: bool, offset: torch.Tensor, col_scale: torch.Tensor,
                   bias: Optional[torch.Tensor], codes: list[int], operands: list[torch.Tensor], shape: Sequence[int],
                   out_dtype: torch.dtype, quantize: Optional[tuple[float, int, str]],
-                  tile: Optional[GemmTile] = None) -> torch.Tensor:
+                  tile: Optional[GemmTile] = None, weight_descriptors: Optional[dict] = None) -> torch.Tensor:
     """x codes [rows, K] (uint8 when flip, else int8; K contiguous) times weight [cols, K] int8, then the epilogue,
-    in one kernel -> the layer's output of `shape`."""
+    in one kernel -> the layer's output of `shape`. `weight_descriptors`: the layer's own cache of the weight's TMA
+    descriptors by tile (built on the first call that reads it with TMA, not on every call)."""
     rows, k = x.shape
     cols = weight.shape[0]
     out = torch.empty((rows, cols), dtype=out_dtype, device=x.device)
@@ -196,7 +197,10 @@ def run_int8_gemm(x: torch.Tensor, weight: torch.Tensor, flip: bool, offset: tor
             from triton.tools.tensor_descriptor import TensorDescriptor
 
             x_in = TensorDescriptor.from_tensor(x, [tile.block_m, block_k])
-            w_in = TensorDescriptor.from_tensor(weight, [tile.block_n, block_k])
+            cache = {} if weight_descriptors is None else weight_descriptors
+            w_in = cache.get((tile.block_n, block_k))
+            if w_in is None:
+                w_in = cache[(tile.block_n, block_k)] = TensorDescriptor.from_tensor(weight, [tile.block_n, block_k])
         else:
             x_in, w_in = x, weight
         _triton.jit().int8_gemm[grid](x_in, w_in, *args[:8], k, x.stride(0), *args[8:], **flags, FLIP=flip,

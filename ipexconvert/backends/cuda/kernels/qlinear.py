@@ -39,6 +39,7 @@ class _IntGemm:
         self.col_scale = ctx.attrs.x_scale * scales.float()
         self.bias = None if bias is None else bias.float()
         self.consumed = frozenset({1, 2} | ({3} if bias is not None else set()))
+        self.descriptors: dict = {}  # the weight's TMA descriptors by tile (_triton_int8.run_int8_gemm)
 
     @classmethod
     def of(cls, ctx: NodeContext, multiple: int = 8) -> Optional["_IntGemm"]:
@@ -75,7 +76,8 @@ def triton_int8_gemm_qlinear(ctx: NodeContext) -> Optional[Kernel]:
             rows = rows.contiguous()
         return _triton_int8.run_int8_gemm(rows, gemm.weight_nk, gemm.shift != 0, gemm.offset, gemm.col_scale,
                                           gemm.bias, plan.codes, [inputs[i] for i in plan.operand_slots],
-                                          (*x.shape[:-1], gemm.n), plan.out_dtype, plan.quantize)
+                                          (*x.shape[:-1], gemm.n), plan.out_dtype, plan.quantize,
+                                          weight_descriptors=gemm.descriptors)
 
     return Kernel(run, "triton:qlinear_int8_gemm", gemm.consumed, fresh_output=True)
 
