@@ -48,8 +48,8 @@ bf16_storage:
   in float32: both native kernels read the artifact's plain [out, in] bf16 weight. Up to GEMV_ROWS rows (decode)
   bf16_gemv streams it at memory speed; more rows (a prompt) run bf16_gemm, which widens a panel of it at a
   time into float32 for an FMA micro-kernel. Widening the weight in torch instead (a float32 copy of it per call,
-  or blocks of it handed to MKL) cost 1.3-1.6x the float32 artifact's packed MKL at 512 rows; bf16_gemm about
-  1.2-1.3x (benchmarks/results/session33-*). Post-ops run in torch after it, as the reference.
+  or blocks of it handed to MKL) cost 1.3-1.6x the float32 artifact's packed MKL at 512 rows; bf16_gemm 1.2-1.5x
+  (benchmarks/bf16_linear.py; benchmarks/results/session33-decoder-bf16-storage-xeon-avx512vnni.md). Post-ops run in torch after it, as the reference.
 """
 from __future__ import annotations
 

@@ -1,0 +1,94 @@
+"""bf16 linear from bf16 storage (CPUs without bf16 arithmetic): our bf16_gemm against MKL's packed sgemm on the
+same weights in float32 (GFLOP/s; 9 interleaved rounds), and a decode step's bf16_gemv calls back to back (a Qwen2-0.5B shape:
+24 layers' four weights and the LM head, 988 MB) against the one-pass read bandwidth, in one process.
+
+    python benchmarks/bf16_linear.py [--threads 2] [--level avx512_vnni]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from ipexconvert.backends.cpu import native_lib
+
+GEMM_SHAPES = [(240, 256, 256), (480, 512, 512), (512, 4096, 896), (512, 896, 4864)]  # m, n, k
+DECODE_LAYER = [(1152, 896), (896, 896), (9728, 896), (896, 4864)]  # Qwen2-0.5B: qkv, o, gate/up, down
+
+
+def interleaved(fns: list, reps: int, rounds: int = 9) -> list[list[float]]:
+    """Seconds per call of each fn, one sample of `reps` calls per fn and round, the fns alternating in a round."""
+    for fn in fns:
+        fn()
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for fn, out in zip(fns, samples):
+            start = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            out.append((time.perf_counter() - start) / reps)
+    return samples
+
+
+def gemm_table(level: str, threads: int) -> None:
+    lib = native_lib.raw
+    print("| m x n x k | MKL sgemm, float32 weight (GFLOP/s, median) | bf16_gemm, bf16 weight (GFLOP/s, median) | "
+          "bf16_gemm time / MKL's (median of rounds) |")
+    print("|---|---:|---:|---:|")
+    for m, n, k in GEMM_SHAPES:
+        x = torch.randn(m, k).bfloat16()
+        x32, w32 = x.float(), torch.randn(n, k)
+        w = w32.bfloat16()
+        out = torch.empty(m, n, dtype=torch.bfloat16)
+        packed = torch.ops.mkl._mkl_reorder_linear_weight(w32, m)
+        flops, reps = 2.0 * m * n * k, max(3, int(2e9 / (2 * m * n * k)))
+        mkl, ours = interleaved([lambda: torch.ops.mkl._mkl_linear(x32, packed, w32, None, m),
+                                 lambda: lib.bf16_gemm(x, w, None, out, level, threads)], reps)
+        ratio = statistics.median(b / a for a, b in zip(mkl, ours))
+        print(f"| {m} x {n} x {k} | {flops / statistics.median(mkl) / 1e9:.0f} | "
+              f"{flops / statistics.median(ours) / 1e9:.0f} | {ratio:.2f} |")
+
+
+def decode_bandwidth(level: str, threads: int) -> None:
+    lib = native_lib.raw
+    shapes = DECODE_LAYER * 24 + [(151936, 896)]
+    weights = [torch.randn(n, k).bfloat16() for n, k in shapes]
+    xs = {k: torch.randn(1, k).bfloat16() for _, k in DECODE_LAYER}
+    outs = [torch.empty(1, n, dtype=torch.bfloat16) for n, _ in shapes]
+    nbytes = sum(w.numel() * 2 for w in weights)
+
+    def token():
+        for w, o in zip(weights, outs):
+            lib.bf16_gemv(xs[w.shape[1]], w, None, o, level, threads)
+
+    big = torch.ones(1 << 28)  # 1 GiB: the one-pass read bandwidth beside it
+    token_times, sum_times = [], []
+    token()
+    for _ in range(15):
+        start = time.perf_counter()
+        token()
+        token_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        big.sum()
+        sum_times.append(time.perf_counter() - start)
+    t, bw = statistics.median(token_times), big.numel() * 4 / statistics.median(sum_times) / 1e9
+    print(f"\ndecode GEMVs ({nbytes / 1e6:.0f} MB): median {t * 1e3:.1f} ms, {nbytes / t / 1e9:.1f} GB/s = "
+          f"{nbytes / t / 1e9 / bw:.2f} of the one-pass sum's {bw:.1f} GB/s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--level", default=None, help="ISA level of our kernels (default: this CPU's)")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    level = args.level or native_lib.selected_level()
+    print(f"level {level}, {args.threads} threads, torch {torch.__version__}\n")
+    gemm_table(level, args.threads)
+    decode_bandwidth(level, args.threads)
+
+
+if __name__ == "__main__":
+    main()
