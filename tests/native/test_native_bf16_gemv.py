@@ -24,68 +24,42 @@ def reference(x, w, bias):
     return out + bias.double() if bias is not None else out
 
 
-@pytest.mark.parametrize("level", LEVELS)
-@pytest.mark.parametrize("m, n, k", SHAPES)
-def test_matches_float64_within_one_bf16_rounding(level, m, n, k):
-    torch.manual_seed(m * n + k)
-    x, w, bias = torch.randn(m, k).bfloat16(), torch.randn(n, k).bfloat16(), torch.randn(n)
-    out = torch.empty(m, n, dtype=torch.bfloat16)
-    native.raw.bf16_gemv(x, w, bias, out, level, 2)
-    want = reference(x, w, bias)
-    # float32 sums, then one rounding to bf16: within half a bf16 unit (2^-8 relative) plus the sums' own error
-    assert ((out.double() - want).abs() <= want.abs() * 2.0 ** -8 + 1e-4 * (k ** 0.5)).all()
-    alone = torch.empty(m, n, dtype=torch.bfloat16)
-    native.raw.bf16_gemv(x, w, bias, alone, level, 1)
-    assert torch.equal(out, alone)  # every output summed in the same order whatever the threads
-
-
-# m, n, k: partial row tiles (AVX-512 14 rows, AVX2 6), channels past a 16/32 panel, k tails short of 16 and of a
-# 256 k-panel, one row chunk and several (240 rows each at most), a Qwen2-0.5B down projection
+# bf16_gemm's m, n, k: partial row tiles (AVX-512 14 rows, AVX2 6), channels past a 16/32 panel, k tails short of 16
+# and of a 256 k-panel, one row chunk and several (240 rows each at most), a Qwen2-0.5B down projection
 GEMM_SHAPES = [(5, 17, 40), (37, 100, 333), (300, 70, 64), (513, 33, 260), (64, 896, 4864), (6, 1, 1)]
 
 
 @pytest.mark.parametrize("level", LEVELS)
-@pytest.mark.parametrize("m, n, k", GEMM_SHAPES)
-def test_gemm_matches_float64_within_one_bf16_rounding(level, m, n, k):
+@pytest.mark.parametrize("kernel, m, n, k", [("bf16_gemv", *s) for s in SHAPES] + [("bf16_gemm", *s) for s in GEMM_SHAPES])
+def test_matches_float64_within_one_bf16_rounding(level, kernel, m, n, k):
     torch.manual_seed(m * n + k)
     x, w, bias = torch.randn(m, k).bfloat16(), torch.randn(n, k).bfloat16(), torch.randn(n)
     out = torch.empty(m, n, dtype=torch.bfloat16)
-    native.raw.bf16_gemm(x, w, bias, out, level, 2)
+    getattr(native.raw, kernel)(x, w, bias, out, level, 2)
     want = reference(x, w, bias)
+    # float32 sums, then one rounding to bf16: within half a bf16 unit (2^-8 relative) plus the sums' own error
     assert ((out.double() - want).abs() <= want.abs() * 2.0 ** -8 + 1e-4 * (k ** 0.5)).all()
     alone = torch.empty(m, n, dtype=torch.bfloat16)
-    native.raw.bf16_gemm(x, w, None, alone, level, 1)
-    no_bias = reference(x, w, None)
-    assert ((alone.double() - no_bias).abs() <= no_bias.abs() * 2.0 ** -8 + 1e-4 * (k ** 0.5)).all()
+    getattr(native.raw, kernel)(x, w, bias, alone, level, 1)
+    assert torch.equal(out, alone)  # every output summed in the same order whatever the threads
 
 
-def test_gemm_takes_strided_rows_and_checks_its_arguments():
-    x = torch.randn(9, 64).bfloat16()
-    w = torch.randn(24, 48).bfloat16()
-    out = torch.empty(9, 24, dtype=torch.bfloat16)
-    native.raw.bf16_gemm(x[:, 8:56], w, None, out, None, 2)  # rows 64 apart
-    want = reference(x[:, 8:56], w, None)
-    assert ((out.double() - want).abs() <= want.abs() * 2.0 ** -8 + 1e-3).all()
-    with pytest.raises(ValueError, match="k = 48 columns"):
-        native.raw.bf16_gemm(x, w, None, out, None, 2)
-    with pytest.raises(ValueError, match="must hold 9 rows of 24"):
-        native.raw.bf16_gemm(x[:, 8:56], w, None, torch.empty(9, 23, dtype=torch.bfloat16), None, 2)
-
-
-def test_strided_rows_no_bias_and_n_dimensional_x():
+@pytest.mark.parametrize("kernel", ["bf16_gemv", "bf16_gemm"])
+def test_strided_rows_no_bias_and_n_dimensional_x(kernel):
+    call = getattr(native.raw, kernel)
     x = torch.randn(3, 64).bfloat16()
     w = torch.randn(24, 48).bfloat16()
     out = torch.empty(3, 24, dtype=torch.bfloat16)
-    native.raw.bf16_gemv(x[:, 8:56], w, None, out, None, 2)  # rows 64 apart
+    call(x[:, 8:56], w, None, out, None, 2)  # rows 64 apart
     want = reference(x[:, 8:56], w, None)
     assert ((out.double() - want).abs() <= want.abs() * 2.0 ** -8 + 1e-3).all()
     out3 = torch.empty(1, 2, 24, dtype=torch.bfloat16)
-    native.raw.bf16_gemv(x[:2, 8:56].contiguous().view(1, 2, 48), w, None, out3, None, 2)
+    call(x[:2, 8:56].contiguous().view(1, 2, 48), w, None, out3, None, 2)
     assert torch.equal(out3.view(2, 24), out[:2])
 
 
+@pytest.mark.parametrize("kernel", ["bf16_gemv", "bf16_gemm"])
 @pytest.mark.parametrize("change, message", [
-    (dict(x=torch.zeros(5, 16, dtype=torch.bfloat16), out=torch.empty(5, 8, dtype=torch.bfloat16)), "at most 4"),
     (dict(x=torch.zeros(2, 16)), "x must be a bfloat16"),
     (dict(w=torch.zeros(8, 16)), "w must be a bfloat16"),
     (dict(x=torch.zeros(2, 15, dtype=torch.bfloat16)), "k = 16 columns"),
@@ -96,12 +70,21 @@ def test_strided_rows_no_bias_and_n_dimensional_x():
     (dict(x=torch.zeros(1, 32, dtype=torch.bfloat16)[:, ::2], out=torch.empty(1, 8, dtype=torch.bfloat16)),
      "contiguous rows"),  # one row whose values are not side by side
 ])
-def test_bad_arguments_are_clear_errors(change, message):
+def test_bad_arguments_are_clear_errors(kernel, change, message):
     args = dict(x=torch.zeros(2, 16, dtype=torch.bfloat16), w=torch.zeros(8, 16, dtype=torch.bfloat16), bias=None,
                 out=torch.empty(2, 8, dtype=torch.bfloat16), max_isa=None, threads=1)
     args.update(change)
     with pytest.raises(ValueError, match=message):
-        native.raw.bf16_gemv(*args.values())
+        getattr(native.raw, kernel)(*args.values())
+
+
+def test_gemv_takes_at_most_4_rows_gemm_any():
+    x, w = torch.ones(5, 16, dtype=torch.bfloat16), torch.ones(8, 16, dtype=torch.bfloat16)
+    out = torch.empty(5, 8, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="at most 4"):
+        native.raw.bf16_gemv(x, w, None, out, None, 1)
+    native.raw.bf16_gemm(x, w, None, out, None, 1)
+    assert torch.equal(out, torch.full((5, 8), 16.0, dtype=torch.bfloat16))
 
 
 def test_bf16_linear_runs_it_for_decode_rows_where_bf16_widens(monkeypatch):
