@@ -111,8 +111,11 @@ static void run(const XT* x, int64_t x_stride, const Shape& s, const Fill& fill,
     const int64_t work = (chunk_rows < s.m ? chunk_rows : s.m) * s.k * kNR;
     const int64_t grain = work >= kMinMacsPerTask ? 1 : kMinMacsPerTask / work;
     parallel(units * row_chunks, grain, s.threads, [&](int64_t begin, int64_t end) {
-        float* panel = scratch_floats(kc_max * kNR + 16 + chunk_rows * kNR);
-        float* stage = panel + kc_max * kNR + 16;
+        // 64-byte aligned: a panel row or stage row is whole vectors, and an unaligned one would split every
+        // load across two cache lines (the scratch itself is only 16-byte aligned).
+        float* scratch = scratch_floats(kc_max * kNR + chunk_rows * kNR + 16);
+        float* panel = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
+        float* stage = panel + kc_max * kNR;
         for (int64_t task = begin; task < end; ++task) {
             const int64_t chunk = task / units, unit = task % units;  // a thread's tasks share x's chunks
             const int64_t n0 = unit * kNR, cols = s.n - n0 < kNR ? s.n - n0 : kNR;
