@@ -20,9 +20,9 @@ There compute-bound graphs widen too.
 A decoder (a graph that appends to its KV cache) keeps bf16 on every level: its decode steps read
 every weight once a token, and bf16 halves those bytes (59 against 78 ms a token on the Qwen2-0.5B
 shape at avx512_bf16). Below avx512_bf16 its kernels compute in float32 from the bf16 values
-(kernels/linear.py bf16_storage: bf16_gemv for decode rows, float32 GEMM from blockwise-widened
-weights for a prompt; sdpa casts a prompt's q/k/v to float32 for attention_f32), so nothing bf16
-reaches an emulating library there either. Widening such a decoder whole cost 6-11 % of decode time
+(kernels/linear.py bf16_storage: bf16_gemv for decode rows, bf16_gemm for a prompt, both widening
+the plain bf16 weight as they read it; sdpa casts a prompt's q/k/v to float32 for attention_f32),
+so nothing bf16 reaches an emulating library there either. Widening such a decoder whole cost 6-11 % of decode time
 against its fp32 artifact (float32 weights read, the bf16 caches cast each step: session 32).
 """
 from __future__ import annotations

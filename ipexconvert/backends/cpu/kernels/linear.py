@@ -49,7 +49,8 @@ bf16_storage:
   bf16_gemv streams it at memory speed; more rows (a prompt) run bf16_gemm, which widens a panel of it at a
   time into float32 for an FMA micro-kernel. Widening the weight in torch instead (a float32 copy of it per call,
   or blocks of it handed to MKL) cost 1.3-1.6x the float32 artifact's packed MKL at 512 rows; bf16_gemm 1.2-1.5x
-  (benchmarks/bf16_linear.py; benchmarks/results/session33-decoder-bf16-storage-xeon-avx512vnni.md). Post-ops run in torch after it, as the reference.
+  (benchmarks/bf16_linear.py; benchmarks/results/session33-decoder-bf16-storage-xeon-avx512vnni.md). Post-ops
+  run in torch after it, as the reference.
 """
 from __future__ import annotations
 
@@ -63,10 +64,10 @@ from ....ir.dims import same
 from ....ir.postops import PostOp
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from .. import native_lib
+from ..compute_precision import bf16_compute_dtype
 from ..self_check import torch_ops
 from ._torch_onednn import (constant_weight_and_bias, consumed, enabled, isa_allows, mkl_runs_float32_linear,
                             node_dtype, plan_post_ops, with_tail)
-from ..compute_precision import bf16_compute_dtype
 from . import _runs_at
 
 @register_kernel("cpu", "linear", runs_at=_runs_at.torch_mkl)
