@@ -13,23 +13,11 @@ import time
 import torch
 
 from ipexconvert.backends.cpu import native_lib
+from ipexconvert.decoder_bench import read_bandwidth_gbs
+from timing import interleaved_samples  # benchmarks/ is on sys.path as the script's folder
 
 GEMM_SHAPES = [(240, 256, 256), (480, 512, 512), (512, 4096, 896), (512, 896, 4864)]  # m, n, k
 DECODE_LAYER = [(1152, 896), (896, 896), (9728, 896), (896, 4864)]  # Qwen2-0.5B: qkv, o, gate/up, down
-
-
-def interleaved(fns: list, reps: int, rounds: int = 9) -> list[list[float]]:
-    """Seconds per call of each fn, one sample of `reps` calls per fn and round, the fns alternating in a round."""
-    for fn in fns:
-        fn()
-    samples: list[list[float]] = [[] for _ in fns]
-    for _ in range(rounds):
-        for fn, out in zip(fns, samples):
-            start = time.perf_counter()
-            for _ in range(reps):
-                fn()
-            out.append((time.perf_counter() - start) / reps)
-    return samples
 
 
 def gemm_table(level: str, threads: int) -> None:
@@ -44,8 +32,9 @@ def gemm_table(level: str, threads: int) -> None:
         out = torch.empty(m, n, dtype=torch.bfloat16)
         packed = torch.ops.mkl._mkl_reorder_linear_weight(w32, m)
         flops, reps = 2.0 * m * n * k, max(3, int(2e9 / (2 * m * n * k)))
-        mkl, ours = interleaved([lambda: torch.ops.mkl._mkl_linear(x32, packed, w32, None, m),
-                                 lambda: lib.bf16_gemm(x, w, None, out, level, threads)], reps)
+        samples = interleaved_samples({"mkl": lambda: torch.ops.mkl._mkl_linear(x32, packed, w32, None, m),
+                                       "ours": lambda: lib.bf16_gemm(x, w, None, out, level, threads)}, 9, reps)
+        mkl, ours = samples["mkl"], samples["ours"]
         ratio = statistics.median(b / a for a, b in zip(mkl, ours))
         print(f"| {m} x {n} x {k} | {flops / statistics.median(mkl) / 1e9:.0f} | "
               f"{flops / statistics.median(ours) / 1e9:.0f} | {ratio:.2f} |")
@@ -63,19 +52,15 @@ def decode_bandwidth(level: str, threads: int) -> None:
         for w, o in zip(weights, outs):
             lib.bf16_gemv(xs[w.shape[1]], w, None, o, level, threads)
 
-    big = torch.ones(1 << 28)  # 1 GiB: the one-pass read bandwidth beside it
-    token_times, sum_times = [], []
     token()
+    token_times = []
     for _ in range(15):
         start = time.perf_counter()
         token()
         token_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        big.sum()
-        sum_times.append(time.perf_counter() - start)
-    t, bw = statistics.median(token_times), big.numel() * 4 / statistics.median(sum_times) / 1e9
+    t, bw = statistics.median(token_times), read_bandwidth_gbs(1024)
     print(f"\ndecode GEMVs ({nbytes / 1e6:.0f} MB): median {t * 1e3:.1f} ms, {nbytes / t / 1e9:.1f} GB/s = "
-          f"{nbytes / t / 1e9 / bw:.2f} of the one-pass sum's {bw:.1f} GB/s")
+          f"{nbytes / t / 1e9 / bw:.2f} of the one-pass sum's {bw:.1f} GB/s (read_bandwidth_gbs, right after)")
 
 
 def main() -> None:

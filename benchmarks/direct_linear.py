@@ -8,28 +8,13 @@ other first, then timed in interleaved rounds in one process; medians, us per ca
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
 
 from ipexconvert.backends.cpu import onednn_direct as dnnl
+from timing import interleaved_us  # benchmarks/ is on sys.path as the script's folder
 
 SHAPES = [(128, 768, 2304), (128, 768, 768), (128, 768, 3072), (128, 3072, 768), (1, 768, 768)]
-
-
-def interleaved(variants: dict, rounds: int, calls: int) -> dict[str, float]:
-    for fn in variants.values():
-        for _ in range(5):
-            fn()
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, fn in variants.items():
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            samples[name].append((time.perf_counter() - start) / calls * 1e6)
-    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def variants(m: int, k: int, n: int) -> dict:
@@ -83,7 +68,7 @@ def main() -> None:
         for kind in ("int8", "bf16"):
             a, b = fns[f"{kind} torch"]().float(), fns[f"{kind} direct"]().float()
             assert ((a - b).abs().max() / a.abs().max()).item() < 2e-2, f"{kind} {m}x{k}x{n} disagree"
-        t = interleaved(fns, args.rounds, args.calls)
+        t = interleaved_us(fns, args.rounds, args.calls, warmup=5)
         print(f"| {m} x {k} -> {n} | {t['int8 torch']:.0f} | {t['int8 direct']:.0f} | "
               f"{t['int8 direct'] / t['int8 torch']:.2f} | {t['bf16 torch']:.0f} | {t['bf16 direct']:.0f} | "
               f"{t['bf16 direct'] / t['bf16 torch']:.2f} |")

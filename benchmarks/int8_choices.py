@@ -16,34 +16,15 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
-import statistics
 import sys
-import time
 from pathlib import Path
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
 
+from timing import interleaved_us  # benchmarks/ is on sys.path as the script's folder
+
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def time_us(fn: Callable[[], object], calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls * 1e6
-
-
-def interleaved(variants: dict[str, Callable[[], object]], rounds: int, calls: int) -> dict[str, float]:
-    """Median microseconds per call of each variant, rounds interleaved so drift hits all alike."""
-    for fn in variants.values():
-        fn(), fn()
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, fn in variants.items():
-            samples[name].append(time_us(fn, calls))
-    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def rel_error(got: torch.Tensor, want: torch.Tensor) -> float:
@@ -69,7 +50,7 @@ def activation_types(rounds: int) -> list[str]:
         for name, fn in variants.items():
             err = rel_error(fn(), want)
             assert err < 1e-2, f"{name} {m}x{k}x{n}: relative error {err}"
-        us = interleaved(variants, rounds, 20)
+        us = interleaved_us(variants, rounds, 20)
         lines.append(f"| {m} x {k} x {n} | {us['u8']:.0f} | {us['s8']:.0f} | {us['s8'] / us['u8']:.2f} |")
     return lines
 
@@ -109,7 +90,7 @@ def attention(rounds: int) -> list[str]:
         errors = {name: rel_error(fn(), want) for name, fn in variants.items()}
         assert errors["int8"] < 0.1, f"int8 attention is wrong: relative error {errors['int8']}"
         with torch.inference_mode():
-            us = interleaved(variants, rounds, 10)
+            us = interleaved_us(variants, rounds, 10)
         lines.append(f"| {batch} x {heads} x {seq} x {dim} | {us['bf16']:.0f} | {us['int8']:.0f} | "
                      f"{us['int8'] / us['bf16']:.2f} | {errors['int8']:.3f} |")
     return lines

@@ -9,9 +9,33 @@ is measured on purpose elsewhere (openmp_spin.py, run.py --contention).
 """
 from __future__ import annotations
 
+import statistics
 import time
 
 PAUSE_S = 0.1
+
+
+def interleaved_samples(variants: dict, rounds: int, calls: int, warmup: int = 2) -> dict[str, list[float]]:
+    """Seconds per call of each variant (name -> callable): one sample of `calls` back-to-back calls per variant
+    and round, the variants taking turns within a round, so drift on a shared machine hits all alike. For
+    kernels of one process; peers with their own spinning threads want `settle` between blocks (onnx_import.py)."""
+    for fn in variants.values():
+        for _ in range(warmup):
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, fn in variants.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            samples[name].append((time.perf_counter() - start) / calls)
+    return samples
+
+
+def interleaved_us(variants: dict, rounds: int, calls: int, warmup: int = 2) -> dict[str, float]:
+    """Median microseconds per call of each variant over interleaved rounds (interleaved_samples)."""
+    samples = interleaved_samples(variants, rounds, calls, warmup)
+    return {name: statistics.median(s) * 1e6 for name, s in samples.items()}
 
 
 def settle(fn) -> None:

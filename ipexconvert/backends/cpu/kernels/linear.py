@@ -185,7 +185,7 @@ def build_linear_kernel(ctx: NodeContext) -> Optional[Kernel]:
         return torch.nn.functional.linear(x.float(), weight_bf16.float(), wide_bias).to(x.dtype)
 
     wide = with_tail(widened, tuple(ctx.attrs.post_ops))
-    few = _native_few_rows(ctx, weight_bf16, bias)
+    few = _native_bf16(ctx, weight_bf16, bias)
 
     def by_rows(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
@@ -197,40 +197,14 @@ def build_linear_kernel(ctx: NodeContext) -> Optional[Kernel]:
     return Kernel(by_rows, "torch_onednn:linear", consumed(ctx), keeps_nan=False)
 
 
-def _native_few_rows(ctx: NodeContext, weight: torch.Tensor, bias: Optional[torch.Tensor]):
-    """The native bf16_gemv for up to GEMV_ROWS rows of x (a decode step), post-ops in torch after it, or None
-    without the native build. It reads the plain [out, in] bf16 weight the widening path keeps anyway, at ~0.86
-    of the read bandwidth where oneDNN's bf16 path reached ~0.79 (Xeon without AMX, 2 cores: a Qwen2-0.5B decode
-    step's GEMVs, benchmarks/results/session25-decoder-qwen2-0.5b-xeon-avx512bf16.md)."""
-    if not native_lib.available() or not hasattr(native_lib.raw, "bf16_gemv") or weight.dtype != torch.bfloat16:
+def _native_bf16(ctx: NodeContext, weight: torch.Tensor, bias: Optional[torch.Tensor]):
+    """The native bf16 linear on the plain [out, in] bf16 weight, post-ops in torch after it, or None without the
+    native build: bf16_gemv for up to GEMV_ROWS rows of x (a decode step), bf16_gemm for more. bf16_gemv reads the
+    weight at ~0.86 of the read bandwidth where oneDNN's bf16 path reached ~0.79 (Xeon without AMX, 2 cores: a
+    Qwen2-0.5B decode step's GEMVs, benchmarks/results/session25-decoder-qwen2-0.5b-xeon-avx512bf16.md)."""
+    if not native_lib.available() or not hasattr(native_lib.raw, "bf16_gemm") or weight.dtype != torch.bfloat16:
         return None
     lib, isa, n = native_lib.raw, ctx.isa, weight.shape[0]
-    wide_bias = None if bias is None else bias.float().contiguous()
-
-    def gemv(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        x = inputs[0]
-        if x.dtype != torch.bfloat16 or not x.is_contiguous():
-            x = x.to(torch.bfloat16).contiguous()
-        out = torch.empty(x.shape[:-1] + (n,), dtype=torch.bfloat16)
-        lib.bf16_gemv(x, weight, wide_bias, out, isa, torch.get_num_threads())
-        return out
-
-    return with_tail(gemv, tuple(ctx.attrs.post_ops))
-
-
-@register_kernel("cpu", "linear", runs_at=_runs_at.native_bf16_storage)
-def bf16_storage_linear(ctx: NodeContext) -> Optional[Kernel]:
-    """bf16 linear below avx512_bf16 (a decoder keeps bf16 there): bf16_gemv for up to 4 rows, bf16_gemm for more,
-    both on the plain bf16 weight with float32 sums; post-ops in torch."""
-    if ctx.device != "cpu" or not native_lib.available() or node_dtype(ctx) != "bfloat16":
-        return None
-    if bf16_compute_dtype(ctx.isa) == "bfloat16" or not hasattr(native_lib.raw, "bf16_gemm"):
-        return None
-    params = constant_weight_and_bias(ctx)
-    if params is None or ctx.input_specs[0].rank < 2 or params[0].dim() != 2:
-        return None
-    weight, bias = params[0].contiguous(), params[1]
-    lib, isa, (out_features, in_features) = native_lib.raw, ctx.isa, weight.shape
     wide_bias = None if bias is None else bias.float().contiguous()
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
@@ -238,9 +212,22 @@ def bf16_storage_linear(ctx: NodeContext) -> Optional[Kernel]:
         if x.dtype != torch.bfloat16 or not x.is_contiguous():
             x = x.to(torch.bfloat16).contiguous()
         rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
-        out = torch.empty(x.shape[:-1] + (out_features,), dtype=torch.bfloat16)
+        out = torch.empty(x.shape[:-1] + (n,), dtype=torch.bfloat16)
         call = lib.bf16_gemv if rows <= GEMV_ROWS else lib.bf16_gemm
         call(x, weight, wide_bias, out, isa, torch.get_num_threads())  # checks x's columns against the weight
         return out
 
-    return Kernel(with_tail(run, tuple(ctx.attrs.post_ops)), "native:bf16_storage_linear", consumed(ctx))
+    return with_tail(run, tuple(ctx.attrs.post_ops))
+
+
+@register_kernel("cpu", "linear", runs_at=_runs_at.native_bf16_storage)
+def bf16_storage_linear(ctx: NodeContext) -> Optional[Kernel]:
+    """bf16 linear below avx512_bf16 (a decoder keeps bf16 there): bf16_gemv for up to 4 rows, bf16_gemm for more,
+    both on the plain bf16 weight with float32 sums; post-ops in torch."""
+    if ctx.device != "cpu" or node_dtype(ctx) != "bfloat16" or bf16_compute_dtype(ctx.isa) == "bfloat16":
+        return None
+    params = constant_weight_and_bias(ctx)
+    if params is None or ctx.input_specs[0].rank < 2 or params[0].dim() != 2:
+        return None
+    run = _native_bf16(ctx, params[0].contiguous(), params[1])
+    return None if run is None else Kernel(run, "native:bf16_storage_linear", consumed(ctx))
