@@ -22,6 +22,9 @@
 #include <immintrin.h>
 #define IPXC_HAVE_AVX512BF16 1
 #endif
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include "ipxc/isa.h"
 #include "ipxc/kernels.h"
@@ -58,6 +61,27 @@ inline void bf16_row_to_f32(const uint16_t* __restrict src, float* __restrict ds
     for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
 }
 
+#if IPXC_HAVE_AVX512
+// f32_to_bf16 on 16 lanes: the same rounding (nearest even, denormals kept) and quiet NaNs.
+inline __m256i f32x16_to_bf16(__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+    const __m512i quiet_nan = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), rounded, quiet_nan));
+}
+#elif defined(__AVX2__)
+inline __m128i f32x8_to_bf16(__m256 v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+    const __m256i quiet_nan = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    const __m256i bits = _mm256_blendv_epi8(rounded, quiet_nan, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    // every lane is below 2^16, so the unsigned-saturating pack is exact
+    return _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
+}
+#endif
+
 inline void f32_row_to_bf16(const float* __restrict src, uint16_t* __restrict dst, int64_t n) {
 #if IPXC_HAVE_AVX512BF16
     // One vcvtneps2bf16 per 16 values instead of ~6 integer ops each. It rounds to nearest
@@ -70,8 +94,21 @@ inline void f32_row_to_bf16(const float* __restrict src, uint16_t* __restrict ds
         const __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(tail, src + i));
         _mm256_mask_storeu_epi16(dst + i, tail, (__m256i)v);
     }
+#elif IPXC_HAVE_AVX512
+    // f32_to_bf16 16 lanes at a time (the scalar loop did not vectorise: ~1.5 ns a value, 10 % of a bf16_gemm)
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), f32x16_to_bf16(_mm512_loadu_ps(src + i)));
+    if (i < n) {
+        const __mmask16 tail = static_cast<__mmask16>((1u << (n - i)) - 1u);
+        _mm256_mask_storeu_epi16(dst + i, tail, f32x16_to_bf16(_mm512_maskz_loadu_ps(tail, src + i)));
+    }
+#elif defined(__AVX2__)
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), f32x8_to_bf16(_mm256_loadu_ps(src + i)));
+    for (; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
 #else
-#pragma omp simd
     for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
 #endif
 }

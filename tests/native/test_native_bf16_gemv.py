@@ -25,8 +25,10 @@ def reference(x, w, bias):
 
 
 # bf16_gemm's m, n, k: partial row tiles (AVX-512 14 rows, AVX2 6), channels past a 16/32 panel, k tails short of 16
-# and of a 256 k-panel, one row chunk and several (240 rows each at most), a Qwen2-0.5B down projection
-GEMM_SHAPES = [(5, 17, 40), (37, 100, 333), (300, 70, 64), (513, 33, 260), (64, 896, 4864), (6, 1, 1)]
+# and of a 256 k-panel, one row chunk and several (512 rows each at most), a Qwen2-0.5B down projection, and
+# groups of tasks that span two row chunks (1100 rows: three chunks of 378, groups of 43 panels)
+GEMM_SHAPES = [(5, 17, 40), (37, 100, 333), (300, 70, 64), (513, 33, 260), (64, 896, 4864), (6, 1, 1),
+               (1100, 1100, 300)]
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -42,6 +44,25 @@ def test_matches_float64_within_one_bf16_rounding(level, kernel, m, n, k):
     alone = torch.empty(m, n, dtype=torch.bfloat16)
     getattr(native.raw, kernel)(x, w, bias, alone, level, 1)
     assert torch.equal(out, alone)  # every output summed in the same order whatever the threads
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("kernel", ["bf16_gemv", "bf16_gemm"])
+def test_rounds_sums_to_nearest_even_keeps_subnormals_and_nan(level, kernel):
+    """The float32 sum is rounded to bf16 once, to nearest with ties to even (1 + 2^-8 is a tie between 1 and
+    1 + 2^-7: it goes to 1; 1 + 3 * 2^-8 goes up to 1 + 2^-6), NaN stays NaN, and subnormals are kept, except at
+    the levels whose vcvtneps2bf16 flushes them to zero (avx512_bf16 and up: common.h, f32_row_to_bf16)."""
+    rows = [[1.0, 2.0 ** -8], [1.0, 3 * 2.0 ** -8], [2.0 ** -130, 0.0], [-1.0, float("nan")]] * 4
+    if kernel == "bf16_gemv":
+        rows = rows[:4]
+    x = torch.tensor(rows).bfloat16()
+    w = torch.ones(40, 2).bfloat16()  # 40 channels: a whole 32-channel panel and a partial one
+    out = torch.empty(len(rows), 40, dtype=torch.bfloat16)
+    getattr(native.raw, kernel)(x, w, None, out, level, 1)
+    subnormal = 0.0 if level in ("avx512_bf16", "amx") else 2.0 ** -130
+    want = torch.tensor([1.0, 1.0 + 2.0 ** -6, subnormal, float("nan")] * (len(rows) // 4)).bfloat16()
+    assert torch.equal(out[want == want], want[want == want, None].expand(-1, 40))
+    assert torch.isnan(out[3::4]).all()
 
 
 @pytest.mark.parametrize("kernel", ["bf16_gemv", "bf16_gemm"])

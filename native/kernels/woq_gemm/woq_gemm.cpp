@@ -240,7 +240,14 @@ static void prefill(const WoqGemmArgs& g) {
         for (int64_t r = r_begin; r < r_end; ++r) {
             float* y = g.y + r * g.y_stride + n0;
             const float* sums = stage + (r - r_begin) * kNR;
-            for (int64_t j = 0; j < cols; ++j) y[j] = sums[j] + (g.bias ? g.bias[n0 + j] : 0.0f);
+            if (cols == kNR) {  // (the scalar loop did not vectorise)
+                for (int c = 0; c < kCB; ++c) {
+                    const V16 sum = v_load(sums + c * 16);
+                    v_store(y + c * 16, g.bias ? v_add(sum, v_load(g.bias + n0 + c * 16)) : sum);
+                }
+            } else {
+                for (int64_t j = 0; j < cols; ++j) y[j] = sums[j] + (g.bias ? g.bias[n0 + j] : 0.0f);
+            }
         }
         add_residual(g, r_begin, r_end, n0, cols);
     };
