@@ -3,8 +3,9 @@
 //
 // Besides arithmetic: V16Lanes (the first n lanes, v_lanes_below) for a row's tail: v_load(p, lanes) (the
 // other lanes read as 0, their memory untouched) and v_select; v_all_equal, v_max / v_reduce_max, v_exp (the
-// attention softmaxes' e^x, the same values at the two SIMD levels) and v_transpose_16x16 (16 rows of V16
-// transposed in place).
+// attention softmaxes' e^x, the same values at the two SIMD levels), v_transpose_16x16 (16 rows of V16
+// transposed in place) and v_load_pairs / v_pairs_low / v_pairs_high (32 bf16 values as 16 32-bit pairs, for
+// transposing bf16 two values at a time, widened after).
 #pragma once
 
 #include "common.h"
@@ -27,6 +28,12 @@ static inline V16 v_set1(float s) { return {_mm512_set1_ps(s)}; }
 static inline V16 v_load(const float* p) { return {_mm512_loadu_ps(p)}; }
 static inline V16 v_load(const uint16_t* p) {  // 16 bf16 values
     return {bf16_bits_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
+}
+// 32 bf16 values as 16 pairs (the raw bits; v_pairs_low / v_pairs_high widen the first / second of each pair)
+static inline V16 v_load_pairs(const uint16_t* p) { return {_mm512_castsi512_ps(_mm512_loadu_si512(p))}; }
+static inline V16 v_pairs_low(V16 a) { return {_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(a.v), 16))}; }
+static inline V16 v_pairs_high(V16 a) {
+    return {_mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a.v), _mm512_set1_epi32(-65536)))};
 }
 static inline void v_store(float* p, V16 a) { _mm512_storeu_ps(p, a.v); }
 static inline V16 v_add(V16 a, V16 b) { return {_mm512_add_ps(a.v, b.v)}; }
@@ -100,6 +107,15 @@ static inline __m256 bf16x8_to_f32(const uint16_t* p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
 static inline V16 v_load(const uint16_t* p) { return {bf16x8_to_f32(p), bf16x8_to_f32(p + 8)}; }
+static inline V16 v_load_pairs(const uint16_t* p) {  // 32 bf16 values as 16 pairs, raw bits
+    return {_mm256_loadu_ps(reinterpret_cast<const float*>(p)), _mm256_loadu_ps(reinterpret_cast<const float*>(p + 16))};
+}
+static inline __m256 pairs_low(__m256 a) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(a), 16)); }
+static inline __m256 pairs_high(__m256 a) {
+    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(a), _mm256_set1_epi32(-65536)));
+}
+static inline V16 v_pairs_low(V16 x) { return {pairs_low(x.a), pairs_low(x.b)}; }
+static inline V16 v_pairs_high(V16 x) { return {pairs_high(x.a), pairs_high(x.b)}; }
 static inline void v_store(float* p, V16 x) {
     _mm256_storeu_ps(p, x.a);
     _mm256_storeu_ps(p + 8, x.b);
@@ -222,6 +238,23 @@ static inline V16 v_load(const uint16_t* p) {
     for (int j = 0; j < 16; ++j) r.f[j] = bf16_to_f32(p[j]);
     return r;
 }
+static inline V16 v_load_pairs(const uint16_t* p) {  // 32 bf16 values as 16 pairs, raw bits
+    V16 r;
+    std::memcpy(r.f, p, sizeof r.f);
+    return r;
+}
+static inline V16 v_pairs_part(const V16& a, bool high) {
+    V16 r;
+    for (int j = 0; j < 16; ++j) {
+        uint32_t u;
+        std::memcpy(&u, &a.f[j], sizeof u);
+        u = high ? u & 0xFFFF0000u : u << 16;
+        std::memcpy(&r.f[j], &u, sizeof u);
+    }
+    return r;
+}
+static inline V16 v_pairs_low(const V16& a) { return v_pairs_part(a, false); }
+static inline V16 v_pairs_high(const V16& a) { return v_pairs_part(a, true); }
 static inline void v_store(float* p, const V16& a) { std::memcpy(p, a.f, sizeof a.f); }
 static inline V16 v_add(const V16& a, const V16& b) {
     V16 r;

@@ -29,6 +29,15 @@ void widen_panel(const Bf16GemvArgs& a, int64_t n0, int64_t k0, int64_t kc, floa
             continue;
         }
         int64_t k = 0;
+        for (; k + 32 <= kc; k += 32) {  // 16 channels x 16 pairs of k: one transpose of 32-bit pairs for 32 k
+            V16 m[16];
+            for (int j = 0; j < 16; ++j) m[j] = v_load_pairs(w + j * a.k + k);
+            v_transpose_16x16(m);  // m[i]: the pair (k + 2i, k + 2i + 1) of each of the 16 channels
+            for (int i = 0; i < 16; ++i) {
+                v_store(dst + (k + 2 * i) * kNR, v_pairs_low(m[i]));
+                v_store(dst + (k + 2 * i + 1) * kNR, v_pairs_high(m[i]));
+            }
+        }
         for (; k + 16 <= kc; k += 16) {  // 16 channels x 16 k, transposed to 16 k-rows of 16 channels
             V16 m[16];
             for (int j = 0; j < 16; ++j) m[j] = v_load(w + j * a.k + k);
