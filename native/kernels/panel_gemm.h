@@ -35,6 +35,7 @@ constexpr int kMR = 4;
 constexpr int kCB = 1;
 #endif
 constexpr int kNR = kCB * 16;            // output channels per panel
+static_assert(kMR <= 16, "pack_x transposes 16 rows at most");
 constexpr int64_t kKC = 256;             // k per panel (AVX-512: 32 KiB of floats)
 constexpr int64_t kChunkRows = 512;      // rows of x per task at most (their kc-slice: 512 KiB of floats)
 constexpr int64_t kStageFloats = 1 << 19;  // a group's float32 sums (2 MiB)
@@ -45,26 +46,33 @@ struct Shape {
     int threads;
 };
 
-// x (float32 or bf16 bits, row r at x + r * x_stride) as float32 tiles of kMR rows: xp[t][k][r] = x[t * kMR + r, k],
-// rows past m zeros. In operand_floats: valid until this thread's next packing.
+// Rows [r_begin, r_end) and k [k0, k0 + kc) of x (float32 or bf16 bits, row r at x + r * x_stride) as float32
+// tiles of kMR rows, k-major: xs[t][k - k0][i] = x[r_begin + t * kMR + i, k], rows past r_end zeros. Packed per k
+// block, right before its use, so it stays in L2 (all of a 512 x 4864 x packed up front was 10 MB of floats
+// written to memory and read back: ~2 ms of a 30 ms call).
 template <class XT>
-static const float* pack_x(const XT* x, int64_t x_stride, const Shape& s) {
-    const int64_t tiles = (s.m + kMR - 1) / kMR;
-    float* xp = operand_floats(tiles * kMR * s.k);
-    parallel(tiles, 1, s.threads, [&](int64_t begin, int64_t end) {
-        for (int64_t t = begin; t < end; ++t) {
-            const int rows = static_cast<int>(s.m - t * kMR < kMR ? s.m - t * kMR : kMR);
-            const XT* src = x + t * kMR * x_stride;
-            float* dst = xp + t * kMR * s.k;
-            // k outer: the tile's rows read side by side, its floats written in order (row-outer writes every
-            // kMR-th float of the tile: 3-4 ms of a 512 x 4864 call)
-            for (int64_t k = 0; k < s.k; ++k, dst += kMR) {
-                for (int r = 0; r < rows; ++r) dst[r] = load(src[r * x_stride + k]);
-                for (int r = rows; r < kMR; ++r) dst[r] = 0.0f;
+static void pack_slice(const XT* x, int64_t x_stride, int64_t r_begin, int64_t r_end, int64_t k0, int64_t kc,
+                       float* xs) {
+    for (int64_t r0 = r_begin; r0 < r_end; r0 += kMR, xs += kc * kMR) {
+        const int rows = static_cast<int>(r_end - r0 < kMR ? r_end - r0 : kMR);
+        const XT* src = x + r0 * x_stride + k0;
+        float* dst = xs;
+        int64_t k = 0;
+        for (; k + 16 <= kc; k += 16, dst += 16 * kMR) {  // 16 k at a time: the tile's rows as vectors, transposed
+            V16 m[16];
+            for (int r = 0; r < 16; ++r) m[r] = r < rows ? v_load(src + r * x_stride + k) : v_zero();
+            v_transpose_16x16(m);
+            alignas(64) float column[16];
+            for (int j = 0; j < 16; ++j) {
+                v_store(column, m[j]);
+                std::memcpy(dst + j * kMR, column, kMR * sizeof(float));
             }
         }
-    });
-    return xp;
+        for (; k < kc; ++k, dst += kMR) {
+            for (int r = 0; r < rows; ++r) dst[r] = load(src[r * x_stride + k]);
+            for (int r = rows; r < kMR; ++r) dst[r] = 0.0f;
+        }
+    }
 }
 
 // stage[r][0 .. kNR) (+)= x_tile[k][r] . panel[k][0 .. kNR) over kc, for the tile's first MR rows.
@@ -99,7 +107,6 @@ static void tile_rows(int rows, const float* x_tile, int64_t kc, const float* pa
 template <class XT, class Fill, class Finish>
 static void run(const XT* x, int64_t x_stride, const Shape& s, const Fill& fill, const Finish& finish) {
     if (s.m <= 0 || s.n <= 0) return;
-    const float* xp = pack_x(x, x_stride, s);
     const int64_t units = (s.n + kNR - 1) / kNR;
     // Few units (a narrow layer): split the rows too, so every thread gets work; each task then fills its
     // panels itself, a small cost next to its rows' FMAs. Many rows: chunks whose kc-slice of x stays in L2.
@@ -126,23 +133,25 @@ static void run(const XT* x, int64_t x_stride, const Shape& s, const Fill& fill,
         const int64_t tasks = end - begin < group ? end - begin : group;
         // 64-byte aligned: a panel row or stage row is whole vectors, and an unaligned one would split every
         // load across two cache lines (the scratch itself is only 16-byte aligned).
-        float* scratch = scratch_floats(kc_max * kNR + tasks * chunk_rows * kNR + 16);
+        float* scratch = scratch_floats(kc_max * kNR + tasks * chunk_rows * kNR + chunk_rows * kc_max + 16);
         float* panel = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
         float* stages = panel + kc_max * kNR;
+        float* xs = stages + tasks * chunk_rows * kNR;  // x's slice for the current chunk and k block
         for (int64_t g0 = begin; g0 < end; g0 += group) {
             const int64_t g1 = g0 + group < end ? g0 + group : end;
             for (int64_t k0 = 0; k0 < s.k; k0 += kc_max) {
                 const int64_t kc = s.k - k0 < kc_max ? s.k - k0 : kc_max;
+                int64_t packed = -1;  // the chunk whose rows xs holds
                 for (int64_t task = g0; task < g1; ++task) {
                     const int64_t chunk = task / units, unit = task % units;  // a thread's tasks share x's chunks
                     const int64_t r_begin = chunk * chunk_rows;
                     const int64_t r_end = r_begin + chunk_rows < s.m ? r_begin + chunk_rows : s.m;
+                    if (chunk != packed) pack_slice(x, x_stride, r_begin, r_end, k0, kc, xs), packed = chunk;
                     float* stage = stages + (task - g0) * chunk_rows * kNR;
                     fill(unit * kNR, k0, kc, panel);
                     for (int64_t r = r_begin; r < r_end; r += kMR) {
                         const int rows = static_cast<int>(r_end - r < kMR ? r_end - r : kMR);
-                        tile_rows<kMR>(rows, xp + (r / kMR * s.k + k0) * kMR, kc, panel,
-                                       stage + (r - r_begin) * kNR, k0 > 0);
+                        tile_rows<kMR>(rows, xs + (r - r_begin) * kc, kc, panel, stage + (r - r_begin) * kNR, k0 > 0);
                     }
                 }
             }
