@@ -12,7 +12,8 @@ paths (forced and chosen by m), odd m / n / k around the 16-channel blocks, the 
 the argument errors. Path 3 (int8-quantized activations, vpmaddubsw; opt-in, never chosen by the runtime): exact
 on the rounded rows, within x's rounding of the float result, thread-independent, its errors. Path 4 (int8 weights
 in k-quads times int8-quantized activations, every row count; AVX2 sign trick / AVX-512 VNNI): the same, plus the
-extreme codes (-127 and 127 against x of both signs), rows of NaN or infinity giving NaN rows. Path 5 (4-bit
+extreme codes (-127 and 127 against x of both signs), rows of NaN or infinity giving NaN rows. Its amx build's tile prefill
+(more than 32 rows): bit-identical to the VNNI build. Path 5 (4-bit
 weights in k-octets times int8-quantized activations, every row count; AVX-512 VNNI): the same, bit-equal to path 3."""
 from __future__ import annotations
 
@@ -177,7 +178,7 @@ def test_packing_layout():
 def test_kernel_has_per_level_builds():
     assert native.kernel_levels("woq_gemm") == ["generic", "avx2", "avx512"]
     assert native.kernel_levels("woq_gemv_i8") == ["avx2"]
-    assert native.kernel_levels("woq_gemm_w8a8") == ["avx2", "avx512_vnni"]
+    assert native.kernel_levels("woq_gemm_w8a8") == ["avx2", "avx512_vnni", "amx"]
     assert native.kernel_levels("woq_gemm_w4a8") == ["avx512_vnni"]
 
 
@@ -252,6 +253,22 @@ def test_w8a8_path_is_exact_on_the_quantized_rows(level):
             x[1] = 0.0  # a row of zeros: scale 1, codes 0
         got = native.woq_gemm(x, codes, scales, None, bias, bits=8, group_size=gs, path=4, max_isa=level)
         check(got, _quantized_rows(x), codes, scales, None, bias, 8, gs, f"{(m, n, k, gs)} at {level}")
+
+
+@pytest.mark.skipif("amx" not in LEVELS, reason="needs AMX (this CPU lacks it, or IPEXCONVERT_MAX_ISA caps below it)")
+@pytest.mark.parametrize("m, n, k, gs", [(33, 16, 64, 64), (70, 300, 640, 64), (100, 48, 896, 896), (40, 33, 4864, 128),
+                                         (64, 32, 192, 192)])
+def test_w8a8_amx_prefill_is_the_vnni_path_bit_for_bit(m, n, k, gs):
+    """The amx build runs more than 32 rows on AMX tiles (groups of whole 64-k steps; rows in tiles of 16, a
+    partial last panel, an odd block count), with the VNNI path's integer sums and float steps: the same bits."""
+    x, codes, scales, _, bias = operands(m, n, k, gs, 8, False, seed=m)
+    codes[0, :4] = torch.tensor([-127, 127, -127, 127], dtype=torch.int8)
+    run = lambda level, threads=2: native.woq_gemm(x, codes, scales, None, bias, bits=8, group_size=gs, path=4,
+                                                   threads=threads, max_isa=level)
+    got = run("amx")
+    assert torch.equal(got, run("avx512_vnni"))
+    assert torch.equal(run("amx", 1), got) and torch.equal(run("amx", 3), got)
+    check(got, _quantized_rows(x), codes, scales, None, bias, 8, gs, f"{(m, n, k, gs)} at amx")
 
 
 def test_w8a8_path_thread_independent_and_nan_rows():

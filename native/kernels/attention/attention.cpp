@@ -14,6 +14,7 @@
 #include "attention_simd.h"
 #include "common.h"
 #include "quant.h"
+#include "amx_tiles.h"
 
 #if !defined(__AVX512BF16__)
 #error "attention.cpp is compiled for the avx512_bf16 and amx levels only"

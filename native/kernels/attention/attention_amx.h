@@ -7,30 +7,9 @@
 // holds the A operand (16 x 32 bf16), tiles 6 and 7 alternate as B (16 pairs x 16 columns).
 // The tile intrinsics paste their numbers into register names, so they are literals below.
 
-struct alignas(64) TileConfig {
-    uint8_t palette_id;
-    uint8_t start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-};
-
-// Every tile is 16 rows of 64 bytes.
-void load_tile_config() {
-    TileConfig config;
-    std::memset(&config, 0, sizeof config);
-    config.palette_id = 1;
-    for (int t = 0; t < 8; ++t) {
-        config.colsb[t] = 64;
-        config.rows[t] = kRows;
-    }
-    // Not _tile_loadconfig: gcc 12's version tells the compiler it reads 8 bytes of the config,
-    // so the stores filling the rest may be dropped. This operand is the whole struct.
-    __asm__ volatile("ldtilecfg %0" ::"m"(config));
-}
-
-// Per thread, around its (batch, head) units.
-inline void products_begin() { load_tile_config(); }
+// Per thread, around its (batch, head) units; every tile 16 rows (kRows) of 64 bytes (amx_tiles.h).
+static_assert(kRows == 16, "load_tiles_16x64 configures 16-row tiles");
+inline void products_begin() { load_tiles_16x64(); }
 inline void products_end() { _tile_release(); }
 
 // G (2 or 4) accumulators: C[j] = A x B(tile j), A loaded once per depth step.
