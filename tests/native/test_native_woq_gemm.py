@@ -13,7 +13,7 @@ the argument errors. Path 3 (int8-quantized activations, vpmaddubsw; opt-in, nev
 on the rounded rows, within x's rounding of the float result, thread-independent, its errors. Path 4 (int8 weights
 in k-quads times int8-quantized activations, every row count; AVX2 sign trick / AVX-512 VNNI): the same, plus the
 extreme codes (-127 and 127 against x of both signs), rows of NaN or infinity giving NaN rows. Its amx build's tile prefill
-(more than 32 rows): bit-identical to the VNNI build. Path 5 (4-bit
+(more than 32 rows): bit-identical to the VNNI build; the same for path 5. Path 5 (4-bit
 weights in k-octets times int8-quantized activations, every row count; AVX-512 VNNI): the same, bit-equal to path 3."""
 from __future__ import annotations
 
@@ -179,7 +179,7 @@ def test_kernel_has_per_level_builds():
     assert native.kernel_levels("woq_gemm") == ["generic", "avx2", "avx512"]
     assert native.kernel_levels("woq_gemv_i8") == ["avx2"]
     assert native.kernel_levels("woq_gemm_w8a8") == ["avx2", "avx512_vnni", "amx"]
-    assert native.kernel_levels("woq_gemm_w4a8") == ["avx512_vnni"]
+    assert native.kernel_levels("woq_gemm_w4a8") == ["avx512_vnni", "amx"]
 
 
 # ---- path 3: decode on int8-quantized activations (4-bit weights, AVX2 and up) -------------------------
@@ -314,6 +314,24 @@ def test_w4a8_path_is_exact_on_the_quantized_rows(level, asym):
         if m <= 4:
             path3 = native.woq_gemm(x, codes, scales, zero_points, bias, bits=4, group_size=gs, path=3, max_isa=level)
             assert torch.equal(got, path3), f"{(m, n, k, gs)} at {level}"
+
+
+@pytest.mark.skipif("amx" not in LEVELS, reason="needs AMX (this CPU lacks it, or IPEXCONVERT_MAX_ISA caps below it)")
+@pytest.mark.parametrize("asym", [False, True], ids=["sym", "asym"])
+@pytest.mark.parametrize("m, n, k, gs", [(33, 16, 64, 64), (70, 300, 640, 64), (100, 48, 896, 896), (40, 33, 4864, 128)])
+def test_w4a8_amx_prefill_is_the_vnni_path_bit_for_bit(m, n, k, gs, asym):
+    """Path 5's amx build runs more than 32 rows on AMX tiles (the codes unpacked into int8 B tiles, x offset by
+    128) with the VNNI path's integer sums and float steps: the same bits, a NaN row still a NaN row."""
+    x, codes, scales, zero_points, bias = operands(m, n, k, gs, 4, asym, seed=m)
+    codes[0, :4] = torch.tensor([0x0F, 0xF0, 0x00, 0xFF], dtype=torch.uint8)
+    x[m - 1, 3] = float("nan")
+    run = lambda level, threads=2: native.woq_gemm(x, codes, scales, zero_points, bias, bits=4, group_size=gs,
+                                                   path=5, threads=threads, max_isa=level)
+    got = run("amx")
+    assert torch.equal(got.nan_to_num(), run("avx512_vnni").nan_to_num())
+    assert got[m - 1].isnan().all() and torch.isfinite(got[: m - 1]).all()
+    assert torch.equal(run("amx", 1).nan_to_num(), got.nan_to_num())
+    check(got[: m - 1], _quantized_rows(x[: m - 1]), codes, scales, zero_points, bias, 4, gs, f"{(m, n, k, gs)} at amx")
 
 
 def test_w4a8_path_thread_independent_nan_rows_and_errors():
