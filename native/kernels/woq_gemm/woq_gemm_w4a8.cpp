@@ -89,12 +89,12 @@ static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const int8
 }
 
 #if defined(__AMX_INT8__)
-// Prefill on AMX tiles (the amx build), as woq_gemm_w8a8's: tdpbusd takes x as the unsigned operand (its codes
-// offset by 128, a sign-bit flip) and the 4-bit codes as the signed one (0..15): each k-octet's low and high
-// nibbles are the two k-quad rows of a B tile (16 channels x 4 codes), so 8 octets unpack into one 16 x 64 tile
-// with a mask and a shift. sum (xq + 128) q = sum xq q + 128 sum q: the second term is taken once per block and
-// group; then the VNNI path's float steps on the same exact integers: the same bits. Groups of whole 64-k steps.
-constexpr int64_t kAmxRows = 32;
+// Prefill on AMX tiles (the amx build; amx_prefill.h): x as the unsigned operand (its codes offset by 128, a
+// sign-bit flip) and the 4-bit codes as the signed one (0..15): each k-octet's low and high nibbles are the two
+// k-quad rows of a B tile (16 channels x 4 codes), so 8 octets unpack into one 16 x 64 tile with a mask and a
+// shift. sum (xq + 128) q = sum xq q + 128 sum q: the second term is taken once per block and group; then the
+// VNNI path's float steps on the same exact integers.
+#include "woq_gemm/amx_prefill.h"
 
 // 128 * sum of the codes of each group of one block (16 channels).
 static void code_offsets(const uint8_t* wb, int64_t groups, int64_t octets, __m512i* offsets) {
@@ -111,93 +111,45 @@ static void code_offsets(const uint8_t* wb, int64_t groups, int64_t octets, __m5
 }
 
 // The B tile of k [k0, k0 + 64) of one block: 16 k-quads x 16 channels x 4 codes, from its 8 octets.
-static void unpack_tile(const uint8_t* wb, int64_t k0, int8_t* tile) {
+static const int8_t* unpack_tile(const uint8_t* wb, int64_t k0, int8_t* tile) {
     const __m512i low = _mm512_set1_epi8(0x0F);
     for (int o = 0; o < 8; ++o) {
         const __m512i v = _mm512_loadu_si512(wb + (k0 / 8 + o) * kOctetBytes);
         _mm512_store_si512(tile + 2 * o * 64, _mm512_and_si512(v, low));
         _mm512_store_si512(tile + (2 * o + 1) * 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), low));
     }
+    return tile;
 }
 
-static void amx_pair(const WoqGemmArgs& g, int64_t b0, int64_t b1, int64_t p0, const uint8_t* xu, const float* xs,
-                     const int32_t* xsum, const __m512i* offsets0, const __m512i* offsets1) {
-    const int64_t gs = g.group_size, groups = g.k / gs;
-    const uint8_t* w[2] = {static_cast<const uint8_t*>(g.w) + b0 * (g.k / 2) * kBlock,
-                           static_cast<const uint8_t*>(g.w) + b1 * (g.k / 2) * kBlock};
-    const float* qp[2] = {g.qparams + b0 * groups * 2 * kBlock, g.qparams + b1 * groups * 2 * kBlock};
-    const __m512i* offsets[2] = {offsets0, offsets1};
-    const uint8_t* x0 = xu + p0 * g.k;
-    alignas(64) int8_t tiles[2][16 * 64];
-    alignas(64) float total[kAmxRows][2 * kBlock] = {};
-    alignas(64) int32_t sums[4][16][kBlock];  // tile t: rows 16 * (t / 2) .., block t % 2
-    for (int64_t grp = 0; grp < groups; ++grp) {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        for (int64_t k0 = grp * gs; k0 < (grp + 1) * gs; k0 += 64) {
-            unpack_tile(w[0], k0, tiles[0]);
-            unpack_tile(w[1], k0, tiles[1]);
-            _tile_loadd(4, x0 + k0, g.k);
-            _tile_loadd(5, x0 + 16 * g.k + k0, g.k);
-            _tile_loadd(6, tiles[0], 64);
-            _tile_loadd(7, tiles[1], 64);
-            _tile_dpbusd(0, 4, 6);
-            _tile_dpbusd(1, 4, 7);
-            _tile_dpbusd(2, 5, 6);
-            _tile_dpbusd(3, 5, 7);
-        }
-        _tile_stored(0, sums[0], 64);
-        _tile_stored(1, sums[1], 64);
-        _tile_stored(2, sums[2], 64);
-        _tile_stored(3, sums[3], 64);
-        for (int t = 0; t < 4; ++t) {
-            const int half = t / 2, j = t % 2;
-            const __m512 scale = _mm512_loadu_ps(qp[j] + grp * 2 * kBlock);
-            const __m512 zero = _mm512_loadu_ps(qp[j] + grp * 2 * kBlock + kBlock);
-            for (int r = 0; r < 16; ++r) {
-                const int64_t row = p0 + 16 * half + r;
-                const __m512i acc = _mm512_sub_epi32(_mm512_load_si512(sums[t][r]), offsets[j][grp]);
-                const __m512 a = _mm512_fnmadd_ps(zero, _mm512_set1_ps(static_cast<float>(xsum[row * groups + grp])),
-                                                  _mm512_cvtepi32_ps(acc));
-                float* out = total[16 * half + r] + j * kBlock;
-                _mm512_store_ps(out, _mm512_fmadd_ps(_mm512_mul_ps(scale, _mm512_set1_ps(xs[row])), a,
-                                                     _mm512_load_ps(out)));
-            }
-        }
-    }
-    const int64_t rows = g.m - p0 < kAmxRows ? g.m - p0 : kAmxRows;
-    for (int j = 0; j < (b1 != b0 ? 2 : 1); ++j) {
-        const int64_t n0 = (j ? b1 : b0) * kBlock, cols = g.n - n0 < kBlock ? g.n - n0 : kBlock;
-        for (int64_t r = 0; r < rows; ++r) {
-            float* y = g.y + (p0 + r) * g.y_stride + n0;
-            for (int64_t c = 0; c < cols; ++c) y[c] = total[r][j * kBlock + c] + (g.bias ? g.bias[n0 + c] : 0.0f);
-            add_residual(g, p0 + r, p0 + r + 1, n0, cols);
-        }
-    }
-}
-
-// Every row, in panels of kAmxRows, through pairs of blocks; xu, xs and xsum hold whole panels (rows past m zeros).
 static void amx_prefill(const WoqGemmArgs& g, const uint8_t* xu, const float* xs, const int32_t* xsum) {
-    const int64_t blocks = (g.n + kBlock - 1) / kBlock, pairs = (blocks + 1) / 2, groups = g.k / g.group_size;
-    parallel(pairs, 1, g.threads, [&](int64_t begin, int64_t end) {
+    const int64_t groups = g.k / g.group_size;
+    const uint8_t* codes = static_cast<const uint8_t*>(g.w);
+    const auto setup = [&](int64_t begin, int64_t end, int64_t blocks) {  // its pairs' blocks' 128 * sum q per group
         float* scratch = scratch_floats((end - begin) * 2 * groups * 16 + 16);
         __m512i* offsets = reinterpret_cast<__m512i*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t(63));
         for (int64_t pair = begin; pair < end; ++pair)
             for (int j = 0; j < 2; ++j) {
                 const int64_t blk = 2 * pair + j < blocks ? 2 * pair + j : blocks - 1;
-                code_offsets(static_cast<const uint8_t*>(g.w) + blk * (g.k / 2) * kBlock, groups, g.group_size / 8,
+                code_offsets(codes + blk * (g.k / 2) * kBlock, groups, g.group_size / 8,
                              offsets + ((pair - begin) * 2 + j) * groups);
             }
-        load_tiles_16x64();
-        for (int64_t p0 = 0; p0 < g.m; p0 += kAmxRows)  // a panel's codes stay in L1/L2 while the pairs pass
-            for (int64_t pair = begin; pair < end; ++pair) {
-                const int64_t b0 = 2 * pair, b1 = b0 + 1 < blocks ? b0 + 1 : b0;
-                const __m512i* o = offsets + (pair - begin) * 2 * groups;
-                amx_pair(g, b0, b1, p0, xu, xs, xsum, o, o + groups);
-            }
-        _tile_release();
+        return static_cast<const __m512i*>(offsets);
+    };
+    amx_pairs(g, setup, [&](const __m512i* offsets, int64_t index, int64_t b0, int64_t b1, int64_t p0) {
+        const uint8_t* w[2] = {codes + b0 * (g.k / 2) * kBlock, codes + b1 * (g.k / 2) * kBlock};
+        const float* qp[2] = {g.qparams + b0 * groups * 2 * kBlock, g.qparams + b1 * groups * 2 * kBlock};
+        const __m512i* o = offsets + index * 2 * groups;
+        alignas(64) int8_t tiles[2][16 * 64];
+        const auto b_tile = [&](int j, int64_t k0) { return unpack_tile(w[j], k0, tiles[j]); };
+        const auto scale = [&](int j, int64_t grp, int64_t row, __m512i sums, float* total) {
+            const __m512i acc = _mm512_sub_epi32(sums, o[j * groups + grp]);
+            const __m512 zero = _mm512_loadu_ps(qp[j] + grp * 2 * kBlock + kBlock);
+            const __m512 a = _mm512_fnmadd_ps(zero, _mm512_set1_ps(static_cast<float>(xsum[row * groups + grp])),
+                                              _mm512_cvtepi32_ps(acc));
+            const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(qp[j] + grp * 2 * kBlock), _mm512_set1_ps(xs[row]));
+            _mm512_store_ps(total, _mm512_fmadd_ps(s, a, _mm512_load_ps(total)));
+        };
+        amx_pair(g, b0, b1, p0, xu, b_tile, scale);
     });
 }
 #endif

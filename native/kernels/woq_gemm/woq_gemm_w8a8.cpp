@@ -182,86 +182,34 @@ static Acc* offsets_scratch(int64_t count) {
 }
 
 #if defined(__AMX_INT8__)
-// Prefill on AMX tiles (the amx build): tdpbusd multiplies a tile of 16 rows x 64 offset codes of x (u8, as
-// vpdpbusd's) by a tile of 16 k-quads x 16 channels of weight codes (s8): 16 x 16 x 64 MACs an instruction,
-// 16 vpdpbusd's worth. A block's packed k-quads are B tiles as they lie (64-byte rows, 16 quads = 64 k), so
-// nothing is repacked. 32 rows x 2 blocks at a time (tiles 0-3 accumulate, 4-5 hold x, 6-7 the codes); per group
-// the sums are stored, corrected by 128 * sum w and scaled with the same float operations as the VNNI path:
-// the same integer sums, the same bits. Groups must be whole 64-k steps.
-constexpr int64_t kAmxRows = 32;
+// Prefill on AMX tiles (the amx build; amx_prefill.h): x's offset codes as the VNNI path's, and a block's packed
+// k-quads are B tiles as they lie (64-byte rows, 16 quads = 64 k), so nothing is repacked; per group
+// 128 * sum w is taken off and the VNNI path's float steps follow.
+#include "woq_gemm/amx_prefill.h"
 
-static void amx_pair(const WoqGemmArgs& g, int64_t b0, int64_t b1, int64_t p0, const uint8_t* xu, const float* xs,
-                     const Acc* offsets0, const Acc* offsets1) {
-    const int64_t gs = g.group_size, groups = g.k / gs;
-    const int8_t* w0 = static_cast<const int8_t*>(g.w) + b0 * g.k * kBlock;
-    const int8_t* w1 = static_cast<const int8_t*>(g.w) + b1 * g.k * kBlock;
-    const float* qp[2] = {g.qparams + b0 * groups * 2 * kBlock, g.qparams + b1 * groups * 2 * kBlock};
-    const Acc* offsets[2] = {offsets0, offsets1};
-    const uint8_t* x0 = xu + p0 * g.k;
-    alignas(64) float total[kAmxRows][2 * kBlock] = {};
-    alignas(64) int32_t sums[4][16][kBlock];  // tile t: rows 16 * (t / 2) .., block t % 2
-    for (int64_t grp = 0; grp < groups; ++grp) {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        for (int64_t k0 = grp * gs; k0 < (grp + 1) * gs; k0 += 64) {
-            _tile_loadd(4, x0 + k0, g.k);
-            _tile_loadd(5, x0 + 16 * g.k + k0, g.k);
-            _tile_loadd(6, w0 + k0 * kBlock, kQuadBytes);  // quad k0 / 4 of the block: k0 * 16 bytes in
-            _tile_loadd(7, w1 + k0 * kBlock, kQuadBytes);
-            _tile_dpbusd(0, 4, 6);
-            _tile_dpbusd(1, 4, 7);
-            _tile_dpbusd(2, 5, 6);
-            _tile_dpbusd(3, 5, 7);
-        }
-        _tile_stored(0, sums[0], 64);
-        _tile_stored(1, sums[1], 64);
-        _tile_stored(2, sums[2], 64);
-        _tile_stored(3, sums[3], 64);
-        for (int t = 0; t < 4; ++t) {
-            const int half = t / 2, j = t % 2;
-            const __m512 s = _mm512_loadu_ps(qp[j] + grp * 2 * kBlock);
-            for (int r = 0; r < 16; ++r) {
-                const int row = 16 * half + r;
-                const __m512i acc = _mm512_sub_epi32(_mm512_load_si512(sums[t][r]), offsets[j][grp]);
-                float* out = total[row] + j * kBlock;
-                _mm512_store_ps(out, _mm512_fmadd_ps(_mm512_mul_ps(s, _mm512_set1_ps(xs[p0 + row])),
-                                                     _mm512_cvtepi32_ps(acc), _mm512_load_ps(out)));
-            }
-        }
-    }
-    const int64_t rows = g.m - p0 < kAmxRows ? g.m - p0 : kAmxRows;
-    for (int j = 0; j < (b1 != b0 ? 2 : 1); ++j) {
-        const int64_t n0 = (j ? b1 : b0) * kBlock, cols = g.n - n0 < kBlock ? g.n - n0 : kBlock;
-        for (int64_t r = 0; r < rows; ++r) {
-            float* y = g.y + (p0 + r) * g.y_stride + n0;
-            for (int64_t c = 0; c < cols; ++c) y[c] = total[r][j * kBlock + c] + (g.bias ? g.bias[n0 + c] : 0.0f);
-            add_residual(g, p0 + r, p0 + r + 1, n0, cols);
-        }
-    }
-}
-
-// Every row, in panels of kAmxRows, through pairs of blocks; xu and xs hold whole panels (rows past m zeros).
 static void amx_prefill(const WoqGemmArgs& g, const uint8_t* xu, const float* xs) {
-    const int64_t blocks = (g.n + kBlock - 1) / kBlock, pairs = (blocks + 1) / 2, groups = g.k / g.group_size;
-    const int64_t quads = g.group_size / 4;
-    parallel(pairs, 1, g.threads, [&](int64_t begin, int64_t end) {
+    const int64_t groups = g.k / g.group_size, quads = g.group_size / 4;
+    const int8_t* codes = static_cast<const int8_t*>(g.w);
+    const auto setup = [&](int64_t begin, int64_t end, int64_t blocks) {  // its pairs' blocks' 128 * sum w per group
         Acc* offsets = offsets_scratch((end - begin) * 2 * groups);
         for (int64_t pair = begin; pair < end; ++pair)
             for (int j = 0; j < 2; ++j) {
                 const int64_t blk = 2 * pair + j < blocks ? 2 * pair + j : blocks - 1;
-                block_offsets(static_cast<const int8_t*>(g.w) + blk * g.k * kBlock, groups, quads,
-                              offsets + ((pair - begin) * 2 + j) * groups);
+                block_offsets(codes + blk * g.k * kBlock, groups, quads, offsets + ((pair - begin) * 2 + j) * groups);
             }
-        load_tiles_16x64();
-        for (int64_t p0 = 0; p0 < g.m; p0 += kAmxRows)  // a panel's codes stay in L1/L2 while the pairs pass
-            for (int64_t pair = begin; pair < end; ++pair) {
-                const int64_t b0 = 2 * pair, b1 = b0 + 1 < blocks ? b0 + 1 : b0;
-                const Acc* o = offsets + (pair - begin) * 2 * groups;
-                amx_pair(g, b0, b1, p0, xu, xs, o, o + groups);
-            }
-        _tile_release();
+        return static_cast<const Acc*>(offsets);
+    };
+    amx_pairs(g, setup, [&](const Acc* offsets, int64_t index, int64_t b0, int64_t b1, int64_t p0) {
+        const int8_t* w[2] = {codes + b0 * g.k * kBlock, codes + b1 * g.k * kBlock};
+        const float* qp[2] = {g.qparams + b0 * groups * 2 * kBlock, g.qparams + b1 * groups * 2 * kBlock};
+        const Acc* o = offsets + index * 2 * groups;
+        const auto b_tile = [&](int j, int64_t k0) { return w[j] + k0 * kBlock; };  // quad k0 / 4: k0 * 16 bytes in
+        const auto scale = [&](int j, int64_t grp, int64_t row, __m512i sums, float* total) {
+            const __m512i acc = _mm512_sub_epi32(sums, o[j * groups + grp]);
+            const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(qp[j] + grp * 2 * kBlock), _mm512_set1_ps(xs[row]));
+            _mm512_store_ps(total, _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(acc), _mm512_load_ps(total)));
+        };
+        amx_pair(g, b0, b1, p0, xu, b_tile, scale);
     });
 }
 #endif
