@@ -5,10 +5,10 @@
 // sgemm on float32 weights): the weight is turned into float32 one panel at a time (kNR output channels x kKC
 // of k, in a per-thread scratch that stays in L1), and a register-tiled micro-kernel (AVX-512: 14 rows x 32
 // channels, AVX2: 6 x 16, every accumulator in a register; alone it runs at the FMA peak) runs the panel over a
-// chunk of x's rows. x is packed once per call into tiles of kMR rows, k-major (one contiguous stream of
-// broadcasts per tile). The k blocks are the outer loop over a group of tasks (panels x row chunks) whose float32
-// sums wait in a stage: each panel is widened once per k block for all of a chunk's rows (up to kChunkRows,
-// whose kc-slice of x stays in L2), and the group's results are written out row by row, so each row of y is
+// chunk of x's rows. The k blocks are the outer loop over a group of tasks (panels x row chunks) whose float32
+// sums wait in a stage: each panel is widened once per k block for all of a chunk's rows (up to kChunkRows), the
+// chunk's kc-slice of x is packed right before into tiles of kMR rows, k-major (one contiguous stream of
+// broadcasts per tile; it stays in L2), and the group's results are written out row by row, so each row of y is
 // written in order. Single thread, 512 x 4096 x 896, bf16: 1.35x MKL's time at first, 1.2x with the packing and
 // chunks, ~1.07x with k outermost and in-order writes (the fill then ~7 %, the writes ~4 %).
 //
@@ -35,7 +35,7 @@ constexpr int kMR = 4;
 constexpr int kCB = 1;
 #endif
 constexpr int kNR = kCB * 16;            // output channels per panel
-static_assert(kMR <= 16, "pack_x transposes 16 rows at most");
+static_assert(kMR <= 16, "pack_slice transposes 16 rows at most");
 constexpr int64_t kKC = 256;             // k per panel (AVX-512: 32 KiB of floats)
 constexpr int64_t kChunkRows = 512;      // rows of x per task at most (their kc-slice: 512 KiB of floats)
 constexpr int64_t kStageFloats = 1 << 19;  // a group's float32 sums (2 MiB)
@@ -124,9 +124,8 @@ static void run(const XT* x, int64_t x_stride, const Shape& s, const Fill& fill,
     // kc-slice is read from L2 by every panel of the group and each panel is widened once per k block for all
     // of the chunk's rows (k outermost per task re-filled a panel once per chunk and re-read x's whole chunk).
     const int64_t group = kStageFloats / (chunk_rows * kNR) > 1 ? kStageFloats / (chunk_rows * kNR) : 1;
-    // Each parallel chunk of tasks reads x's whole chunk once per k block: chunks as big as a group, or an equal
-    // share per thread where that is smaller (parallel_for's default, a quarter share, read a 512 x 4864 x's
-    // 10 MB of floats 8 times: 1.2x MKL's time at 2 threads against 1.07x at 1).
+    // Each parallel chunk of tasks packs x's slices once per k block: chunks as big as a group, or an equal share
+    // per thread where that is smaller (parallel_for's default quarter shares would pack them four times as often).
     const int64_t tasks_total = units * row_chunks, share = tasks_total / s.threads > 1 ? tasks_total / s.threads : 1;
     const int64_t chunk_grain = group < share ? group : share;
     parallel(tasks_total, grain > chunk_grain ? grain : chunk_grain, s.threads, [&](int64_t begin, int64_t end) {

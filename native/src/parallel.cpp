@@ -38,21 +38,10 @@ void parallel_for(int64_t n, int64_t grain, int threads, RangeFn fn, void* ctx) 
     }
 }
 
-namespace {
-float* at_least(std::vector<float>& buffer, int64_t n) {
-    if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
-    return buffer.data();
-}
-}  // namespace
-
 float* scratch_floats(int64_t n) {
     thread_local std::vector<float> buffer;
-    return at_least(buffer, n);
-}
-
-float* operand_floats(int64_t n) {
-    thread_local std::vector<float> buffer;
-    return at_least(buffer, n);
+    if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
+    return buffer.data();
 }
 
 }  // namespace ipxc

@@ -16,8 +16,4 @@ void parallel_for(int64_t n, int64_t grain, int threads, RangeFn fn, void* ctx);
 // A per-thread fp32 scratch buffer of at least n floats, valid until this thread's next call.
 float* scratch_floats(int64_t n);
 
-// A second one, apart from scratch_floats: a kernel's operand packed once on the calling thread and read by every
-// task of its parallel_for (whose own tasks use scratch_floats, the calling thread's included).
-float* operand_floats(int64_t n);
-
 }  // namespace ipxc

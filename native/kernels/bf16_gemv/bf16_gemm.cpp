@@ -2,10 +2,11 @@
 // same plain [n, k] bf16 weight bf16_gemv reads for decode: nothing is repacked or kept in float32.
 //
 // Why: below avx512_bf16 oneDNN and torch emulate bf16 GEMM at several times the float32 time, and widening the
-// weight to float32 per call (a copy of the whole weight, or blocks of it handed to MKL) cost 1.3-1.6x the
+// weight to float32 per call (a copy of the whole weight, or blocks of it handed to MKL) cost 1.12-1.6x the
 // float32 artifact's packed MKL on a Qwen2-0.5B prompt. Here each panel of 16 or 32 output channels is widened
-// in the panel fill itself (16 x 16 values per transpose, into panel_gemm.h's per-thread scratch) and the FMA
-// micro-kernel runs it over the rows; sums in float32, y rounded to bf16 once (round to nearest even).
+// in the panel fill itself (one 16 x 16 transpose of bf16 pairs per 32 k, into panel_gemm.h's per-thread scratch)
+// and the FMA micro-kernel runs it over the rows; sums in float32, y rounded to bf16 once (round to nearest even,
+// subnormals kept, NaN quiet).
 #include "common.h"
 #include "vec16.h"
 #include "panel_gemm.h"
