@@ -104,6 +104,19 @@ static void tile_rows(int rows, const float* x_tile, int64_t kc, const float* pa
     tile<MR>(x_tile, kc, panel, stage, accumulate);
 }
 
+// out[0 .. cols) = sums + bias[n0 ..] (sums alone where bias is null): whole vectors for a full panel, which the
+// scalar loop alone did not become (a finish runs it for every row of y).
+static inline void sums_plus_bias(const float* sums, const float* bias, int64_t n0, int64_t cols, float* out) {
+    if (cols == kNR) {
+        for (int c = 0; c < kCB; ++c) {
+            const V16 sum = v_load(sums + c * 16);
+            v_store(out + c * 16, bias ? v_add(sum, v_load(bias + n0 + c * 16)) : sum);
+        }
+        return;
+    }
+    for (int64_t j = 0; j < cols; ++j) out[j] = bias ? sums[j] + bias[n0 + j] : sums[j];
+}
+
 template <class XT, class Fill, class Finish>
 static void run(const XT* x, int64_t x_stride, const Shape& s, const Fill& fill, const Finish& finish) {
     if (s.m <= 0 || s.n <= 0) return;

@@ -56,17 +56,8 @@ void bf16_gemm(const Bf16GemvArgs& a) {
         alignas(64) float row[kNR];
         for (int64_t r = r_begin; r < r_end; ++r) {
             const float* sums = stage + (r - r_begin) * kNR;
-            if (a.bias == nullptr) {
-                f32_row_to_bf16(sums, a.y + r * a.y_stride + n0, cols);
-                continue;
-            }
-            if (cols == kNR) {
-                for (int c = 0; c < kCB; ++c)
-                    v_store(row + c * 16, v_add(v_load(sums + c * 16), v_load(a.bias + n0 + c * 16)));
-            } else {
-                for (int64_t j = 0; j < cols; ++j) row[j] = sums[j] + a.bias[n0 + j];
-            }
-            f32_row_to_bf16(row, a.y + r * a.y_stride + n0, cols);
+            if (a.bias) panel_gemm::sums_plus_bias(sums, a.bias, n0, cols, row);
+            f32_row_to_bf16(a.bias ? row : sums, a.y + r * a.y_stride + n0, cols);
         }
     };
     panel_gemm::run(a.x, a.x_stride, {a.m, a.n, a.k, a.threads}, fill, finish);

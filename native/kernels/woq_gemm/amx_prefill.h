@@ -11,6 +11,12 @@
 #if defined(__AMX_INT8__)
 constexpr int64_t kAmxRows = 32;
 
+// Whether a call runs on the tiles: more rows than one panel (fewer are decode-like: the VNNI code), and groups
+// of whole 64-k steps.
+inline bool amx_takes(const WoqGemmArgs& g) { return g.m > kAmxRows && g.group_size % 64 == 0; }
+// Rows the caller rounds x into for the tiles: whole panels (rows past m: scale 0; computed, never written).
+inline int64_t amx_rows(int64_t m) { return (m + kAmxRows - 1) / kAmxRows * kAmxRows; }
+
 // Rows [p0, p0 + 32) of xu (their codes k apart) through blocks b0 and b1 (b1 == b0: an odd last block, computed
 // twice and written once). b_tile(j, k0): block j's B tile for k [k0, k0 + 64), 64-byte rows. scale(j, grp, row,
 // sums, total): fold the 16 channels' integer sums of one row and group into total[0 .. 16). Then y = total + bias
@@ -56,19 +62,24 @@ static void amx_pair(const WoqGemmArgs& g, int64_t b0, int64_t b1, int64_t p0, c
     }
 }
 
-// Every row in panels of kAmxRows (xu holds whole panels) through pairs of blocks, parallel over the pairs:
-// per thread, state = setup(begin, end, blocks) first (the weight sums of its blocks), then pair(state, index in
-// [0, end - begin), b0, b1, p0) for every panel and pair, a panel's codes staying in L1/L2 while the pairs pass.
-template <class Setup, class Pair>
-static void amx_pairs(const WoqGemmArgs& g, const Setup& setup, const Pair& pair) {
-    const int64_t blocks = (g.n + 15) / 16, pairs = (blocks + 1) / 2;
+// Every row in panels of kAmxRows (xu holds whole panels) through pairs of blocks, parallel over the pairs. Per
+// thread, block_sums(blk, out) first writes 128 * (sum of block blk's codes) per group into out[0 .. groups) for
+// the blocks of its pairs, then pair(sums, b0, b1, p0) runs every panel and pair (sums: b0's groups, then b1's),
+// a panel's codes staying in L1/L2 while the pairs pass.
+template <class BlockSums, class Pair>
+static void amx_pairs(const WoqGemmArgs& g, const BlockSums& block_sums, const Pair& pair) {
+    const int64_t blocks = (g.n + 15) / 16, pairs = (blocks + 1) / 2, groups = g.k / g.group_size;
     parallel(pairs, 1, g.threads, [&](int64_t begin, int64_t end) {
-        const auto state = setup(begin, end, blocks);
+        float* scratch = scratch_floats((end - begin) * 2 * groups * 16 + 16);
+        __m512i* sums = reinterpret_cast<__m512i*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t(63));
+        for (int64_t p = begin; p < end; ++p)
+            for (int j = 0; j < 2; ++j)
+                block_sums(2 * p + j < blocks ? 2 * p + j : blocks - 1, sums + ((p - begin) * 2 + j) * groups);
         load_tiles_16x64();
         for (int64_t p0 = 0; p0 < g.m; p0 += kAmxRows)
             for (int64_t p = begin; p < end; ++p) {
                 const int64_t b0 = 2 * p, b1 = b0 + 1 < blocks ? b0 + 1 : b0;
-                pair(state, p - begin, b0, b1, p0);
+                pair(sums + (p - begin) * 2 * groups, b0, b1, p0);
             }
         _tile_release();
     });

@@ -237,18 +237,8 @@ static void dequantize_panel(const WoqGemmArgs& g, int64_t blk0, int64_t k0, int
 static void prefill(const WoqGemmArgs& g) {
     const auto fill = [&](int64_t n0, int64_t k0, int64_t kc, float* panel) { dequantize_panel(g, n0 / kBlock, k0, kc, panel); };
     const auto finish = [&](int64_t r_begin, int64_t r_end, int64_t n0, int64_t cols, const float* stage) {
-        for (int64_t r = r_begin; r < r_end; ++r) {
-            float* y = g.y + r * g.y_stride + n0;
-            const float* sums = stage + (r - r_begin) * kNR;
-            if (cols == kNR) {  // (the scalar loop did not vectorise)
-                for (int c = 0; c < kCB; ++c) {
-                    const V16 sum = v_load(sums + c * 16);
-                    v_store(y + c * 16, g.bias ? v_add(sum, v_load(g.bias + n0 + c * 16)) : sum);
-                }
-            } else {
-                for (int64_t j = 0; j < cols; ++j) y[j] = sums[j] + (g.bias ? g.bias[n0 + j] : 0.0f);
-            }
-        }
+        for (int64_t r = r_begin; r < r_end; ++r)
+            panel_gemm::sums_plus_bias(stage + (r - r_begin) * kNR, g.bias, n0, cols, g.y + r * g.y_stride + n0);
         add_residual(g, r_begin, r_end, n0, cols);
     };
     panel_gemm::run(g.x, g.x_stride, {g.m, g.n, g.k, g.threads}, fill, finish);

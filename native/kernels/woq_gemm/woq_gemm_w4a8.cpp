@@ -124,21 +124,12 @@ static const int8_t* unpack_tile(const uint8_t* wb, int64_t k0, int8_t* tile) {
 static void amx_prefill(const WoqGemmArgs& g, const uint8_t* xu, const float* xs, const int32_t* xsum) {
     const int64_t groups = g.k / g.group_size;
     const uint8_t* codes = static_cast<const uint8_t*>(g.w);
-    const auto setup = [&](int64_t begin, int64_t end, int64_t blocks) {  // its pairs' blocks' 128 * sum q per group
-        float* scratch = scratch_floats((end - begin) * 2 * groups * 16 + 16);
-        __m512i* offsets = reinterpret_cast<__m512i*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t(63));
-        for (int64_t pair = begin; pair < end; ++pair)
-            for (int j = 0; j < 2; ++j) {
-                const int64_t blk = 2 * pair + j < blocks ? 2 * pair + j : blocks - 1;
-                code_offsets(codes + blk * (g.k / 2) * kBlock, groups, g.group_size / 8,
-                             offsets + ((pair - begin) * 2 + j) * groups);
-            }
-        return static_cast<const __m512i*>(offsets);
+    const auto block_sums = [&](int64_t blk, __m512i* out) {
+        code_offsets(codes + blk * (g.k / 2) * kBlock, groups, g.group_size / 8, out);
     };
-    amx_pairs(g, setup, [&](const __m512i* offsets, int64_t index, int64_t b0, int64_t b1, int64_t p0) {
+    amx_pairs(g, block_sums, [&](const __m512i* o, int64_t b0, int64_t b1, int64_t p0) {
         const uint8_t* w[2] = {codes + b0 * (g.k / 2) * kBlock, codes + b1 * (g.k / 2) * kBlock};
         const float* qp[2] = {g.qparams + b0 * groups * 2 * kBlock, g.qparams + b1 * groups * 2 * kBlock};
-        const __m512i* o = offsets + index * 2 * groups;
         alignas(64) int8_t tiles[2][16 * 64];
         const auto b_tile = [&](int j, int64_t k0) { return unpack_tile(w[j], k0, tiles[j]); };
         const auto scale = [&](int j, int64_t grp, int64_t row, __m512i sums, float* total) {
@@ -158,8 +149,8 @@ static void woq_gemm_w4a8(const WoqGemmArgs& g) {
     const int64_t groups = g.k / g.group_size;
     const int64_t blocks = (g.n + kBlock - 1) / kBlock;
 #if defined(__AMX_INT8__)
-    const bool amx = g.m > 32 && g.group_size % 64 == 0;
-    const int64_t m_rows = amx ? (g.m + kAmxRows - 1) / kAmxRows * kAmxRows : g.m;  // whole tiles of rows
+    const bool amx = amx_takes(g);
+    const int64_t m_rows = amx ? amx_rows(g.m) : g.m;
 #else
     const int64_t m_rows = g.m;
 #endif

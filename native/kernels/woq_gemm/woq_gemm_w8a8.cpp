@@ -190,19 +190,10 @@ static Acc* offsets_scratch(int64_t count) {
 static void amx_prefill(const WoqGemmArgs& g, const uint8_t* xu, const float* xs) {
     const int64_t groups = g.k / g.group_size, quads = g.group_size / 4;
     const int8_t* codes = static_cast<const int8_t*>(g.w);
-    const auto setup = [&](int64_t begin, int64_t end, int64_t blocks) {  // its pairs' blocks' 128 * sum w per group
-        Acc* offsets = offsets_scratch((end - begin) * 2 * groups);
-        for (int64_t pair = begin; pair < end; ++pair)
-            for (int j = 0; j < 2; ++j) {
-                const int64_t blk = 2 * pair + j < blocks ? 2 * pair + j : blocks - 1;
-                block_offsets(codes + blk * g.k * kBlock, groups, quads, offsets + ((pair - begin) * 2 + j) * groups);
-            }
-        return static_cast<const Acc*>(offsets);
-    };
-    amx_pairs(g, setup, [&](const Acc* offsets, int64_t index, int64_t b0, int64_t b1, int64_t p0) {
+    const auto block_sums = [&](int64_t blk, Acc* out) { block_offsets(codes + blk * g.k * kBlock, groups, quads, out); };
+    amx_pairs(g, block_sums, [&](const Acc* o, int64_t b0, int64_t b1, int64_t p0) {
         const int8_t* w[2] = {codes + b0 * g.k * kBlock, codes + b1 * g.k * kBlock};
         const float* qp[2] = {g.qparams + b0 * groups * 2 * kBlock, g.qparams + b1 * groups * 2 * kBlock};
-        const Acc* o = offsets + index * 2 * groups;
         const auto b_tile = [&](int j, int64_t k0) { return w[j] + k0 * kBlock; };  // quad k0 / 4: k0 * 16 bytes in
         const auto scale = [&](int j, int64_t grp, int64_t row, __m512i sums, float* total) {
             const __m512i acc = _mm512_sub_epi32(sums, o[j * groups + grp]);
@@ -217,8 +208,8 @@ static void amx_prefill(const WoqGemmArgs& g, const uint8_t* xu, const float* xs
 static void woq_gemm_w8a8(const WoqGemmArgs& g) {
     const int64_t blocks = (g.n + kBlock - 1) / kBlock;
 #if defined(__AMX_INT8__)
-    const bool amx = g.m > kPanelRows && g.group_size % 64 == 0;
-    const int64_t m_rows = amx ? (g.m + kAmxRows - 1) / kAmxRows * kAmxRows : g.m;  // whole tiles of rows
+    const bool amx = amx_takes(g);
+    const int64_t m_rows = amx ? amx_rows(g.m) : g.m;
 #else
     const int64_t m_rows = g.m;
 #endif
