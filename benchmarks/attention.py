@@ -15,7 +15,8 @@ from pathlib import Path
 import ipexconvert  # noqa: F401  (before torch runs an op: IPEXCONVERT_MAX_ISA caps ATen too)
 import torch
 
-from direct_linear import interleaved, timing_arguments
+from direct_linear import timing_arguments
+from timing import interleaved_us as interleaved
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "native"))
 import native_ops as native  # noqa: E402  (the torch harness over the native kernels)
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-from direct_linear import interleaved, timing_arguments
+from direct_linear import timing_arguments
+from timing import interleaved_us as interleaved
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "native"))
 import native_ops as native  # noqa: E402  (the torch harness over the native kernels)
 from ipexconvert.backends.cpu.kernels._native import to_channels_last as channels_last_kernel

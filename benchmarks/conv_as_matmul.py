@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from direct_linear import interleaved  # same folder: the interleaved-rounds timer
+from timing import interleaved_us as interleaved  # same folder: the interleaved-rounds timer
 
 from ipexconvert.backends.cpu import onednn_direct as dnnl
 

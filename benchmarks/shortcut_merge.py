@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-from direct_linear import interleaved, timing_arguments
+from direct_linear import timing_arguments
+from timing import interleaved_us as interleaved
 from ipexconvert.backends.cpu import onednn_direct as dnnl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "native"))
