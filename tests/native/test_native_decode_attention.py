@@ -37,6 +37,22 @@ def test_matches_torch_attention(level, dtype, q_len):
     torch.testing.assert_close(got.float(), want, rtol=tolerance, atol=tolerance)
 
 
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("length", [16, 530])
+def test_long_caches(level, dtype, length):
+    """Qwen2-0.5B's decode shape, with rows prefetched 32 ahead: a cache shorter than that distance, and one of 530
+    positions, inside a bigger buffer."""
+    g = torch.Generator().manual_seed(length)
+    q = torch.randn(1, 14, 1, 64, generator=g).to(dtype)
+    k, v = (torch.randn(1, 2, length + 7, 64, generator=g).to(dtype)[:, :, :length] for _ in range(2))
+    mask = torch.randn(1, 1, 1, length, generator=g)
+    got = _run(q, k, v, mask, 0.125, level)
+    want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, scale=0.125, enable_gqa=True)
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-2
+    torch.testing.assert_close(got.float(), want, rtol=tolerance, atol=tolerance)
+
+
 # (query heads, kv heads, head size): the register paths (64, 128; groups bigger than the heads one pass keeps
 # in registers), a size that is no whole number of vectors (80), one query head per kv head.
 @pytest.mark.parametrize("heads, kv_heads, head_dim", [(14, 2, 64), (16, 2, 128), (4, 1, 80), (3, 3, 32)])
