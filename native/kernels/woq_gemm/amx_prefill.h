@@ -1,5 +1,6 @@
 // The AMX tile loop of woq_gemm's integer paths' prefill (the amx builds of woq_gemm_w8a8.cpp and
-// woq_gemm_w4a8.cpp; include after args.h, int8_rows.h and amx_tiles.h, inside the level's namespace).
+// woq_gemm_w4a8.cpp; include after args.h, int8_rows.h and amx_tiles.h, inside the level's namespace, in every
+// build: x_rows, at the end, is how many rows of rounded x a call needs).
 //
 // tdpbusd multiplies a tile of 16 rows x 64 offset codes of x (u8: xq + 128) by a tile of 16 k-quads x 16 channels
 // x 4 weight codes (s8): 16 x 16 x 64 MACs an instruction, 16 vpdpbusd's worth. Rows go in panels of 32 (two A
@@ -14,8 +15,6 @@ constexpr int64_t kAmxRows = 32;
 // Whether a call runs on the tiles: more rows than one panel (fewer are decode-like: the VNNI code), and groups
 // of whole 64-k steps.
 inline bool amx_takes(const WoqGemmArgs& g) { return g.m > kAmxRows && g.group_size % 64 == 0; }
-// Rows the caller rounds x into for the tiles: whole panels (rows past m: scale 0; computed, never written).
-inline int64_t amx_rows(int64_t m) { return (m + kAmxRows - 1) / kAmxRows * kAmxRows; }
 
 // Rows [p0, p0 + 32) of xu (their codes k apart) through blocks b0 and b1 (b1 == b0: an odd last block, computed
 // twice and written once). b_tile(j, k0): block j's B tile for k [k0, k0 + 64), 64-byte rows. scale(j, grp, row,
@@ -85,3 +84,12 @@ static void amx_pairs(const WoqGemmArgs& g, const BlockSums& block_sums, const P
     });
 }
 #endif
+
+// Rows the caller rounds x into (every build): whole panels where the tiles run (rows past m: scale 0; computed,
+// never written), m elsewhere.
+inline int64_t x_rows(const WoqGemmArgs& g) {
+#if defined(__AMX_INT8__)
+    if (amx_takes(g)) return (g.m + kAmxRows - 1) / kAmxRows * kAmxRows;
+#endif
+    return g.m;
+}

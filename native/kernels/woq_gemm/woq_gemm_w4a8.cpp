@@ -88,13 +88,14 @@ static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const int8
     }
 }
 
+#include "woq_gemm/amx_prefill.h"
+
 #if defined(__AMX_INT8__)
 // Prefill on AMX tiles (the amx build; amx_prefill.h): x as the unsigned operand (its codes offset by 128, a
 // sign-bit flip) and the 4-bit codes as the signed one (0..15): each k-octet's low and high nibbles are the two
 // k-quad rows of a B tile (16 channels x 4 codes), so 8 octets unpack into one 16 x 64 tile with a mask and a
 // shift. sum (xq + 128) q = sum xq q + 128 sum q: the second term is taken once per block and group; then the
 // VNNI path's float steps on the same exact integers.
-#include "woq_gemm/amx_prefill.h"
 
 // 128 * sum of the codes of each group of one block (16 channels).
 static void code_offsets(const uint8_t* wb, int64_t groups, int64_t octets, __m512i* offsets) {
@@ -148,18 +149,13 @@ static void amx_prefill(const WoqGemmArgs& g, const uint8_t* xu, const float* xs
 static void woq_gemm_w4a8(const WoqGemmArgs& g) {
     const int64_t groups = g.k / g.group_size;
     const int64_t blocks = (g.n + kBlock - 1) / kBlock;
-#if defined(__AMX_INT8__)
-    const bool amx = amx_takes(g);
-    const int64_t m_rows = amx ? amx_rows(g.m) : g.m;
-#else
-    const int64_t m_rows = g.m;
-#endif
+    const int64_t m_rows = x_rows(g);
     int8_t* xq = new int8_t[static_cast<size_t>(m_rows * g.k)];  // bad_alloc reaches Python as MemoryError
     int32_t* xsum = new int32_t[static_cast<size_t>(m_rows * groups)];
     float* xs = new float[static_cast<size_t>(m_rows)];
     quantize_rows(g.x, g.x_stride, g.m, g.k, g.threads, xq, xs, false, g.group_size, xsum);
 #if defined(__AMX_INT8__)
-    if (amx) {
+    if (amx_takes(g)) {
         // the unsigned operand: xq + 128, a flip of each code's sign bit (padding rows: code 0, scale 0)
         const int64_t bytes = g.m * g.k;
         int64_t i = 0;

@@ -181,11 +181,12 @@ static Acc* offsets_scratch(int64_t count) {
     return reinterpret_cast<Acc*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
 }
 
+#include "woq_gemm/amx_prefill.h"
+
 #if defined(__AMX_INT8__)
 // Prefill on AMX tiles (the amx build; amx_prefill.h): x's offset codes as the VNNI path's, and a block's packed
 // k-quads are B tiles as they lie (64-byte rows, 16 quads = 64 k), so nothing is repacked; per group
 // 128 * sum w is taken off and the VNNI path's float steps follow.
-#include "woq_gemm/amx_prefill.h"
 
 static void amx_prefill(const WoqGemmArgs& g, const uint8_t* xu, const float* xs) {
     const int64_t groups = g.k / g.group_size, quads = g.group_size / 4;
@@ -207,18 +208,13 @@ static void amx_prefill(const WoqGemmArgs& g, const uint8_t* xu, const float* xs
 
 static void woq_gemm_w8a8(const WoqGemmArgs& g) {
     const int64_t blocks = (g.n + kBlock - 1) / kBlock;
-#if defined(__AMX_INT8__)
-    const bool amx = amx_takes(g);
-    const int64_t m_rows = amx ? amx_rows(g.m) : g.m;
-#else
-    const int64_t m_rows = g.m;
-#endif
+    const int64_t m_rows = x_rows(g);
     // x rounded once per call: the row scales and the codes (signed; AVX-512 VNNI: offset by 128, unsigned).
     uint8_t* xu = new uint8_t[static_cast<size_t>(m_rows * g.k)];  // bad_alloc reaches Python as MemoryError
     float* xs = new float[static_cast<size_t>(m_rows)];
     quantize_rows(g.x, g.x_stride, g.m, g.k, g.threads, reinterpret_cast<int8_t*>(xu), xs, kHasOffsets);
 #if defined(__AMX_INT8__)
-    if (amx) {
+    if (amx_takes(g)) {
         std::memset(xu + g.m * g.k, 0, static_cast<size_t>((m_rows - g.m) * g.k));
         std::memset(xs + g.m, 0, static_cast<size_t>(m_rows - g.m) * sizeof(float));
         amx_prefill(g, xu, xs);
