@@ -138,6 +138,9 @@ SETTINGS = {
     "int4-a8": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "int8", "guard": False}, **TIMING_ONLY),
     "int4-bf16": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "bf16", "guard": False}, **TIMING_ONLY),
 }
+# the same with the KV cache in bf16 (--kv-cache bf16): "int8-a8-kv16", "int4-a8-kv16", ...
+SETTINGS.update({f"{name}-kv16": dict(settings, kv_cache="bf16") for name, settings in list(SETTINGS.items())
+                 if name not in ("bf16", "int4-bf16")})
 
 
 def main() -> None:

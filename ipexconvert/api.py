@@ -86,7 +86,7 @@ def optimize(
     skip_passes, inputs=["x:batch,3,224,224:float32"], model_factory, model_kwargs, trust_pickle,
     qconfig_out) or through the flat names of config.FLAT_FIELDS (max_rel_error, min_cosine, min_top1_agreement,
     max_perplexity_ratio, decoder_positions, calib_text, calib_synthetic, quant=QuantOptions(...), and a decoder's
-    eos_token_ids, bos_token_id, tokenizer). A model whose signature is a decoder's (docs/decoders.md) gets a decoder
+    eos_token_ids, bos_token_id, tokenizer, kv_cache="bf16"). A model whose signature is a decoder's (docs/decoders.md) gets a decoder
     record, so the artifact can generate(). Raises
     AccuracyError (and writes nothing) when the artifact misses the dtype's error budget; a weight-only decoder is
     judged teacher-forced (decoder_accuracy.py), its worst layers moved back to float until it passes.
@@ -107,7 +107,8 @@ def optimize(
     say = progress or (lambda _msg: None)
     names = pipeline_for(cfg.dtype, cfg.passes, cfg.skip_passes, device=cfg.target.device,
                          weight_only=cfg.weight_only_selected,
-                         bf16_activations=cfg.weight_only.activations == "bf16")  # before any slow work
+                         bf16_activations=cfg.weight_only.activations == "bf16",
+                         kv_cache_bf16=cfg.decoder.kv_cache == "bf16")  # before any slow work
     _check_target_runs_here(cfg.target)
     avoid = check_avoid(cfg.avoid_kernels, cfg.target.device)
     tune = tune if tune is not None else _tune_settings(cfg)
@@ -166,6 +167,8 @@ def optimize(
                     _load_in_memory(candidate, _manifest(candidate, source, cfg.dtype, recs, target), avoid)))
         else:
             records = run_pipeline(program, names, options, on_pass=lambda n: say(f"pass {n}"))
+    if cfg.decoder.kv_cache == "bf16":
+        _check_cache_dtype(program, source, "bfloat16")
     manifest = _manifest(program, source, cfg.dtype, records, target)
     manifest.weight_only_guard = woq_guard
     if cfg.weight_only_selected:
@@ -246,6 +249,18 @@ def _manifest(program: Program, source: ImportedModel, dtype: str, records, targ
         fallback_ops=sorted({n.attrs["target"] for n in graph.nodes if n.op == "aten"}),
         decoder=source.decoder,  # settled by decoder_settings.settle_decoder: token ids and tokenizer
     )
+
+
+def _check_cache_dtype(program, source: ImportedModel, dtype: str) -> None:
+    """Every KV cache input of the decoder is `dtype` after the passes (--kv-cache), or a UserInputError naming one."""
+    if source.decoder is None:
+        return
+    for past, _ in source.decoder.cache:
+        spec = program.graph.values[past]
+        if spec.dtype != dtype:
+            raise UserInputError(f"--kv-cache bf16: the cache input {past} stays {spec.dtype}: nothing in this model "
+                                 "appends to it as a KV cache (kv_append or rope_kv_append)",
+                                 "convert without --kv-cache bf16")
 
 
 def _teacher_forced(source: ImportedModel, cfg: ConversionConfig, decoder_data: dict[str, bytes]) -> Optional[TeacherForcedCheck]:

@@ -417,6 +417,9 @@ def optimize(
     bos_token_id: Optional[int] = typer.Option(None, "--bos-token-id", help="decoders: the beginning-of-sequence token id"),
     tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="decoders: a Hugging Face tokenizer.json to store "
                                              "in the artifact (text prompts; default: the folder's tokenizer.json)"),
+    kv_cache: Optional[str] = typer.Option(None, "--kv-cache", help="decoders: bf16 stores the KV cache in bf16 beside "
+                                           "float32 activations (half its memory and of the bytes attention reads a "
+                                           "token); default: the dtype the model computes in"),
     max_rel_error: Optional[float] = typer.Option(None, "--max-rel-error", help="accuracy budget: max |artifact-eager| / max |eager|"),
     min_cosine: Optional[float] = typer.Option(None, "--min-cosine", help="accuracy budget: min cosine similarity to eager "
                                                "(weight-only decoders: mean cosine of the teacher-forced logits)"),
@@ -515,7 +518,7 @@ def optimize(
         result = run_optimize(
             source, tensors, file_config, dtype=dtype, target=target, output=output, inputs=input_args or None,
             passes=[p.strip() for p in passes.split(",") if p.strip()] if passes else None, skip_passes=skip_pass or None,
-            eos_token_ids=eos_token_id or None, bos_token_id=bos_token_id, tokenizer=tokenizer,
+            eos_token_ids=eos_token_id or None, bos_token_id=bos_token_id, tokenizer=tokenizer, kv_cache=kv_cache,
             max_rel_error=max_rel_error, min_cosine=min_cosine, min_top1_agreement=min_top1_agreement,
             max_perplexity_ratio=max_perplexity_ratio, model_factory=model_factory, model_kwargs=kwargs or None,
             trust_pickle=trust_pickle or None, progress=progress.say, calib_files=calib, calib_text=calib_text,

@@ -68,6 +68,9 @@ class DecoderSettings(_Model):
     bos_token_id: Optional[int] = Field(default=None, ge=0, description="decoders: the beginning-of-sequence token id")
     tokenizer: Optional[Path] = Field(default=None, description="decoders: a Hugging Face tokenizer.json stored in the "
                                       "artifact (text prompts; the teacher-forced check's text)")
+    kv_cache: Optional[Literal["bf16"]] = Field(default=None, description="decoders: store the KV cache in bf16 beside "
+                                                "float32 activations (half its memory and of the bytes attention reads "
+                                                "a token); default: the dtype the model computes in")
 
     @field_validator("eos_token_ids", mode="before")
     @classmethod
@@ -84,7 +87,8 @@ class DecoderSettings(_Model):
     def given(self) -> list[str]:
         return [f"decoder.{name}" for name, on in (("eos_token_ids", bool(self.eos_token_ids)),
                                                    ("bos_token_id", self.bos_token_id is not None),
-                                                   ("tokenizer", self.tokenizer is not None)) if on]
+                                                   ("tokenizer", self.tokenizer is not None),
+                                                   ("kv_cache", self.kv_cache is not None)) if on]
 
 
 class TuneConfig(_Model):
@@ -230,6 +234,7 @@ FLAT_FIELDS: dict[str, tuple[str, Optional[str]]] = {
     "eos_token_ids": ("decoder", "eos_token_ids"),
     "bos_token_id": ("decoder", "bos_token_id"),
     "tokenizer": ("decoder", "tokenizer"),
+    "kv_cache": ("decoder", "kv_cache"),
     "group_size": ("weight_only", "group_size"),
     "woq": ("weight_only", None),
 }

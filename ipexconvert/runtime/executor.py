@@ -169,11 +169,14 @@ class Executor:
         return 0
 
     def profile(self, inputs: Sequence[torch.Tensor], dims: dict[str, int],
-                sync: Callable[[], None] | None = None) -> dict[str, float]:
+                sync: Callable[[], None] | None = None, outputs: list | None = None) -> dict[str, float]:
         """Seconds spent per kernel kind for one run; `sync` waits for the device after each step (a GPU's
-        kernels run after their launch returns)."""
+        kernels run after their launch returns). The run's outputs are appended to `outputs` if given (a decoder's
+        profiled step hands its caches on, as a call's would)."""
         totals: dict[str, float] = {}
-        self._execute(inputs, dims, totals, sync)
+        results = self._execute(inputs, dims, totals, sync)
+        if outputs is not None:
+            outputs.extend(results)
         return totals
 
     def kept_values(self, dims: dict[str, int]) -> list:

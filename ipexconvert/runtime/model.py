@@ -282,9 +282,15 @@ class LoadedModel:
         outputs = self.run_list(self.signature.bind((), inputs), scan_nan)
         return dict(zip(self.signature.output_names, outputs))
 
-    def profile(self, inputs: dict[str, Any]) -> dict[str, float]:
+    def profile(self, inputs: dict[str, Any], outputs: dict[str, torch.Tensor] | None = None) -> dict[str, float]:
+        """Seconds per kernel kind for one run; the run's outputs by name go into `outputs` if given (a decoder's
+        next step takes its caches: a step given an older cache copies it, which would be profiled too)."""
         tensors = self.signature.bind((), inputs)
-        return self.runner.profile(tensors, self.signature.check(tensors))
+        results: list = []
+        totals = self.runner.profile(tensors, self.signature.check(tensors), outputs=results)
+        if outputs is not None:
+            outputs.update(zip(self.signature.output_names, results))
+        return totals
 
     # ---- causal LMs ------------------------------------------------------------------------------------------------
 

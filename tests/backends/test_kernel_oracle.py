@@ -186,6 +186,7 @@ CASES: dict[str, dict[str, Case]] = {
     "kv_append": {  # the first call of a kernel: no buffer yet (the in-place path: tests/backends/cpu/test_kv_append.py)
         "f32-prefill": Case({}, (In((1, 2, 0, 16)), In((1, 2, 7, 16))), budget="exact"),
         "bf16-decode-step": Case({}, (In((2, 2, 9, 8), "bfloat16"), In((2, 2, 1, 8), "bfloat16")), budget="exact"),
+        "bf16-cache-f32-step": Case({}, (In((1, 2, 9, 8), "bfloat16"), In((1, 2, 1, 8))), budget="exact"),  # --kv-cache bf16
     },
     "kv_write": {  # (a static cache: the GPU writes in place)
         "f32-prefill": Case({}, (In((1, 2, 9, 16)), In((1, 2, 5, 16)), In((), "int64", "position")), budget="exact"),
@@ -199,6 +200,9 @@ CASES: dict[str, dict[str, Case]] = {
                                                    In((2, 1, 64), "bfloat16"), In((1, 1, 1, 64)), In((1, 1, 1, 64)),
                                                    In((2, 1, 9, 64), "bfloat16"), In((2, 1, 9, 64), "bfloat16"),
                                                    In((), "int64", "position"))),
+        "f32-merged-bf16-cache-decode": Case({}, (In((1, 1, 96)), In((1, 1, 1, 16)), In((1, 1, 1, 16)),
+                                                  In((1, 1, 8, 16), "bfloat16"), In((1, 1, 8, 16), "bfloat16"),
+                                                  In((), "int64", "position"))),  # --kv-cache bf16
     },
     "rope": {  # (strided x: tests/native/test_native_rope.py)
         "f32": Case({}, (In((1, 4, 6, 16)), In((1, 1, 6, 16)), In((1, 1, 6, 16)))),  # FMA contraction: not bit-exact
@@ -210,6 +214,8 @@ CASES: dict[str, dict[str, Case]] = {
         "bf16-three-projections-decode": Case({}, (In((2, 1, 128), "bfloat16"), In((2, 1, 64), "bfloat16"),
                                                    In((2, 1, 64), "bfloat16"), In((1, 1, 1, 64)), In((1, 1, 1, 64)),
                                                    In((2, 1, 9, 64), "bfloat16"), In((2, 1, 9, 64), "bfloat16"))),
+        "f32-merged-bf16-cache-decode": Case({}, (In((1, 1, 128)), In((1, 1, 1, 16)), In((1, 1, 1, 16)),
+                                                  In((1, 2, 9, 16), "bfloat16"), In((1, 2, 9, 16), "bfloat16"))),
     },
     "gelu": {
         "f32-erf": Case({}, (In((4, 33), scale=3.0),)),
@@ -368,6 +374,12 @@ CASES: dict[str, dict[str, Case]] = {
             budget="gemm"),
         "f32-gqa-prefill": Case({"enable_gqa": True}, (In((1, 4, 6, 16)), In((1, 2, 6, 16)), In((1, 2, 6, 16)), None),
                                 budget="gemm"),
+        "f32-gqa-decode-bf16-cache": Case(  # --kv-cache bf16: float32 q beside a bf16 cache
+            {"enable_gqa": True}, (In((1, 14, 1, 64)), In((1, 2, 40, 64), "bfloat16"), In((1, 2, 40, 64), "bfloat16"),
+                                   In((1, 1, 1, 40), fill="padding_mask")), budget="gemm"),
+        "f32-gqa-prefill-bf16-cache": Case(
+            {"enable_gqa": True}, (In((1, 4, 6, 16)), In((1, 2, 6, 16), "bfloat16"), In((1, 2, 6, 16), "bfloat16"),
+                                   None), budget="gemm"),
         "bf16-gqa-prefill-padding-mask": Case(  # below avx512_bf16: q/k/v widened for attention_f32
             {"enable_gqa": True}, (In((2, 4, 7, 16), "bfloat16"), In((2, 2, 7, 16), "bfloat16"),
                                    In((2, 2, 7, 16), "bfloat16"), In((2, 1, 1, 7), "bfloat16", fill="padding_mask")),

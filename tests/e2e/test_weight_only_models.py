@@ -125,3 +125,24 @@ def test_int4_bf16_activations_tiny_llama(tmp_path, monkeypatch):
     assert wide.executor.bf16_compute == "float32"
     wide_top1, wide_cosine = _agreement(wide, result.source.eager, result.example_inputs, cache_dtype=torch.bfloat16)
     assert wide_top1 >= 0.7 and wide_cosine >= 0.95, (wide_top1, wide_cosine)
+
+
+def test_int4_with_a_bf16_kv_cache_tiny_llama(tmp_path):
+    """kv_cache "bf16" (--kv-cache bf16): float32 activations, the cache in bf16 at the signature and in the native
+    kernels (rope_kv_append writes it, decode attention reads it), half the bytes a position; the logits agree with
+    eager as the float-cache artifact's do, and greedy generation gives the float-cache artifact's tokens."""
+    result = optimize("example:tiny-llama", dtype="int4", kv_cache="bf16", output=tmp_path / "llama.int4kv16.ipxc")
+    plain = optimize("example:tiny-llama", dtype="int4", output=tmp_path / "llama.int4.ipxc")
+    assert {p.name: p.changes for p in result.manifest.passes}["kv_cache_bf16"]["cache_tensors"] == 4
+    model, float_cache = load_artifact(result.path), load_artifact(plain.path)
+    assert {model.graph.values[n].dtype for n in model.graph.inputs if n.startswith("past_")} == {"bfloat16"}
+    assert summarize(result.path)["decoder"]["cache_bytes_per_token"] * 2 == \
+        summarize(plain.path)["decoder"]["cache_bytes_per_token"]
+    kernels = {s.op: s.kernel_name for s in model.executor.steps if s.op in ("rope_kv_append", "sdpa")}
+    assert all(name.startswith("native:") for name in kernels.values()), kernels
+    top1, cosine = _agreement(model, result.source.eager, result.example_inputs, cache_dtype=torch.bfloat16)
+    assert top1 >= 0.7 and cosine >= 0.95, (top1, cosine)
+    prompt = torch.randint(3, 1000, (1, 12), generator=torch.Generator().manual_seed(5))
+    got = model.generate(prompt, max_new_tokens=16, stop_at_eos=False)
+    want = float_cache.generate(prompt, max_new_tokens=16, stop_at_eos=False)
+    assert got.new_ids[0][:8] == want.new_ids[0][:8]

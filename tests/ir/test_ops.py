@@ -57,7 +57,8 @@ def _rope_kv_append(q, k, v, c, s, past_key, past_value):
         return (xf * c + torch.cat([-xf[..., half:], xf[..., :half]], dim=-1) * s).to(x.dtype)
 
     q, k, v = heads(q), heads(k), heads(v)
-    return rope(q), torch.cat([past_key, rope(k)], dim=2), torch.cat([past_value, v], dim=2)
+    cache = past_key.dtype  # (a cache narrower than the projections: rope's result rounded to it)
+    return rope(q), torch.cat([past_key, rope(k).to(cache)], dim=2), torch.cat([past_value, v.to(cache)], dim=2)
 
 
 def _rope_kv_write(q, k, v, c, s, cache_key, cache_value, position: int):
@@ -129,6 +130,18 @@ CASES: list[Case] = [
          symbolic={0: {0: "batch", 2: "past"}, 1: {0: "batch", 2: "seq"}}),
     Case("kv_append-empty-past", "kv_append", [randn(1, 2, 0, 8), randn(1, 2, 4, 8)], {},
          lambda past, new: torch.cat([past, new], dim=2)),
+    Case("kv_append-bf16-cache-f32-positions", "kv_append", [randn(1, 2, 3, 8, dtype=torch.bfloat16), randn(1, 2, 1, 8)],
+         {}, lambda past, new: torch.cat([past, new.bfloat16()], dim=2)),
+    Case("sdpa-gqa-f32-query-bf16-cache", "sdpa",
+         [randn(1, 4, 1, 8), randn(1, 2, 5, 8, dtype=torch.bfloat16), randn(1, 2, 5, 8, dtype=torch.bfloat16), None],
+         {"enable_gqa": True}, lambda q, k, v, m: F.scaled_dot_product_attention(q, k.float(), v.float(), enable_gqa=True)),
+    Case("rope_kv_append-merged-bf16-cache", "rope_kv_append",
+         [randn(1, 1, 48), randn(1, 1, 1, 8), randn(1, 1, 1, 8), randn(1, 1, 5, 8, dtype=torch.bfloat16),
+          randn(1, 1, 5, 8, dtype=torch.bfloat16)], {},
+         lambda qkv, c, s, pk, pv: _rope_kv_append(qkv[..., :32], qkv[..., 32:40], qkv[..., 40:], c, s, pk, pv)),
+    Case("kv_write-bf16-cache-f32-positions", "kv_write",
+         [randn(1, 2, 6, 8, dtype=torch.bfloat16), randn(1, 2, 1, 8), torch.tensor(2)], {},
+         lambda cache, new, p: torch.cat([cache[:, :, :2], new.bfloat16(), cache[:, :, 3:]], dim=2)),
     Case("rope", "rope", [randn(2, 3, 5, 8), randn(2, 1, 5, 8), randn(2, 1, 5, 8)], {},
          lambda x, c, s: x * c + torch.cat([-x[..., 4:], x[..., :4]], dim=-1) * s,
          symbolic={0: {0: "batch", 2: "seq"}, 1: {0: "batch", 2: "seq"}, 2: {0: "batch", 2: "seq"}}),

@@ -53,6 +53,27 @@ def test_long_caches(level, dtype, length):
     torch.testing.assert_close(got.float(), want, rtol=tolerance, atol=tolerance)
 
 
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("head_dim", [64, 128, 80])
+@pytest.mark.parametrize("q_len", [1, 2])
+def test_a_bfloat16_cache_beside_float32_queries(level, head_dim, q_len):
+    """--kv-cache bf16: float32 q and output, bf16 k and v, widened exactly: float32 attention over the bf16 values."""
+    g = torch.Generator().manual_seed(head_dim + q_len)
+    q = torch.randn(1, 14, q_len, head_dim, generator=g)
+    k, v = (torch.randn(1, 2, 80, head_dim, generator=g).to(torch.bfloat16)[:, :, :61] for _ in range(2))
+    mask = torch.randn(1, 1, q_len, 61, generator=g)
+    got = _run(q, k, v, mask, head_dim ** -0.5, level)
+    assert got.dtype == torch.float32
+    want = F.scaled_dot_product_attention(q, k.float(), v.float(), attn_mask=mask, scale=head_dim ** -0.5, enable_gqa=True)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_cache_wider_than_the_queries_is_refused():
+    q, k, v = torch.randn(1, 2, 1, 16).to(torch.bfloat16), torch.randn(1, 1, 5, 16), torch.randn(1, 1, 5, 16)
+    with pytest.raises(ValueError, match="narrower than q, not wider"):
+        _run(q, k, v, None, 0.25, selected_isa())
+
+
 # (query heads, kv heads, head size): the register paths (64, 128; groups bigger than the heads one pass keeps
 # in registers), a size that is no whole number of vectors (80), one query head per kv head.
 @pytest.mark.parametrize("heads, kv_heads, head_dim", [(14, 2, 64), (16, 2, 128), (4, 1, 80), (3, 3, 32)])

@@ -87,19 +87,41 @@ def test_rope_kv_append_rotates_q_and_k_and_writes_the_caches(level, dtype, merg
     assert torch.equal(value_cache[:, :, outside], values_before[:, :, outside])
 
 
-def _kv_call(qkv_columns=48, position=0, capacity=4, cache_dtype=torch.float32, seq=2):
-    qkv = torch.randn(1, seq, qkv_columns)
+@pytest.mark.parametrize("level", LEVELS)
+def test_rope_kv_append_rounds_float32_rows_into_a_bfloat16_cache(level):
+    """A bf16 cache beside float32 projections (--kv-cache bf16): q stays float32, rope(k) and v are rounded to
+    bf16 as they are written (half to even: v, a copy, bit for bit; rope(k) within the float32 math's last bit)."""
+    g = torch.Generator().manual_seed(2)
+    batch, seq, heads, kv_heads, d, capacity, position = 1, 3, 14, 2, 64, 9, 4
+    width = (heads + 2 * kv_heads) * d
+    qkv = torch.randn(batch, seq, width, generator=g)
+    q, k, v = qkv[..., :heads * d], qkv[..., heads * d:(heads + kv_heads) * d], qkv[..., (heads + kv_heads) * d:]
+    cos, sin = torch.randn(1, 1, seq, d, generator=g), torch.randn(1, 1, seq, d, generator=g)
+    key_cache, value_cache = (torch.zeros(batch, kv_heads, capacity, d, dtype=torch.bfloat16) for _ in range(2))
+    q_out = torch.empty(batch, heads, seq, d)
+    native_lib.raw.rope_kv_append(qkv, 0, qkv, heads * d, qkv, (heads + kv_heads) * d, cos, sin, q_out, key_cache,
+                                  value_cache, position, level, 2)
+    written = slice(position, position + seq)
+    torch.testing.assert_close(q_out, _formula(_heads(q, d), cos, sin), rtol=1e-6, atol=1e-6)
+    assert torch.equal(value_cache[:, :, written], _heads(v, d).to(torch.bfloat16))
+    torch.testing.assert_close(key_cache[:, :, written].float(), _formula(_heads(k, d), cos, sin).to(torch.bfloat16).float(),
+                               rtol=2 ** -8, atol=1e-6)
+    assert not key_cache[:, :, :position].any() and not value_cache[:, :, position + seq:].any()
+
+
+def _kv_call(qkv_columns=48, position=0, capacity=4, cache_dtype=torch.float32, seq=2, dtype=torch.float32):
+    qkv = torch.randn(1, seq, qkv_columns).to(dtype)
     caches = torch.zeros(1, 1, capacity, 8, dtype=cache_dtype), torch.zeros(1, 1, capacity, 8, dtype=cache_dtype)
     table = torch.randn(1, 1, seq, 8)
-    return lambda: native_lib.raw.rope_kv_append(qkv, 0, qkv, 32, qkv, 40, table, table, torch.empty(1, 4, seq, 8),
-                                                 *caches, position, None, 1)
+    return lambda: native_lib.raw.rope_kv_append(qkv, 0, qkv, 32, qkv, 40, table, table,
+                                                 torch.empty(1, 4, seq, 8, dtype=dtype), *caches, position, None, 1)
 
 
 @pytest.mark.parametrize("call, problem", [
     (_kv_call(position=3), "do not fit a cache of 4 positions"),
     (_kv_call(position=-1), "do not fit"),
     (_kv_call(qkv_columns=44), "not within its 44 columns"),
-    (_kv_call(cache_dtype=torch.bfloat16), "dtype"),
+    (_kv_call(dtype=torch.bfloat16), "a cache is q's dtype, or bfloat16 beside float32"),  # wider than q: no
 ])
 def test_rope_kv_append_refuses_what_it_cannot_write(call, problem):
     with pytest.raises(ValueError, match=problem):

@@ -135,12 +135,13 @@ class GraphRunner:
                 covered = False
         return covered
 
-    def profile(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> dict[str, float]:
+    def profile(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], outputs: list | None = None
+                ) -> dict[str, float]:
         """Seconds per kernel kind for one eager run, the GPU synchronized after every step (so each
         kernel's launch and GPU time are both counted; a graph replay has the launches removed)."""
         with self._lock:
             run_scope.begin_run()
-            totals = self.executor.profile(self._on_gpu(inputs), dims, sync=torch.cuda.synchronize)
+            totals = self.executor.profile(self._on_gpu(inputs), dims, sync=torch.cuda.synchronize, outputs=outputs)
             raise_tripped(self._all_guards)
             return totals
 

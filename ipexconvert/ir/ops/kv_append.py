@@ -3,7 +3,11 @@ input), new [b, heads, seq, d]; output [b, heads, past + seq, d] (a graph output
 
 The value is torch.cat([past, new], dim=2); the op says more than cat does: the output becomes the next
 call's past, so a kernel may keep the cache in a buffer with room to grow and write only the new
-positions (backends/cpu/kernels/kv_append.py), where cat copies the whole cache every token."""
+positions (backends/cpu/kernels/kv_append.py), where cat copies the whole cache every token.
+
+The cache may be stored narrower than the activations (a decoder converted with `--kv-cache bf16`: float32
+activations, a bfloat16 cache): the new positions are then rounded to the cache's dtype (round half to even) as
+they are appended, and the attention reading the cache widens them back exactly (ir/ops/sdpa.py)."""
 from __future__ import annotations
 
 import torch
@@ -12,6 +16,15 @@ from ..dims import add
 from ..opdef import Arity, OpDef, register_op
 from ..spec import TensorSpec
 from ._common import expect_rank, require, same_dim
+
+# (activations, cache) dtype pairs a cache may hold besides the activations' own dtype
+NARROWER_CACHES = {("float32", "bfloat16")}
+
+
+def check_cache_dtype(cache_dtype: str, new_dtype: str, what: str) -> None:
+    """A cache holds positions of its own dtype, or of a wider one rounded to it (NARROWER_CACHES)."""
+    require(cache_dtype == new_dtype or (new_dtype, cache_dtype) in NARROWER_CACHES,
+            f"{what} is {cache_dtype} and the new positions {new_dtype}")
 
 
 @register_op
@@ -24,7 +37,7 @@ class KvAppendOp(OpDef):
         past, new = inputs
         expect_rank(past, (4,), "the past cache")
         expect_rank(new, (4,), "the new positions")
-        require(past.dtype == new.dtype, f"the past cache is {past.dtype} and the new positions {new.dtype}")
+        check_cache_dtype(past.dtype, new.dtype, "the past cache")
         for axis in (0, 1, 3):
             require(same_dim(past.shape[axis], new.shape[axis]),
                     f"dim {axis} of the past cache ({past.shape[axis]}) and the new positions ({new.shape[axis]}) differ")
@@ -32,4 +45,5 @@ class KvAppendOp(OpDef):
 
     @classmethod
     def reference(cls, inputs, attrs, dims):
-        return torch.cat(inputs, dim=2)
+        past, new = inputs
+        return torch.cat([past, new.to(past.dtype)], dim=2)

@@ -13,6 +13,7 @@ import torch
 from ..opdef import Arity, OpDef, register_op
 from ..spec import TensorSpec
 from ._common import expect_dtype, expect_rank, require, same_dim
+from .kv_append import check_cache_dtype
 
 
 def positions_of(position: torch.Tensor, seq: int) -> torch.Tensor:
@@ -23,7 +24,7 @@ def positions_of(position: torch.Tensor, seq: int) -> torch.Tensor:
 def check_write(cache: TensorSpec, new: TensorSpec, position: TensorSpec, what: str) -> None:
     expect_rank(cache, (4,), what)
     expect_rank(new, (4,), "the new positions")
-    require(cache.dtype == new.dtype, f"{what} is {cache.dtype} and the new positions {new.dtype}")
+    check_cache_dtype(cache.dtype, new.dtype, what)
     for axis in (0, 1, 3):
         require(same_dim(cache.shape[axis], new.shape[axis]),
                 f"dim {axis} of {what} ({cache.shape[axis]}) and the new positions ({new.shape[axis]}) differ")
@@ -46,4 +47,4 @@ class KvWriteOp(OpDef):
     @classmethod
     def reference(cls, inputs, attrs, dims):
         cache, new, position = inputs
-        return cache.index_copy(2, positions_of(position, new.shape[2]), new)
+        return cache.index_copy(2, positions_of(position, new.shape[2]), new.to(cache.dtype))

@@ -9,7 +9,8 @@ present_value = cat(past_value, v) (graph outputs, the next call's past).
 
 The value is what the fused nodes computed: heads split off by reshape [b, s, heads, d] and permute [0, 2, 1, 3],
 rope (float32 math, one rounding to the projection's dtype) and kv_append. As with kv_append, a kernel may keep
-the cache in a buffer with room to grow and write only the new positions."""
+the cache in a buffer with room to grow and write only the new positions, and the cache may be narrower than the
+projections (float32 projections, a bfloat16 cache: k and v rounded to it as they are written)."""
 from __future__ import annotations
 
 import torch
@@ -18,6 +19,7 @@ from ..dims import add
 from ..opdef import Arity, OpDef, SpecError, register_op
 from ..spec import TensorSpec
 from ._common import expect_dtype, expect_rank, require, same_dim
+from .kv_append import check_cache_dtype
 from .rope import RopeOp
 
 
@@ -75,7 +77,8 @@ class RopeKvAppendOp(OpDef):
         for p in projections:
             expect_rank(p, (3,), "a projection")
             expect_dtype(p, ("float32", "bfloat16"), "a projection")
-            require(p.dtype == past_key.dtype, f"the projection {p.describe()} and the cache {past_key.describe()} differ in dtype")
+            require(p.dtype == projections[0].dtype, f"the projections {[p.describe() for p in projections]} differ in dtype")
+            check_cache_dtype(past_key.dtype, p.dtype, f"the cache {past_key.describe()}")
             require(same_dim(p.shape[0], batch) and same_dim(p.shape[1], projections[0].shape[1]) and isinstance(p.shape[2], int)
                     and p.shape[2] % d == 0, f"the projection {p.describe()} is not [{batch}, seq, heads * {d}]")
         heads = query_heads([p.shape for p in projections], kv_heads, d)
@@ -85,7 +88,7 @@ class RopeKvAppendOp(OpDef):
             require(projections[1].shape[2] == kv_heads * d and projections[2].shape[2] == kv_heads * d,
                     f"k and v must hold {kv_heads} heads of {d}")
         seq = projections[0].shape[1]
-        x = TensorSpec(dtype=past_key.dtype, shape=[batch, heads, seq, d])
+        x = TensorSpec(dtype=projections[0].dtype, shape=[batch, heads, seq, d])
         RopeOp.infer([x, cos, sin], None)  # the table checks of rope
         present = TensorSpec(dtype=past_key.dtype, shape=[batch, kv_heads, add(past, seq), d])
         return [x, present, present]
@@ -94,4 +97,4 @@ class RopeKvAppendOp(OpDef):
     def reference(cls, inputs, attrs, dims):
         projections, (cos, sin, past_key, past_value) = split_inputs(list(inputs))
         q, k, v = rotated_heads(projections, cos, sin, past_key.shape[1], past_key.shape[3])
-        return [q, torch.cat([past_key, k], dim=2), torch.cat([past_value, v], dim=2)]
+        return [q, torch.cat([past_key, k.to(past_key.dtype)], dim=2), torch.cat([past_value, v.to(past_value.dtype)], dim=2)]

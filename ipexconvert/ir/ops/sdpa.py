@@ -4,7 +4,10 @@ quantized for the int8 layer after it (fold_attention_quantize).
 A query row whose every key the mask removes (all -inf, or all False) gives 0, not the NaN a
 plain softmax would: what torch's own attention does since 2.5 and what ONNX exporters write
 around theirs (`where(isnan(p), 0, p)`). The reference applies it explicitly, so it holds
-whatever torch version runs it, and so do the native kernels."""
+whatever torch version runs it, and so do the native kernels.
+
+k and v may be stored narrower than q (a decoder's bfloat16 KV cache beside float32 activations, ir/ops/kv_append.py):
+they are widened to q's dtype, exactly, before anything is computed."""
 from __future__ import annotations
 
 import math
@@ -17,6 +20,7 @@ from .. import dtypes
 from ..dims import mul
 from ..opdef import Arity, OpDef, register_op
 from ._common import broadcast_to, expect_dtype, expect_rank, expect_shape, like, require, same_dim, same_shape
+from .kv_append import NARROWER_CACHES
 from ._quant import quantize
 from .quantize import QuantizeAttrs
 
@@ -62,7 +66,8 @@ class SdpaOp(OpDef):
         for spec, what in ((q, "query"), (k, "key"), (v, "value")):
             expect_rank(spec, (q.rank,), f"the {what}")
             expect_dtype(spec, sorted(dtypes.FLOAT_DTYPES), f"the {what}")
-        require(k.dtype == q.dtype and v.dtype == q.dtype, f"q, k, v are {q.dtype}, {k.dtype}, {v.dtype} (one dtype)")
+        require(k.dtype == v.dtype and (k.dtype == q.dtype or (q.dtype, k.dtype) in NARROWER_CACHES),
+                f"q, k, v are {q.dtype}, {k.dtype}, {v.dtype} (one dtype, or k and v a cache narrower than q)")
         require(same_dim(q.shape[-1], k.shape[-1]) and same_dim(k.shape[-2], v.shape[-2]),
                 f"q {q.describe()}, k {k.describe()} and v {v.describe()} do not fit ([..., L, E], [..., S, E], [..., S, Ev])")
         require(same_shape(k.shape[:-2], v.shape[:-2]), f"k {k.describe()} and v {v.describe()} differ in batch dims")
@@ -93,6 +98,7 @@ class SdpaOp(OpDef):
 def attention(inputs, attrs: SdpaAttrs) -> torch.Tensor:
     """torch's attention on q, k, v and the mask (an additive mask in the activations' dtype), nothing more."""
     q, k, v, mask = inputs[:4]
+    k, v = k.to(q.dtype), v.to(q.dtype)  # a narrower cache widened (exact); a no-op otherwise
     if mask is not None and mask.dtype != torch.bool and mask.dtype != q.dtype:
         mask = mask.to(q.dtype)  # an fp32 additive mask next to bf16 activations
     scale = attrs.scale if attrs.scale is not None else 1.0 / math.sqrt(q.shape[-1])

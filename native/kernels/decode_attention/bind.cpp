@@ -6,7 +6,7 @@ namespace ipxc {
 namespace {
 
 // q, out [batch, heads, q_len, head_dim]; k, v [batch, kv_heads, kv_len, head_dim] (heads a multiple of
-// kv_heads); all float32 or all bfloat16, last dims contiguous; optional additive mask broadcastable to
+// kv_heads); q and out float32 or bfloat16, k and v alike, q's dtype or bfloat16 beside float32 q; last dims contiguous; optional additive mask broadcastable to
 // [batch, heads, q_len, kv_len] (float32 / bfloat16, last dim contiguous).
 void decode_attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle out_obj, nb::handle mask_obj,
                       double scale, const OptStr& max_isa, int threads) {
@@ -17,13 +17,16 @@ void decode_attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::
         if (!t->on_cpu()) fail(std::string(t->name()) + " is not on the CPU; move it with .cpu() first");
         if (!t->is_f32() && !t->is_bf16())
             fail(std::string(t->name()) + " has dtype " + t->dtype_str() + "; decode_attention takes float32 or bfloat16");
-        check_same_dtype(*t, q);
+        check_same_dtype(*t, t == &k || t == &v ? k : q);
         if (t->ndim() != 4) fail(std::string(t->name()) + " " + t->shape_str() + " must be 4-D: [batch, heads, seq, head_dim]");
         if (t->stride(3) != 1) fail(std::string(t->name()) + " " + t->shape_str() + " needs a contiguous last dim");
         for (int d = 0; d < 3; ++d)
             if (t->stride(d) < 0) fail(std::string(t->name()) + " has a negative stride");
     }
     a.dtype = q.is_f32() ? DType::f32 : DType::bf16;
+    a.kv_dtype = k.is_f32() ? DType::f32 : DType::bf16;
+    if (a.kv_dtype == DType::f32 && a.dtype == DType::bf16)
+        fail("k and v are float32 beside bfloat16 q; a cache may be narrower than q, not wider");
     a.batch = q.shape(0), a.heads = q.shape(1), a.q_len = q.shape(2), a.head_dim = q.shape(3);
     a.kv_heads = k.shape(1), a.kv_len = k.shape(2);
     if (a.head_dim < 1 || a.kv_heads < 1 || a.heads % a.kv_heads != 0)

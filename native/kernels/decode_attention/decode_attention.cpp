@@ -99,7 +99,7 @@ static void values_v16(const float* p, int64_t g, const T* v, int64_t v_stride, 
 
 // One unit: query row t of heads [h0, h0 + g) of batch b, all reading kv head kvh.
 // scratch: q [g][d] (scaled), acc [g][d], scores [g][kv_len], one bf16 row as float32 [d].
-template <class T, class M, int D>
+template <class Q, class T, class M, int D>
 static void attend_group(const DecodeAttentionArgs& a, int64_t b, int64_t kvh, int64_t t, int64_t h0, int64_t g,
                          float* scratch) {
     const int64_t d = HeadDim<D>::of(a), n = a.kv_len;
@@ -108,7 +108,7 @@ static void attend_group(const DecodeAttentionArgs& a, int64_t b, int64_t kvh, i
     float* scores = acc + g * d;
     float* row = scores + g * n;
     for (int64_t i = 0; i < g; ++i) {
-        const T* qrow = static_cast<const T*>(a.q) + b * a.q_strides[0] + (h0 + i) * a.q_strides[1] + t * a.q_strides[2];
+        const Q* qrow = static_cast<const Q*>(a.q) + b * a.q_strides[0] + (h0 + i) * a.q_strides[1] + t * a.q_strides[2];
         for (int64_t c = 0; c < d; ++c) q[i * d + c] = load(qrow[c]) * a.scale;
     }
     const T* k = static_cast<const T*>(a.k) + b * a.k_strides[0] + kvh * a.k_strides[1];
@@ -173,8 +173,8 @@ static void attend_group(const DecodeAttentionArgs& a, int64_t b, int64_t kvh, i
     for (int64_t i = 0; i < g; ++i) {
         float* ai = acc + i * d;
         for (int64_t c = 0; c < d; ++c) ai[c] *= inv_sum[i];
-        T* out = static_cast<T*>(a.out) + b * a.out_strides[0] + (h0 + i) * a.out_strides[1] + t * a.out_strides[2];
-        if constexpr (sizeof(T) == 4) {
+        Q* out = static_cast<Q*>(a.out) + b * a.out_strides[0] + (h0 + i) * a.out_strides[1] + t * a.out_strides[2];
+        if constexpr (sizeof(Q) == 4) {
             for (int64_t c = 0; c < d; ++c) out[c] = ai[c];
         } else {
             f32_row_to_bf16(ai, out, d);
@@ -182,13 +182,21 @@ static void attend_group(const DecodeAttentionArgs& a, int64_t b, int64_t kvh, i
     }
 }
 
-template <class T, class M>
+template <class Q, class T, class M>
 static void attend(const DecodeAttentionArgs& a, int64_t b, int64_t kvh, int64_t t, int64_t h0, int64_t g, float* scratch) {
     switch (a.head_dim) {
-        case 64: return attend_group<T, M, 64>(a, b, kvh, t, h0, g, scratch);
-        case 128: return attend_group<T, M, 128>(a, b, kvh, t, h0, g, scratch);
-        default: return attend_group<T, M, 0>(a, b, kvh, t, h0, g, scratch);
+        case 64: return attend_group<Q, T, M, 64>(a, b, kvh, t, h0, g, scratch);
+        case 128: return attend_group<Q, T, M, 128>(a, b, kvh, t, h0, g, scratch);
+        default: return attend_group<Q, T, M, 0>(a, b, kvh, t, h0, g, scratch);
     }
+}
+
+// q / out type Q, key / value type T (a bfloat16 cache beside float32 q), mask type M.
+template <class Q, class T>
+static void attend_masked(const DecodeAttentionArgs& a, int64_t b, int64_t kvh, int64_t t, int64_t h0, int64_t g,
+                          float* scratch) {
+    if (a.mask && a.mask_dtype == DType::bf16) attend<Q, T, uint16_t>(a, b, kvh, t, h0, g, scratch);
+    else attend<Q, T, float>(a, b, kvh, t, h0, g, scratch);
 }
 
 static void decode_attention(const DecodeAttentionArgs& a) {
@@ -208,14 +216,9 @@ static void decode_attention(const DecodeAttentionArgs& a) {
             const int64_t t = row % a.q_len, kvh = (row / a.q_len) % a.kv_heads, b = row / (a.q_len * a.kv_heads);
             const int64_t h0 = kvh * group + slice * per_slice;
             const int64_t g = per_slice < group - slice * per_slice ? per_slice : group - slice * per_slice;
-            const bool bf16_mask = a.mask && a.mask_dtype == DType::bf16;
-            if (a.dtype == DType::bf16) {
-                if (bf16_mask) attend<uint16_t, uint16_t>(a, b, kvh, t, h0, g, scratch);
-                else attend<uint16_t, float>(a, b, kvh, t, h0, g, scratch);
-            } else {
-                if (bf16_mask) attend<float, uint16_t>(a, b, kvh, t, h0, g, scratch);
-                else attend<float, float>(a, b, kvh, t, h0, g, scratch);
-            }
+            if (a.dtype == DType::bf16) attend_masked<uint16_t, uint16_t>(a, b, kvh, t, h0, g, scratch);
+            else if (a.kv_dtype == DType::bf16) attend_masked<float, uint16_t>(a, b, kvh, t, h0, g, scratch);
+            else attend_masked<float, float>(a, b, kvh, t, h0, g, scratch);
         }
     });
 }

@@ -31,9 +31,11 @@ struct RopeArgs {
 // usually column ranges of one merged GEMM output):
 //   q_out [batch, heads, seq, dim] (contiguous)         = rope(q)
 //   key_cache[:, :, position:position + seq] = rope(k), value_cache[:, :, position:position + seq] = v
-// with the caches [batch, kv_heads, capacity, dim] contiguous. rope as in RopeArgs; everything in `dtype`.
+// with the caches [batch, kv_heads, capacity, dim] contiguous. rope as in RopeArgs; everything in `dtype` but the
+// caches, which may be bfloat16 beside float32 projections (rope's float32 result rounded once to them).
 struct RopeKvAppendArgs {
-    DType dtype = DType::f32;        // of q, k, v, q_out and the caches
+    DType dtype = DType::f32;        // of q, k, v and q_out
+    DType cache_dtype = DType::f32;  // of the caches: dtype, or bf16 beside f32
     int64_t batch = 0, seq = 0, dim = 0, heads = 0, kv_heads = 0;
     const void* source[3] = {};      // q, k, v, each at its first used column
     int64_t source_strides[3][2] = {};  // per source: batch, seq (elements)

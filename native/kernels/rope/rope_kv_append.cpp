@@ -31,7 +31,7 @@ static void rope_kv_append(const RopeKvAppendArgs& a) {
             if (part == 0)
                 store_any(a.dtype, row, a.q_out, ((b * a.heads + h) * a.seq + t) * d, d);
             else
-                store_any(a.dtype, row, part == 1 ? a.key_cache : a.value_cache,
+                store_any(a.cache_dtype, row, part == 1 ? a.key_cache : a.value_cache,
                           ((b * a.kv_heads + h) * a.capacity + a.position + t) * d, d);
         }
     });

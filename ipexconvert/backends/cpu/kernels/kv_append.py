@@ -46,7 +46,7 @@ class _GrowingCache:
 
     def __call__(self, inputs, dims):
         past, new = inputs
-        buffer, present = self.reserve(past, new.shape[2], new)
+        buffer, present = self.reserve(past, new.shape[2], past)  # (the cache's dtype: it may be narrower than new's)
         present.narrow(2, past.shape[2], new.shape[2]).copy_(new)
         return present
 

@@ -107,8 +107,10 @@ def native_decode_sdpa(ctx: NodeContext):
     q, k, v, mask = (list(ctx.input_specs) + [None] * 4)[:4]
     if ctx.device != "cpu" or not native_lib.available() or not a.enable_gqa or a.is_causal or a.quantize is not None:
         return None
-    if q is None or q.dtype not in _native.DTYPES or any(s is None or s.dtype != q.dtype or s.rank != 4 for s in (q, k, v)):
+    if q is None or q.dtype not in _native.DTYPES or any(s is None or s.rank != 4 for s in (k, v)) or q.rank != 4:
         return None
+    if k.dtype != v.dtype or not (k.dtype == q.dtype or (q.dtype == "float32" and k.dtype == "bfloat16")):
+        return None  # (k and v: q's dtype, or a bfloat16 cache beside float32 q)
     if (mask is not None and mask.dtype not in _MASK_DTYPES) or len(ctx.input_specs) > 4 or any(c is not None for c in ctx.constants):
         return None
     reference = get_op(ctx.op).compile(a)
@@ -129,6 +131,8 @@ def native_decode_sdpa(ctx: NodeContext):
         if long and widen_prompt and prefill_f32:
             q, k, v = q.float(), k.float(), v.float()
             mask = None if mask is None else mask.float()
+        elif long and k.dtype != q.dtype:  # a bfloat16 cache beside float32 q: widened once for the prompt's rows
+            k, v = k.float(), v.float()
         if long and not (prefill_f32 and q.stride(-1) == 1 and k.stride(-1) == 1
                          and v.stride(-1) == 1 and (mask is None or mask.stride(-1) == 1)):
             return reference(inputs, dims)

@@ -433,8 +433,8 @@ def rope_kv_write_heads(q_ptr, k_ptr, v_ptr, q_batch, q_seq, k_batch, k_seq, v_b
     else:
         src = v_ptr + b * v_batch + t * v_seq + (head - heads - kv_heads) * 2 * HALF
         dst = value_ptr + ((b * kv_heads + head - heads - kv_heads) * capacity + position) * 2 * HALF
-        tl.store(dst + lo, tl.load(src + lo))
-        tl.store(dst + HALF + lo, tl.load(src + HALF + lo))
+        tl.store(dst + lo, tl.load(src + lo).to(dst.dtype.element_ty))  # (a narrower cache: rounded)
+        tl.store(dst + HALF + lo, tl.load(src + HALF + lo).to(dst.dtype.element_ty))
 
 
 @triton.jit

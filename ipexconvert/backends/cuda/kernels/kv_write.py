@@ -7,7 +7,7 @@ from ....runtime.kernels import Kernel, NodeContext, register_kernel
 
 
 def write_in_place(cache, new, position):
-    return cache.index_copy_(2, positions_of(position, new.shape[2]), new)
+    return cache.index_copy_(2, positions_of(position, new.shape[2]), new.to(cache.dtype))  # (a narrower cache: rounded)
 
 
 @register_kernel("cuda", "kv_write")

@@ -1,0 +1,87 @@
+"""kv_cache_bf16 (`--kv-cache bf16`): a float32 decoder's caches become bf16 at the signature and in the appending
+nodes, everything else unchanged; given the same bf16-rounded cache, the presents are the float32 program's rounded
+once in the first layer and the rest differ by bf16-sized amounts (this step's keys and values are read rounded too); a cache
+read by anything but attention is refused; the pipeline puts the pass before prepack; the option is refused for a
+model that is not a decoder."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ipexconvert import optimize
+from ipexconvert.errors import UserInputError
+from ipexconvert.examples import get_example
+from ipexconvert.examples.decoder_cache import decoder_example_inputs
+from ipexconvert.frontend.torch.export import program_from_module
+from ipexconvert.ir import Node
+from ipexconvert.passes.base import PASSES, PassOptions
+from ipexconvert.passes.pipeline import pipeline_for
+from pass_helpers import copy_program, run_program
+
+pytest.importorskip("transformers")
+pytestmark = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
+                                reason="torch.export of transformers' Llama needs torch >= 2.13 (see docs/architecture.md)")
+
+FP32 = [p for p in pipeline_for("fp32") if p != "prepack"]
+
+
+def _program():
+    example = get_example("tiny-llama")
+    module = example.build()
+    program = program_from_module(module, example.example_inputs(2), example.dynamic_dims, list(example.output_names))
+    for name in FP32:
+        PASSES[name].run(program, PassOptions())
+    return module, program
+
+
+def test_the_caches_become_bf16_and_the_outputs_follow_the_rounded_cache():
+    module, before = _program()
+    after = copy_program(before)
+    assert PASSES["kv_cache_bf16"].run(after, PassOptions())["cache_tensors"] == 4  # k and v of 2 layers
+    graph = after.graph
+    caches = [n for n in graph.inputs if n.startswith("past_")] + [n for n in graph.outputs if n.startswith("present_")]
+    assert [graph.values[n].dtype for n in caches] == ["bfloat16"] * 8
+    assert graph.values["logits"].dtype == "float32"
+    assert after.graph.op_histogram() == before.graph.op_histogram()  # no cast added anywhere
+    for batch, seq, past in ((1, 5, 0), (2, 1, 9)):
+        inputs = decoder_example_inputs(module.shape, batch, seq, past, seed=past)
+        rounded = {k: v.bfloat16() if k.startswith("past_") else v for k, v in inputs.items()}
+        dims = {"batch": batch, "seq": seq, "past": past}
+        # the float32 program given the cache the bf16 one holds, its new positions rounded as the pass writes them
+        widened = {k: v.float() if k.startswith("past_") else v for k, v in rounded.items()}
+        want = dict(zip(before.graph.outputs, run_program(before, widened, dims)))
+        got = dict(zip(graph.outputs, run_program(after, rounded, dims)))
+        for name in graph.outputs:
+            if name.startswith("present_") and name.endswith("_0"):  # the first layer's: float32's rounded once
+                assert got[name].dtype == torch.bfloat16 and torch.equal(got[name], want[name].bfloat16()), name
+            elif name.startswith("present_"):  # the layers after read the first one's attention of rounded values
+                assert got[name].dtype == torch.bfloat16 and torch.equal(got[name][:, :, :past], rounded[name.replace("present", "past")])
+                torch.testing.assert_close(got[name].float(), want[name], rtol=0, atol=2e-2 * want[name].abs().max().item())
+            else:  # attention reads this step's keys and values rounded too: bf16-sized differences, no more
+                cosine = torch.nn.functional.cosine_similarity(got[name].flatten(), want[name].flatten(), dim=0)
+                assert got[name].dtype == torch.float32 and cosine > 0.9999, (name, cosine)
+                torch.testing.assert_close(got[name], want[name], rtol=0, atol=1e-2 * want[name].abs().max().item())
+
+
+def test_a_cache_read_by_anything_but_attention_is_refused():
+    _, program = _program()
+    graph = program.graph
+    present = next(n for n in graph.outputs if n.startswith("present_key"))
+    graph.values["peek"] = graph.values[present]
+    graph.nodes.append(Node(name="peek_node", op="neg", inputs=[present], outputs=["peek"]))
+    graph.outputs.append("peek")
+    with pytest.raises(UserInputError, match="only attention reads a bf16 cache"):
+        PASSES["kv_cache_bf16"].run(program, PassOptions())
+
+
+def test_the_pipeline_runs_it_before_prepack():
+    names = pipeline_for("int4", kv_cache_bf16=True)
+    assert names[-2:] == ["kv_cache_bf16", "prepack"]
+    assert "kv_cache_bf16" not in pipeline_for("int4")
+
+
+def test_a_model_that_is_not_a_decoder_refuses_the_option(tmp_path):
+    model = torch.nn.Linear(4, 3)
+    with pytest.raises(UserInputError, match="decoder.kv_cache"):
+        optimize(model, {"input": torch.randn(2, 4)}, output=tmp_path / "l.ipxc", kv_cache="bf16")
+    assert not (tmp_path / "l.ipxc").exists()
