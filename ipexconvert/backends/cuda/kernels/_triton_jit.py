@@ -417,10 +417,8 @@ def rope_kv_write_heads(q_ptr, k_ptr, v_ptr, q_batch, q_seq, k_batch, k_seq, v_b
     if head < heads + kv_heads:
         if head < heads:
             src = q_ptr + b * q_batch + t * q_seq + head * 2 * HALF
-            dst = q_out_ptr + ((b * heads + head) * seq + t) * 2 * HALF
         else:
             src = k_ptr + b * k_batch + t * k_seq + (head - heads) * 2 * HALF
-            dst = key_ptr + ((b * kv_heads + head - heads) * capacity + position) * 2 * HALF
         x1 = tl.load(src + lo).to(tl.float32)
         x2 = tl.load(src + HALF + lo).to(tl.float32)
         table = b * table_batch + t * table_seq
@@ -428,8 +426,16 @@ def rope_kv_write_heads(q_ptr, k_ptr, v_ptr, q_batch, q_seq, k_batch, k_seq, v_b
         c2 = tl.load(cos_ptr + table + HALF + lo).to(tl.float32)
         s1 = tl.load(sin_ptr + table + lo).to(tl.float32)
         s2 = tl.load(sin_ptr + table + HALF + lo).to(tl.float32)
-        tl.store(dst + lo, (x1 * c1 - x2 * s1).to(dst.dtype.element_ty))
-        tl.store(dst + HALF + lo, (x2 * c2 + x1 * s2).to(dst.dtype.element_ty))
+        y1, y2 = x1 * c1 - x2 * s1, x2 * c2 + x1 * s2
+        # (separate names: the cache may be narrower than q_out, and one variable cannot hold both pointer types)
+        if head < heads:
+            q_dst = q_out_ptr + ((b * heads + head) * seq + t) * 2 * HALF
+            tl.store(q_dst + lo, y1.to(q_dst.dtype.element_ty))
+            tl.store(q_dst + HALF + lo, y2.to(q_dst.dtype.element_ty))
+        else:
+            k_dst = key_ptr + ((b * kv_heads + head - heads) * capacity + position) * 2 * HALF
+            tl.store(k_dst + lo, y1.to(k_dst.dtype.element_ty))
+            tl.store(k_dst + HALF + lo, y2.to(k_dst.dtype.element_ty))
     else:
         src = v_ptr + b * v_batch + t * v_seq + (head - heads - kv_heads) * 2 * HALF
         dst = value_ptr + ((b * kv_heads + head - heads - kv_heads) * capacity + position) * 2 * HALF
