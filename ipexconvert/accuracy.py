@@ -107,16 +107,19 @@ def _own_precision_floor(dtype: str, want: Sequence[torch.Tensor], rel: float, c
 
 def measure(names: Sequence[str], got: Sequence[torch.Tensor], want: Sequence[torch.Tensor], dtype: str,
             reference: str, max_rel_error: Optional[float] = None, min_cosine: Optional[float] = None,
-            computed_in: Optional[str] = None, simulates_int8: bool = False) -> AccuracyRecord:
+            computed_in: Optional[str] = None, simulates_int8: bool = False,
+            judged_as: Optional[str] = None) -> AccuracyRecord:
     """`simulates_int8`: the model itself rounds activations to int8 codes (fake_quantize nodes: a QDQ
     ONNX model, a quantization-aware-trained one). A float difference far inside fp32's budget moves a
     value across a rounding boundary, one code step, which later layers carry on; such a model's
-    conversion is judged as an int8 one is, whatever its dtype."""
-    default_rel, default_cos = DEFAULT_BUDGETS["int8" if simulates_int8 else dtype]
-    default_rel, default_cos = _own_precision_floor(dtype, want, default_rel, default_cos)
+    conversion is judged as an int8 one is, whatever its dtype. `judged_as`: the dtype whose budget applies
+    when it is not `dtype`'s (an fp32 decoder storing its KV cache in bf16 is judged as bf16 is)."""
+    judged_as = "int8" if simulates_int8 else judged_as or dtype
+    default_rel, default_cos = DEFAULT_BUDGETS[judged_as]
+    default_rel, default_cos = _own_precision_floor(judged_as, want, default_rel, default_cos)
     rel_budget = default_rel if max_rel_error is None else max_rel_error
     cos_budget = default_cos if min_cosine is None else min_cosine
-    judged_by = ELEMENTWISE if dtype == "fp32" and not simulates_int8 else PER_SAMPLE
+    judged_by = ELEMENTWISE if judged_as == "fp32" else PER_SAMPLE
     judged_rel = rel_budget if judged_by == ELEMENTWISE or max_rel_error is not None else None
     if judged_by == PER_SAMPLE and judged_rel is not None:
         judged_by += " and max relative error"

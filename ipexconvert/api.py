@@ -190,9 +190,11 @@ def optimize(
     # Every temp file (the checked artifact, the final one before its rename) lives in one scratch folder
     # next to the output, removed however this ends; the output appears complete or not at all.
     with scratch_folder(out_path, "-o") as folder:
+        # a bf16 KV cache beside fp32 activations holds bf16-rounded keys and values: judged by bf16's budget
+        judged_as = "bf16" if cfg.decoder.kv_cache == "bf16" and cfg.dtype == "fp32" else None
         accuracy = _measure_accuracy(program, manifest, source, cfg.dtype, out_path, folder / "check.ipxc",
                                      cfg.accuracy.max_rel_error, cfg.accuracy.min_cosine, check_inputs, where, avoid,
-                                     teacher)
+                                     teacher, judged_as)
         with write_errors(out_path, "-o"):
             stored = as_signature_dtypes(source.example_inputs, {io.name: io.spec.dtype for io in manifest.inputs})
             final = write_artifact(folder / "artifact.ipxc", program, manifest.model_copy(update={"accuracy": accuracy}),
@@ -292,10 +294,11 @@ def _teacher_forced(source: ImportedModel, cfg: ConversionConfig, decoder_data: 
 def _measure_accuracy(program: Program, manifest: Manifest, source: ImportedModel, dtype: str, out_path: Path,
                       tmp: Path, max_rel_error: Optional[float], min_cosine: Optional[float],
                       inputs: Mapping[str, torch.Tensor], where: str, avoid: frozenset[str],
-                      teacher: Optional[TeacherForcedCheck] = None) -> AccuracyRecord:
+                      teacher: Optional[TeacherForcedCheck] = None, judged_as: Optional[str] = None) -> AccuracyRecord:
     """Write to the temp path `tmp` (next to `out_path`, so a full disk shows now, not at the final
-    write), load it like a user would, and compare with eager on `inputs`; a weight-only decoder (`teacher`) is
-    judged by its teacher-forced logits, the call on `inputs` recorded."""
+    write), load it like a user would, and compare with eager on `inputs` (by `judged_as`'s budget, default the
+    dtype's); a weight-only decoder (`teacher`) is judged by its teacher-forced logits, the call on `inputs`
+    recorded."""
     with write_errors(out_path, "-o"):
         write_artifact(tmp, program, manifest)
     loaded = load_artifact(tmp, avoid_kernels=avoid)
@@ -309,7 +312,7 @@ def _measure_accuracy(program: Program, manifest: Manifest, source: ImportedMode
     reference = f"{source.oracle} fp32 on {where}"
     if teacher is None:
         record = measure(loaded.signature.output_names, got, want, dtype, reference, max_rel_error, min_cosine,
-                         computed_in, simulates_int8)
+                         computed_in, simulates_int8, judged_as)
     else:  # --min-cosine is the teacher-forced budget here, not every sample's
         record = _judged_teacher_forced(measure(loaded.signature.output_names, got, want, dtype, reference, None, None,
                                                 computed_in, simulates_int8), teacher, loaded, max_rel_error)

@@ -88,3 +88,15 @@ def test_an_fp32_conversion_of_a_16_bit_model_is_judged_at_that_models_precision
     float32_model = measure(["y"], [one_ulp_off.float()], [want.float()], "fp32", "eager")
     assert not float32_model.passed and float32_model.budget_rel_error == 1e-3
     assert not measure(["y"], [(want.float() * 1.1).to(torch.bfloat16)], [want], "fp32", "eager").passed
+
+
+def test_an_fp32_record_judged_as_bf16():
+    """An fp32 decoder with its KV cache in bf16 (--kv-cache bf16) holds bf16-rounded values: bf16's budget and
+    per-sample judgement decide, the record still says fp32."""
+    want = embeddings()
+    got = want.bfloat16().float()  # each value rounded once to bf16: ~0.4% relative
+    assert not measure(["cache"], [got], [want], "fp32", "eager").passed
+    record = measure(["cache"], [got], [want], "fp32", "eager", judged_as="bf16")
+    bf16 = measure(["cache"], [got], [want], "bf16", "eager")
+    assert record.passed and record.dtype == "fp32" and record.judged_by == PER_SAMPLE
+    assert (record.budget_rel_error, record.budget_min_cosine) == (bf16.budget_rel_error, bf16.budget_min_cosine)

@@ -85,3 +85,13 @@ def test_a_model_that_is_not_a_decoder_refuses_the_option(tmp_path):
     with pytest.raises(UserInputError, match="decoder.kv_cache"):
         optimize(model, {"input": torch.randn(2, 4)}, output=tmp_path / "l.ipxc", kv_cache="bf16")
     assert not (tmp_path / "l.ipxc").exists()
+
+
+def test_an_fp32_decoder_with_a_bf16_cache_is_judged_by_bf16s_budget(tmp_path):
+    """fp32's element-wise budget (1e-3) cannot hold for bf16-rounded keys and values; the conversion is judged as
+    a bf16 one is, and passes far inside it."""
+    result = optimize("example:tiny-llama", dtype="fp32", kv_cache="bf16", output=tmp_path / "t.ipxc")
+    accuracy = result.manifest.accuracy
+    assert accuracy.passed and accuracy.dtype == "fp32" and "every sample's cosine" in accuracy.judged_by
+    assert min(o.cosine for o in accuracy.outputs) > 0.9999
+    assert {result.manifest.inputs[i].spec.dtype for i in range(1, len(result.manifest.inputs))} == {"bfloat16"}
