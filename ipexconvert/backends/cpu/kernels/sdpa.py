@@ -102,7 +102,8 @@ def native_decode_sdpa(ctx: NodeContext):
     """Grouped-query attention of a decoder (enable_gqa): our decode_attention for up to 4 query rows (one
     row per key/value read, float32 softmax; every ISA level); longer prompts (prefill) run attention_f32 with
     the kv heads shared in float32 where this CPU has it (AVX2 and up; head_dim a multiple of 16), else torch's
-    attention; float32/bfloat16, additive or no mask, not causal, not quantized."""
+    attention; float32/bfloat16 (k and v may be a bfloat16 cache beside float32 q: read as they are by
+    decode_attention, widened once for a prompt), additive or no mask, not causal, not quantized."""
     a = ctx.attrs
     q, k, v, mask = (list(ctx.input_specs) + [None] * 4)[:4]
     if ctx.device != "cpu" or not native_lib.available() or not a.enable_gqa or a.is_causal or a.quantize is not None:
