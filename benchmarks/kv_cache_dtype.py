@@ -16,27 +16,24 @@ import torch
 
 from ipexconvert.api import load_artifact
 from ipexconvert.decoder_bench import decode_weight_bytes
+from ipexconvert.runtime.decoder import GrowingCache
 
 
 class Chain:
-    """One artifact's generation state: its cache after the prompt, advanced one token a call."""
+    """One artifact's generation state (runtime/decoder.py's GrowingCache, as generate() drives it): its cache after
+    the prompt, advanced one token a call."""
 
     def __init__(self, model, prompt: torch.Tensor):
-        self.model, self.record = model, model.decoder.record
-        self.past = model.decoder._empty_cache(1)
-        self._call(prompt)
-
-    def _call(self, ids: torch.Tensor) -> None:
-        out = self.model.run_dict({self.record.input_ids: ids, **self.past}, scan_nan=False)
-        self.past = {p: out[o] for p, o in self.record.cache}
+        self.cache = GrowingCache(model.decoder)
+        self.cache.start(prompt, prompt.shape[1] + 1, model.decoder.device)
 
     def step(self) -> float:
         start = time.perf_counter()
-        self._call(torch.tensor([[1]]))
+        self.cache.advance(torch.tensor([[1]]))
         return time.perf_counter() - start
 
     def cache_bytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in self.past.values())
+        return sum(t.numel() * t.element_size() for t in self.cache.past.values())
 
 
 def main() -> None:

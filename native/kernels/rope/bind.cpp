@@ -78,7 +78,8 @@ void rope_kv_append(nb::handle q_obj, int64_t q_offset, nb::handle k_obj, int64_
     for (const TensorArg* cache : {&key_cache, &value_cache}) {
         check_cpu_contiguous(*cache);
         check_same_dtype(*cache, key_cache);
-        if (!(cache->dtype_str() == q_out.dtype_str() || (cache->is_bf16() && q_out.is_f32())))
+        const DType cache_dtype = float_dtype(*cache);
+        if (!(cache_dtype == a.dtype || (cache_dtype == DType::bf16 && a.dtype == DType::f32)))
             fail(std::string(cache->name()) + " is " + cache->dtype_str() + " beside " + q_out.dtype_str() +
                  " q_out: a cache is q's dtype, or bfloat16 beside float32");
         if (cache->ndim() != 4 || cache->shape(0) != a.batch || cache->shape(3) != a.dim ||
@@ -87,7 +88,7 @@ void rope_kv_append(nb::handle q_obj, int64_t q_offset, nb::handle k_obj, int64_
                  ", kv_heads, capacity, " + std::to_string(a.dim) + "], as key_cache " + key_cache.shape_str());
     }
     a.kv_heads = key_cache.shape(1), a.capacity = key_cache.shape(2);
-    a.cache_dtype = key_cache.is_bf16() ? DType::bf16 : DType::f32;
+    a.cache_dtype = float_dtype(key_cache);
     if (a.kv_heads < 1) fail("the caches have no heads");
     if (position < 0 || position > a.capacity - a.seq)
         fail("positions [" + std::to_string(position) + ", " + std::to_string(position) + " + " +

@@ -24,6 +24,7 @@ from ..compute_precision import bf16_compute_dtype
 from ....ir import dtypes
 from ....ir.opdef import get_op
 from ....ir.ops._quant import QTORCH
+from ....ir.ops.kv_append import NARROWER_CACHES
 from ....ir.ops.sdpa import fully_masked_rows
 from ....runtime import kernels
 from ....runtime.kernels import Kernel, NodeContext
@@ -110,8 +111,9 @@ def native_decode_sdpa(ctx: NodeContext):
         return None
     if q is None or q.dtype not in _native.DTYPES or any(s is None or s.rank != 4 for s in (k, v)) or q.rank != 4:
         return None
-    if k.dtype != v.dtype or not (k.dtype == q.dtype or (q.dtype == "float32" and k.dtype == "bfloat16")):
+    if k.dtype != v.dtype or not (k.dtype == q.dtype or (q.dtype, k.dtype) in NARROWER_CACHES):
         return None  # (k and v: q's dtype, or a bfloat16 cache beside float32 q)
+    narrower_cache = k.dtype != q.dtype  # widened once for a prompt's rows; decode_attention reads it as it is
     if (mask is not None and mask.dtype not in _MASK_DTYPES) or len(ctx.input_specs) > 4 or any(c is not None for c in ctx.constants):
         return None
     reference = get_op(ctx.op).compile(a)
@@ -132,7 +134,7 @@ def native_decode_sdpa(ctx: NodeContext):
         if long and widen_prompt and prefill_f32:
             q, k, v = q.float(), k.float(), v.float()
             mask = None if mask is None else mask.float()
-        elif long and k.dtype != q.dtype:  # a bfloat16 cache beside float32 q: widened once for the prompt's rows
+        elif long and narrower_cache:
             k, v = k.float(), v.float()
         if long and not (prefill_f32 and q.stride(-1) == 1 and k.stride(-1) == 1
                          and v.stride(-1) == 1 and (mask is None or mask.stride(-1) == 1)):
