@@ -61,9 +61,9 @@ class DecoderWithCache(nn.Module):
     def __init__(self, lm: nn.Module):
         super().__init__()
         self.lm = lm
-        self.shape = DecoderShape.of(lm.config)
         # transformers >= 5.2x names the cache argument `cache` (and warns about `past_key_values`); older ones do not know it.
         self.cache_arg = "cache" if "cache" in inspect.signature(lm.forward).parameters else "past_key_values"
+        self.shape = _probed(DecoderShape.of(lm.config), lm, self.cache_arg)
         # torch.export binds example inputs to forward()'s named parameters: name every cache tensor.
         names = ["input_ids", *self.shape.cache_inputs()]
         self.forward = named_forward(self._forward, names)
@@ -72,6 +72,10 @@ class DecoderWithCache(nn.Module):
         from transformers import DynamicCache  # optional dependency: imported when a decoder is traced
 
         cache = DynamicCache(config=self.lm.config)
+        # Every layer keeps every position: a sliding-window layer's window is its attention mask's job. Hugging
+        # Face's sliding layers drop positions past the window and size their masks from a count of the tokens they
+        # were given, which a cache seeded from tensors does not have (the mask would not match the keys).
+        cache.layers = [_full_layer(layer) for layer in cache.layers]
         for i, layer in enumerate(cache.layers[:self.shape.layers]):
             # Seed each layer with the given tensors; its update() then appends with one cat.
             layer.lazy_initialization(past[key_name("past_key", i)], past[key_name("past_value", i)])
@@ -81,6 +85,32 @@ class DecoderWithCache(nn.Module):
         for layer in cache.layers[:self.shape.layers]:
             present += [layer.keys, layer.values]
         return (out.logits, *present)
+
+
+def _probed(shape: DecoderShape, lm: nn.Module, cache_arg: str) -> DecoderShape:
+    """The config's shape with the kv heads and head size that the model's cache really has: configs do not say
+    it alike (Falcon's `num_kv_heads` counts every head while its multi-query layers cache one). One token through
+    the model with an empty cache shows it."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=lm.config)
+    try:
+        with torch.no_grad():
+            lm(input_ids=torch.zeros(1, 1, dtype=torch.long), use_cache=True, logits_to_keep=1, **{cache_arg: cache})
+    except Exception:  # noqa: BLE001 - a model that cannot run one token fails its export with a clearer message
+        return shape
+    keys = getattr(cache.layers[0], "keys", None) if cache.layers else None
+    if keys is None or keys.dim() != 4:
+        return shape  # a cache of another form: the signature check says what does not fit
+    return shape.model_copy(update={"kv_heads": int(keys.shape[1]), "head_dim": int(keys.shape[3])})
+
+
+def _full_layer(layer):
+    """A plain (growing, never cropped) cache layer in place of a sliding-window one; other layers as they are."""
+    from transformers import cache_utils
+
+    sliding = getattr(cache_utils, "DynamicSlidingWindowLayer", None)
+    return cache_utils.DynamicLayer() if sliding is not None and isinstance(layer, sliding) else layer
 
 
 def named_forward(call, names: list[str]):

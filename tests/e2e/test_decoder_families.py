@@ -1,6 +1,9 @@
 """Causal LMs of several families (tiny configs, random weights) convert from Hugging Face folders and
 generate the tokens Hugging Face's greedy generate() does: Qwen2 (tied embeddings, q/k/v biases), Mistral
-(one kv head), GPT-2 (Conv1D layers as addmm, learned positions) and Llama with scaled RoPE."""
+(one kv head; and with a sliding window shorter than the prompt plus its new tokens), GPT-2 (Conv1D layers as
+addmm, learned positions), Llama with scaled RoPE, Falcon (multi-query attention: one kv head broadcast without
+enable_gqa), Gemma 2 (no sdpa version in transformers: eager attention with logit soft-capping, every other layer
+a sliding window), BLOOM (eager attention with ALiBi) and Qwen3 (q/k RMSNorm)."""
 from __future__ import annotations
 
 import pytest
@@ -23,20 +26,33 @@ FAMILIES = {
     "llama-linear-rope-scaling": dict(model_type="llama", vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
                                       num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                                       max_position_embeddings=128, rope_scaling={"rope_type": "linear", "factor": 2.0}),
+    "mistral-sliding-window": dict(model_type="mistral", vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
+                                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                   max_position_embeddings=128, sliding_window=8),
+    "falcon-multi-query": dict(model_type="falcon", vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
+                               num_attention_heads=4, bos_token_id=1, eos_token_id=2),
+    "gemma2": dict(model_type="gemma2", vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                   num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=128,
+                   sliding_window=8, attention="eager", init_std=0.02),
+    "bloom-alibi": dict(model_type="bloom", vocab_size=VOCAB, hidden_size=64, n_layer=2, n_head=4, attention="eager",
+                        init_std=0.5),
+    "qwen3": dict(model_type="qwen3", vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=128),
 }
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_family_generates_hugging_face_greedy_tokens(family, tmp_path):
     settings = dict(FAMILIES[family])
+    attention, init_std = settings.pop("attention", "sdpa"), settings.pop("init_std", 0.2)
     config = transformers.AutoConfig.for_model(settings.pop("model_type"), **settings)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        lm = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").eval()
+        lm = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attention).eval()
         with torch.no_grad():  # a wider spread than the default init, so greedy tokens differ step to step
             for p in lm.parameters():
                 if p.dim() == 2:
-                    p.normal_(0.0, 0.2)
+                    p.normal_(0.0, init_std)
     lm.save_pretrained(tmp_path / family, safe_serialization=True)
     result = ipexconvert.optimize(tmp_path / family, output=tmp_path / f"{family}.ipxc")
     assert result.manifest.decoder is not None

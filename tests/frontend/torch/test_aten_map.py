@@ -141,6 +141,27 @@ def test_transpose_becomes_a_permute_of_the_input_rank():
     assert _convert("aten.transpose.int", {"self": x, "dim0": -1, "dim1": 0}) == ([x], {"perm": [2, 1, 0]})
 
 
+def test_one_key_head_beside_many_query_heads_is_grouped_query_attention():
+    """torch broadcasts k and v's one head over q's heads (Falcon's multi-query attention): recorded as grouped-query
+    attention, which every kernel reads one kv head for all query heads from; equal heads stay as they are."""
+    def args(q_heads, kv_heads):
+        node = lambda heads: SimpleNamespace(meta={"val": torch.empty(1, heads, 5, 8)})  # noqa: E731
+        return {"query": node(q_heads), "key": node(kv_heads), "value": node(kv_heads)}
+    assert _convert("aten.scaled_dot_product_attention.default", args(4, 1))[1]["enable_gqa"] is True
+    assert _convert("aten.scaled_dot_product_attention.default", args(4, 4))[1]["enable_gqa"] is False
+    assert _convert("aten.scaled_dot_product_attention.default", args(1, 1))[1]["enable_gqa"] is False
+
+
+def test_multi_query_attention_model_converts_and_matches_eager(tmp_path):
+    class MultiQuery(torch.nn.Module):
+        def forward(self, q, kv):
+            return F.scaled_dot_product_attention(q, kv, kv * 2, is_causal=True)
+
+    q, kv = torch.randn(2, 4, 6, 8), torch.randn(2, 1, 6, 8)
+    ipexconvert.optimize(MultiQuery().eval(), {"q": q, "kv": kv}, output=tmp_path / "m.ipxc")
+    torch.testing.assert_close(ipexconvert.load_artifact(tmp_path / "m.ipxc")(q=q, kv=kv), MultiQuery()(q, kv))
+
+
 def test_only_2d_convolutions_become_conv2d():
     """conv1d's one-element stride list would look 2-D after pairing; the weight's rank decides."""
     def args(weight_shape):

@@ -73,14 +73,10 @@ def load(request: SourceRequest) -> ResolvedSource:
     except ModuleNotFoundError:
         raise UserInputError("reading a Hugging Face folder needs transformers", "pip install 'ipexconvert[hf]'") from None
     config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
-    config._attn_implementation = "sdpa"
     archs = config.architectures or []
     causal = any(a in _causal_lm_architectures(transformers) for a in archs)
     loader = transformers.AutoModelForCausalLM if causal else transformers.AutoModel
-    try:
-        model = loader.from_pretrained(folder, config=config, local_files_only=True, use_safetensors=True).eval()
-    except Exception as e:  # transformers raises many types for an unusable folder
-        raise UserInputError(f"transformers could not load {folder}: {e}", "check that the folder holds a complete model") from None
+    model = _load_model(loader, folder, config)
     if causal:
         return _decoder_source(folder, model)
     if _is_sentence_transformer(folder):
@@ -106,6 +102,22 @@ def load(request: SourceRequest) -> ResolvedSource:
         module=wrapper.eval(), example_inputs=example,
         dynamic={"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}},
         output_names=outputs, int_high=vocab, tokenizer_folder=folder)
+
+
+def _load_model(loader, folder: Path, config) -> nn.Module:
+    """The model with torch's scaled_dot_product_attention (one node the attention passes fuse), or with the
+    family's own attention where transformers has no sdpa version of it (Gemma 2's logit soft-capping, BLOOM's
+    ALiBi): the same model written as matmuls and a softmax."""
+    for attention in ("sdpa", "eager"):
+        config._attn_implementation = attention
+        try:
+            return loader.from_pretrained(folder, config=config, local_files_only=True, use_safetensors=True).eval()
+        except Exception as e:  # transformers raises many types for an unusable folder
+            if attention == "sdpa" and "scaled_dot_product_attention" in str(e):
+                continue
+            raise UserInputError(f"transformers could not load {folder}: {e}",
+                                 "check that the folder holds a complete model") from None
+    raise AssertionError("unreachable: the eager attempt returns or raises")
 
 
 def _decoder_source(folder: Path, model: nn.Module) -> ResolvedSource:
