@@ -5,10 +5,15 @@ prompt). A survey of what the installed transformers builds, wider than the suit
 
     python benchmarks/decoder_families.py                  # every family below
     python benchmarks/decoder_families.py gemma2 falcon     # some of them
+    python benchmarks/decoder_families.py --save DIR         # also keep the artifacts and the expected tokens
+    python3 benchmarks/decoder_families.py --replay DIR --device cuda   # elsewhere (no transformers needed):
+                                                           # the kept artifacts on that device, against them
 """
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -56,7 +61,7 @@ FAMILIES = {
 }
 
 
-def survey(name: str) -> str:
+def survey(name: str, keep: Path | None = None) -> str:
     import transformers
 
     import ipexconvert
@@ -81,14 +86,37 @@ def survey(name: str) -> str:
         except Exception as e:  # noqa: BLE001 - the survey reports every failure and goes on
             return f"| {name} | not converted | {type(e).__name__}: {' '.join(str(e).split())[:240]} |"
         got = ipexconvert.load_artifact(result.path).generate(prompt, max_new_tokens=24, stop_at_eos=False).new_ids[0]
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.move(result.path, keep / f"{name}.ipxc")
+            (keep / f"{name}.json").write_text(json.dumps({"prompt": prompt[0].tolist(), "transformers": want}))
     verdict = "equal" if got == want else "DIFFERENT"
     return f"| {name} | {verdict} ({len(set(want))} distinct tokens) | first tokens {got[:6]} |"
+
+
+def replay(folder: Path, device: str) -> None:
+    """The artifacts --save kept, generating on `device`, against the tokens transformers gave where they were made."""
+    import ipexconvert
+
+    print(f"replaying {folder} on {device}")
+    print("| family | greedy tokens vs transformers | equal tokens |\n|---|---|---:|")
+    for expected in sorted(folder.glob("*.json")):
+        e = json.loads(expected.read_text())
+        model = ipexconvert.load_artifact(expected.with_suffix(".ipxc"), device=device)
+        got = model.generate(torch.tensor([e["prompt"]]), max_new_tokens=24, stop_at_eos=False).new_ids[0]
+        same = sum(a == b for a, b in zip(got, e["transformers"]))
+        print(f"| {expected.stem} | {'equal' if got == e['transformers'] else 'DIFFERENT'} | {same}/24 |", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("families", nargs="*", help=f"default: all of {', '.join(FAMILIES)}")
+    ap.add_argument("--save", type=Path, help="keep each converted artifact and its expected tokens here")
+    ap.add_argument("--replay", type=Path, help="run the artifacts a --save kept instead of converting")
+    ap.add_argument("--device", default="cpu", help="where --replay runs them: cpu or cuda")
     args = ap.parse_args()
+    if args.replay:
+        return replay(args.replay, args.device)
     unknown = sorted(set(args.families) - set(FAMILIES))
     if unknown:
         ap.error(f"unknown families {unknown}; known: {', '.join(FAMILIES)}")
@@ -97,7 +125,7 @@ def main() -> None:
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
     print("| family | greedy tokens vs transformers | detail |\n|---|---|---|")
     for name in args.families or FAMILIES:
-        print(survey(name), flush=True)
+        print(survey(name, args.save), flush=True)
 
 
 if __name__ == "__main__":
