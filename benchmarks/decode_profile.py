@@ -13,6 +13,7 @@ import time
 import torch
 
 from ipexconvert.api import load_artifact
+from ipexconvert.runtime.decoder import GrowingCache
 
 
 def main() -> None:
@@ -28,30 +29,24 @@ def main() -> None:
     record = model.decoder.record
     vocab = model.signature.outputs[[o.name for o in model.signature.outputs].index(record.logits)].spec.shape[-1]
     ids = torch.randint(0, int(vocab), (1, args.prompt), generator=torch.Generator().manual_seed(0))
-    past = model.decoder._empty_cache(1)
     step = torch.tensor([[1]])
-
-    def call(input_ids):
-        nonlocal past
-        out = model.run_dict({record.input_ids: input_ids, **past})
-        past = {p: out[o] for p, o in record.cache}
-
     if args.prefill:
         return profile_prefill(model, record, ids, args)
-    call(ids)
+    cache = GrowingCache(model.decoder)  # generate()'s own steps: the cache grows in place
+    cache.start(ids, args.prompt + 3 + 2 * args.steps, torch.device("cpu"))
     for _ in range(3):
-        call(step)
+        cache.advance(step)
     times = []
     for _ in range(args.steps):
         start = time.perf_counter()
-        call(step)
+        cache.advance(step)
         times.append(time.perf_counter() - start)
     totals: dict[str, float] = {}
     for _ in range(args.steps):
         out: dict = {}  # the profiled step's caches go to the next one, as a call's do (an older past is copied)
-        for kind, seconds in model.profile({record.input_ids: step, **past}, outputs=out).items():
+        for kind, seconds in model.profile({record.input_ids: step, **cache.past}, outputs=out).items():
             totals[kind] = totals.get(kind, 0.0) + seconds / args.steps
-        past = {p: out[o] for p, o in record.cache}
+        cache.past = {p: out[o] for p, o in record.cache}
     print(f"{args.artifact}: decode step at ~{args.prompt} cached positions, {args.threads} threads: "
           f"median {1e3 * statistics.median(times):.2f} ms; {len(model.executor.main)} steps, profiled sum "
           f"{1e3 * sum(totals.values()):.2f} ms")

@@ -17,11 +17,9 @@ from __future__ import annotations
 
 from ..errors import UserInputError
 from ..ir import Node, Program
+from ..ir.ops.kv_append import APPENDS, appended_caches
 from .base import PassOptions, register_pass
 
-# appending op -> (its cache inputs, as positions in its inputs list, and the output each one becomes)
-_CACHE_SLOTS = {"kv_append": lambda node: [(0, 0)],
-                "rope_kv_append": lambda node: [(len(node.inputs) - 2, 1), (len(node.inputs) - 1, 2)]}
 _ATTENTION_KV = (1, 2)  # sdpa's k and v inputs
 
 
@@ -33,9 +31,9 @@ def kv_cache_bf16(program: Program, options: PassOptions) -> dict[str, int]:
     inputs = set(graph.inputs)
     changes: list[tuple[str, Node, int]] = []  # (past input, appending node, its present output's index)
     for node in graph.nodes:
-        if node.op not in _CACHE_SLOTS:
+        if node.op not in APPENDS:
             continue
-        for slot, out in _CACHE_SLOTS[node.op](node):
+        for slot, out in appended_caches(node.op, node.inputs):
             past, present = node.inputs[slot], node.outputs[out]
             if past not in inputs or graph.values[past].dtype != "float32":
                 continue

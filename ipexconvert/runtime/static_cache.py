@@ -25,6 +25,7 @@ from ..errors import ArtifactError
 from ..ir import Program, dtypes
 from ..ir.dims import parse_sympy, simplify
 from ..ir.graph import Node, attr_expressions
+from ..ir.ops.kv_append import appended_caches
 from ..ir.opdef import get_op
 from ..ir.spec import TensorSpec
 from ..ir.validate import NodeError, check_nodes
@@ -33,7 +34,7 @@ from ..manifest import DecoderRecord
 _ARANGE = "aten.arange.start_step"
 _ADD = "aten.add.Tensor"
 # op appending to the cache -> (its static form, which of its inputs are the caches)
-_WRITES = {"kv_append": ("kv_write", slice(0, 1)), "rope_kv_append": ("rope_kv_write", slice(-2, None))}
+_WRITES = {"kv_append": "kv_write", "rope_kv_append": "rope_kv_write"}  # each appending op (APPENDS) -> its static form
 
 
 class NotStatic(Exception):
@@ -57,8 +58,9 @@ def static_program(program: Program, record: DecoderRecord) -> tuple[Program, st
     nodes: list[Node] = []
     for node in g.nodes:
         reads_cache = [v for v in node.inputs if v in caches]
-        if node.op in _WRITES and reads_cache and node.inputs[_WRITES[node.op][1]] == reads_cache:
-            nodes.append(node.model_copy(update={"op": _WRITES[node.op][0], "inputs": [*node.inputs, position]}))
+        if node.op in _WRITES and reads_cache and \
+                [node.inputs[i] for i, _ in appended_caches(node.op, node.inputs)] == reads_cache:
+            nodes.append(node.model_copy(update={"op": _WRITES[node.op], "inputs": [*node.inputs, position]}))
         elif reads_cache:
             raise NotStatic(f"node {node.name} ({node.op}) reads the cache {reads_cache[0]} other than by appending to it")
         elif node.op == "aten":

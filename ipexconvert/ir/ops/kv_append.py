@@ -21,6 +21,17 @@ from ._common import expect_rank, require, same_dim
 NARROWER_CACHES = {("float32", "bfloat16")}
 
 
+# Ops that append to a cache: (past input, present output) of each cache they append to, input positions from the
+# end where the inputs before them vary (rope_kv_append's projections). The static-cache rewrite and the
+# kv_cache_bf16 pass find a decoder's caches through this one table.
+APPENDS = {"kv_append": ((0, 0),), "rope_kv_append": ((-2, 1), (-1, 2))}
+
+
+def appended_caches(op: str, inputs: list) -> list[tuple[int, int]]:
+    """[(past input index, present output index)] of a node of an appending op (APPENDS), indices from 0."""
+    return [(i % len(inputs), o) for i, o in APPENDS[op]]
+
+
 def check_cache_dtype(cache_dtype: str, new_dtype: str, what: str) -> None:
     """A cache holds positions of its own dtype, or of a wider one rounded to it (NARROWER_CACHES)."""
     require(cache_dtype == new_dtype or (new_dtype, cache_dtype) in NARROWER_CACHES,
