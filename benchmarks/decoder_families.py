@@ -5,6 +5,7 @@ prompt). A survey of what the installed transformers builds, wider than the suit
 
     python benchmarks/decoder_families.py                  # every family below
     python benchmarks/decoder_families.py gemma2 falcon     # some of them
+    python benchmarks/decoder_families.py --dtype int4       # quantized: whether the conversion's own check passes
     python benchmarks/decoder_families.py --save DIR         # also keep the artifacts and the expected tokens
     python3 benchmarks/decoder_families.py --replay DIR --device cuda   # elsewhere (no transformers needed):
                                                            # the kept artifacts on that device, against them
@@ -61,7 +62,7 @@ FAMILIES = {
 }
 
 
-def survey(name: str, keep: Path | None = None) -> str:
+def survey(name: str, keep: Path | None = None, dtype: str = "fp32") -> str:
     import transformers
 
     import ipexconvert
@@ -82,9 +83,11 @@ def survey(name: str, keep: Path | None = None) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         lm.save_pretrained(Path(tmp) / name, safe_serialization=True)
         try:
-            result = ipexconvert.optimize(Path(tmp) / name, output=Path(tmp) / "m.ipxc")
+            result = ipexconvert.optimize(Path(tmp) / name, output=Path(tmp) / "m.ipxc", dtype=dtype)
         except Exception as e:  # noqa: BLE001 - the survey reports every failure and goes on
             return f"| {name} | not converted | {type(e).__name__}: {' '.join(str(e).split())[:240]} |"
+        if dtype != "fp32":  # tokens may rightly differ: the conversion's accuracy check (teacher-forced) is the verdict
+            return f"| {name} | converted, {dtype}, its check passed | {_check(result.manifest)} |"
         got = ipexconvert.load_artifact(result.path).generate(prompt, max_new_tokens=24, stop_at_eos=False).new_ids[0]
         if keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
@@ -92,6 +95,16 @@ def survey(name: str, keep: Path | None = None) -> str:
             (keep / f"{name}.json").write_text(json.dumps({"prompt": prompt[0].tolist(), "transformers": want}))
     verdict = "equal" if got == want else "DIFFERENT"
     return f"| {name} | {verdict} ({len(set(want))} distinct tokens) | first tokens {got[:6]} |"
+
+
+def _check(manifest) -> str:
+    """What the conversion's own accuracy check measured."""
+    guard = manifest.weight_only_guard
+    if guard is not None and guard.rounds:
+        last = guard.rounds[-1]
+        return (f"teacher-forced logits cosine {last.mean_cosine:.4f}, top-1 {last.top1_agreement:.1%}, "
+                f"perplexity x{last.perplexity_ratio:.3f}, {len(guard.float_layers)} layers kept float")
+    return f"logits cosine {min(o.cosine for o in manifest.accuracy.outputs):.5f} against eager fp32"
 
 
 def replay(folder: Path, device: str) -> None:
@@ -114,6 +127,7 @@ def main() -> None:
     ap.add_argument("--save", type=Path, help="keep each converted artifact and its expected tokens here")
     ap.add_argument("--replay", type=Path, help="run the artifacts a --save kept instead of converting")
     ap.add_argument("--device", default="cpu", help="where --replay runs them: cpu or cuda")
+    ap.add_argument("--dtype", default="fp32", help="fp32 (tokens compared), or bf16 / int8 / int4 (the check's verdict)")
     args = ap.parse_args()
     if args.replay:
         return replay(args.replay, args.device)
@@ -122,10 +136,10 @@ def main() -> None:
         ap.error(f"unknown families {unknown}; known: {', '.join(FAMILIES)}")
     import transformers
 
-    print(f"transformers {transformers.__version__}, torch {torch.__version__}")
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}, dtype {args.dtype}")
     print("| family | greedy tokens vs transformers | detail |\n|---|---|---|")
     for name in args.families or FAMILIES:
-        print(survey(name, args.save), flush=True)
+        print(survey(name, args.save, args.dtype), flush=True)
 
 
 if __name__ == "__main__":
