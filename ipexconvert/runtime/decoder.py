@@ -22,7 +22,7 @@ from ..manifest import DecoderRecord
 if TYPE_CHECKING:
     from .model import LoadedModel
 
-Prompt = Union[str, Sequence[int], torch.Tensor]
+Prompt = Union[str, Sequence[str], Sequence[int], Sequence[Sequence[int]], torch.Tensor]
 
 
 @dataclass
@@ -106,21 +106,33 @@ class Decoder:
     # ---- prompts and tokens -------------------------------------------------------------------------------------------
 
     def encode(self, prompt: Prompt) -> torch.Tensor:
-        """A prompt as int64 ids [batch, n]: text through the stored tokenizer, or ids as given."""
-        if isinstance(prompt, str):
+        """A prompt as int64 ids [batch, n]: text (one string, or a list of them: a batch) through the stored
+        tokenizer, or ids as given ([n], [batch, n], or a list of lists). A batch's rows have one length: the cache
+        has one length for every row (no padding)."""
+        texts = [prompt] if isinstance(prompt, str) else prompt
+        if isinstance(texts, (list, tuple)) and texts and all(isinstance(t, str) for t in texts):
             if self.tokenizer is None:
                 raise UserInputError("this artifact stores no tokenizer, so it takes token ids, not text",
                                      "pass the prompt as a list of token ids (or convert from a folder with tokenizer.json)")
-            ids = torch.tensor([self.tokenizer.encode(prompt).ids], dtype=torch.int64)
-        elif isinstance(prompt, (list, tuple)) and not prompt:
+            prompt = [self.tokenizer.encode(t).ids for t in texts]
+        if isinstance(prompt, (list, tuple)) and not prompt:
             raise UserInputError("the prompt is empty", "give at least one token")
-        else:
+        if isinstance(prompt, (list, tuple)) and all(isinstance(row, (list, tuple)) for row in prompt):
+            lengths = sorted({len(row) for row in prompt})
+            if len(lengths) > 1:
+                raise UserInputError(f"a batch of {len(prompt)} prompts of different lengths ({', '.join(map(str, lengths))} "
+                                     "tokens): the rows of a batch share one cache length",
+                                     "generate them one at a time, or in groups of one length")
+        try:
             ids = torch.as_tensor(prompt)
-            if ids.dtype not in (torch.int64, torch.int32) or ids.dim() not in (1, 2):
-                raise UserInputError(f"prompt ids of dtype {ids.dtype} and shape {tuple(ids.shape)}",
-                                     "pass a list of ints, or an int64 tensor [n] or [batch, n]")
-            ids = ids.to(torch.int64)
-            ids = ids.unsqueeze(0) if ids.dim() == 1 else ids
+        except (TypeError, ValueError, RuntimeError) as e:  # e.g. a list mixing ids and lists
+            raise UserInputError(f"the prompt is not text or token ids ({' '.join(str(e).split())})",
+                                 "pass a string, a list of strings, a list of ints, or an int64 tensor [n] or [batch, n]") from None
+        if ids.dtype not in (torch.int64, torch.int32) or ids.dim() not in (1, 2):
+            raise UserInputError(f"prompt ids of dtype {ids.dtype} and shape {tuple(ids.shape)}",
+                                 "pass a list of ints, or an int64 tensor [n] or [batch, n]")
+        ids = ids.to(torch.int64)
+        ids = ids.unsqueeze(0) if ids.dim() == 1 else ids
         if ids.shape[1] < 1:
             raise UserInputError("the prompt is empty", "give at least one token")
         return ids

@@ -89,6 +89,18 @@ def test_bad_prompts_and_settings_are_clear_errors(llama_artifact):
         model.generate([5, 6], max_new_tokens=0)
     with pytest.raises(UserInputError, match="dtype"):
         model.generate(torch.tensor([1.5, 2.0]))
+    with pytest.raises(UserInputError, match=r"2 prompts of different lengths \(2, 3 tokens\)"):
+        model.generate([[5, 6, 7], [5, 6]])
+    with pytest.raises(UserInputError, match="not text or token ids"):
+        model.generate([5, [6, 7]])
+    with pytest.raises(UserInputError, match="stores no tokenizer"):
+        model.generate(["hello", "there"])
+
+
+def test_a_list_of_id_lists_is_a_batch(llama_artifact):
+    model = ipexconvert.load_artifact(llama_artifact)
+    prompt = _prompt(2, 5, seed=3)
+    assert model.generate(prompt.tolist(), max_new_tokens=4).new_ids == model.generate(prompt, max_new_tokens=4).new_ids
 
 
 def test_an_encoder_cannot_generate(tmp_path):
