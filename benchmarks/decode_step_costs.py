@@ -1,0 +1,136 @@
+"""What a decode step costs beyond reading its weights, measured from outside the profile (whose per-step timers
+charge the cache misses after each weight stream to whichever step runs first).
+
+A decoder artifact is prefilled with a random prompt; then, in one process and in interleaved rounds:
+1. the whole step (generate()'s own call), against the step's weight-only GEMVs alone, called back to back with
+   the inputs one real step gave them (their native calls, no executor), and the GEMVs' bytes over that time;
+2. the GEMVs again with one small operation after each: nothing, a native rms_norm into a buffer made once, the
+   same with a fresh output tensor each call, torch's rms_norm: what a step after a weight stream costs;
+3. the whole step with one native kernel's call made a no-op (numbers wrong, time right), for each kernel named
+   with --skip: what that kernel really adds to a step.
+
+    python benchmarks/decode_step_costs.py model.ipxc [--prompt 512] [--rounds 15] [--skip decode_attention,rope_kv_append]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from ipexconvert.api import load_artifact
+from ipexconvert.backends.cpu import native_lib
+from ipexconvert.backends.cpu.kernels import woq_linear
+from ipexconvert.decoder_bench import read_bandwidth_gbs
+from ipexconvert.runtime.decoder import GrowingCache
+
+
+def median_ms(samples: list[float]) -> float:
+    return 1e3 * statistics.median(samples)
+
+
+def timed(call, repeat: int) -> float:
+    """Median seconds of `repeat` calls."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def capture_gemvs(cache: GrowingCache, step: torch.Tensor) -> list:
+    """(layer, rows, residual) of every weight-only GEMV one decode step makes, in order."""
+    calls, original = [], woq_linear.WoqGemm.__call__
+
+    def record(self, rows, residual=None):
+        calls.append((self, rows.clone(), None if residual is None else residual.clone()))
+        return original(self, rows, residual)
+
+    woq_linear.WoqGemm.__call__ = record
+    try:
+        cache.advance(step)
+    finally:
+        woq_linear.WoqGemm.__call__ = original
+    return calls
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("artifact")
+    ap.add_argument("--prompt", type=int, default=512)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--skip", default="decode_attention,rope_kv_append,silu_mul_halves,rms_norm",
+                    help="native kernels whose call is made a no-op in turn (part 3)")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    model = load_artifact(args.artifact)
+    record = model.decoder.record
+    vocab = model.signature.outputs[[o.name for o in model.signature.outputs].index(record.logits)].spec.shape[-1]
+    ids = torch.randint(0, int(vocab), (1, args.prompt), generator=torch.Generator().manual_seed(0))
+    step = torch.tensor([[1]])
+    cache = GrowingCache(model.decoder)
+    cache.start(ids, args.prompt + 1000, torch.device("cpu"))
+    for _ in range(3):
+        cache.advance(step)
+    gemvs = capture_gemvs(cache, step)
+    if not gemvs:
+        raise SystemExit(f"{args.artifact} makes no weight-only GEMV on this CPU: nothing to compare")
+    raw = native_lib.raw
+    outs = [torch.empty((*rows.shape[:-1], layer.n)) for layer, rows, _ in gemvs]
+    weight_bytes = sum(layer.packed.numel() * layer.packed.element_size() + layer.qparams.numel() * 4
+                       for layer, _, _ in gemvs)
+    isa = gemvs[0][0].isa
+    x, w = torch.randn(1, 1, 896), torch.ones(896)
+    y = torch.empty_like(x)
+    after = {
+        "nothing": lambda: None,
+        "native rms_norm, output made once": lambda: raw.rms_norm(x, None, w, 1e-6, y, None, isa, args.threads),
+        "native rms_norm, fresh output": lambda: raw.rms_norm(x, None, w, 1e-6, torch.empty_like(x), None, isa,
+                                                              args.threads),
+        "torch rms_norm": lambda: torch.nn.functional.rms_norm(x, (896,), w, 1e-6),
+    }
+
+    def sweep(small) -> None:
+        for (layer, rows, residual), out in zip(gemvs, outs):
+            raw.woq_gemm(rows, layer.packed, layer.n, layer.bits, layer.group_size, layer.qparams, layer.has_zero,
+                         layer.bias, out, layer.isa, args.threads, layer.integer_path or 0, residual)
+            small()
+
+    skipped = [name for name in args.skip.split(",") if name and hasattr(raw, name)]
+    real = {name: getattr(raw, name) for name in skipped}
+    results: dict[str, list[float]] = {"whole step": [], **{f"GEMVs + {k}": [] for k in after},
+                                       **{f"whole step without {n}": [] for n in skipped}}
+    for _ in range(args.rounds):
+        results["whole step"].append(timed(lambda: cache.advance(step), 4))
+        for name, small in after.items():
+            results[f"GEMVs + {name}"].append(timed(lambda: sweep(small), 2))
+        for name in skipped:
+            setattr(raw, name, lambda *a, **k: None)
+            try:
+                results[f"whole step without {name}"].append(timed(lambda: cache.advance(step), 4))
+            finally:
+                setattr(raw, name, real[name])
+    bandwidth = read_bandwidth_gbs()
+    whole = results["whole step"]
+    alone = median_ms(results["GEMVs + nothing"])
+    print(f"{args.artifact}: {len(gemvs)} GEMVs, {weight_bytes / 1e6:.0f} MB of packed weights a step, ~{args.prompt} "
+          f"cached positions, {args.threads} threads, {args.rounds} interleaved rounds; read bandwidth {bandwidth:.1f} GB/s")
+    print("| measured | median ms | note |\n|---|---:|---|")
+    print(f"| whole step | {median_ms(whole):.2f} | {weight_bytes / 1e6 / median_ms(whole):.1f} GB/s of weights |")
+    print(f"| GEMVs alone (native calls back to back) | {alone:.2f} | "
+          f"{weight_bytes / 1e6 / alone:.1f} GB/s, {weight_bytes / 1e6 / alone / bandwidth:.2f} of the read bandwidth |")
+    for name in list(after)[1:]:
+        m = median_ms(results[f"GEMVs + {name}"])
+        print(f"| GEMVs + {name} after each | {m:.2f} | +{1e3 * (m - alone) / len(gemvs):.1f} us a call |")
+    for name in skipped:
+        diffs = [a - b for a, b in zip(whole, results[f"whole step without {name}"])]
+        q = sorted(diffs)
+        print(f"| whole step, {name} a no-op | {median_ms(results[f'whole step without {name}']):.2f} | saves "
+              f"{median_ms(diffs):.2f} ms (quartiles {1e3 * q[len(q) // 4]:.2f} / {1e3 * q[3 * len(q) // 4]:.2f}) |")
+
+
+if __name__ == "__main__":
+    main()
