@@ -27,15 +27,9 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     model = load_artifact(args.artifact)
     record = model.decoder.record
-    vocab = model.signature.outputs[[o.name for o in model.signature.outputs].index(record.logits)].spec.shape[-1]
-    ids = torch.randint(0, int(vocab), (1, args.prompt), generator=torch.Generator().manual_seed(0))
-    step = torch.tensor([[1]])
     if args.prefill:
-        return profile_prefill(model, record, ids, args)
-    cache = GrowingCache(model.decoder)  # generate()'s own steps: the cache grows in place
-    cache.start(ids, args.prompt + 3 + 2 * args.steps, torch.device("cpu"))
-    for _ in range(3):
-        cache.advance(step)
+        return profile_prefill(model, record, random_prompt(model, args.prompt), args)
+    cache, step = after_prompt(model, args.prompt)
     times = []
     for _ in range(args.steps):
         start = time.perf_counter()
@@ -53,6 +47,23 @@ def main() -> None:
     print("| kernel | ms per step |\n|---|---:|")
     for kind, seconds in sorted(totals.items(), key=lambda kv: -kv[1]):
         print(f"| {kind} | {1e3 * seconds:.3f} |")
+
+
+def random_prompt(model, length: int) -> torch.Tensor:
+    """Token ids [1, length] drawn from the decoder's vocabulary (seed 0)."""
+    record = model.decoder.record
+    vocab = model.signature.outputs[[o.name for o in model.signature.outputs].index(record.logits)].spec.shape[-1]
+    return torch.randint(0, int(vocab), (1, length), generator=torch.Generator().manual_seed(0))
+
+
+def after_prompt(model, length: int) -> tuple[GrowingCache, torch.Tensor]:
+    """generate()'s own steps (the cache grows in place) after a random prompt of `length` tokens and 3 one-token
+    steps, and the one-token ids to step with."""
+    cache, step = GrowingCache(model.decoder), torch.tensor([[1]])
+    cache.start(random_prompt(model, length), length + 1000, torch.device("cpu"))
+    for _ in range(3):
+        cache.advance(step)
+    return cache, step
 
 
 def profile_prefill(model, record, ids, args, calls: int = 3) -> None:

@@ -25,6 +25,8 @@ from ipexconvert.backends.cpu.kernels import woq_linear
 from ipexconvert.decoder_bench import read_bandwidth_gbs
 from ipexconvert.runtime.decoder import GrowingCache
 
+from decode_profile import after_prompt  # benchmarks/ is on the path when run as a script
+
 
 def median_ms(samples: list[float]) -> float:
     return 1e3 * statistics.median(samples)
@@ -67,14 +69,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     model = load_artifact(args.artifact)
-    record = model.decoder.record
-    vocab = model.signature.outputs[[o.name for o in model.signature.outputs].index(record.logits)].spec.shape[-1]
-    ids = torch.randint(0, int(vocab), (1, args.prompt), generator=torch.Generator().manual_seed(0))
-    step = torch.tensor([[1]])
-    cache = GrowingCache(model.decoder)
-    cache.start(ids, args.prompt + 1000, torch.device("cpu"))
-    for _ in range(3):
-        cache.advance(step)
+    cache, step = after_prompt(model, args.prompt)
     gemvs = capture_gemvs(cache, step)
     if not gemvs:
         raise SystemExit(f"{args.artifact} makes no weight-only GEMV on this CPU: nothing to compare")
