@@ -14,12 +14,13 @@ from . import __version__
 from .accuracy import as_signature_dtypes, describe_failure, flatten_outputs, measure
 from .artifact import write_artifact
 from .backends import get_backend
-from .errors import AccuracyError, ArtifactError, UserInputError
+from .errors import AccuracyError, ArtifactError, ConversionBugError, UserInputError
 from .config import ConversionConfig
 from .decoder_settings import TOKENIZER_FILE, settle_decoder
 from .frontend.base import ImportedModel, ImportRequest, import_model, importer_for
 from .ir import Program
 from .ir.dynamic_dims import DynamicDims
+from .ir.validate import INCONSISTENT, NodeError, check_nodes
 from .manifest import AccuracyRecord, IOSpec, Manifest, WeightOnlyRecord
 from .output_path import check_writable, scratch_folder, write_errors
 from .passes import PassOptions, pipeline_for, run_pipeline
@@ -169,6 +170,7 @@ def optimize(
             records = run_pipeline(program, names, options, on_pass=lambda n: say(f"pass {n}"))
     if cfg.decoder.kv_cache == "bf16":
         _check_cache_dtype(program, source, "bfloat16")
+    _check_converted(program, source)
     manifest = _manifest(program, source, cfg.dtype, records, target)
     manifest.weight_only_guard = woq_guard
     if cfg.weight_only_selected:
@@ -251,6 +253,20 @@ def _manifest(program: Program, source: ImportedModel, dtype: str, records, targ
         fallback_ops=sorted({n.attrs["target"] for n in graph.nodes if n.op == "aten"}),
         decoder=source.decoder,  # settled by decoder_settings.settle_decoder: token ids and tokenizer
     )
+
+
+def _check_converted(program: Program, source: ImportedModel) -> None:
+    """Every node fits its op, as the loader will check: a graph that does not is this conversion's fault, not a
+    file to re-create, and is said so before anything is written."""
+    try:
+        check_nodes(program.graph)
+    except NodeError as e:
+        if not e.problem.startswith(INCONSISTENT):
+            raise  # a loader limit (a tensor over the size budget): its own fix applies
+        raise ConversionBugError(
+            f"converting {source.record.location} made a graph that its loader refuses: {e.problem[len(INCONSISTENT):]}",
+            "this is a bug in ipexconvert, or a construct of this model it maps wrongly: rerun with IPEXCONVERT_DEBUG=1 "
+            "and report it with the model's config") from None
 
 
 def _check_cache_dtype(program, source: ImportedModel, dtype: str) -> None:

@@ -28,6 +28,13 @@ class ArtifactError(IpexConvertError):
     """A missing, truncated, corrupt or incompatible artifact."""
 
 
+class ConversionBugError(IpexConvertError):
+    """The conversion made a graph its own loader refuses: a bug in ipexconvert, or a construct of the model it
+    maps wrongly. Exit 3, as any internal error."""
+
+    exit_code = 3
+
+
 class AccuracyError(IpexConvertError):
     """The converted model is further from eager PyTorch than the budget allows."""
 

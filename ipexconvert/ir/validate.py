@@ -95,8 +95,11 @@ def check_node(graph: Graph, node: Node, point: dict[str, int], smallest: dict[s
         _check_budget(where, name, spec, smallest, budget)
 
 
+INCONSISTENT = "the graph is inconsistent: "  # how a node that does not fit its op is reported
+
+
 def _fail(where: str, problem: str) -> NodeError:
-    return NodeError(f"the graph is inconsistent: {where} {problem}", _RECREATE)
+    return NodeError(f"{INCONSISTENT}{where} {problem}", _RECREATE)
 
 
 def _check_arity(where: str, op: type[OpDef], arity: Arity, node: Node, attrs: Any) -> int:

@@ -162,6 +162,24 @@ def test_multi_query_attention_model_converts_and_matches_eager(tmp_path):
     torch.testing.assert_close(ipexconvert.load_artifact(tmp_path / "m.ipxc")(q=q, kv=kv), MultiQuery()(q, kv))
 
 
+def test_a_graph_the_loader_would_refuse_is_a_conversion_bug_and_nothing_is_written(tmp_path, monkeypatch):
+    """Were the mapper to record one k/v head beside four query heads as plain sdpa, the conversion says it made
+    a graph its loader refuses (exit 3: ours to fix, not a file to re-create) before writing anything."""
+    from ipexconvert.errors import ConversionBugError
+    from ipexconvert.frontend.torch.aten_map import sdpa
+
+    class MultiQuery(torch.nn.Module):
+        def forward(self, q, kv):
+            return F.scaled_dot_product_attention(q, kv, kv)
+
+    monkeypatch.setattr(sdpa, "_one_shared_kv_head", lambda args: False)
+    with pytest.raises(ConversionBugError, match=r"made a graph that its loader refuses: node \S+ \(sdpa\)") as caught:
+        ipexconvert.optimize(MultiQuery().eval(), {"q": torch.randn(1, 4, 3, 8), "kv": torch.randn(1, 1, 3, 8)},
+                             output=tmp_path / "m.ipxc")
+    assert caught.value.exit_code == 3 and "report it" in caught.value.fix
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_only_2d_convolutions_become_conv2d():
     """conv1d's one-element stride list would look 2-D after pairing; the weight's rank decides."""
     def args(weight_shape):
