@@ -5,11 +5,11 @@ A decoder artifact is prefilled with a random prompt; then, in one process and i
 1. the whole step (generate()'s own call), against the step's weight-only GEMVs alone, called back to back with
    the inputs one real step gave them (their native calls, no executor), and the GEMVs' bytes over that time;
 2. the GEMVs again with one small operation after each: nothing, a native rms_norm into a buffer made once, the
-   same with a fresh output tensor each call, torch's rms_norm: what a step after a weight stream costs;
-3. the whole step with one native kernel's call made a no-op (numbers wrong, time right), for each kernel named
-   with --skip: what that kernel really adds to a step.
+   same with a fresh output tensor each call, torch's rms_norm: what a step after a weight stream costs.
+(Making a kernel's call a no-op inside the whole step is no measure of it: its outputs stay unwritten, and what
+reads them then computes on whatever the memory held: on an AMX CPU that doubled an int8-a8 step.)
 
-    python benchmarks/decode_step_costs.py model.ipxc [--prompt 512] [--rounds 15] [--skip decode_attention,rope_kv_append]
+    python benchmarks/decode_step_costs.py model.ipxc [--prompt 512] [--rounds 15]
 """
 from __future__ import annotations
 
@@ -64,8 +64,6 @@ def main() -> None:
     ap.add_argument("--prompt", type=int, default=512)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--skip", default="decode_attention,rope_kv_append,silu_mul_halves,rms_norm",
-                    help="native kernels whose call is made a no-op in turn (part 3)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     model = load_artifact(args.artifact)
@@ -94,20 +92,11 @@ def main() -> None:
                          layer.bias, out, layer.isa, args.threads, layer.integer_path or 0, residual)
             small()
 
-    skipped = [name for name in args.skip.split(",") if name and hasattr(raw, name)]
-    real = {name: getattr(raw, name) for name in skipped}
-    results: dict[str, list[float]] = {"whole step": [], **{f"GEMVs + {k}": [] for k in after},
-                                       **{f"whole step without {n}": [] for n in skipped}}
+    results: dict[str, list[float]] = {"whole step": [], **{f"GEMVs + {k}": [] for k in after}}
     for _ in range(args.rounds):
         results["whole step"].append(timed(lambda: cache.advance(step), 4))
         for name, small in after.items():
             results[f"GEMVs + {name}"].append(timed(lambda: sweep(small), 2))
-        for name in skipped:
-            setattr(raw, name, lambda *a, **k: None)
-            try:
-                results[f"whole step without {name}"].append(timed(lambda: cache.advance(step), 4))
-            finally:
-                setattr(raw, name, real[name])
     bandwidth = read_bandwidth_gbs()
     whole = results["whole step"]
     alone = median_ms(results["GEMVs + nothing"])
@@ -120,11 +109,6 @@ def main() -> None:
     for name in list(after)[1:]:
         m = median_ms(results[f"GEMVs + {name}"])
         print(f"| GEMVs + {name} after each | {m:.2f} | +{1e3 * (m - alone) / len(gemvs):.1f} us a call |")
-    for name in skipped:
-        diffs = [a - b for a, b in zip(whole, results[f"whole step without {name}"])]
-        q = sorted(diffs)
-        print(f"| whole step, {name} a no-op | {median_ms(results[f'whole step without {name}']):.2f} | saves "
-              f"{median_ms(diffs):.2f} ms (quartiles {1e3 * q[len(q) // 4]:.2f} / {1e3 * q[3 * len(q) // 4]:.2f}) |")
 
 
 if __name__ == "__main__":
