@@ -60,6 +60,7 @@ class DecoderWithCache(nn.Module):
 
     def __init__(self, lm: nn.Module):
         super().__init__()
+        _refuse_dynamic_rope(lm.config)
         self.lm = lm
         # transformers >= 5.2x names the cache argument `cache` (and warns about `past_key_values`); older ones do not know it.
         self.cache_arg = "cache" if "cache" in inspect.signature(lm.forward).parameters else "past_key_values"
@@ -85,6 +86,31 @@ class DecoderWithCache(nn.Module):
         for layer in cache.layers[:self.shape.layers]:
             present += [layer.keys, layer.values]
         return (out.logits, *present)
+
+
+def _rope_types(config: Any) -> set[str]:
+    """The RoPE types a config names (`rope_scaling` / `rope_parameters`, which may hold one per layer type)."""
+    found, stack = set(), [getattr(config, "rope_scaling", None), getattr(config, "rope_parameters", None)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            kind = item.get("rope_type", item.get("type"))
+            if isinstance(kind, str):
+                found.add(kind)
+            stack.extend(v for v in item.values() if isinstance(v, dict))
+    return found
+
+
+def _refuse_dynamic_rope(config: Any) -> None:
+    """`dynamic` (NTK) RoPE recomputes its frequencies once the sequence outgrows the trained length: a branch on a
+    run-time length that one traced graph cannot hold (torch.export stops at it with a message about guards)."""
+    if "dynamic" in _rope_types(config):
+        from ..errors import UserInputError
+
+        raise UserInputError(
+            f"{type(config).__name__} uses `dynamic` (NTK) RoPE scaling, whose frequencies change with the sequence "
+            "length at run time: not convertible yet", "convert a checkpoint with static RoPE scaling (none, linear, "
+            "llama3, yarn); docs/decoders.md lists the families that convert")
 
 
 def _probed(shape: DecoderShape, lm: nn.Module, cache_arg: str) -> DecoderShape:

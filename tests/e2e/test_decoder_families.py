@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import ipexconvert
+from ipexconvert.errors import UserInputError
 
 transformers = pytest.importorskip("transformers")
 pytestmark = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
@@ -64,3 +65,16 @@ def test_family_generates_hugging_face_greedy_tokens(family, tmp_path):
                            do_sample=False, pad_token_id=0)[0, 9:].tolist()
     assert got == want
     assert len(set(got)) > 2  # the check means something: the tokens vary
+
+
+def test_dynamic_rope_scaling_is_a_clear_error(tmp_path):
+    """dynamic (NTK) RoPE changes its frequencies with the run-time length: refused by name (exit 2), not with
+    torch.export's message about data-dependent guards."""
+    config = transformers.AutoConfig.for_model("llama", vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
+                                               num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2,
+                                               max_position_embeddings=128,
+                                               rope_scaling={"rope_type": "dynamic", "factor": 2.0})
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path / "dynamic", safe_serialization=True)
+    with pytest.raises(UserInputError, match="dynamic.*NTK.*RoPE scaling") as caught:
+        ipexconvert.optimize(tmp_path / "dynamic", output=tmp_path / "d.ipxc")
+    assert caught.value.exit_code == 2 and not (tmp_path / "d.ipxc").exists()
