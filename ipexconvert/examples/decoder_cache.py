@@ -18,6 +18,7 @@ import torch
 from torch import nn
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import UserInputError
 from ..ir.dynamic_dims import DynamicDim
 
 PAST = "past"  # the dynamic dim of the cache length
@@ -105,8 +106,6 @@ def _refuse_dynamic_rope(config: Any) -> None:
     """`dynamic` (NTK) RoPE recomputes its frequencies once the sequence outgrows the trained length: a branch on a
     run-time length that one traced graph cannot hold (torch.export stops at it with a message about guards)."""
     if "dynamic" in _rope_types(config):
-        from ..errors import UserInputError
-
         raise UserInputError(
             f"{type(config).__name__} uses `dynamic` (NTK) RoPE scaling, whose frequencies change with the sequence "
             "length at run time: not convertible yet", "convert a checkpoint with static RoPE scaling (none, linear, "
