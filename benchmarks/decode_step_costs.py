@@ -2,8 +2,9 @@
 charge the cache misses after each weight stream to whichever step runs first).
 
 A decoder artifact is prefilled with a random prompt; then, in one process and in interleaved rounds:
-1. the whole step (generate()'s own call), against the step's weight-only GEMVs alone, called back to back with
-   the inputs one real step gave them (their native calls, no executor), and the GEMVs' bytes over that time;
+1. the whole step, run through the executor and from the bound plan generate() uses (runtime/bound_plan.py),
+   against the step's weight-only GEMVs alone, called back to back with the inputs one real step gave them (their
+   native calls, no executor), and the GEMVs' bytes over that time;
 2. the GEMVs again with one small operation after each: nothing, a native rms_norm into a buffer made once, the
    same with a fresh output tensor each call, torch's rms_norm: what a step after a weight stream costs.
 (Making a kernel's call a no-op inside the whole step is no measure of it: its outputs stay unwritten, and what
@@ -51,11 +52,19 @@ def capture_gemvs(cache: GrowingCache, step: torch.Tensor) -> list:
         return original(self, rows, residual)
 
     woq_linear.WoqGemm.__call__ = record
+    cache.bind_steps = False  # (a bound plan's GEMVs are bound native calls: WoqGemm is not called)
     try:
         cache.advance(step)
     finally:
         woq_linear.WoqGemm.__call__ = original
     return calls
+
+
+def step_with(cache: GrowingCache, step: torch.Tensor, bound: bool):
+    def call():
+        cache.bind_steps = bound
+        cache.advance(step)
+    return call
 
 
 def main() -> None:
@@ -92,9 +101,11 @@ def main() -> None:
                          layer.bias, out, layer.isa, args.threads, layer.integer_path or 0, residual)
             small()
 
-    results: dict[str, list[float]] = {"whole step": [], **{f"GEMVs + {k}": [] for k in after}}
+    results: dict[str, list[float]] = {"whole step": [], "whole step, bound plan": [],
+                                       **{f"GEMVs + {k}": [] for k in after}}
     for _ in range(args.rounds):
-        results["whole step"].append(timed(lambda: cache.advance(step), 4))
+        results["whole step"].append(timed(step_with(cache, step, bound=False), 4))
+        results["whole step, bound plan"].append(timed(step_with(cache, step, bound=True), 4))
         for name, small in after.items():
             results[f"GEMVs + {name}"].append(timed(lambda: sweep(small), 2))
     bandwidth = read_bandwidth_gbs()
@@ -103,7 +114,12 @@ def main() -> None:
     print(f"{args.artifact}: {len(gemvs)} GEMVs, {weight_bytes / 1e6:.0f} MB of packed weights a step, ~{args.prompt} "
           f"cached positions, {args.threads} threads, {args.rounds} interleaved rounds; read bandwidth {bandwidth:.1f} GB/s")
     print("| measured | median ms | note |\n|---|---:|---|")
-    print(f"| whole step | {median_ms(whole):.2f} | {weight_bytes / 1e6 / median_ms(whole):.1f} GB/s of weights |")
+    print(f"| whole step (executor) | {median_ms(whole):.2f} | {weight_bytes / 1e6 / median_ms(whole):.1f} GB/s of weights |")
+    bound = median_ms(results["whole step, bound plan"])
+    ratio = statistics.median(b / w for b, w in zip(results["whole step, bound plan"], whole))
+    print(f"| whole step (bound plan) | {bound:.2f} | {weight_bytes / 1e6 / bound:.1f} GB/s of weights, "
+          f"{weight_bytes / 1e6 / bound / bandwidth:.2f} of the read bandwidth; {ratio:.3f} x the executor's "
+          f"(median of the rounds' ratios) |")
     print(f"| GEMVs alone (native calls back to back) | {alone:.2f} | "
           f"{weight_bytes / 1e6 / alone:.1f} GB/s, {weight_bytes / 1e6 / alone / bandwidth:.2f} of the read bandwidth |")
     for name in list(after)[1:]:

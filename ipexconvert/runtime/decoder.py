@@ -221,6 +221,7 @@ class GrowingCache:
     def __init__(self, decoder: Decoder):
         self.decoder, self.model, self.record = decoder, decoder.model, decoder.record
         self.past: dict[str, torch.Tensor] = {}
+        self.bind_steps = True  # (False: every step through the executor, for comparisons)
 
     def start(self, ids: torch.Tensor, total: int, device: torch.device) -> torch.Tensor:
         self.past = self.decoder._empty_cache(ids.shape[0])
@@ -229,7 +230,9 @@ class GrowingCache:
     def advance(self, ids: torch.Tensor) -> torch.Tensor:
         # The float inputs are the caches this loop made (empty at first): the NaN/Inf scan has nothing to find
         # there that the model did not put there itself, and scanning them cost 1.5 ms a bf16 token.
-        outputs = self.model.run_dict({self.record.input_ids: ids, **self.past}, scan_nan=False)
+        # One-token steps differ only in the cache length: on the CPU they run from a plan bound once.
+        varying = frozenset({self.record.cache_dim}) if ids.shape[1] == 1 and self.bind_steps else frozenset()
+        outputs = self.model.run_dict({self.record.input_ids: ids, **self.past}, scan_nan=False, varying=varying)
         self.past = {p: outputs[o] for p, o in self.record.cache}
         return outputs[self.record.logits]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 
@@ -23,11 +23,13 @@ from ..backends.base import Backend
 from ..errors import ArtifactError
 from ..ir import Program
 from ..ir.opdef import get_op
+from .bound_plan import BoundPlan
 from .kernels import Kernel, NodeContext, resolve_kernel
 from .view_chain import ViewChain, dims_named, find_chains
 
 _DIMS_CACHE_SIZE = 4  # sets of dims whose dims-only values are kept
 _DIMS_CACHE_BYTES = 64 << 20  # and their memory (a causal mask is seq^2: 32 MiB in bf16 at 4096)
+_BOUND_PLANS = 2  # bound plans kept (per set of fixed dims: a decoder's batch sizes)
 
 
 @dataclass
@@ -41,6 +43,11 @@ class Step:
     free_after: list[int]
     in_place: bool = False  # the kernel's in-place variant runs (Kernel.in_place)
     dims_only: bool = False  # reads only constants and dims-only values: runs once per set of dims
+    bind: Optional[Callable] = None  # Kernel.bind (runtime/bound_plan.py)
+    bind_varying: Optional[Callable] = None  # Kernel.bind_varying
+    uses_dims: tuple[str, ...] = ()  # the dynamic dims its attrs name
+    output_dims: tuple[tuple[str, ...], ...] = ()  # per output, the dynamic dims its shape names
+    view_chain: bool = False
 
 
 class Executor:
@@ -66,6 +73,7 @@ class Executor:
         for name in graph.inputs:
             slot_of(name)
         self.input_slots = [slot[n] for n in graph.inputs]
+        self.input_dims = [dims_named([graph.values[n].shape], graph.dims) for n in graph.inputs]
         constant_slots: dict[int, torch.Tensor] = {}
         constant_tensors: dict[str, torch.Tensor] = {}
         for name in graph.constants:
@@ -138,9 +146,14 @@ class Executor:
             outputs = [slot_of(v) for v in node.outputs]
             dead = {v for v in node.inputs if v is not None and last_use.get(v) == i and v not in keep}
             dead |= {v for v in node.outputs if v not in last_use and v not in keep}  # unused outputs
+            attrs = [graph.nodes[j].attrs for j in chains[i]] if i in chains else [node.attrs]
             self.steps.append(Step(node.name, node.op, fn, kernel.name, inputs, outputs,
                                    sorted(slot[v] for v in dead if v in slot), in_place,
-                                   all(v in dims_only for v in node.outputs)))
+                                   all(v in dims_only for v in node.outputs), kernel.bind,
+                                   None if in_place else kernel.bind_varying,
+                                   dims_named(attrs, graph.dims),
+                                   tuple(dims_named([graph.values[v].shape], graph.dims) for v in node.outputs),
+                                   i in chains))
         # Constants that every reader took over (e.g. prepacked) need not stay in memory.
         still_read = {s for step in self.steps for s in step.inputs if s is not None} | set(slot[o] for o in graph.outputs if o in slot)
         constant_slots = {s: t for s, t in constant_slots.items() if s in still_read}
@@ -154,6 +167,27 @@ class Executor:
         self._kept_slots = sorted({s for step in self.prelude for s in step.outputs} & read_by_main)
         self._dims_cache: dict[tuple, tuple[list[torch.Tensor], int]] = {}  # dims -> (values, bytes)
         self._dims_lock = threading.Lock()  # a model may be called from several threads
+        self._bound: dict[tuple, BoundPlan] = {}  # (varying dims, the other dims, threads) -> plan
+
+    def run_bound(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], varying: frozenset[str]) -> list[torch.Tensor]:
+        """A run from a plan bound to buffers made once (runtime/bound_plan.py), for calls whose dims differ
+        only in `varying` (a decoder's decode steps: the cache length); the first call with a set of the other
+        dims binds it. Same results as run(); a plan busy in another thread leaves this call to run()."""
+        key = (varying, tuple(sorted((k, v) for k, v in dims.items() if k not in varying)), torch.get_num_threads())
+        plan = self._bound.get(key)
+        if plan is None:
+            with self._dims_lock:
+                while len(self._bound) >= _BOUND_PLANS:
+                    self._bound.pop(next(iter(self._bound)))
+            plan = BoundPlan(self, inputs, dims, varying)
+            self._bound[key] = plan
+            return plan.first_outputs
+        if not plan.lock.acquire(blocking=False):
+            return self.run(inputs, dims)
+        try:
+            return plan.run(inputs, dims)
+        finally:
+            plan.lock.release()
 
     def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], persistent: frozenset[int] = frozenset(),
             capture: bool = True, check_guards: bool = True) -> list[torch.Tensor]:

@@ -51,6 +51,14 @@ class Kernel:
     # Inputs the kernel writes into by design, returning them as its outputs (a static KV cache's buffers, which
     # the caller owns and passes on every call: ir/ops/kv_write.py). Every other input is left as it was.
     writes_inputs: frozenset[int] = field(default_factory=frozenset)
+    # bind(inputs, dims) -> (call, outputs) or None: outputs made once and a call of no arguments that recomputes
+    # them from these very input tensors (whose contents change between calls, never their shapes), doing exactly
+    # what fn would (runtime/bound_plan.py: a decoder's decode steps). None where this input layout needs fn's checks.
+    bind: Optional[Callable[[list, dict[str, int]], Optional[tuple[Callable[[], Any], list]]]] = None
+    # bind_varying(inputs, dims, varying) -> fn or None: for a step reading values whose shapes change between
+    # calls (`varying`: their input indices; a decoder's cache), a function like fn that takes the current inputs
+    # (the others: these very tensors) and returns its fixed-shape results in the same tensors on every call.
+    bind_varying: Optional[Callable[[list, dict[str, int], frozenset[int]], Optional[KernelFn]]] = None
 
 
 KernelFactory = Callable[[NodeContext], Optional[Kernel]]

@@ -246,11 +246,17 @@ class LoadedModel:
         outputs = self.run_list(self.signature.bind(args, kwargs))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def run_list(self, tensors: Sequence[torch.Tensor], scan_nan: bool = True) -> list[torch.Tensor]:
+    def run_list(self, tensors: Sequence[torch.Tensor], scan_nan: bool = True,
+                 varying: frozenset[str] = frozenset()) -> list[torch.Tensor]:
         """scan_nan=False: the caller vouches that the float inputs hold no NaN/Inf it did not get from this model
-        (a decoder's own caches), so the per-call scan is skipped."""
+        (a decoder's own caches), so the per-call scan is skipped.
+        varying: the caller makes many calls whose dims differ only in these (a decoder's cache length): on the
+        CPU they run from a plan bound to buffers made once (runtime/bound_plan.py), with the same results."""
         dims = self.signature.check(tensors)
-        return (self._runner_for(tensors) if scan_nan else self.runner).run(tensors, dims)
+        runner = self._runner_for(tensors) if scan_nan else self.runner
+        if varying and isinstance(runner, Executor):
+            return runner.run_bound(tensors, dims, varying)
+        return runner.run(tensors, dims)
 
     def _runner_for(self, tensors: Sequence[torch.Tensor]):
         """The plan for these inputs. Some fast CPU kernels (oneDNN's max pooling and fused relu) turn NaN
@@ -278,8 +284,9 @@ class LoadedModel:
                                 "load the artifact again")
         return program
 
-    def run_dict(self, inputs: dict[str, Any], scan_nan: bool = True) -> dict[str, torch.Tensor]:
-        outputs = self.run_list(self.signature.bind((), inputs), scan_nan)
+    def run_dict(self, inputs: dict[str, Any], scan_nan: bool = True,
+                 varying: frozenset[str] = frozenset()) -> dict[str, torch.Tensor]:
+        outputs = self.run_list(self.signature.bind((), inputs), scan_nan, varying)
         return dict(zip(self.signature.output_names, outputs))
 
     def profile(self, inputs: dict[str, Any], outputs: dict[str, torch.Tensor] | None = None) -> dict[str, float]:

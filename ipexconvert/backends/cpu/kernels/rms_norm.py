@@ -1,6 +1,8 @@
 """Native rms_norm (last-dim, fp32 statistics) for float32/bfloat16."""
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from ....ir.opdef import get_op
@@ -32,4 +34,12 @@ def native_rms_norm(ctx: NodeContext):
         lib.rms_norm(x, None, w, eps, out, None, isa, torch.get_num_threads())
         return out
 
-    return Kernel(run, _native.kernel_name("rms_norm", "rms_norm", isa), frozenset(weight.consumed))
+    def bind(inputs, dims):
+        x = inputs[0]
+        if not x.is_contiguous():
+            return None
+        out = torch.empty_like(x)
+        return functools.partial(lib.rms_norm, x, None, weight.get(inputs), eps, out, None, isa,
+                                 torch.get_num_threads()), [out]
+
+    return Kernel(run, _native.kernel_name("rms_norm", "rms_norm", isa), frozenset(weight.consumed), bind=bind)

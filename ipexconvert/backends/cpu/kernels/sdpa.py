@@ -153,4 +153,26 @@ def native_decode_sdpa(ctx: NodeContext):
             out = out.to(inputs[0].dtype)
         return out
 
-    return Kernel(run, _native.kernel_name("sdpa", "decode_attention", ctx.isa), fresh_output=True)
+    def bind_varying(inputs: list, dims: dict[str, int], varying: frozenset[int]):
+        """A decode step's attention over a growing cache: k, v and the mask change between calls, q is read
+        from this tensor, the output written into one made here."""
+        q, k, v, mask = inputs[:4]
+        batch, heads, q_len, head_dim = q.shape
+        if 0 in varying or q_len > _DECODE_ROWS or k.shape[1] == 0 or heads % k.shape[1] \
+                or (mask is not None and mask.dim() != 4):
+            return None
+        scale = a.scale if a.scale is not None else 1.0 / math.sqrt(head_dim)
+        out = torch.empty(batch, q_len, heads, head_dim, dtype=q.dtype).permute(0, 2, 1, 3)
+        threads = torch.get_num_threads()
+
+        def bound(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+            k, v, mask = inputs[1:4]
+            if k.shape[2] == 0:
+                return out.copy_(run(inputs, dims))
+            lib.decode_attention(q, k, v, out, mask, scale, isa, threads)
+            return out
+
+        return bound
+
+    return Kernel(run, _native.kernel_name("sdpa", "decode_attention", ctx.isa), fresh_output=True,
+                  bind_varying=bind_varying)

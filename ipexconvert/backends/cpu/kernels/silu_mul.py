@@ -2,6 +2,8 @@
 column halves of a merged gate/up GEMM output), in one pass."""
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from ....ir.opdef import get_op
@@ -46,4 +48,15 @@ def native_silu_mul(ctx: NodeContext):
         lib.silu_mul(a, b, out, isa, torch.get_num_threads())
         return out
 
-    return Kernel(run, _native.kernel_name("silu_mul", "silu_mul", isa), fresh_output=True)
+    def bind(inputs, dims):
+        threads = torch.get_num_threads()
+        if one_input and inputs[0].is_contiguous():
+            x = inputs[0]
+            out = torch.empty((*x.shape[:-1], x.shape[-1] // 2), dtype=x.dtype)
+            return functools.partial(lib.silu_mul_halves, x, out, isa, threads), [out]
+        if not one_input and all(t.is_contiguous() for t in inputs) and inputs[0].shape == inputs[1].shape:
+            out = torch.empty(inputs[0].shape, dtype=inputs[0].dtype)
+            return functools.partial(lib.silu_mul, inputs[0], inputs[1], out, isa, threads), [out]
+        return None
+
+    return Kernel(run, _native.kernel_name("silu_mul", "silu_mul", isa), fresh_output=True, bind=bind)

@@ -13,6 +13,8 @@ outputs, as the op's meaning does.
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import Optional
 
@@ -113,19 +115,35 @@ class WoqGemm:
     integer_decode: bool = False  # woq_gemm's path 3 has a build at this level (AVX2 and up)
     integer_path: Optional[int] = None  # 4 or 5: the codes are packed for that path, which runs every call
 
+    def native_path(self, rows: torch.Tensor) -> Optional[int]:
+        """woq_gemm's path for these rows; None when torch rounds them to int8 first (the float paths)."""
+        if self.int8_activations and self.integer_path is None:
+            if self.integer_decode and rows.numel() <= _INT8_DECODE_ROWS * self.k:
+                return 3  # the integer decode path rounds each row itself
+            return None
+        return self.integer_path or 0
+
     def __call__(self, rows: torch.Tensor, residual: Optional[torch.Tensor] = None) -> torch.Tensor:
         """rows: float32 [..., k] (contiguous, or 2-D with strided rows) -> float32 [..., n] (+ residual, float32
         of that shape, contiguous)."""
         out = torch.empty((*rows.shape[:-1], self.n), dtype=torch.float32)
-        path = self.integer_path or 0
-        if self.int8_activations and self.integer_path is None:
-            if self.integer_decode and rows.numel() <= _INT8_DECODE_ROWS * self.k:
-                path = 3  # the integer decode path rounds each row itself
-            else:
-                rows = round_rows_to_int8(rows.reshape(-1, self.k)).view(rows.shape)  # the float paths on the rounded rows
+        path = self.native_path(rows)
+        if path is None:
+            rows, path = round_rows_to_int8(rows.reshape(-1, self.k)).view(rows.shape), 0  # float paths, rounded rows
         native_lib.raw.woq_gemm(rows, self.packed, self.n, self.bits, self.group_size, self.qparams, self.has_zero,
                                 self.bias, out, self.isa, torch.get_num_threads(), path, residual)
         return out
+
+    def bind(self, rows: torch.Tensor, residual: Optional[torch.Tensor] = None):
+        """(the native call with every argument made once, its output) as Kernel.bind wants; None when the rows
+        would be rounded by torch first."""
+        path = self.native_path(rows)
+        if path is None:
+            return None
+        out = torch.empty((*rows.shape[:-1], self.n), dtype=torch.float32)
+        return functools.partial(native_lib.raw.woq_gemm, rows, self.packed, self.n, self.bits, self.group_size,
+                                 self.qparams, self.has_zero, self.bias, out, self.isa, torch.get_num_threads(), path,
+                                 residual), out
 
 
 @register_kernel("cpu", "woq_linear", runs_at=_runs_at.native_kernel("woq_gemm"))
@@ -170,6 +188,13 @@ def native_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
         y = _post_ops_in_place(gemm(rows, add), later_post_ops, inputs)
         return y if x.dtype == torch.float32 else y.to(x.dtype)
 
+    def bind(inputs: list, dims: dict[str, int]):
+        x, add = inputs[0], None if residual is None else inputs[residual]
+        if later_post_ops or not all(t is None or (t.dtype == torch.float32 and t.is_contiguous()) for t in (x, add)):
+            return None
+        bound = gemm.bind(x, add)
+        return None if bound is None else (bound[0], [bound[1]])
+
     held = {1, 2} | {i for i in (3, 4) if ctx.input_specs[i] is not None}
     kernel = _INTEGER_PATHS[integer_path][0] if integer_path else "woq_gemm"
-    return Kernel(run, kernel_name("woq_linear", kernel, ctx.isa), frozenset(held), fresh_output=True)
+    return Kernel(run, kernel_name("woq_linear", kernel, ctx.isa), frozenset(held), fresh_output=True, bind=bind)

@@ -1,0 +1,128 @@
+"""Bound plans (runtime/bound_plan.py): a decoder's decode steps run from buffers made once give the executor's
+logits bit for bit (fp32 and weight-only int8/int4, across the growing cache's reallocation), bound kernels are
+really used, every fixed-shape value is refreshed on every call (different inputs, in-place convolutions, views),
+outputs handed back are not overwritten by the next call, and a plan busy in another thread is not shared."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import ipexconvert
+import tiny_decoder
+from ipexconvert.backends.cpu import native_lib
+from ipexconvert.backends.cpu.kernels import kv_append
+from ipexconvert.frontend.torch.export import program_from_module
+from ipexconvert.passes import PassOptions, run_pipeline
+from ipexconvert.passes.pipeline import PIPELINES
+from ipexconvert.runtime.decoder import GrowingCache
+from ipexconvert.runtime.executor import Executor
+from tiny_decoder import TinyDecoder
+
+LLAMA_EXPORTS = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
+                                   reason="torch.export of transformers' Llama needs torch >= 2.13 (see docs/architecture.md)")
+
+
+def _steps_both_ways(model, prompt: torch.Tensor, steps: int) -> None:
+    """Greedy steps through the executor and through bound plans side by side: equal logits every step."""
+    executor_steps, bound_steps = GrowingCache(model.decoder), GrowingCache(model.decoder)
+    executor_steps.bind_steps = False
+    logits = executor_steps.start(prompt, prompt.shape[1] + steps, torch.device("cpu"))
+    bound_logits = bound_steps.start(prompt, prompt.shape[1] + steps, torch.device("cpu"))
+    for step in range(steps):
+        assert torch.equal(logits, bound_logits), f"step {step}"
+        ids = logits[:, -1].argmax(-1, keepdim=True)
+        logits, bound_logits = executor_steps.advance(ids), bound_steps.advance(ids)
+    assert torch.equal(logits, bound_logits)
+
+
+def _plan(model):
+    plans = list(model.executor._bound.values())
+    assert len(plans) == 1
+    return plans[0]
+
+
+@LLAMA_EXPORTS
+@pytest.mark.parametrize("dtype", ["fp32", "int8", "int4"])
+def test_bound_decode_steps_give_the_executors_logits(dtype, tmp_path, monkeypatch):
+    scheme = {"int8_scheme": "weight-only"} if dtype == "int8" else {}
+    path = ipexconvert.optimize("example:tiny-llama", dtype=dtype, output=tmp_path / f"llama.{dtype}.ipxc", **scheme).path
+    model = ipexconvert.load_artifact(path)
+    prompt = torch.randint(3, 1000, (2, 9), generator=torch.Generator().manual_seed(4))
+    monkeypatch.setattr(kv_append, "SPARE_POSITIONS", 8)  # the cache's buffers are made again every 8 steps
+    _steps_both_ways(model, prompt, 30)
+    plan = _plan(model)
+    kernels = {step.kernel_name.split("@")[0] for step in model.executor.main}
+    if native_lib.available():
+        # every linear, norm and gate, and the cache append and attention, are bound calls (no executor Python)
+        bindable = [s for s in model.executor.main if s.bind is not None or s.bind_varying is not None]
+        assert plan.bound_steps == len(bindable) > 0, kernels
+        assert any(k.startswith("native:woq_linear") for k in kernels) == (dtype != "fp32")
+
+
+@pytest.mark.parametrize("llama", [False, True])
+def test_bound_steps_of_a_hand_written_decoder(llama, tmp_path):
+    """Learned positions read by the step number (the steps that depend on the cache length run each call),
+    LayerNorm and GELU (reference kernels, refilled) or RMSNorm and SwiGLU, Linear layers without weight-only
+    quantization."""
+    path = ipexconvert.optimize(TinyDecoder(llama=llama), tiny_decoder.example_inputs(),
+                                dynamic_dims=tiny_decoder.dynamic_dims(), output=tmp_path / "tiny.ipxc").path
+    model = ipexconvert.load_artifact(path)
+    prompt = torch.randint(0, tiny_decoder.VOCAB, (3, 5), generator=torch.Generator().manual_seed(1))
+    _steps_both_ways(model, prompt, tiny_decoder.MAX_POSITIONS - 6)
+    assert _plan(model).entries
+
+
+class Block(nn.Module):
+    """Convolutions with residual sums (in-place where safe), a view read at the end, a linear and a norm."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.c1, self.c2 = nn.Conv2d(4, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1)
+        self.c3 = nn.Conv2d(8, 8, 1)
+        self.fc, self.norm = nn.Linear(8 * 36, 16), nn.LayerNorm(16)
+
+    def forward(self, x):
+        r = F.relu(self.c1(x))
+        y = F.relu(self.c3(F.relu(self.c2(r))) + r)
+        return self.norm(F.gelu(self.fc(torch.flatten(y, 1)))), y.mean(dim=(2, 3))
+
+
+def test_a_bound_plan_refreshes_every_value_and_hands_out_copies():
+    module = Block().eval()
+    inputs = [torch.randn(2, 4, 6, 6, generator=torch.Generator().manual_seed(seed)) for seed in range(4)]
+    program = program_from_module(module, {"x": inputs[0]}, {})
+    run_pipeline(program, PIPELINES["cpu", "fp32"], PassOptions(dtype="fp32"))
+    executor = Executor(program)
+    dims: dict[str, int] = {}
+    kept = []
+    for x in inputs:
+        want = executor.run([x], dims)
+        got = executor.run_bound([x], dims, frozenset({"unused"}))
+        assert all(torch.equal(w, g) for w, g in zip(want, got))
+        kept.append(got)
+    assert len(executor._bound) == 1
+    for x, got in zip(inputs, kept):  # later calls did not write into what earlier calls returned
+        with torch.no_grad():
+            want = module(x)
+        assert all(torch.allclose(w, g, atol=1e-4, rtol=1e-4) for w, g in zip(want, got))
+
+
+def test_a_busy_plan_leaves_the_call_to_the_executor():
+    module = Block().eval()
+    x = torch.randn(1, 4, 6, 6)
+    program = program_from_module(module, {"x": x}, {})
+    run_pipeline(program, PIPELINES["cpu", "fp32"], PassOptions(dtype="fp32"))
+    executor = Executor(program)
+    executor.run_bound([x], {}, frozenset({"unused"}))
+    plan = next(iter(executor._bound.values()))
+    calls = []
+    original = plan.run
+    plan.run = lambda *a: calls.append(1) or original(*a)
+    with plan.lock:  # another thread's call in progress
+        got = executor.run_bound([x], {}, frozenset({"unused"}))
+    assert not calls and all(torch.equal(w, g) for w, g in zip(executor.run([x], {}), got))
+    executor.run_bound([x], {}, frozenset({"unused"}))
+    assert calls == [1]
