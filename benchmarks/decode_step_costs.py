@@ -3,8 +3,9 @@ charge the cache misses after each weight stream to whichever step runs first).
 
 A decoder artifact is prefilled with a random prompt; then, in one process and in interleaved rounds:
 1. the whole step, run through the executor and from the bound plan generate() uses (runtime/bound_plan.py),
-   against the step's weight-only GEMVs alone, called back to back with the inputs one real step gave them (their
-   native calls, no executor), and the GEMVs' bytes over that time;
+   against every native call one executor step made, replayed back to back with the same arguments (no Python
+   between them: what a native loop would take), and against the step's weight-only GEMVs alone, and the GEMVs'
+   bytes over that time;
 2. the GEMVs again with one small operation after each: nothing, a native rms_norm into a buffer made once, the
    same with a fresh output tensor each call, torch's rms_norm: what a step after a weight stream costs.
 (Making a kernel's call a no-op inside the whole step is no measure of it: its outputs stay unwritten, and what
@@ -60,6 +61,38 @@ def capture_gemvs(cache: GrowingCache, step: torch.Tensor) -> list:
     return calls
 
 
+class RecordingLib:
+    """Stands in for the native module (before the artifact is loaded, so the kernels take it): records each call's
+    function and arguments while `calls` is a list."""
+
+    def __init__(self, lib):
+        self.lib, self.calls = lib, None
+
+    def __getattr__(self, name: str):
+        fn = getattr(self.lib, name)
+
+        def call(*args):
+            if self.calls is not None:
+                self.calls.append((fn, args))
+            return fn(*args)
+
+        return call
+
+
+def capture_native_calls(recorder: RecordingLib, cache: GrowingCache, step: torch.Tensor) -> list:
+    recorder.calls, cache.bind_steps = [], False
+    try:
+        cache.advance(step)
+        return recorder.calls
+    finally:
+        recorder.calls = None
+
+
+def replay(calls: list) -> None:
+    for fn, args in calls:
+        fn(*args)
+
+
 def step_with(cache: GrowingCache, step: torch.Tensor, bound: bool):
     def call():
         cache.bind_steps = bound
@@ -75,6 +108,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    # The replayed calls come from a first load whose kernels call through the recorder; the timed steps run a
+    # second load that calls the native module itself.
+    lib = native_lib.raw
+    recorder = native_lib.raw = RecordingLib(lib)
+    recorded_cache, recorded_step = after_prompt(load_artifact(args.artifact), args.prompt)
+    native_calls = capture_native_calls(recorder, recorded_cache, recorded_step)
+    native_lib.raw = lib
     model = load_artifact(args.artifact)
     cache, step = after_prompt(model, args.prompt)
     gemvs = capture_gemvs(cache, step)
@@ -101,11 +141,12 @@ def main() -> None:
                          layer.bias, out, layer.isa, args.threads, layer.integer_path or 0, residual)
             small()
 
-    results: dict[str, list[float]] = {"whole step": [], "whole step, bound plan": [],
+    results: dict[str, list[float]] = {"whole step": [], "whole step, bound plan": [], "native calls replayed": [],
                                        **{f"GEMVs + {k}": [] for k in after}}
     for _ in range(args.rounds):
         results["whole step"].append(timed(step_with(cache, step, bound=False), 4))
         results["whole step, bound plan"].append(timed(step_with(cache, step, bound=True), 4))
+        results["native calls replayed"].append(timed(lambda: replay(native_calls), 4))
         for name, small in after.items():
             results[f"GEMVs + {name}"].append(timed(lambda: sweep(small), 2))
     bandwidth = read_bandwidth_gbs()
@@ -120,6 +161,9 @@ def main() -> None:
     print(f"| whole step (bound plan) | {bound:.2f} | {weight_bytes / 1e6 / bound:.1f} GB/s of weights, "
           f"{weight_bytes / 1e6 / bound / bandwidth:.2f} of the read bandwidth; {ratio:.3f} x the executor's "
           f"(median of the rounds' ratios) |")
+    replayed = median_ms(results["native calls replayed"])
+    print(f"| the step's {len(native_calls)} native calls replayed back to back | {replayed:.2f} | "
+          f"{weight_bytes / 1e6 / replayed / bandwidth:.2f} of the read bandwidth |")
     print(f"| GEMVs alone (native calls back to back) | {alone:.2f} | "
           f"{weight_bytes / 1e6 / alone:.1f} GB/s, {weight_bytes / 1e6 / alone / bandwidth:.2f} of the read bandwidth |")
     for name in list(after)[1:]:

@@ -24,6 +24,8 @@ class _GrowingCache:
     def __init__(self):
         self.buffer: torch.Tensor | None = None
         self.newest: weakref.ref | None = None  # the view returned last
+        self.length = 0  # its positions, and the buffer's (plain ints: a decode step checks them without torch)
+        self.capacity = 0
         self.lock = threading.Lock()  # two threads calling one model must not both append to one buffer
 
     def reserve(self, past: torch.Tensor, added: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -31,17 +33,20 @@ class _GrowingCache:
         head size and dtype) and the view of it the present will be, once the caller writes the new positions
         [past length, past length + added). Other callers never write there: a later call with an older past
         copies into a buffer of its own."""
-        length = past.shape[2]
         with self.lock:
             buffer, newest = self.buffer, self.newest() if self.newest is not None else None
-            if (newest is None or newest is not past or buffer is None or buffer.dtype != like.dtype
-                    or buffer.shape[2] < length + added or buffer.shape[0] != like.shape[0]):
-                buffer = torch.empty(like.shape[0], like.shape[1], length + added + SPARE_POSITIONS, like.shape[3],
-                                     dtype=like.dtype)
-                buffer[:, :, :length].copy_(past)
-                self.buffer = buffer
+            if newest is past and self.length + added <= self.capacity and like is past:
+                length = self.length  # the common case (a decoder's next step): past is a view of buffer
+            else:
+                length = past.shape[2]
+                if (newest is None or newest is not past or buffer is None or buffer.dtype != like.dtype
+                        or buffer.shape[2] < length + added or buffer.shape[0] != like.shape[0]):
+                    buffer = torch.empty(like.shape[0], like.shape[1], length + added + SPARE_POSITIONS, like.shape[3],
+                                         dtype=like.dtype)
+                    buffer[:, :, :length].copy_(past)
+                    self.buffer, self.capacity = buffer, buffer.shape[2]
             present = buffer.narrow(2, 0, length + added)  # (narrow: one call; indexing costs several)
-            self.newest = weakref.ref(present)
+            self.newest, self.length = weakref.ref(present), length + added
             return buffer, present
 
     def __call__(self, inputs, dims):
