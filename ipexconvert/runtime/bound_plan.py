@@ -110,9 +110,11 @@ class BoundPlan:
                     env[step.outputs[0]] = result  # a view of a buffer refilled in place: made once
                     continue
                 self._refill(step, result, env, varying_slots, [True] * len(step.outputs))
-        self.env = env
         self.varying_outputs = [s in varying_slots for s in self.output_slots]
         self.first_outputs = self._outputs(env)
+        for s in varying_slots:  # every call sets these before reading them; the plan must not keep old caches alive
+            env[s] = None
+        self.env = env
 
     def _refill(self, step, result, env: list, varying_slots: set[int], fixed: list[bool], fn=None,
                 copy: bool = True) -> None:

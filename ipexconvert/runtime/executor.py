@@ -181,7 +181,8 @@ class Executor:
                     self._bound.pop(next(iter(self._bound)))
             plan = BoundPlan(self, inputs, dims, varying)
             self._bound[key] = plan
-            return plan.first_outputs
+            outputs, plan.first_outputs = plan.first_outputs, []  # (the plan must not keep this call's caches alive)
+            return outputs
         if not plan.lock.acquire(blocking=False):
             return self.run(inputs, dims)
         try:

@@ -126,3 +126,20 @@ def test_a_busy_plan_leaves_the_call_to_the_executor():
     assert not calls and all(torch.equal(w, g) for w, g in zip(executor.run([x], {}), got))
     executor.run_bound([x], {}, frozenset({"unused"}))
     assert calls == [1]
+
+
+def test_a_plan_keeps_no_cache_it_was_given_alive(tmp_path):
+    import gc
+    import weakref
+
+    path = ipexconvert.optimize(TinyDecoder(llama=True), tiny_decoder.example_inputs(),
+                                dynamic_dims=tiny_decoder.dynamic_dims(), output=tmp_path / "tiny.ipxc").path
+    model = ipexconvert.load_artifact(path)
+    steps = GrowingCache(model.decoder)
+    logits = steps.start(torch.randint(0, tiny_decoder.VOCAB, (1, 4)), 8, torch.device("cpu"))
+    steps.advance(logits[:, -1].argmax(-1, keepdim=True))  # binds the plan, given these caches
+    given = [weakref.ref(t) for t in steps.past.values()]
+    steps.advance(logits[:, -1].argmax(-1, keepdim=True))
+    del steps
+    gc.collect()
+    assert _plan(model).entries and all(ref() is None for ref in given)
