@@ -587,6 +587,44 @@ def check_kernel(kernel: Kernel, op: str, case_name: str, device: str = "cpu") -
         got, _ = run_kernel(kernel.in_place[1], kernel, op, case_name, device)
         for i, (g, w) in enumerate(zip(got, want)):
             assert_matches(g, w, case.budget, f"{kernel.name} (in place on input {kernel.in_place[0]}) output {i}")
+    check_bound_forms(kernel, op, case_name, device)
+
+
+def check_bound_forms(kernel: Kernel, op: str, case_name: str, device: str = "cpu") -> None:
+    """Kernel.bind and Kernel.bind_varying (runtime/bound_plan.py): made on one set of inputs, then called after
+    their contents changed in place (shapes never change), the results follow the new contents, as the reference
+    computes them from the same tensors."""
+    case = CASES[op][case_name]
+    reference = get_op(op).compile(get_op(op).parse_attrs(case.attrs))
+    for form in ("bind", "bind_varying"):
+        make = getattr(kernel, form)
+        if make is None:
+            continue
+        original = make_inputs(op, case_name)
+        inputs = [None if i in kernel.consumed_inputs or t is None else t.to(device) for i, t in enumerate(original)]
+        with torch.inference_mode():
+            if form == "bind":
+                bound = make(inputs, {})
+                if bound is None:
+                    continue
+                call, outputs = bound
+            else:
+                fn = make(inputs, {}, frozenset())
+                if fn is None:
+                    continue
+            for t in inputs:
+                if t is not None and t.is_floating_point():
+                    t.mul_(0.75)  # new contents, same tensors (-inf mask entries stay -inf)
+            if form == "bind":
+                call()
+                got = list(outputs)
+            else:
+                got = as_list(fn(inputs, {}))
+            full = [o if t is None else t for t, o in zip(inputs, original)]  # the constants the kernel holds
+            want = as_list(reference([None if t is None else t.cpu() for t in full], {}))
+        assert len(got) == len(want)
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_matches(g.cpu(), w, case.budget, f"{kernel.name} ({form}, inputs changed after binding) output {i}")
 
 
 # ---- the tests ---------------------------------------------------------------------------------------

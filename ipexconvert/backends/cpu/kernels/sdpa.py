@@ -159,8 +159,9 @@ def native_decode_sdpa(ctx: NodeContext):
         q, k, v, mask = inputs[:4]
         batch, heads, q_len, head_dim = q.shape
         if 0 in varying or q_len > _DECODE_ROWS or k.shape[1] == 0 or heads % k.shape[1] \
-                or (mask is not None and mask.dim() != 4):
+                or (mask is not None and mask.dim() > 4):
             return None
+        lead = (1,) * (4 - mask.dim()) if mask is not None else ()  # a mask of fewer dims broadcasts from the right
         scale = a.scale if a.scale is not None else 1.0 / math.sqrt(head_dim)
         out = torch.empty(batch, q_len, heads, head_dim, dtype=q.dtype).permute(0, 2, 1, 3)
         threads = torch.get_num_threads()
@@ -169,6 +170,8 @@ def native_decode_sdpa(ctx: NodeContext):
             k, v, mask = inputs[1:4]
             if k.shape[2] == 0:
                 return out.copy_(run(inputs, dims))
+            if lead:
+                mask = mask.reshape(lead + tuple(mask.shape))
             lib.decode_attention(q, k, v, out, mask, scale, isa, threads)
             return out
 
