@@ -166,7 +166,7 @@ class Executor:
         read_by_main = {s for step in self.main for s in step.inputs if s is not None}
         self._kept_slots = sorted({s for step in self.prelude for s in step.outputs} & read_by_main)
         self._dims_cache: dict[tuple, tuple[list[torch.Tensor], int]] = {}  # dims -> (values, bytes)
-        self._dims_lock = threading.Lock()  # a model may be called from several threads
+        self._dims_lock = threading.Lock()  # a model may be called from several threads (guards _bound's evictions too)
         self._bound: dict[tuple, BoundPlan] = {}  # (varying dims, the other dims, threads) -> plan
 
     def run_bound(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], varying: frozenset[str]) -> list[torch.Tensor]:
