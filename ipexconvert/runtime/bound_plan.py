@@ -26,6 +26,8 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
+from .view_chain import shares_memory
+
 
 class _Refill:
     """A step run as a kernel function (its own, or the one Kernel.bind_varying made): its fixed-shape results
@@ -49,10 +51,6 @@ def _buffer_like(t: torch.Tensor) -> torch.Tensor:
     """An uninitialised tensor like t: its strides where t is dense (the views taken of it then match t's),
     contiguous where t overlaps itself (an expanded tensor)."""
     return torch.empty_like(t, memory_format=torch.preserve_format)
-
-
-def _shares_memory(view: torch.Tensor, base: torch.Tensor) -> bool:
-    return view.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
 
 
 class BoundPlan:
@@ -106,7 +104,7 @@ class BoundPlan:
                     self.bound_steps += 1
                     continue
                 result = step.kernel(args, dims)
-                if step.view_chain and _shares_memory(result, args[0]):
+                if step.view_chain and shares_memory(result, args[0]):
                     env[step.outputs[0]] = result  # a view of a buffer refilled in place: made once
                     continue
                 self._refill(step, result, env, varying_slots, [True] * len(step.outputs))

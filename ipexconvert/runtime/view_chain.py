@@ -41,6 +41,11 @@ def dims_named(attrs: list, dim_names: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(name for name in dim_names if re.search(rf"\b{re.escape(name)}\b", text)))
 
 
+def shares_memory(view: torch.Tensor, base: torch.Tensor) -> bool:
+    """Whether view lives in base's memory (a view of it, not a copy)."""
+    return view.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+
+
 class ViewChain:
     """The kernel of one collapsed chain: fns are the members' kernels in order; `uses` the dynamic dims
     their attrs name. A decoder's cache length changes every token, and a chain that does not name it
@@ -64,7 +69,7 @@ class ViewChain:
         if known is False:  # first time for this geometry: remember it if y is a view of x
             if len(self.geometry) >= _CACHE_LIMIT:
                 self.geometry.clear()
-            is_view = y.dtype == x.dtype and y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+            is_view = y.dtype == x.dtype and shares_memory(y, x)
             self.geometry[key] = (tuple(y.shape), y.stride(), y.storage_offset() - x.storage_offset()) if is_view else None
         return y
 

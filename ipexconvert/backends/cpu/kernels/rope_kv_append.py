@@ -33,17 +33,21 @@ def native_rope_kv_append(ctx: NodeContext):
     keys, values = _GrowingCache(), _GrowingCache()
     lib, isa = _native.native_lib.raw, ctx.isa
 
+    def append(q, k, v, cos, sin, past_key, past_value, q_out, threads):
+        """The native pass: q rotated into q_out, k rotated and v copied into the caches grown by q's positions."""
+        seq = q.shape[1]
+        key_buffer, present_key = keys.reserve(past_key, seq, past_key)
+        value_buffer, present_value = values.reserve(past_value, seq, past_value)
+        lib.rope_kv_append(q, offsets[0], k, offsets[1], v, offsets[2], cos, sin, q_out,
+                           key_buffer, value_buffer, past_key.shape[2], isa, threads)
+        return q_out, present_key, present_value
+
     def run(inputs, dims):
         projections, (cos, sin, past_key, past_value) = split_inputs(inputs)
         q, k, v = projections * 3 if merged else projections
-        batch, seq = q.shape[0], q.shape[1]
-        key_buffer, present_key = keys.reserve(past_key, seq, past_key)
-        value_buffer, present_value = values.reserve(past_value, seq, past_value)
-        q_out = torch.empty((batch, heads, seq, d), dtype=q.dtype)
+        q_out = torch.empty((q.shape[0], heads, q.shape[1], d), dtype=q.dtype)
         cos, sin = (t if t.is_contiguous() else t.contiguous() for t in (cos, sin))
-        lib.rope_kv_append(q, offsets[0], k, offsets[1], v, offsets[2], cos, sin, q_out,
-                           key_buffer, value_buffer, past_key.shape[2], isa, torch.get_num_threads())
-        return q_out, present_key, present_value
+        return append(q, k, v, cos, sin, past_key, past_value, q_out, torch.get_num_threads())
 
     def bind_varying(inputs, dims, varying):
         """Only the caches change between calls: q and the rotary tables are read from these tensors, q written
@@ -53,19 +57,9 @@ def native_rope_kv_append(ctx: NodeContext):
         if not varying <= cache_inputs or not (cos.is_contiguous() and sin.is_contiguous()):
             return None
         q, k, v = projections * 3 if merged else projections
-        batch, seq = q.shape[0], q.shape[1]
-        q_out = torch.empty((batch, heads, seq, d), dtype=q.dtype)
+        q_out = torch.empty((q.shape[0], heads, q.shape[1], d), dtype=q.dtype)
         threads = torch.get_num_threads()
-
-        def bound(inputs, dims):
-            past_key, past_value = inputs[-2], inputs[-1]
-            key_buffer, present_key = keys.reserve(past_key, seq, past_key)
-            value_buffer, present_value = values.reserve(past_value, seq, past_value)
-            lib.rope_kv_append(q, offsets[0], k, offsets[1], v, offsets[2], cos, sin, q_out, key_buffer,
-                               value_buffer, past_key.shape[2], isa, threads)
-            return q_out, present_key, present_value
-
-        return bound
+        return lambda inputs, dims: append(q, k, v, cos, sin, inputs[-2], inputs[-1], q_out, threads)
 
     # Not fresh_output: the presents are views of buffers that the pasts given may view too (kv_append's kernel alike).
     return Kernel(run, _native.kernel_name("rope_kv_append", "rope_kv_append", isa), bind_varying=bind_varying)
