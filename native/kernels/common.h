@@ -203,12 +203,20 @@ inline int64_t row_grain(int64_t cols) {
 }
 constexpr int64_t kElementGrain = 16384;
 
-// parallel_for over a lambda f(begin, end).
+// parallel_for over a lambda f(begin, end) (max_chunk: parallel_for's bound on a range's items).
 template <class F>
-inline void parallel(int64_t n, int64_t grain, int threads, const F& f) {
+inline void parallel(int64_t n, int64_t grain, int threads, const F& f, int64_t max_chunk = 0) {
     ::ipxc::parallel_for(n, grain, threads,
                          [](void* ctx, int64_t begin, int64_t end) { (*static_cast<const F*>(ctx))(begin, end); },
-                         const_cast<F*>(&f));
+                         const_cast<F*>(&f), max_chunk);
+}
+
+// Ranges of a weight stream (decode GEMVs): at most this many bytes of weights each (~25 us of one core's share of
+// DRAM bandwidth), so neither thread idles long at the end (benchmarks/results/session39-stream-chunks.md).
+constexpr int64_t kStreamChunkBytes = 256 << 10;
+inline int64_t stream_chunk(int64_t bytes_per_item) {
+    const int64_t items = kStreamChunkBytes / (bytes_per_item > 0 ? bytes_per_item : 1);
+    return items > 0 ? items : 1;
 }
 
 // f(n, start, count) for every n < batch and every block [start, start + count) of `block`

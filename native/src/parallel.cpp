@@ -14,7 +14,7 @@
 
 namespace ipxc {
 
-void parallel_for(int64_t n, int64_t grain, int threads, RangeFn fn, void* ctx) {
+void parallel_for(int64_t n, int64_t grain, int threads, RangeFn fn, void* ctx, int64_t max_chunk) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
     const int64_t useful = n / grain;  // more workers than grain-sized pieces would only add overhead
@@ -25,6 +25,9 @@ void parallel_for(int64_t n, int64_t grain, int threads, RangeFn fn, void* ctx) 
     }
     // A few chunks per worker so a slow (shared) core does not hold everyone up.
     int64_t chunk = (n + 4 * workers - 1) / (4 * workers);
+    // A stream over many megabytes (a decode GEMV) in bounded ranges: the team's wait at the end is at most one
+    // range's time, where 4 ranges a thread left one thread ~1/8 of a large GEMV idle (docs/native.md, "Threads").
+    if (max_chunk > 0 && chunk > max_chunk) chunk = max_chunk;
     if (chunk < grain) chunk = grain;
     const int64_t chunks = (n + chunk - 1) / chunk;
     // The team is always `threads` strong (the caller passes torch's thread count), even when fewer threads have

@@ -16,7 +16,8 @@ from ipexconvert.runtime.kernels import NodeContext
 LEVELS = native.supported_levels() if native.available() else []
 pytestmark = pytest.mark.skipif(not LEVELS, reason="needs the native build")
 
-SHAPES = [(1, 1152, 896), (2, 37, 100), (3, 8, 16), (4, 96, 4864), (1, 5, 7), (4, 1, 1)]  # m, n, k
+SHAPES = [(1, 1152, 896), (2, 37, 100), (3, 8, 16), (4, 96, 4864), (1, 5, 7), (4, 1, 1),
+          (2, 3000, 896)]  # m, n, k (the last: 5 MiB of weights, run in ranges of at most 256 KiB)
 
 
 def reference(x, w, bias):

@@ -91,6 +91,25 @@ def test_rows_pick_the_path(level, bits, asym):
         assert torch.equal(run(0), run(1 if m <= 4 else 2)), f"m={m}"
 
 
+
+@pytest.mark.parametrize("path, bits, needs", [(1, 8, None), (1, 4, None), (3, 4, "avx2"), (4, 8, "avx2"),
+                                               (5, 4, "avx512_vnni")], ids=["float-int8", "float-int4", "gemv-i8",
+                                                                             "w8a8", "w4a8"])
+def test_a_long_weight_stream_splits_into_bounded_ranges(path, bits, needs):
+    """A decode GEMV over more than 256 KiB of weights runs in ranges of at most that many bytes (common.h,
+    stream_chunk): 96 blocks of 16 channels x 4096 inputs give 24-48 ranges over the threads instead of 4 a thread.
+    Every channel is still one task's: the same bits for any thread count, within the bound of the reference."""
+    if needs is not None and needs not in LEVELS:
+        pytest.skip(f"needs {needs} (this CPU lacks it)")
+    x, codes, scales, zero_points, bias = operands(1, 1530, 4096, 128, bits, bits == 4, seed=7)
+    for level in {needs, LEVELS[-1]} - {None}:  # the lowest level with the path, and this CPU's best
+        run = lambda t: native.woq_gemm(x, codes, scales, zero_points, bias, bits=bits, group_size=128, path=path,
+                                        threads=t, max_isa=level)
+        got = run(2)
+        assert torch.equal(got, run(1)) and torch.equal(got, run(3)), level
+        rows = x if path in (1, 2) else _quantized_rows(x)
+        check(got, rows, codes, scales, zero_points, bias, bits, 128, f"path {path} at {level}")
+
 @pytest.mark.parametrize("path", [1, 2], ids=["decode", "prefill"])
 @pytest.mark.parametrize("threads", [2, 3])
 def test_thread_counts_agree_bit_for_bit(path, threads):

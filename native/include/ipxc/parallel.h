@@ -10,8 +10,10 @@ using RangeFn = void (*)(void* ctx, int64_t begin, int64_t end);
 
 // Calls fn(ctx, begin, end) over disjoint ranges covering [0, n), using up to `threads`
 // threads (the caller's included). Ranges hold at least `grain` items, so small jobs run on
-// the calling thread alone. Nested calls (from inside fn) run serially.
-void parallel_for(int64_t n, int64_t grain, int threads, RangeFn fn, void* ctx);
+// the calling thread alone. Nested calls (from inside fn) run serially. Ranges hold at most
+// `max_chunk` items (0: no bound beyond the usual few ranges per thread; a ceiling below `grain`
+// yields to the grain).
+void parallel_for(int64_t n, int64_t grain, int threads, RangeFn fn, void* ctx, int64_t max_chunk = 0);
 
 // A per-thread fp32 scratch buffer of at least n floats, valid until this thread's next call.
 float* scratch_floats(int64_t n);

@@ -68,7 +68,7 @@ void rows(const Bf16GemvArgs& a) {
                 for (int64_t c = n0; c < a.n; ++c) channel_block<MR, 1>(a, xf, k16, c);
             }
         }
-    });
+    }, stream_chunk(CB * a.k * 2));
 }
 
 void bf16_gemv(const Bf16GemvArgs& a) {

@@ -192,7 +192,7 @@ static void decode(const WoqGemmArgs& g) {
             else
                 decode_block_rows<4>(g, blk, xsum);
         }
-    });
+    }, stream_chunk(g.k * kBlock * g.bits / 8));
     delete[] xsum;
 }
 

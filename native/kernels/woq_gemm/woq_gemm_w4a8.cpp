@@ -181,7 +181,7 @@ static void woq_gemm_w4a8(const WoqGemmArgs& g) {
             for_each_row_quad(g.m, [&](int64_t r0, auto rows) {
                 block_rows<decltype(rows)::value>(g, blk, r0, xq, xs, xsum);
             });
-    });
+    }, stream_chunk(g.k * kBlock / 2));
     delete[] xs;
     delete[] xsum;
     delete[] xq;

@@ -263,7 +263,7 @@ static void woq_gemm_w8a8(const WoqGemmArgs& g) {
                 });
             }
         }
-    });
+    }, stream_chunk(g.k * kBlock));
     delete[] xs;
     delete[] xu;
 }

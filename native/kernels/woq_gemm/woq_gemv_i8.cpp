@@ -97,7 +97,7 @@ static void rows_of_four(const WoqGemmArgs& g) {
                 default: block_rows<4>(g, blk, xq, xs, xsum); break;
             }
         }
-    });
+    }, stream_chunk(g.k * kBlock / 2));
     delete[] xsum;
     delete[] xq;
 }
