@@ -1,7 +1,7 @@
 """The Backend protocol (see backends/__init__.py)."""
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import Callable, Optional, Protocol
 
 import torch
 
@@ -40,6 +40,10 @@ class Backend(Protocol):
 
     def kernel_names(self) -> dict[str, list[str]]:
         """op -> the names of its registered factories, in preference order (for doctor --kernels)."""
+
+    def capture_calls(self, calls: list) -> Optional[Callable[[], None]]:
+        """One call that makes the kernel calls of `calls` (bound plans' runs of bound calls: runtime/bound_plan.py)
+        with nothing between them, or None where this device cannot record them."""
 
     def make_runner(self, executor):
         """What runs the executor's plan per call (an object with run, profile, raise_tripped and forget_buffers,

@@ -9,7 +9,9 @@ for a GPU: the first call with a set of fixed dims runs every step once, giving 
 its own; later calls whose dims differ only in the `varying` ones (the cache length) run
 
 - a **bound call** for a step whose kernel can bind (Kernel.bind: its native call with every argument made
-  once, writing into its own output buffer; no Python of the kernel's runs);
+  once, writing into its own output buffer; no Python of the kernel's runs). Consecutive bound calls are recorded
+  once where the backend can (Backend.capture_calls): on the CPU one native call then makes them all, with no
+  Python, argument conversion or GIL hand-off between the kernels;
 - nothing for a view of a bound buffer (made once: the buffer is refilled in place);
 - the kernel as usual for every other step, copying a fixed-shape result into its buffer for the bound steps that
   read it. Steps whose inputs or attrs depend on a varying dim (the cache append, attention over the cache, the
@@ -45,6 +47,27 @@ class _Refill:
             env[s] = results[index]
         for index, s in self.copies:
             env[s].copy_(results[index])
+
+
+def _runs_captured(entries: list, capture_calls) -> list:
+    """Each run of two or more consecutive bound calls as one call, where the backend records them
+    (Backend.capture_calls: on the CPU, one native call makes the run's kernels with no Python between them)."""
+    merged: list = []
+    run: list = []
+
+    def close_run() -> None:
+        replay = capture_calls(run) if len(run) > 1 else None
+        merged.extend([(replay, None)] if replay is not None else [(call, None) for call in run])
+        run.clear()
+
+    for call, refill in entries:
+        if call is not None:
+            run.append(call)
+            continue
+        close_run()
+        merged.append((None, refill))
+    close_run()
+    return merged
 
 
 def _buffer_like(t: torch.Tensor) -> torch.Tensor:
@@ -108,6 +131,8 @@ class BoundPlan:
                     env[step.outputs[0]] = result  # a view of a buffer refilled in place: made once
                     continue
                 self._refill(step, result, env, varying_slots, [True] * len(step.outputs))
+        self.bound_calls = [call for call, _ in self.entries if call is not None]  # (the captured lists' tensors)
+        self.entries = _runs_captured(self.entries, executor.capture_calls)
         self.varying_outputs = [s in varying_slots for s in self.output_slots]
         self.first_outputs = self._outputs(env)
         for s in varying_slots:  # every call sets these before reading them; the plan must not keep old caches alive

@@ -63,6 +63,7 @@ class Executor:
         program, self.bf16_compute = backend.prepare_program(program, widen_bf16)
         graph = program.graph
         self.device = device
+        self.capture_calls = backend.capture_calls  # (bound plans: runs of bound calls as one call)
         slot: dict[str, int] = {}
 
         def slot_of(name: str) -> int:

@@ -7,6 +7,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <functional>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -102,10 +103,38 @@ inline void rows_cols(const TensorArg& x, int64_t* rows, int64_t* cols) {
 
 inline Level select(const OptStr& max_isa) { return select_level(max_isa ? max_isa->c_str() : nullptr); }
 
-template <class Fn, class Args>
+// ---- calling a kernel, or recording the call (capture.cpp) -----------------------------------------
 
+// While capture() runs on this thread, the calls it records (else null). A recorded call is the kernel's function
+// and its argument struct, copied: raw pointers into tensors the capturing caller keeps alive and unchanged.
+struct Capture {
+    std::vector<std::function<void()>> calls;
+    const char* refused = nullptr;  // the first kernel asked for that cannot be recorded
+};
+Capture*& active_capture();
+
+// A kernel whose argument struct points only into the tensors it was given: under a capture its call is recorded
+// (every check above it has run) and not made.
+template <class Fn, class Args>
+inline void run_capturable(Fn fn, const char* name, const Args& args) {
+    if (fn == nullptr) throw std::runtime_error(std::string("native kernel ") + name + " was not built");
+    if (Capture* capture = active_capture()) {
+        capture->calls.push_back([fn, args] { fn(args); });
+        return;
+    }
+    nb::gil_scoped_release release;
+    fn(args);
+}
+
+// Any other kernel (its arguments may point at memory of the binding's own): never recorded; under a capture it
+// marks the capture refused and makes no call.
+template <class Fn, class Args>
 inline void run(Fn fn, const char* name, const Args& args) {
     if (fn == nullptr) throw std::runtime_error(std::string("native kernel ") + name + " was not built");
+    if (Capture* capture = active_capture()) {
+        if (capture->refused == nullptr) capture->refused = name;
+        return;
+    }
     nb::gil_scoped_release release;
     fn(args);
 }

@@ -12,6 +12,7 @@ namespace ipxc {
 #define IPXC_DECLARE_BIND(folder) void bind_##folder(nb::module_& m);
 IPXC_BINDINGS(IPXC_DECLARE_BIND)
 #undef IPXC_DECLARE_BIND
+void bind_capture(nb::module_& m);  // python/capture.cpp
 
 namespace {
 
@@ -73,4 +74,5 @@ NB_MODULE(_native, m) {
 #define IPXC_CALL_BIND(folder) bind_##folder(m);
     IPXC_BINDINGS(IPXC_CALL_BIND)
 #undef IPXC_CALL_BIND
+    bind_capture(m);
 }

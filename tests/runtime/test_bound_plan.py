@@ -59,6 +59,12 @@ def test_bound_decode_steps_give_the_executors_logits(dtype, tmp_path, monkeypat
         bindable = [s for s in model.executor.main if s.bind is not None or s.bind_varying is not None]
         assert plan.bound_steps == len(bindable) > 0, kernels
         assert any(k.startswith("native:woq_linear") for k in kernels) == (dtype != "fp32")
+        # runs of consecutive bound calls are recorded lists (one native call each step: no Python between them)
+        recorded = [call for call, _ in plan.entries if isinstance(call, native_lib.raw.CallList)]
+        alone = [call for call, _ in plan.entries if call is not None and not isinstance(call, native_lib.raw.CallList)]
+        assert sum(len(r) for r in recorded) + len(alone) == len(plan.bound_calls)
+        if dtype != "fp32":  # (fp32: a norm or gate between oneDNN linears, which are not bound)
+            assert max(map(len, recorded)) >= 4  # o_proj, rms_norm, gate/up, silu_mul, down, ...
 
 
 @pytest.mark.parametrize("llama", [False, True])

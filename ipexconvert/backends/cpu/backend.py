@@ -2,7 +2,7 @@
 to float32 at load below native bf16, channels-last constants, malloc tuned once per process."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 
@@ -11,7 +11,7 @@ from ...ir import Program
 from ...ir.spec import TensorSpec
 from ...runtime.kernels import kernel_names
 from ...target import PORTABLE, Target
-from . import compute_precision, kernels, malloc  # noqa: F401  (kernels: registers the CPU factories)
+from . import compute_precision, kernels, malloc, native_lib  # noqa: F401  (kernels: registers the CPU factories)
 from .isa import ISA_LEVELS, selected_isa
 
 
@@ -52,6 +52,9 @@ class CpuBackend:
         if spec.memory_format == "channels_last" and tensor.dim() == 4:
             return tensor.contiguous(memory_format=torch.channels_last)
         return tensor
+
+    def capture_calls(self, calls: list) -> Optional[Callable[[], None]]:
+        return native_lib.capture(calls)
 
     def make_runner(self, executor):
         return executor

@@ -47,6 +47,13 @@ def _run(fn, *args, **kwargs):
         raise UserInputError(problem, fix or None) from None
 
 
+def capture(calls: list):
+    """One call making the native kernel call each of `calls` makes (native/python/capture.cpp: recorded once, made
+    in order with the GIL released and no Python between them), or None: the extension is missing, or a call
+    cannot be recorded. The tensors the calls hold must stay alive and unchanged while it is used."""
+    return raw.capture(list(calls)) if raw is not None else None
+
+
 def kernel_names() -> list[str]:
     """Every kernel the library was built with (the list lives once: native/kernels/*/kernel.cmake)."""
     return list(_lib().kernel_names())

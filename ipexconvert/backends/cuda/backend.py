@@ -65,6 +65,9 @@ class CudaBackend:
     def kernel_names(self) -> dict[str, list[str]]:
         return kernel_names(self.device)
 
+    def capture_calls(self, calls: list) -> None:
+        return None  # (a GPU captures whole decode steps in CUDA graphs: runtime/static_cache.py)
+
     def make_runner(self, executor):
         from .graphs import GraphRunner
 

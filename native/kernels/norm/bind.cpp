@@ -49,9 +49,9 @@ void norm(bool rms, nb::handle x_obj, nb::handle residual_obj, nb::handle weight
         a.q_zero_point = q_zero_point;
     }
     if (rms)
-        run(lookup_rms_norm(select(max_isa)), "rms_norm", a);
+        run_capturable(lookup_rms_norm(select(max_isa)), "rms_norm", a);
     else
-        run(lookup_layer_norm(select(max_isa)), "layer_norm", a);
+        run_capturable(lookup_layer_norm(select(max_isa)), "layer_norm", a);
 }
 
 }  // namespace

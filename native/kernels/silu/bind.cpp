@@ -48,7 +48,7 @@ void silu_mul(nb::handle a_obj, nb::handle b_obj, nb::handle out_obj, const OptS
     a.b = gate.data();
     a.y = out.data();
     a.threads = threads;
-    run(lookup_silu_mul(select(max_isa)), "silu_mul", a);
+    run_capturable(lookup_silu_mul(select(max_isa)), "silu_mul", a);
 }
 
 // x [..., 2 * cols] contiguous = [gate | up] along its last dim (a merged gate/up GEMM output); out [..., cols]
@@ -73,7 +73,7 @@ void silu_mul_halves(nb::handle x_obj, nb::handle out_obj, const OptStr& max_isa
     a.b = static_cast<const char*>(x.data()) + a.cols * element;
     a.y = out.data();
     a.threads = threads;
-    if (a.rows > 0) run(lookup_silu_mul(select(max_isa)), "silu_mul", a);
+    if (a.rows > 0) run_capturable(lookup_silu_mul(select(max_isa)), "silu_mul", a);
 }
 
 }  // namespace

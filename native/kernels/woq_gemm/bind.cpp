@@ -104,17 +104,17 @@ void woq_gemm(nb::handle x_obj, nb::handle w_obj, int64_t n, int bits, int64_t g
     if (path == 3) {
         const auto fn = lookup_woq_gemv_i8(select(max_isa));
         if (fn == nullptr) fail("path 3 (int8 activations) needs avx2; this call is capped below it");
-        run(fn, "woq_gemv_i8", g);
+        run_capturable(fn, "woq_gemv_i8", g);
     } else if (path == 4) {
         const auto fn = lookup_woq_gemm_w8a8(select(max_isa));
         if (fn == nullptr) fail("path 4 (int8 weights x int8 activations) needs avx2; this call is capped below it");
-        run(fn, "woq_gemm_w8a8", g);
+        run_capturable(fn, "woq_gemm_w8a8", g);
     } else if (path == 5) {
         const auto fn = lookup_woq_gemm_w4a8(select(max_isa));
         if (fn == nullptr) fail("path 5 (4-bit weights x int8 activations) needs avx512_vnni; this call is capped below it");
-        run(fn, "woq_gemm_w4a8", g);
+        run_capturable(fn, "woq_gemm_w4a8", g);
     } else {
-        run(lookup_woq_gemm(select(max_isa)), "woq_gemm", g);
+        run_capturable(lookup_woq_gemm(select(max_isa)), "woq_gemm", g);
     }
 }
 

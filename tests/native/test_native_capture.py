@@ -1,0 +1,69 @@
+"""capture() (native/python/capture.cpp): the kernel calls of a list of callables recorded once (every check of the
+binding runs then, no kernel does) and made in order by one call of the returned CallList, reading and writing the
+same tensors every time; kernels that are not recordable, callables that make no native call or several, and nested
+captures give no list; an error in a callable propagates and leaves capture off."""
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+import native_ops as native
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="ipexconvert._native is not built")
+
+
+def _decode_layer_calls():
+    """rms_norm -> int8 weight-only GEMV (decode path) -> silu(gate) * up, into buffers made once."""
+    torch.manual_seed(0)
+    raw, k, n = native.raw, 64, 48
+    x, weight = torch.randn(1, k), torch.rand(k) + 0.5
+    normed, projected, gated = torch.empty(1, k), torch.empty(1, 2 * n), torch.empty(1, n)
+    codes = torch.randint(-127, 128, (2 * n, k), dtype=torch.int8)
+    scales = torch.rand(2 * n, 1) * 0.01 + 0.001
+    packed, qparams, _ = native.pack_woq_weight(codes, scales, None, 8, k)
+    calls = [functools.partial(raw.rms_norm, x, None, weight, 1e-6, normed, None, None, 2),
+             functools.partial(raw.woq_gemm, normed, packed, 2 * n, 8, k, qparams, False, None, projected, None, 2, 1),
+             functools.partial(raw.silu_mul_halves, projected, gated, None, 2)]
+    return calls, x, (normed, projected, gated)
+
+
+def test_a_captured_list_makes_the_same_calls_on_the_same_tensors():
+    calls, x, outputs = _decode_layer_calls()
+    for out in outputs:
+        out.fill_(float("nan"))
+    replay = native.raw.capture(calls)
+    assert replay is not None and len(replay) == 3
+    assert all(out.isnan().all() for out in outputs)  # recorded, not made
+    for _ in range(2):  # new contents of the same input, read by the recorded calls
+        x.normal_()
+        replay()
+        got = [out.clone() for out in outputs]
+        for call in calls:
+            call()
+        assert all(torch.equal(a, b) for a, b in zip(got, outputs))
+
+
+def test_calls_that_cannot_be_recorded_give_no_list_and_run_nothing():
+    calls, _, (normed, _, _) = _decode_layer_calls()
+    y = torch.full((1, 64), float("nan"))
+    not_recordable = functools.partial(native.raw.gelu, normed, False, y, None, 2)  # gelu does not opt in
+    assert native.raw.capture([calls[0], not_recordable]) is None
+    assert y.isnan().all()
+    assert native.raw.capture([calls[0], lambda: None]) is None  # no native call
+    assert native.raw.capture([lambda: (calls[0](), calls[2]())]) is None  # two
+    assert len(native.raw.capture([calls[0]])) == 1  # capture is off again after each refusal
+    calls[2]()  # and kernels run when called
+
+
+def test_errors_propagate_and_leave_capture_off():
+    calls, _, _ = _decode_layer_calls()
+    bad = functools.partial(native.raw.silu_mul_halves, torch.empty(1, 3), torch.empty(1, 1), None, 2)  # odd dim
+    with pytest.raises(ValueError, match="even last dim"):
+        native.raw.capture([calls[0], bad])
+    with pytest.raises(ValueError, match="cannot be nested"):
+        native.raw.capture([lambda: native.raw.capture([calls[0]])])
+    y = torch.full((1, 64), float("nan"))
+    native.raw.gelu(torch.zeros(1, 64), False, y, None, 2)
+    assert torch.equal(y, torch.zeros(1, 64))  # a plain call runs
