@@ -23,8 +23,7 @@ import torch
 VOCAB = 500
 BASE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, max_position_embeddings=256)
-# model_type and config fields; "attention": the reference's attention (transformers has no sdpa version of some);
-# "init_std": the spread of the random weights (wide enough that greedy tokens vary, not so wide that they saturate).
+# model_type and config fields, and "attention" / "init_std" (ipexconvert/examples/hf_random_lm.py says what they are).
 FAMILIES = {
     "llama-llama3-rope": dict(model_type="llama", **BASE, rope_scaling={
         "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -63,23 +62,12 @@ FAMILIES = {
 
 
 def survey(name: str, keep: Path | None = None, dtype: str = "fp32") -> str:
-    import transformers
-
     import ipexconvert
+    from ipexconvert.examples.hf_random_lm import greedy_tokens, random_causal_lm
 
-    settings = dict(FAMILIES[name])
-    attention, init_std = settings.pop("attention", "sdpa"), settings.pop("init_std", 0.2)
-    config = transformers.AutoConfig.for_model(settings.pop("model_type"), **settings)
-    torch.manual_seed(0)
-    lm = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attention).eval()
-    with torch.no_grad():
-        for p in lm.parameters():
-            if p.dim() == 2:
-                p.normal_(0.0, init_std)
+    lm = random_causal_lm(FAMILIES[name])
     prompt = torch.randint(3, VOCAB, (1, 9), generator=torch.Generator().manual_seed(1))
-    with torch.inference_mode():
-        want = lm.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=24, min_new_tokens=24,
-                           do_sample=False, pad_token_id=0)[0, 9:].tolist()
+    want = greedy_tokens(lm, prompt, 24)
     with tempfile.TemporaryDirectory() as tmp:
         lm.save_pretrained(Path(tmp) / name, safe_serialization=True)
         try:

@@ -11,6 +11,7 @@ import torch
 
 import ipexconvert
 from ipexconvert.errors import UserInputError
+from ipexconvert.examples.hf_random_lm import greedy_tokens, random_causal_lm
 
 transformers = pytest.importorskip("transformers")
 pytestmark = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
@@ -44,26 +45,14 @@ FAMILIES = {
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_family_generates_hugging_face_greedy_tokens(family, tmp_path):
-    settings = dict(FAMILIES[family])
-    attention, init_std = settings.pop("attention", "sdpa"), settings.pop("init_std", 0.2)
-    config = transformers.AutoConfig.for_model(settings.pop("model_type"), **settings)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        lm = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attention).eval()
-        with torch.no_grad():  # a wider spread than the default init, so greedy tokens differ step to step
-            for p in lm.parameters():
-                if p.dim() == 2:
-                    p.normal_(0.0, init_std)
+    lm = random_causal_lm(FAMILIES[family])
     lm.save_pretrained(tmp_path / family, safe_serialization=True)
     result = ipexconvert.optimize(tmp_path / family, output=tmp_path / f"{family}.ipxc")
     assert result.manifest.decoder is not None
     model = ipexconvert.load_artifact(result.path)
     prompt = torch.randint(3, VOCAB, (1, 9), generator=torch.Generator().manual_seed(1))
     got = model.generate(prompt, max_new_tokens=24, stop_at_eos=False).new_ids[0]
-    with torch.inference_mode():
-        want = lm.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=24, min_new_tokens=24,
-                           do_sample=False, pad_token_id=0)[0, 9:].tolist()
-    assert got == want
+    assert got == greedy_tokens(lm, prompt, 24)
     assert len(set(got)) > 2  # the check means something: the tokens vary
 
 
