@@ -113,30 +113,31 @@ struct Capture {
 };
 Capture*& active_capture();
 
+// The kernel called with the GIL released (no capture on this thread).
+template <class Fn, class Args>
+inline void call_released(Fn fn, const char* name, const Args& args) {
+    if (fn == nullptr) throw std::runtime_error(std::string("native kernel ") + name + " was not built");
+    nb::gil_scoped_release release;
+    fn(args);
+}
+
 // A kernel whose argument struct points only into the tensors it was given: under a capture its call is recorded
 // (every check above it has run) and not made.
 template <class Fn, class Args>
 inline void run_capturable(Fn fn, const char* name, const Args& args) {
+    Capture* capture = active_capture();
+    if (capture == nullptr) return call_released(fn, name, args);
     if (fn == nullptr) throw std::runtime_error(std::string("native kernel ") + name + " was not built");
-    if (Capture* capture = active_capture()) {
-        capture->calls.push_back([fn, args] { fn(args); });
-        return;
-    }
-    nb::gil_scoped_release release;
-    fn(args);
+    capture->calls.push_back([fn, args] { fn(args); });
 }
 
 // Any other kernel (its arguments may point at memory of the binding's own): never recorded; under a capture it
 // marks the capture refused and makes no call.
 template <class Fn, class Args>
 inline void run(Fn fn, const char* name, const Args& args) {
-    if (fn == nullptr) throw std::runtime_error(std::string("native kernel ") + name + " was not built");
-    if (Capture* capture = active_capture()) {
-        if (capture->refused == nullptr) capture->refused = name;
-        return;
-    }
-    nb::gil_scoped_release release;
-    fn(args);
+    Capture* capture = active_capture();
+    if (capture == nullptr) return call_released(fn, name, args);
+    if (capture->refused == nullptr) capture->refused = name;
 }
 
 inline std::vector<std::string> names_of(const std::vector<Level>& levels) {

@@ -51,7 +51,7 @@ def capture(calls: list):
     """One call making the native kernel call each of `calls` makes (native/python/capture.cpp: recorded once, made
     in order with the GIL released and no Python between them), or None: the extension is missing, or a call
     cannot be recorded. The tensors the calls hold must stay alive and unchanged while it is used."""
-    return raw.capture(list(calls)) if raw is not None else None
+    return raw.capture(calls) if raw is not None else None
 
 
 def kernel_names() -> list[str]:
