@@ -13,9 +13,18 @@ its own; later calls whose dims differ only in the `varying` ones (the cache len
   once where the backend can (Backend.capture_calls): on the CPU one native call then makes them all, with no
   Python, argument conversion or GIL hand-off between the kernels;
 - nothing for a view of a bound buffer (made once: the buffer is refilled in place);
+- a **recorded step** for a step reading the varying values whose kernel can record one (the rotary cache append
+  and attention over the cache on the CPU: RecordedStep): one native call that reads the cache length from the
+  plan's length cell when it runs, writing into (reading from) the caches' buffers, whose spare positions bound
+  the lengths the plan takes; its varying outputs (the presents) are views made before each call runs, and a
+  varying value it reads from a refill (the attention mask) is copied into a buffer of the caches' capacity.
+  Recorded steps join the bound calls' recorded runs, so a decode step's layers are one native call each;
 - the kernel as usual for every other step, copying a fixed-shape result into its buffer for the bound steps that
-  read it. Steps whose inputs or attrs depend on a varying dim (the cache append, attention over the cache, the
-  rotary tables and mask for the position) are of this kind, and so are kernels that cannot bind.
+  read it. The rotary tables and mask for the position (steps whose attrs depend on a varying dim) are of this
+  kind, and so are kernels that cannot bind.
+
+A call the recorded steps cannot take (a cache that is not the one the plan's last call returned, or longer than
+its buffers hold) makes run() return None: the executor then binds a new plan for it.
 
 Fixed-shape graph inputs are copied into buffers of their own; varying ones (the caches) are passed as given. The
 outputs handed back are copies of the buffers (a caller may keep them while the next call refills the buffers).
@@ -24,11 +33,27 @@ A plan is used by one call at a time (a second thread runs the executor's own wa
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import torch
 
 from .view_chain import shares_memory
+
+
+@dataclass
+class RecordedStep:
+    """A varying step as one native call that reads the cache length from the plan's length cell when it runs
+    (record() of the function Kernel.bind_varying returns)."""
+
+    call: Callable[[], object]  # the native call (a capture records it; without one the plan makes it)
+    max_length: int  # the longest cache (the cell's value) the call can take
+    # output index -> its varying output for a cache length (a view of a buffer the call writes), made before a run
+    views: dict[int, Callable[[int], torch.Tensor]] = field(default_factory=dict)
+    # output index -> (the buffer that output views, the axis it grows along): what later steps' record() read
+    buffers: dict[int, tuple[torch.Tensor, int]] = field(default_factory=dict)
+    # input index -> output index: the next call's input must be this very output of this call (a cache handed back)
+    feeds: dict[int, int] = field(default_factory=dict)
 
 
 class _Refill:
@@ -39,6 +64,10 @@ class _Refill:
     def __init__(self, fn, inputs: list, copies: list[tuple[int, int]], passes: list[tuple[int, int]], single: bool):
         self.fn, self.inputs, self.single = fn, inputs, single
         self.copies, self.passes = copies, passes  # (index among the step's outputs, slot)
+        # (index among the step's outputs, buffer, axis, its size for a cache length): varying results that
+        # recorded steps read from a buffer of the caches' capacity
+        self.stages: list[tuple[int, torch.Tensor, int, Callable[[int], int]]] = []
+        self.length_dim: Optional[str] = None
 
     def __call__(self, env: list, dims: dict[str, int]) -> None:
         result = self.fn([None if i is None else env[i] for i in self.inputs], dims)
@@ -47,6 +76,12 @@ class _Refill:
             env[s] = results[index]
         for index, s in self.copies:
             env[s].copy_(results[index])
+        for index, buffer, axis, size_of in self.stages:
+            value = results[index]
+            if value.shape[axis] != size_of(dims[self.length_dim]):  # (what the recorded reader will read)
+                raise RuntimeError(f"a bound plan's staged value has {value.shape[axis]} positions where its reader "
+                                   f"reads {size_of(dims[self.length_dim])}")
+            buffer.narrow(axis, 0, value.shape[axis]).copy_(value)
 
 
 def _runs_captured(entries: list, capture_calls) -> list:
@@ -95,8 +130,20 @@ class BoundPlan:
             else:
                 env[s] = t.clone(memory_format=torch.contiguous_format)
                 self.staged.append((index, s))
-        self.bound_steps = 0  # steps run as bound calls (tests and benchmarks read it)
+        self.bound_steps = 0  # steps run as bound calls or recorded steps (tests and benchmarks read it)
+        self.recorded_steps = 0  # of which recorded steps
         self.entries: list[tuple[Optional[Callable[[], object]], Optional[_Refill]]] = []
+        # Recorded steps (one varying dim: the cache length, held by the length cell they read when they run)
+        self.length_dim = next(iter(varying)) if len(varying) == 1 and set(varying) <= set(dims) else None
+        self.length_at = torch.tensor([dims[self.length_dim] if self.length_dim else 0], dtype=torch.int64)
+        self._length = self.length_at.numpy()  # (the cell written without torch: a numpy view of it)
+        self.max_length = 1 << 62
+        self._passed_index = {s: index for index, s in self.passed}
+        self._refilled: dict[int, tuple[_Refill, int]] = {}  # varying slot -> the refill making it, output index
+        self._slot_buffers: dict[int, tuple[torch.Tensor, int]] = {}  # varying slot -> (buffer it views, axis)
+        self._staged: dict[int, tuple[torch.Tensor, int, Callable[[int], int]]] = {}
+        self._views: list[tuple[int, Callable[[int], torch.Tensor]]] = []  # (slot, its value for a cache length)
+        self._feeds: list[tuple[int, int]] = []  # (graph input index, the output slot it must be next call)
         with torch.inference_mode():
             for step in executor.prelude + executor.main:
                 reads = [i for i in step.inputs if i is not None]
@@ -106,7 +153,9 @@ class BoundPlan:
                     changing = frozenset(j for j, i in enumerate(step.inputs) if i is not None and i in varying_slots)
                     fn = step.bind_varying(args, dims, changing) if step.bind_varying is not None else None
                     if fn is not None:  # its fixed-shape results are the same tensors every call: no copies
-                        self._refill(step, fn(args, dims), env, varying_slots, fixed, fn=fn, copy=False)
+                        result = fn(args, dims)
+                        if not self._record(step, fn, args, result, env, varying_slots, fixed, dims):
+                            self._refill(step, result, env, varying_slots, fixed, fn=fn, copy=False)
                         self.bound_steps += 1
                     else:
                         self._refill(step, step.kernel(args, dims), env, varying_slots, fixed)
@@ -135,9 +184,68 @@ class BoundPlan:
         self.entries = _runs_captured(self.entries, executor.capture_calls)
         self.varying_outputs = [s in varying_slots for s in self.output_slots]
         self.first_outputs = self._outputs(env)
+        self._expected = [(index, env[s]) for index, s in self._feeds]  # the inputs the next call must pass
         for s in varying_slots:  # every call sets these before reading them; the plan must not keep old caches alive
             env[s] = None
         self.env = env
+
+    def _record(self, step, fn, args: list, result, env: list, varying_slots: set[int], fixed: list[bool],
+                dims: dict[str, int]) -> bool:
+        """Keep the step as the recorded step its function makes, if it makes one (RecordedStep); False if not."""
+        record = getattr(fn, "record", None)
+        known = set(self._passed_index) | set(self._slot_buffers) | set(self._refilled)
+        if record is None or self.length_dim is None or not {s for s in step.inputs if s in varying_slots} <= known:
+            return False  # (a varying input neither given, nor a recorded step's buffer, nor a refill's to stage)
+        results = (result,) if len(step.outputs) == 1 else result
+
+        def buffer_for(j: int, axis: int, capacity: Optional[int] = None,
+                       size_of: Optional[Callable[[int], int]] = None) -> Optional[torch.Tensor]:
+            """The buffer a recorded read of input j finds its values in: the one a recorded step's output views,
+            or one of `capacity` along `axis` that a refill's result is copied into each call."""
+            s = step.inputs[j]
+            if s in self._slot_buffers:
+                buffer, along = self._slot_buffers[s]
+                return buffer if along == axis else None
+            if s not in self._refilled or capacity is None or size_of is None:
+                return None
+            length = dims[self.length_dim]
+            if s in self._staged:
+                buffer, along, first = self._staged[s]
+                same = along == axis and buffer.shape[axis] == capacity and all(
+                    first(n) == size_of(n) for n in (length, length + 1))
+                return buffer if same else None
+            value = env[s]
+            if value.shape[axis] != size_of(length):
+                return None
+            shape = list(value.shape)
+            shape[axis] = capacity
+            buffer = torch.zeros(shape, dtype=value.dtype)
+            buffer.narrow(axis, 0, value.shape[axis]).copy_(value)
+            refill, index = self._refilled[s]
+            refill.stages.append((index, buffer, axis, size_of))
+            refill.length_dim = self.length_dim
+            self._staged[s] = (buffer, axis, size_of)
+            return buffer
+
+        recorded = record(args, result, self.length_at, buffer_for)
+        if recorded is None:
+            return False
+        made = set(recorded.views)
+        graph_inputs = [self._passed_index.get(step.inputs[j]) for j in recorded.feeds]
+        if any(index not in made for index, is_fixed in enumerate(fixed) if not is_fixed) or None in graph_inputs:
+            return False  # (a varying output it does not make, or a fed input that is not a graph input)
+        for index, (s, r) in enumerate(zip(step.outputs, results)):
+            env[s] = r
+            if index in made:
+                varying_slots.add(s)
+        self._views += [(step.outputs[index], view) for index, view in recorded.views.items()]
+        for index, buffer_axis in recorded.buffers.items():
+            self._slot_buffers[step.outputs[index]] = buffer_axis
+        self._feeds += [(g, step.outputs[out]) for g, out in zip(graph_inputs, recorded.feeds.values())]
+        self.max_length = min(self.max_length, recorded.max_length)
+        self.entries.append((recorded.call, None))
+        self.recorded_steps += 1
+        return True
 
     def _refill(self, step, result, env: list, varying_slots: set[int], fixed: list[bool], fn=None,
                 copy: bool = True) -> None:
@@ -155,21 +263,35 @@ class BoundPlan:
                 env[s] = r
                 varying_slots.add(s)
                 passes.append((index, s))
-        self.entries.append((None, _Refill(fn or step.kernel, step.inputs, copies, passes, len(step.outputs) == 1)))
+        refill = _Refill(fn or step.kernel, step.inputs, copies, passes, len(step.outputs) == 1)
+        self._refilled.update({s: (refill, index) for index, s in passes})
+        self.entries.append((None, refill))
 
     def _outputs(self, env: list) -> list:
         return [env[s] if varying else env[s].clone() for s, varying in zip(self.output_slots, self.varying_outputs)]
 
-    def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
+    def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> Optional[list[torch.Tensor]]:
+        """This call's outputs; None where its recorded steps cannot take it (caches other than the ones the last
+        call returned, or longer than their buffers hold)."""
+        if self.recorded_steps:
+            length = dims[self.length_dim]
+            if length > self.max_length or any(inputs[index] is not t for index, t in self._expected):
+                return None
         env = list(self.env)  # varying values live in this call's list only
         for index, s in self.staged:
             env[s].copy_(inputs[index])
         for index, s in self.passed:
             env[s] = inputs[index]
         with torch.inference_mode():
+            if self.recorded_steps:
+                self._length[0] = length
+                for s, view in self._views:  # (their contents are written by the recorded calls below)
+                    env[s] = view(length)
             for call, refill in self.entries:
                 if call is not None:
                     call()
                 else:
                     refill(env, dims)
+        if self.recorded_steps:
+            self._expected = [(index, env[s]) for index, s in self._feeds]
         return self._outputs(env)

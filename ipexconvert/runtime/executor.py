@@ -176,20 +176,24 @@ class Executor:
         dims binds it. Same results as run(); a plan busy in another thread leaves this call to run()."""
         key = (varying, tuple(sorted((k, v) for k, v in dims.items() if k not in varying)), torch.get_num_threads())
         plan = self._bound.get(key)
-        if plan is None:
-            with self._dims_lock:
-                while len(self._bound) >= _BOUND_PLANS:
-                    self._bound.pop(next(iter(self._bound)))
-            plan = BoundPlan(self, inputs, dims, varying)
-            self._bound[key] = plan
-            outputs, plan.first_outputs = plan.first_outputs, []  # (the plan must not keep this call's caches alive)
-            return outputs
-        if not plan.lock.acquire(blocking=False):
-            return self.run(inputs, dims)
-        try:
-            return plan.run(inputs, dims)
-        finally:
-            plan.lock.release()
+        if plan is not None:
+            if not plan.lock.acquire(blocking=False):
+                return self.run(inputs, dims)
+            try:
+                outputs = plan.run(inputs, dims)
+            finally:
+                plan.lock.release()
+            if outputs is not None:
+                return outputs
+            # (its recorded steps cannot take this call: another cache, or one past their buffers; bind again)
+        with self._dims_lock:
+            self._bound.pop(key, None)
+            while len(self._bound) >= _BOUND_PLANS:
+                self._bound.pop(next(iter(self._bound)))
+        plan = BoundPlan(self, inputs, dims, varying)
+        self._bound[key] = plan
+        outputs, plan.first_outputs = plan.first_outputs, []  # (the plan must not keep this call's caches alive)
+        return outputs
 
     def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], persistent: frozenset[int] = frozenset(),
             capture: bool = True, check_guards: bool = True) -> list[torch.Tensor]:

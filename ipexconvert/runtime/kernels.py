@@ -58,6 +58,9 @@ class Kernel:
     # bind_varying(inputs, dims, varying) -> fn or None: for a step reading values whose shapes change between
     # calls (`varying`: their input indices; a decoder's cache), a function like fn that takes the current inputs
     # (the others: these very tensors) and returns its fixed-shape results in the same tensors on every call.
+    # That function may also have `record(inputs, results, length_at, buffer_for) -> RecordedStep or None`
+    # (runtime/bound_plan.py): the same step as one native call that reads the cache length from a length cell as
+    # it runs, which a bound plan records beside its bound calls.
     bind_varying: Optional[Callable[[list, dict[str, int], frozenset[int]], Optional[KernelFn]]] = None
 
 

@@ -131,6 +131,30 @@ inline void run_capturable(Fn fn, const char* name, const Args& args) {
     capture->calls.push_back([fn, args] { fn(args); });
 }
 
+// A kernel whose argument struct also depends on a length read at run time (a decode step's cache length, from a
+// length cell the caller rewrites between runs): under a capture `patch` runs before each recorded call, reading
+// the cell and checking that the struct still points within the tensors it was given (it throws where not).
+template <class Fn, class Args, class Patch>
+inline void run_capturable_patched(Fn fn, const char* name, const Args& args, Patch patch) {
+    Capture* capture = active_capture();
+    if (capture == nullptr) return call_released(fn, name, args);
+    if (fn == nullptr) throw std::runtime_error(std::string("native kernel ") + name + " was not built");
+    capture->calls.push_back([fn, args, patch] {
+        Args patched = args;
+        patch(patched);
+        fn(patched);
+    });
+}
+
+// A length cell: a 1-element int64 CPU tensor whose value a recorded call reads when it runs (the tensor must stay
+// alive while the recording is used).
+inline const int64_t* length_cell(nb::handle obj) {
+    const TensorArg t(obj, "length_at");
+    if (!t.on_cpu() || t.dtype() != nb::dtype<int64_t>() || t.size() != 1)
+        fail("length_at must be a 1-element int64 CPU tensor, got " + t.dtype_str() + " " + t.shape_str());
+    return static_cast<const int64_t*>(t.data());
+}
+
 // Any other kernel (its arguments may point at memory of the binding's own): never recorded; under a capture it
 // marks the capture refused and makes no call.
 template <class Fn, class Args>

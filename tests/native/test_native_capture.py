@@ -67,3 +67,42 @@ def test_errors_propagate_and_leave_capture_off():
     y = torch.full((1, 64), float("nan"))
     native.raw.gelu(torch.zeros(1, 64), False, y, None, 2)
     assert torch.equal(y, torch.zeros(1, 64))  # a plain call runs
+
+
+def test_a_length_cell_is_read_when_a_recorded_cache_append_and_attention_run():
+    """rope_kv_append and decode_attention given a length cell: recorded once, each run appends at, and attends over,
+    the length the cell holds then (what plain calls at that position, over views of that length, give); a length
+    the buffers have no room for raises and writes nothing."""
+    raw = native.raw
+    torch.manual_seed(0)
+    heads, kv_heads, d, capacity = 4, 2, 16, 8
+    columns = (heads, heads + kv_heads)
+    qkv = torch.randn(1, 1, (heads + 2 * kv_heads) * d)
+    cos, sin = torch.randn(1, 1, 1, d), torch.randn(1, 1, 1, d)
+    keys, values = torch.randn(1, kv_heads, capacity, d), torch.randn(1, kv_heads, capacity, d)
+    mask = torch.randn(1, 1, 1, capacity)
+    q_out, out = torch.empty(1, heads, 1, d), torch.empty(1, heads, 1, d)
+    cell = torch.tensor([3])
+    append = functools.partial(raw.rope_kv_append, qkv, 0, qkv, columns[0] * d, qkv, columns[1] * d, cos, sin)
+    replay = raw.capture([functools.partial(append, q_out, keys, values, -1, None, 2, cell),
+                          functools.partial(raw.decode_attention, q_out, keys, values, out, mask, 0.25, None, 2, cell)])
+    assert replay is not None and len(replay) == 2
+    for length in (3, 6, 7):
+        cell[0] = length
+        qkv.normal_()
+        want_keys, want_values, want_q, want = keys.clone(), values.clone(), torch.empty_like(q_out), torch.empty_like(out)
+        replay()
+        append(want_q, want_keys, want_values, length, None, 2)
+        n = length + 1
+        raw.decode_attention(want_q, want_keys[:, :, :n], want_values[:, :, :n], want, mask[..., :n], 0.25, None, 2)
+        assert torch.equal(keys, want_keys) and torch.equal(values, want_values)
+        assert torch.equal(q_out, want_q) and torch.equal(out, want)
+    cell[0] = capacity  # no room for one more position
+    before = keys.clone()
+    with pytest.raises(IndexError, match="do not fit"):
+        replay()
+    assert torch.equal(keys, before)
+    with pytest.raises(ValueError, match="position must be -1"):
+        append(q_out, keys, values, 2, None, 2, torch.tensor([3]))
+    with pytest.raises(ValueError, match="1-element int64"):
+        raw.decode_attention(q_out, keys, values, out, mask, 0.25, None, 2, torch.tensor([3.0]))

@@ -65,6 +65,34 @@ def test_bound_decode_steps_give_the_executors_logits(dtype, tmp_path, monkeypat
         assert sum(len(r) for r in recorded) + len(alone) == len(plan.bound_calls)
         if dtype != "fp32":  # (fp32: a norm or gate between oneDNN linears, which are not bound)
             assert max(map(len, recorded)) >= 4  # o_proj, rms_norm, gate/up, silu_mul, down, ...
+        # the cache appends and attentions are recorded steps, reading the cache length from the plan's cell
+        layers = sum(step.op == "rope_kv_append" for step in model.executor.main)
+        assert layers > 0 and plan.recorded_steps == 2 * layers
+        if dtype != "fp32":  # every layer's calls in one recorded run; the other entries: the position's steps
+            assert sum(call is not None for call, _ in plan.entries) == 1
+
+
+@LLAMA_EXPORTS
+def test_generations_stepped_in_turn_keep_their_own_caches(tmp_path):
+    """Two generations advanced alternately through one model: each call's caches are not the ones the plan's last
+    call returned, so it binds again rather than append into the other's buffers; each gives its executor logits."""
+    path = ipexconvert.optimize("example:tiny-llama", dtype="int4", output=tmp_path / "llama.int4.ipxc").path
+    model = ipexconvert.load_artifact(path)
+    prompts = [torch.randint(3, 1000, (1, n), generator=torch.Generator().manual_seed(n)) for n in (5, 8)]
+    runs = []
+    for prompt in prompts:
+        reference, bound = GrowingCache(model.decoder), GrowingCache(model.decoder)
+        reference.bind_steps = False
+        logits = reference.start(prompt, prompt.shape[1] + 8, torch.device("cpu"))
+        runs.append([reference, bound, logits, bound.start(prompt, prompt.shape[1] + 8, torch.device("cpu"))])
+    for step in range(6):
+        for run in runs:
+            reference, bound, logits, bound_logits = run
+            assert torch.equal(logits, bound_logits), step
+            ids = logits[:, -1].argmax(-1, keepdim=True)
+            run[2], run[3] = reference.advance(ids), bound.advance(ids)
+    for _, _, logits, bound_logits in runs:
+        assert torch.equal(logits, bound_logits)
 
 
 @pytest.mark.parametrize("llama", [False, True])

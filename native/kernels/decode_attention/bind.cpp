@@ -8,8 +8,11 @@ namespace {
 // q, out [batch, heads, q_len, head_dim]; k, v [batch, kv_heads, kv_len, head_dim] (heads a multiple of
 // kv_heads); q and out float32 or bfloat16, k and v alike, q's dtype or bfloat16 beside float32 q; last dims contiguous; optional additive mask broadcastable to
 // [batch, heads, q_len, kv_len] (float32 / bfloat16, last dim contiguous).
+// With length_at (a length cell, bind_common.h) the call can be recorded: k, v and the mask are buffers of
+// `capacity` positions (k's dim 2; the mask's last dim alike) of which the first kv_len = length_at + q_len are
+// read, the cell's value now and, in each recorded run, then.
 void decode_attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle out_obj, nb::handle mask_obj,
-                      double scale, const OptStr& max_isa, int threads) {
+                      double scale, const OptStr& max_isa, int threads, nb::handle length_at_obj) {
     const TensorArg q(q_obj, "q"), k(k_obj, "k"), v(v_obj, "v"), out(out_obj, "out");
     const auto mask = optional_tensor(mask_obj, "mask");
     DecodeAttentionArgs a;
@@ -49,14 +52,27 @@ void decode_attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::
     a.q = q.data(), a.k = k.data(), a.v = v.data(), a.out = out.data();
     a.scale = static_cast<float>(scale);
     a.threads = threads;
-    run(lookup_decode_attention(select(max_isa)), "decode_attention", a);
+    const auto fn = lookup_decode_attention(select(max_isa));
+    if (length_at_obj.is_none()) return run(fn, "decode_attention", a);
+    // (the checks above took kv_len as the whole capacity: every position a run may read is within k, v and mask)
+    const int64_t* length_at = length_cell(length_at_obj);
+    const int64_t capacity = a.kv_len;
+    const auto patch = [length_at, capacity](DecodeAttentionArgs& r) {
+        const int64_t at = *length_at;
+        if (at < 0 || at > capacity - r.q_len)
+            throw std::out_of_range("decode_attention: " + std::to_string(at) + " + " + std::to_string(r.q_len) +
+                                    " positions do not fit a cache of " + std::to_string(capacity));
+        r.kv_len = at + r.q_len;
+    };
+    patch(a);  // (now: the same check and length as a recorded run's)
+    run_capturable_patched(fn, "decode_attention", a, patch);
 }
 
 }  // namespace
 
 void bind_decode_attention(nb::module_& m) {
     m.def("decode_attention", &decode_attention, "q"_a, "k"_a, "v"_a, "out"_a, "mask"_a.none(), "scale"_a,
-          "max_isa"_a.none(), "threads"_a);
+          "max_isa"_a.none(), "threads"_a, "length_at"_a.none() = nb::none());
 }
 
 }  // namespace ipxc

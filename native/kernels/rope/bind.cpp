@@ -60,11 +60,12 @@ void rope(nb::handle x_obj, nb::handle cos_obj, nb::handle sin_obj, nb::handle o
 // q_out [batch, heads, seq, dim] and the caches [batch, kv_heads, capacity, dim], contiguous, one float dtype;
 // q, k, v [batch, seq, width] (last dim contiguous, other strides any), each read at columns
 // [offset, offset + its heads * dim) (the same tensor three times for a merged projection); positions
-// [position, position + seq) of the caches are written.
+// [position, position + seq) of the caches are written. With length_at (a length cell, bind_common.h) the call
+// can be recorded: position is then -1 and the cell holds it, read when the call runs (now, or in each recorded run).
 void rope_kv_append(nb::handle q_obj, int64_t q_offset, nb::handle k_obj, int64_t k_offset, nb::handle v_obj,
                     int64_t v_offset, nb::handle cos_obj, nb::handle sin_obj, nb::handle q_out_obj,
                     nb::handle key_cache_obj, nb::handle value_cache_obj, int64_t position, const OptStr& max_isa,
-                    int threads) {
+                    int threads, nb::handle length_at_obj) {
     const TensorArg q(q_obj, "q"), k(k_obj, "k"), v(v_obj, "v"), cos(cos_obj, "cos"), sin(sin_obj, "sin");
     const TensorArg q_out(q_out_obj, "q_out"), key_cache(key_cache_obj, "key_cache"),
         value_cache(value_cache_obj, "value_cache");
@@ -90,6 +91,7 @@ void rope_kv_append(nb::handle q_obj, int64_t q_offset, nb::handle k_obj, int64_
     a.kv_heads = key_cache.shape(1), a.capacity = key_cache.shape(2);
     a.cache_dtype = float_dtype(key_cache);
     if (a.kv_heads < 1) fail("the caches have no heads");
+    if (!length_at_obj.is_none() && position == -1) position = *length_cell(length_at_obj);
     if (position < 0 || position > a.capacity - a.seq)
         fail("positions [" + std::to_string(position) + ", " + std::to_string(position) + " + " +
              std::to_string(a.seq) + ") do not fit a cache of " + std::to_string(a.capacity) + " positions");
@@ -117,7 +119,17 @@ void rope_kv_append(nb::handle q_obj, int64_t q_offset, nb::handle k_obj, int64_
     rope_tables(cos, sin, a);
     a.q_out = q_out.data(), a.key_cache = key_cache.data(), a.value_cache = value_cache.data();
     a.threads = threads;
-    run(lookup_rope_kv_append(select(max_isa)), "rope_kv_append", a);
+    const auto fn = lookup_rope_kv_append(select(max_isa));
+    if (length_at_obj.is_none()) return run(fn, "rope_kv_append", a);
+    if (position != *length_cell(length_at_obj)) fail("with length_at, position must be -1 (the cell holds it)");
+    const int64_t* length_at = length_cell(length_at_obj);
+    run_capturable_patched(fn, "rope_kv_append", a, [length_at](RopeKvAppendArgs& r) {
+        const int64_t at = *length_at;
+        if (at < 0 || at > r.capacity - r.seq)
+            throw std::out_of_range("rope_kv_append: positions [" + std::to_string(at) + ", +" + std::to_string(r.seq) +
+                                    ") do not fit a cache of " + std::to_string(r.capacity) + " positions");
+        r.position = at;
+    });
 }
 
 }  // namespace
@@ -125,7 +137,8 @@ void rope_kv_append(nb::handle q_obj, int64_t q_offset, nb::handle k_obj, int64_
 void bind_rope(nb::module_& m) {
     m.def("rope", &rope, "x"_a, "cos"_a, "sin"_a, "out"_a, "max_isa"_a.none(), "threads"_a);
     m.def("rope_kv_append", &rope_kv_append, "q"_a, "q_offset"_a, "k"_a, "k_offset"_a, "v"_a, "v_offset"_a, "cos"_a,
-          "sin"_a, "q_out"_a, "key_cache"_a, "value_cache"_a, "position"_a, "max_isa"_a.none(), "threads"_a);
+          "sin"_a, "q_out"_a, "key_cache"_a, "value_cache"_a, "position"_a, "max_isa"_a.none(), "threads"_a,
+          "length_at"_a.none() = nb::none());
 }
 
 }  // namespace ipxc

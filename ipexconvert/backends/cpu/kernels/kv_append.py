@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from typing import Optional
 
 import torch
 
@@ -48,6 +49,17 @@ class _GrowingCache:
             present = buffer.narrow(2, 0, length + added)  # (narrow: one call; indexing costs several)
             self.newest, self.length = weakref.ref(present), length + added
             return buffer, present
+
+    def hand_over(self, newest: torch.Tensor) -> Optional[torch.Tensor]:
+        """The buffer whose newest view is `newest`, handed to a bound plan's recorded appends (which write into it
+        themselves, at the length a cell holds: runtime/bound_plan.py); this cache forgets it, so a later call copies
+        any past it is given into a buffer of its own. None if `newest` is not the view this cache returned last."""
+        with self.lock:
+            buffer, current = self.buffer, self.newest() if self.newest is not None else None
+            if buffer is None or current is not newest:
+                return None
+            self.buffer, self.newest, self.length, self.capacity = None, None, 0, 0
+            return buffer
 
     def __call__(self, inputs, dims):
         past, new = inputs

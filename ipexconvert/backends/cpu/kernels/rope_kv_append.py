@@ -3,11 +3,15 @@ caches (kv_append's buffers with spare positions, written in place when handed t
 The native kernel does all of it in one pass over the projections; without the extension, torch does it."""
 from __future__ import annotations
 
+from functools import partial
+from typing import Optional
+
 import torch
 
 from ....ir.ops.rope import RopeOp
 from ....ir.ops.rope_kv_append import heads_of, query_heads, split_inputs, split_projections
 from ....runtime import kernels
+from ....runtime.bound_plan import RecordedStep
 from ....runtime.kernels import Kernel, NodeContext
 from . import _native, _runs_at
 from .kv_append import _GrowingCache
@@ -59,7 +63,30 @@ def native_rope_kv_append(ctx: NodeContext):
         q, k, v = projections * 3 if merged else projections
         q_out = torch.empty((q.shape[0], heads, q.shape[1], d), dtype=q.dtype)
         threads = torch.get_num_threads()
-        return lambda inputs, dims: append(q, k, v, cos, sin, inputs[-2], inputs[-1], q_out, threads)
+
+        def bound(inputs, dims):
+            return append(q, k, v, cos, sin, inputs[-2], inputs[-1], q_out, threads)
+
+        def record(inputs, results, length_at, buffer_for) -> Optional[RecordedStep]:
+            """The append into the buffers the last call wrote (their spare positions: a plan with a longer cache
+            binds again), at the position length_at holds when it runs; the presents are views made per run."""
+            seq = q.shape[1]
+            if inputs[-2].shape[2] != int(length_at):
+                return None
+            key_buffer, value_buffer = keys.hand_over(results[1]), values.hand_over(results[2])
+            if key_buffer is None or value_buffer is None:
+                return None
+            call = partial(lib.rope_kv_append, q, offsets[0], k, offsets[1], v, offsets[2], cos, sin, q_out,
+                           key_buffer, value_buffer, -1, isa, threads, length_at)
+            return RecordedStep(
+                call=call, max_length=min(key_buffer.shape[2], value_buffer.shape[2]) - seq,
+                views={1: lambda length: key_buffer.narrow(2, 0, length + seq),
+                       2: lambda length: value_buffer.narrow(2, 0, length + seq)},
+                buffers={1: (key_buffer, 2), 2: (value_buffer, 2)},
+                feeds={len(inputs) - 2: 1, len(inputs) - 1: 2})
+
+        bound.record = record
+        return bound
 
     # Not fresh_output: the presents are views of buffers that the pasts given may view too (kv_append's kernel alike).
     return Kernel(run, _native.kernel_name("rope_kv_append", "rope_kv_append", isa), bind_varying=bind_varying)

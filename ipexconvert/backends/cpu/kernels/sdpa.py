@@ -16,6 +16,8 @@ int8/uint8 codes straight from the kernel's output rows.
 from __future__ import annotations
 
 import math
+from functools import partial
+from typing import Optional
 
 import torch
 
@@ -27,6 +29,7 @@ from ....ir.ops._quant import QTORCH
 from ....ir.ops.kv_append import NARROWER_CACHES
 from ....ir.ops.sdpa import fully_masked_rows
 from ....runtime import kernels
+from ....runtime.bound_plan import RecordedStep
 from ....runtime.kernels import Kernel, NodeContext
 from . import _native, _runs_at
 
@@ -175,6 +178,24 @@ def native_decode_sdpa(ctx: NodeContext):
             lib.decode_attention(q, k, v, out, mask, scale, isa, threads)
             return out
 
+        def record(inputs: list, results, length_at, buffer_for) -> Optional[RecordedStep]:
+            """Attention over the first length_at + q_len positions of the caches' buffers (and of the mask's,
+            which the plan refills from the mask each call), read when it runs."""
+            keys, values = buffer_for(1, 2), buffer_for(2, 2)
+            if keys is None or values is None or keys.shape[2] != values.shape[2]:
+                return None
+            capacity = keys.shape[2]
+            mask = inputs[3]
+            if mask is not None:
+                mask = buffer_for(3, mask.dim() - 1, capacity, lambda length: length + q_len)
+                if mask is None:
+                    return None
+                mask = mask.reshape(lead + tuple(mask.shape)) if lead else mask
+            return RecordedStep(call=partial(lib.decode_attention, q, keys, values, out, mask, scale, isa, threads,
+                                             length_at),
+                                max_length=capacity - q_len)
+
+        bound.record = record
         return bound
 
     return Kernel(run, _native.kernel_name("sdpa", "decode_attention", ctx.isa), fresh_output=True,
