@@ -45,6 +45,11 @@ class Backend(Protocol):
         """One call that makes the kernel calls of `calls` (bound plans' runs of bound calls: runtime/bound_plan.py)
         with nothing between them, or None where this device cannot record them."""
 
+    def row_copy(self, table, out, length_at, first: int) -> Optional[Callable[[], None]]:
+        """A call of no arguments that copies table[length_at - first] into out, reading the length cell (a
+        1-element int64 tensor) when it runs, which capture_calls can record (bound plans: a decode step's rotary
+        rows and mask, computed ahead per cache length); None where this device has none."""
+
     def make_runner(self, executor):
         """What runs the executor's plan per call (an object with run, profile, raise_tripped and forget_buffers,
         as runtime/executor.Executor has them): the executor itself on the CPU, a CUDA-graph replayer on the GPU."""

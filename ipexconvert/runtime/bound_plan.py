@@ -41,6 +41,10 @@ import torch
 from .view_chain import shares_memory
 
 
+_TABLE_ROWS = 1024  # lengths a plan's position tables hold at most (a longer cache binds a new plan)
+_TABLE_BLOCK = 32  # lengths computed ahead at a time
+
+
 @dataclass
 class RecordedStep:
     """A varying step as one native call that reads the cache length from the plan's length cell when it runs
@@ -61,8 +65,10 @@ class _Refill:
     copied into the buffers that bound steps read, its varying ones (a longer cache each token) put in the call's
     slot list."""
 
-    def __init__(self, fn, inputs: list, copies: list[tuple[int, int]], passes: list[tuple[int, int]], single: bool):
+    def __init__(self, fn, inputs: list, copies: list[tuple[int, int]], passes: list[tuple[int, int]], single: bool,
+                 length_only: bool = False):
         self.fn, self.inputs, self.single = fn, inputs, single
+        self.length_only = length_only  # a function of the dims alone (Step.dims_only): the position's steps
         self.copies, self.passes = copies, passes  # (index among the step's outputs, slot)
         # (index among the step's outputs, buffer, axis, its size for a cache length): varying results that
         # recorded steps read from a buffer of the caches' capacity
@@ -180,6 +186,9 @@ class BoundPlan:
                     env[step.outputs[0]] = result  # a view of a buffer refilled in place: made once
                     continue
                 self._refill(step, result, env, varying_slots, [True] * len(step.outputs))
+        self._rows_end, self._fill = 1 << 62, None  # (the position's tables: none unless _tabulate makes them)
+        if self.recorded_steps:
+            self._tabulate(executor.row_copy, env, dims)
         self.bound_calls = [call for call, _ in self.entries if call is not None]  # (the captured lists' tensors)
         self.entries = _runs_captured(self.entries, executor.capture_calls)
         self.varying_outputs = [s in varying_slots for s in self.output_slots]
@@ -247,6 +256,47 @@ class BoundPlan:
         self.recorded_steps += 1
         return True
 
+    def _tabulate(self, row_copy, env: list, dims: dict[str, int]) -> None:
+        """The refills that depend on the dims alone (a decode step's position: its rotary rows and mask) computed
+        ahead, a block of lengths at a time, into tables with a row per length; each call then copies its rows into
+        the buffers that bound and recorded steps read, by recorded calls that read the length cell (row_copy:
+        Backend.row_copy), so no Python runs for the position. Not where one of their varying results is read by
+        another refill or is an output (it would have to be made each call)."""
+        length_refills = [r for _, r in self.entries if r is not None and r.length_only]
+        others = [r for _, r in self.entries if r is not None and not r.length_only]
+        read = {i for r in others for i in r.inputs if i is not None} | set(self.output_slots)
+        if (not length_refills or any(s in read for r in length_refills for _, s in r.passes)
+                or any(s in self.output_slots for r in length_refills for _, s in r.copies)):
+            return
+        first = int(self.length_at)
+        rows = min(self.max_length - first + 1, _TABLE_ROWS)
+        # the buffers a call's rows land in (fixed-shape results, staged values), and their tables
+        targets = [env[s] for r in length_refills for _, s in r.copies] + [b for r in length_refills for _, b, _, _ in r.stages]
+        tables = [torch.empty((rows, *t.shape), dtype=t.dtype) for t in targets]
+        copies = [row_copy(table, target, self.length_at, first) for table, target in zip(tables, targets)]
+        if not copies or any(c is None for c in copies):
+            return
+        scratch = list(env)  # (the refills' varying results; their fixed ones land in the targets)
+
+        def fill(end: int) -> None:
+            """The rows of lengths up to `end` (exclusive): the refills run as a call of each length runs them."""
+            end = min(end, first + rows)
+            for length in range(self._rows_end, end):
+                length_dims = {**dims, self.length_dim: length}
+                for refill in length_refills:
+                    refill(scratch, length_dims)
+                for table, target in zip(tables, targets):
+                    table[length - first].copy_(target)
+            self._rows_end = max(self._rows_end, end)
+
+        self._rows_end, self._fill = first, fill
+        with torch.inference_mode():
+            fill(first + _TABLE_BLOCK)
+        self.max_length = min(self.max_length, first + rows - 1)
+        at = next(i for i, (_, r) in enumerate(self.entries) if r is not None and r.length_only)
+        kept = [e for e in self.entries if e[1] is None or not e[1].length_only]
+        self.entries = kept[:at] + [(copy, None) for copy in copies] + kept[at:]
+
     def _refill(self, step, result, env: list, varying_slots: set[int], fixed: list[bool], fn=None,
                 copy: bool = True) -> None:
         """Keep the step's result (fixed-shape tensors in buffers of their own, unless `fn` returns the same ones
@@ -263,7 +313,7 @@ class BoundPlan:
                 env[s] = r
                 varying_slots.add(s)
                 passes.append((index, s))
-        refill = _Refill(fn or step.kernel, step.inputs, copies, passes, len(step.outputs) == 1)
+        refill = _Refill(fn or step.kernel, step.inputs, copies, passes, len(step.outputs) == 1, step.dims_only)
         self._refilled.update({s: (refill, index) for index, s in passes})
         self.entries.append((None, refill))
 
@@ -277,6 +327,9 @@ class BoundPlan:
             length = dims[self.length_dim]
             if length > self.max_length or any(inputs[index] is not t for index, t in self._expected):
                 return None
+            if length >= self._rows_end:  # (the position's rows of the next lengths)
+                with torch.inference_mode():
+                    self._fill(max(length + 1, self._rows_end + _TABLE_BLOCK))
         env = list(self.env)  # varying values live in this call's list only
         for index, s in self.staged:
             env[s].copy_(inputs[index])

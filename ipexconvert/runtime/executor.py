@@ -64,6 +64,7 @@ class Executor:
         graph = program.graph
         self.device = device
         self.capture_calls = backend.capture_calls  # (bound plans: runs of bound calls as one call)
+        self.row_copy = backend.row_copy  # (bound plans: the position's rows, chosen by the cache length)
         slot: dict[str, int] = {}
 
         def slot_of(name: str) -> int:

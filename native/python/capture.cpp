@@ -6,6 +6,8 @@
 // instead of called) and returns a CallList that makes them all, in order, in one call with the GIL released:
 // no Python frame, argument conversion or GIL hand-off between two kernels. The caller keeps the tensors alive
 // and their shapes and storage unchanged while it uses the list (the plan owns them).
+#include <cstring>
+
 #include "bind_common.h"
 
 namespace ipxc {
@@ -54,6 +56,36 @@ std::optional<CallList> capture(const std::vector<nb::callable>& calls) {
     return CallList(std::move(recorded.calls));
 }
 
+// out = table[length_at - first]: a value that depends only on the cache length (a decode step's rotary rows and
+// mask), computed ahead for a range of lengths, chosen by the length a cell holds when the call runs (recorded
+// under a capture, like a kernel whose arguments point only into the tensors it was given).
+void copy_row(nb::handle table_obj, nb::handle out_obj, nb::handle length_at_obj, int64_t first) {
+    const TensorArg table(table_obj, "table"), out(out_obj, "out");
+    check_cpu_contiguous(table);
+    check_cpu_contiguous(out);
+    check_same_dtype(out, table);
+    if (table.ndim() < 1 || table.shape(0) < 1) fail("table " + table.shape_str() + " has no rows");
+    if (table.dtype().lanes != 1 || table.dtype().bits % 8 != 0) fail("table has dtype " + table.dtype_str());
+    const int64_t rows = table.shape(0), row_size = table.size() / rows;
+    if (out.size() != row_size)
+        fail("out " + out.shape_str() + " must have the " + std::to_string(row_size) + " elements of a row of table " +
+             table.shape_str());
+    const int64_t* length_at = length_cell(length_at_obj);
+    const size_t row_bytes = static_cast<size_t>(row_size) * (table.dtype().bits / 8);
+    const char* rows_data = static_cast<const char*>(table.data());
+    char* target = static_cast<char*>(out.data());
+    auto copy = [=] {
+        const int64_t row = *length_at - first;
+        if (row < 0 || row >= rows)
+            throw std::out_of_range("copy_row: length " + std::to_string(*length_at) + " is not in the table's [" +
+                                    std::to_string(first) + ", " + std::to_string(first + rows) + ")");
+        std::memcpy(target, rows_data + static_cast<size_t>(row) * row_bytes, row_bytes);
+    };
+    Capture* capture = active_capture();
+    if (capture != nullptr) return capture->calls.push_back(copy);
+    copy();
+}
+
 }  // namespace
 
 void bind_capture(nb::module_& m) {
@@ -64,6 +96,9 @@ void bind_capture(nb::module_& m) {
           "Records the native kernel call each callable makes (one each) and returns a CallList that makes them all "
           "in order with the GIL released; None when a callable makes a call that cannot be recorded (or not exactly "
           "one). The tensors the calls were given must stay alive and unchanged while the list is used.");
+    m.def("copy_row", &copy_row, "table"_a, "out"_a, "length_at"_a, "first"_a,
+          "out = table[length_at - first] (a length cell: a 1-element int64 tensor, read when the call runs; "
+          "recorded under a capture).");
 }
 
 }  // namespace ipxc

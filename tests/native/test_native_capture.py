@@ -106,3 +106,21 @@ def test_a_length_cell_is_read_when_a_recorded_cache_append_and_attention_run():
         append(q_out, keys, values, 2, None, 2, torch.tensor([3]))
     with pytest.raises(ValueError, match="1-element int64"):
         raw.decode_attention(q_out, keys, values, out, mask, 0.25, None, 2, torch.tensor([3.0]))
+
+
+def test_copy_row_copies_the_row_of_the_length_a_cell_holds_when_it_runs():
+    table, out, cell = torch.arange(12.0).reshape(4, 3), torch.empty(3), torch.tensor([5])
+    replay = native.raw.capture([functools.partial(native.raw.copy_row, table, out, cell, 4)])
+    assert replay is not None and len(replay) == 1
+    for length in (5, 7, 4):
+        cell[0] = length
+        replay()
+        assert torch.equal(out, table[length - 4])
+    for outside in (3, 8):  # rows 0..3 hold lengths 4..7
+        cell[0] = outside
+        with pytest.raises(IndexError, match="not in the table"):
+            replay()
+    with pytest.raises(ValueError, match="elements of a row"):
+        native.raw.copy_row(table, torch.empty(4), cell, 4)
+    with pytest.raises(ValueError, match="dtype"):
+        native.raw.copy_row(table, torch.empty(3, dtype=torch.float64), cell, 4)

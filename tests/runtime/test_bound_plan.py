@@ -16,6 +16,7 @@ from ipexconvert.backends.cpu.kernels import kv_append
 from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.passes import PassOptions, run_pipeline
 from ipexconvert.passes.pipeline import PIPELINES
+from ipexconvert.runtime import bound_plan
 from ipexconvert.runtime.decoder import GrowingCache
 from ipexconvert.runtime.executor import Executor
 from tiny_decoder import TinyDecoder
@@ -68,8 +69,21 @@ def test_bound_decode_steps_give_the_executors_logits(dtype, tmp_path, monkeypat
         # the cache appends and attentions are recorded steps, reading the cache length from the plan's cell
         layers = sum(step.op == "rope_kv_append" for step in model.executor.main)
         assert layers > 0 and plan.recorded_steps == 2 * layers
-        if dtype != "fp32":  # every layer's calls in one recorded run; the other entries: the position's steps
-            assert sum(call is not None for call, _ in plan.entries) == 1
+        # the position's rotary rows and mask are tables read by recorded row copies: no Python step for them
+        assert not [refill for _, refill in plan.entries if refill is not None and refill.length_only]
+        if dtype != "fp32":  # the layers' calls in one recorded run (after the embedding's lookup, a refill here)
+            assert sum(call is not None for call, _ in plan.entries) <= 2
+
+
+@LLAMA_EXPORTS
+def test_the_positions_rows_are_computed_ahead_block_by_block(tmp_path):
+    """Past the first block of lengths the plan computed its rotary rows and mask for, it computes the next."""
+    path = ipexconvert.optimize("example:tiny-llama", dtype="int8", int8_scheme="weight-only",
+                                output=tmp_path / "llama.int8.ipxc").path
+    model = ipexconvert.load_artifact(path)
+    _steps_both_ways(model, torch.randint(3, 1000, (1, 6), generator=torch.Generator().manual_seed(2)), 75)
+    plan = _plan(model)
+    assert plan._rows_end > 6 + 75 > 6 + 2 * bound_plan._TABLE_BLOCK
 
 
 @LLAMA_EXPORTS

@@ -56,6 +56,9 @@ class CpuBackend:
     def capture_calls(self, calls: list) -> Optional[Callable[[], None]]:
         return native_lib.capture(calls)
 
+    def row_copy(self, table, out, length_at, first: int) -> Optional[Callable[[], None]]:
+        return native_lib.row_copy(table, out, length_at, first)
+
     def make_runner(self, executor):
         return executor
 

@@ -8,6 +8,7 @@ When the extension is missing, `available()` is False and `_lib()` raises Runtim
 """
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 from ...errors import UserInputError
@@ -52,6 +53,12 @@ def capture(calls: list):
     in order with the GIL released and no Python between them), or None: the extension is missing, or a call
     cannot be recorded. The tensors the calls hold must stay alive and unchanged while it is used."""
     return raw.capture(calls) if raw is not None else None
+
+
+def row_copy(table, out, length_at, first: int):
+    """A call copying table[length_at - first] into out with the length read when it runs (capture.cpp's copy_row,
+    which capture() records), or None without the extension."""
+    return functools.partial(raw.copy_row, table, out, length_at, first) if hasattr(raw, "copy_row") else None
 
 
 def kernel_names() -> list[str]:

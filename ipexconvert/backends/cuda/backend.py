@@ -68,6 +68,9 @@ class CudaBackend:
     def capture_calls(self, calls: list) -> None:
         return None  # (a GPU captures whole decode steps in CUDA graphs: runtime/static_cache.py)
 
+    def row_copy(self, table, out, length_at, first: int) -> None:
+        return None  # (a GPU's decode step reads its position from an input: runtime/static_cache.py)
+
     def make_runner(self, executor):
         from .graphs import GraphRunner
 
