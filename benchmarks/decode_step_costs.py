@@ -2,7 +2,8 @@
 charge the cache misses after each weight stream to whichever step runs first).
 
 A decoder artifact is prefilled with a random prompt; then, in one process and in interleaved rounds:
-1. the whole step, run through the executor and from the bound plan generate() uses (runtime/bound_plan.py),
+1. the whole step, run through the executor and from the bound plan generate() uses (runtime/bound_plan.py), and
+   from a bound plan without recorded steps (each cache append, attention and position step a Python entry),
    against every native call one executor step made, replayed back to back with the same arguments (no Python
    between them: what a native loop would take), and against the step's weight-only GEMVs alone, and the GEMVs'
    bytes over that time;
@@ -25,6 +26,7 @@ from ipexconvert.api import load_artifact
 from ipexconvert.backends.cpu import native_lib
 from ipexconvert.backends.cpu.kernels import woq_linear
 from ipexconvert.decoder_bench import read_bandwidth_gbs
+from ipexconvert.runtime import bound_plan
 from ipexconvert.runtime.decoder import GrowingCache
 
 from decode_profile import after_prompt  # benchmarks/ is on the path when run as a script
@@ -117,6 +119,12 @@ def main() -> None:
     native_lib.raw = lib
     model = load_artifact(args.artifact)
     cache, step = after_prompt(model, args.prompt)
+    record = bound_plan.BoundPlan._record  # (a third load whose plan records none of its varying steps)
+    bound_plan.BoundPlan._record = lambda *a, **k: False
+    try:
+        unrecorded_cache, _ = after_prompt(load_artifact(args.artifact), args.prompt)
+    finally:
+        bound_plan.BoundPlan._record = record
     gemvs = capture_gemvs(cache, step)
     if not gemvs:
         raise SystemExit(f"{args.artifact} makes no weight-only GEMV on this CPU: nothing to compare")
@@ -141,11 +149,13 @@ def main() -> None:
                          layer.bias, out, layer.isa, args.threads, layer.integer_path or 0, residual)
             small()
 
-    results: dict[str, list[float]] = {"whole step": [], "whole step, bound plan": [], "native calls replayed": [],
+    results: dict[str, list[float]] = {"whole step": [], "whole step, bound plan": [], "no recorded steps": [],
+                                       "native calls replayed": [],
                                        **{f"GEMVs + {k}": [] for k in after}}
     for _ in range(args.rounds):
         results["whole step"].append(timed(step_with(cache, step, bound=False), 4))
         results["whole step, bound plan"].append(timed(step_with(cache, step, bound=True), 4))
+        results["no recorded steps"].append(timed(step_with(unrecorded_cache, step, bound=True), 4))
         results["native calls replayed"].append(timed(lambda: replay(native_calls), 4))
         for name, small in after.items():
             results[f"GEMVs + {name}"].append(timed(lambda: sweep(small), 2))
@@ -160,6 +170,10 @@ def main() -> None:
     ratio = statistics.median(b / w for b, w in zip(results["whole step, bound plan"], whole))
     print(f"| whole step (bound plan) | {bound:.2f} | {weight_bytes / 1e6 / bound:.1f} GB/s of weights, "
           f"{weight_bytes / 1e6 / bound / bandwidth:.2f} of the read bandwidth; {ratio:.3f} x the executor's "
+          f"(median of the rounds' ratios) |")
+    unrecorded = median_ms(results["no recorded steps"])
+    ratio = statistics.median(b / u for b, u in zip(results["whole step, bound plan"], results["no recorded steps"]))
+    print(f"| whole step (bound plan, no recorded steps) | {unrecorded:.2f} | the bound plan's is {ratio:.3f} x this "
           f"(median of the rounds' ratios) |")
     replayed = median_ms(results["native calls replayed"])
     print(f"| the step's {len(native_calls)} native calls replayed back to back | {replayed:.2f} | "
