@@ -188,7 +188,7 @@ class BoundPlan:
                 self._refill(step, result, env, varying_slots, [True] * len(step.outputs))
         self._rows_end, self._fill = 1 << 62, None  # (the position's tables: none unless _tabulate makes them)
         if self.recorded_steps:
-            self._tabulate(executor.row_copy, env, dims)
+            self._tabulate(executor.row_copy, env, dims, varying_slots)
         self.bound_calls = [call for call, _ in self.entries if call is not None]  # (the captured lists' tensors)
         self.entries = _runs_captured(self.entries, executor.capture_calls)
         self.varying_outputs = [s in varying_slots for s in self.output_slots]
@@ -256,7 +256,7 @@ class BoundPlan:
         self.recorded_steps += 1
         return True
 
-    def _tabulate(self, row_copy, env: list, dims: dict[str, int]) -> None:
+    def _tabulate(self, row_copy, env: list, dims: dict[str, int], varying_slots: set[int]) -> None:
         """The refills that depend on the dims alone (a decode step's position: its rotary rows and mask) computed
         ahead, a block of lengths at a time, into tables with a row per length; each call then copies its rows into
         the buffers that bound and recorded steps read, by recorded calls that read the length cell (row_copy:
@@ -276,7 +276,8 @@ class BoundPlan:
         copies = [row_copy(table, target, self.length_at, first) for table, target in zip(tables, targets)]
         if not copies or any(c is None for c in copies):
             return
-        scratch = list(env)  # (the refills' varying results; their fixed ones land in the targets)
+        # the refills' varying results (their fixed ones land in the targets); no cache this call was given
+        scratch = [None if s in varying_slots else t for s, t in enumerate(env)]
 
         def fill(end: int) -> None:
             """The rows of lengths up to `end` (exclusive): the refills run as a call of each length runs them."""

@@ -91,7 +91,11 @@ void rope_kv_append(nb::handle q_obj, int64_t q_offset, nb::handle k_obj, int64_
     a.kv_heads = key_cache.shape(1), a.capacity = key_cache.shape(2);
     a.cache_dtype = float_dtype(key_cache);
     if (a.kv_heads < 1) fail("the caches have no heads");
-    if (!length_at_obj.is_none() && position == -1) position = *length_cell(length_at_obj);
+    const int64_t* length_at = length_at_obj.is_none() ? nullptr : length_cell(length_at_obj);
+    if (length_at != nullptr) {
+        if (position != -1) fail("with length_at, position must be -1 (the cell holds it)");
+        position = *length_at;
+    }
     if (position < 0 || position > a.capacity - a.seq)
         fail("positions [" + std::to_string(position) + ", " + std::to_string(position) + " + " +
              std::to_string(a.seq) + ") do not fit a cache of " + std::to_string(a.capacity) + " positions");
@@ -120,9 +124,7 @@ void rope_kv_append(nb::handle q_obj, int64_t q_offset, nb::handle k_obj, int64_
     a.q_out = q_out.data(), a.key_cache = key_cache.data(), a.value_cache = value_cache.data();
     a.threads = threads;
     const auto fn = lookup_rope_kv_append(select(max_isa));
-    if (length_at_obj.is_none()) return run(fn, "rope_kv_append", a);
-    if (position != *length_cell(length_at_obj)) fail("with length_at, position must be -1 (the cell holds it)");
-    const int64_t* length_at = length_cell(length_at_obj);
+    if (length_at == nullptr) return run(fn, "rope_kv_append", a);
     run_capturable_patched(fn, "rope_kv_append", a, [length_at](RopeKvAppendArgs& r) {
         const int64_t at = *length_at;
         if (at < 0 || at > r.capacity - r.seq)
