@@ -52,10 +52,10 @@ class RecordedStep:
 
     call: Callable[[], object]  # the native call (a capture records it; without one the plan makes it)
     max_length: int  # the longest cache (the cell's value) the call can take
-    # output index -> its varying output for a cache length (a view of a buffer the call writes), made before a run
-    views: dict[int, Callable[[int], torch.Tensor]] = field(default_factory=dict)
-    # output index -> (the buffer that output views, the axis it grows along): what later steps' record() read
+    # output index -> (the buffer it writes, the axis it grows along): the varying output is the view of its first
+    # length + `added` positions, made before each run; later steps' record() read the buffer itself
     buffers: dict[int, tuple[torch.Tensor, int]] = field(default_factory=dict)
+    added: int = 0  # positions a call adds along that axis
     # input index -> output index: the next call's input must be this very output of this call (a cache handed back)
     feeds: dict[int, int] = field(default_factory=dict)
 
@@ -70,10 +70,9 @@ class _Refill:
         self.fn, self.inputs, self.single = fn, inputs, single
         self.length_only = length_only  # a function of the dims alone (Step.dims_only): the position's steps
         self.copies, self.passes = copies, passes  # (index among the step's outputs, slot)
-        # (index among the step's outputs, buffer, axis, its size for a cache length): varying results that
+        # (index among the step's outputs, buffer, axis, its size for a call's dims): varying results that
         # recorded steps read from a buffer of the caches' capacity
-        self.stages: list[tuple[int, torch.Tensor, int, Callable[[int], int]]] = []
-        self.length_dim: Optional[str] = None
+        self.stages: list[tuple[int, torch.Tensor, int, Callable[[dict[str, int]], int]]] = []
 
     def __call__(self, env: list, dims: dict[str, int]) -> None:
         result = self.fn([None if i is None else env[i] for i in self.inputs], dims)
@@ -84,9 +83,9 @@ class _Refill:
             env[s].copy_(results[index])
         for index, buffer, axis, size_of in self.stages:
             value = results[index]
-            if value.shape[axis] != size_of(dims[self.length_dim]):  # (what the recorded reader will read)
+            if value.shape[axis] != size_of(dims):  # (what the recorded reader will read)
                 raise RuntimeError(f"a bound plan's staged value has {value.shape[axis]} positions where its reader "
-                                   f"reads {size_of(dims[self.length_dim])}")
+                                   f"reads {size_of(dims)}")
             buffer.narrow(axis, 0, value.shape[axis]).copy_(value)
 
 
@@ -148,7 +147,7 @@ class BoundPlan:
         self._refilled: dict[int, tuple[_Refill, int]] = {}  # varying slot -> the refill making it, output index
         self._slot_buffers: dict[int, tuple[torch.Tensor, int]] = {}  # varying slot -> (buffer it views, axis)
         self._staged: dict[int, tuple[torch.Tensor, int, Callable[[int], int]]] = {}
-        self._views: list[tuple[int, Callable[[int], torch.Tensor]]] = []  # (slot, its value for a cache length)
+        self._views: list[tuple[int, torch.Tensor, int, int]] = []  # (slot, buffer, axis, added): views made per call
         self._feeds: list[tuple[int, int]] = []  # (graph input index, the output slot it must be next call)
         with torch.inference_mode():
             for step in executor.prelude + executor.main:
@@ -231,15 +230,14 @@ class BoundPlan:
             buffer = torch.zeros(shape, dtype=value.dtype)
             buffer.narrow(axis, 0, value.shape[axis]).copy_(value)
             refill, index = self._refilled[s]
-            refill.stages.append((index, buffer, axis, size_of))
-            refill.length_dim = self.length_dim
+            refill.stages.append((index, buffer, axis, lambda call_dims: size_of(call_dims[self.length_dim])))
             self._staged[s] = (buffer, axis, size_of)
             return buffer
 
         recorded = record(args, result, self.length_at, buffer_for)
         if recorded is None:
             return False
-        made = set(recorded.views)
+        made = set(recorded.buffers)
         graph_inputs = [self._passed_index.get(step.inputs[j]) for j in recorded.feeds]
         if any(index not in made for index, is_fixed in enumerate(fixed) if not is_fixed) or None in graph_inputs:
             return False  # (a varying output it does not make, or a fed input that is not a graph input)
@@ -247,9 +245,9 @@ class BoundPlan:
             env[s] = r
             if index in made:
                 varying_slots.add(s)
-        self._views += [(step.outputs[index], view) for index, view in recorded.views.items()]
-        for index, buffer_axis in recorded.buffers.items():
-            self._slot_buffers[step.outputs[index]] = buffer_axis
+        for index, (buffer, axis) in recorded.buffers.items():
+            self._slot_buffers[step.outputs[index]] = buffer, axis
+            self._views.append((step.outputs[index], buffer, axis, recorded.added))
         self._feeds += [(g, step.outputs[out]) for g, out in zip(graph_inputs, recorded.feeds.values())]
         self.max_length = min(self.max_length, recorded.max_length)
         self.entries.append((recorded.call, None))
@@ -339,8 +337,8 @@ class BoundPlan:
         with torch.inference_mode():
             if self.recorded_steps:
                 self._length[0] = length
-                for s, view in self._views:  # (their contents are written by the recorded calls below)
-                    env[s] = view(length)
+                for s, buffer, axis, added in self._views:  # (their contents are written by the recorded calls below)
+                    env[s] = buffer.narrow(axis, 0, length + added)
             for call, refill in self.entries:
                 if call is not None:
                     call()

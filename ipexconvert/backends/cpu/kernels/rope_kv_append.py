@@ -80,9 +80,7 @@ def native_rope_kv_append(ctx: NodeContext):
                            key_buffer, value_buffer, -1, isa, threads, length_at)
             return RecordedStep(
                 call=call, max_length=min(key_buffer.shape[2], value_buffer.shape[2]) - seq,
-                views={1: lambda length: key_buffer.narrow(2, 0, length + seq),
-                       2: lambda length: value_buffer.narrow(2, 0, length + seq)},
-                buffers={1: (key_buffer, 2), 2: (value_buffer, 2)},
+                buffers={1: (key_buffer, 2), 2: (value_buffer, 2)}, added=seq,
                 feeds={len(inputs) - 2: 1, len(inputs) - 1: 2})
 
         bound.record = record
