@@ -14,6 +14,13 @@ make them. Per llama.cpp's rules the tied 151936 x 896 token table stays Q8_0 in
 (n_embd 896 is not a multiple of 256), which the weight bytes per token below include.
 
     pip install gguf && CMAKE_ARGS="-DGGML_NATIVE=ON" pip install llama-cpp-python==0.3.36
+
+On an AMX Xeon the native build died with an illegal instruction in llama_model_quantize (session 39); build for
+the AVX-512 levels explicitly there instead (session 41; no AMX kernels):
+
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+        -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AVX512_VBMI=ON" \
+        pip install --force-reinstall --no-deps --no-cache-dir llama-cpp-python==0.3.36
 """
 from __future__ import annotations
 
