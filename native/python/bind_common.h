@@ -155,6 +155,16 @@ inline const int64_t* length_cell(nb::handle obj) {
     return static_cast<const int64_t*>(t.data());
 }
 
+// The cell's length when a recorded call runs, checked against the room its buffers have: `adding` positions from
+// it must end within `capacity` (std::out_of_range, which Python sees as IndexError, before anything is written).
+inline int64_t length_that_fits(const int64_t* cell, int64_t adding, int64_t capacity, const char* name) {
+    const int64_t at = *cell;
+    if (at < 0 || at > capacity - adding)
+        throw std::out_of_range(std::string(name) + ": positions [" + std::to_string(at) + ", +" + std::to_string(adding) +
+                                ") do not fit a cache of " + std::to_string(capacity) + " positions");
+    return at;
+}
+
 // Any other kernel (its arguments may point at memory of the binding's own): never recorded; under a capture it
 // marks the capture refused and makes no call.
 template <class Fn, class Args>

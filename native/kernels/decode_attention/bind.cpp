@@ -58,11 +58,7 @@ void decode_attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::
     const int64_t* length_at = length_cell(length_at_obj);
     const int64_t capacity = a.kv_len;
     const auto patch = [length_at, capacity](DecodeAttentionArgs& r) {
-        const int64_t at = *length_at;
-        if (at < 0 || at > capacity - r.q_len)
-            throw std::out_of_range("decode_attention: " + std::to_string(at) + " + " + std::to_string(r.q_len) +
-                                    " positions do not fit a cache of " + std::to_string(capacity));
-        r.kv_len = at + r.q_len;
+        r.kv_len = length_that_fits(length_at, r.q_len, capacity, "decode_attention") + r.q_len;
     };
     patch(a);  // (now: the same check and length as a recorded run's)
     run_capturable_patched(fn, "decode_attention", a, patch);

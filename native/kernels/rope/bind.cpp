@@ -126,11 +126,7 @@ void rope_kv_append(nb::handle q_obj, int64_t q_offset, nb::handle k_obj, int64_
     const auto fn = lookup_rope_kv_append(select(max_isa));
     if (length_at == nullptr) return run(fn, "rope_kv_append", a);
     run_capturable_patched(fn, "rope_kv_append", a, [length_at](RopeKvAppendArgs& r) {
-        const int64_t at = *length_at;
-        if (at < 0 || at > r.capacity - r.seq)
-            throw std::out_of_range("rope_kv_append: positions [" + std::to_string(at) + ", +" + std::to_string(r.seq) +
-                                    ") do not fit a cache of " + std::to_string(r.capacity) + " positions");
-        r.position = at;
+        r.position = length_that_fits(length_at, r.seq, r.capacity, "rope_kv_append");
     });
 }
 
