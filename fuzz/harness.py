@@ -169,6 +169,22 @@ def stage_run_hostile_inputs(ctx: Context) -> None:
     _touch(ctx.model.run_dict(hostile))
 
 
+def stage_generate(ctx: Context) -> None:
+    """A decoder artifact's generate(): a prompt of token ids, then one-token steps from a bound plan whose recorded
+    native runs read the cache length from a cell (runtime/bound_plan.py); one case in four a sampled one, one in
+    five with an id past the vocabulary."""
+    if ctx.model is None or ctx.model.manifest.decoder is None:
+        raise SkipStage("not loaded" if ctx.model is None else "not a decoder")
+    gen = torch.Generator().manual_seed(ctx.input_seed)
+    ids = torch.randint(0, 64, (1, 3 + ctx.input_seed % 6), generator=gen)
+    if ctx.input_seed % 5 == 0:
+        ids[0, -1] = [-1, 10**6, 2**31 - 1][ctx.input_seed // 5 % 3]
+    sampled = dict(temperature=0.8, top_k=5, top_p=0.9, seed=ctx.input_seed) if ctx.input_seed % 4 == 0 else {}
+    result = ctx.model.generate(ids, max_new_tokens=5, stop_at_eos=False, **sampled)
+    if any(len(row) != 5 for row in result.new_ids):
+        raise BadOutput(f"generate made {[len(r) for r in result.new_ids]} tokens, not 5")
+
+
 def stage_inspect_json(ctx: Context) -> None:
     """`ipexconvert inspect --json`."""
     from ipexconvert.inspection import summarize
@@ -195,6 +211,7 @@ STAGES: dict[str, Callable[[Context], None]] = {
     "run_stored_inputs": stage_run_stored_inputs,
     "run_signature_inputs": stage_run_signature_inputs,
     "run_hostile_inputs": stage_run_hostile_inputs,
+    "generate": stage_generate,
     "inspect_json": stage_inspect_json,
     "inspect_text": stage_inspect_text,
 }

@@ -6,6 +6,7 @@ a seed that no longer loads (the artifact format changed) is made again.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,16 +20,24 @@ SEEDS: dict[str, tuple[str, str, dict]] = {
     "tiny-bert.fp32": ("example:tiny-bert", "fp32", {}),
     "tiny-bert.bf16": ("example:tiny-bert", "bf16", {}),
     "tiny-bert.int8": ("example:tiny-bert", "int8", {"calib_synthetic": 4}),
+    # decoders (KV cache inputs, a decoder record, weight-only kernels; the harness's generate stage runs them)
+    "tiny-llama.fp32": ("example:tiny-llama", "fp32", {}),
+    "tiny-llama.int8": ("example:tiny-llama", "int8", {"int8_scheme": "weight-only"}),
+    "tiny-llama.int4-a8": ("example:tiny-llama", "int4", {"woq": {"activations": "int8"}}),
 }
 
 _MAKE = r"""
 import sys, warnings
 warnings.simplefilter("ignore")
+import json
 import ipexconvert
+from ipexconvert.config import WeightOnlyOptions
 folder = sys.argv[1]
 for spec in sys.argv[2:]:
-    name, source, dtype, extra = spec.split("|")
-    kwargs = {k: int(v) for k, v in (kv.split("=") for kv in extra.split(",") if kv)}
+    name, source, dtype, extra = spec.split("|", 3)
+    kwargs = json.loads(extra)
+    if "woq" in kwargs:
+        kwargs["woq"] = WeightOnlyOptions(**kwargs["woq"])
     ipexconvert.optimize(source, dtype=dtype, output=f"{folder}/{name}.ipxc", **kwargs)
     print("made", name, flush=True)
 """
@@ -45,7 +54,7 @@ def make_seeds(folder: Path, names: list[str], env: dict[str, str] | None = None
     specs = []
     for name in names:
         source, dtype, extra = SEEDS[name]
-        specs.append(f"{name}|{source}|{dtype}|{','.join(f'{k}={v}' for k, v in extra.items())}")
+        specs.append(f"{name}|{source}|{dtype}|{json.dumps(extra)}")
         seed_path(folder, name).unlink(missing_ok=True)
     done = subprocess.run([sys.executable, "-c", _MAKE, str(folder), *specs], env=env or dict(os.environ),
                           capture_output=True, text=True)

@@ -275,6 +275,10 @@ def _choose(logits: torch.Tensor, s: SamplingSettings, generator: Optional[torch
         drop = cumulative - sorted_scores.softmax(dim=-1) >= s.top_p  # keep the tokens before the mass reaches top_p
         scores = scores.scatter(-1, order, sorted_scores.masked_fill(drop, float("-inf")))
     probabilities = scores.softmax(dim=-1)
+    if not bool(torch.isfinite(probabilities).all()):
+        raise ArtifactError("the model's logits hold NaN or infinite values, so no token can be sampled from them",
+                            "check the artifact against its source (`ipexconvert check`), or decode greedily "
+                            "(temperature 0 picks the first largest or NaN logit)")
     return torch.multinomial(probabilities, 1, generator=generator).squeeze(1)
 
 

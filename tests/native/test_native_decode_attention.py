@@ -38,6 +38,21 @@ def test_matches_torch_attention(level, dtype, q_len):
 
 
 @pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("shape", [(1, 4, 0, 32), (0, 4, 1, 32), (1, 0, 1, 32)], ids=["no-queries", "no-batch", "no-heads"])
+def test_nothing_to_compute(level, shape):
+    """No query rows, batch or heads: an empty output and no call of the kernel, which divides by them (a SIGFPE the
+    fuzzer found in a decoder artifact whose seq range was edited to admit 0)."""
+    q = torch.randn(shape)
+    kv_heads = 2 if shape[1] else 1
+    k = v = torch.randn(shape[0], kv_heads, 5, 32)
+    mask = torch.zeros(shape[0], 1, shape[2], 5)
+    assert _run(q, k, v, mask, 0.125, level).shape == shape
+    length = torch.tensor([3])
+    out = torch.empty(shape[0], shape[2], shape[1], 32).permute(0, 2, 1, 3)
+    native_lib.raw.decode_attention(q, k, v, out, None, 0.125, level, 2, length)  # the recorded form, too
+
+
+@pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("length", [16, 530])
 def test_long_caches(level, dtype, length):

@@ -164,9 +164,18 @@ def test_a_residual_sharing_memory_with_out_is_refused():
             native.raw.woq_gemm(x, packed, 16, 8, 32, qparams, has_zero, bias, out[:4], None, 1, 0, residual)
 
 
-def test_no_rows():
-    x, codes, scales, _, bias = operands(0, 20, 32, 32, 8, False)
-    assert native.woq_gemm(x, codes, scales, None, bias, bits=8, group_size=32).shape == (0, 20)
+@pytest.mark.parametrize("bits, path", [(8, 0), (4, 1), (8, 2), (4, 3), (8, 4), (4, 5)])
+def test_no_rows(bits, path):
+    """No rows: nothing computed, on every path. (The integer paths divided by the row count: a SIGFPE, found by the
+    fuzzer in a decoder artifact whose batch range was edited to admit 0.)"""
+    needs = {3: LEVELS[1:], 4: LEVELS[1:], 5: [lv for lv in LEVELS if lv in ("avx512_vnni", "avx512_bf16", "amx")]}
+    levels = needs.get(path, LEVELS)
+    if not levels:
+        pytest.skip(f"path {path} has no build this CPU runs")
+    x, codes, scales, _, bias = operands(0, 20, 64, 32, bits, False)
+    for level in levels:
+        got = native.woq_gemm(x, codes, scales, None, bias, bits=bits, group_size=32, path=path, max_isa=level)
+        assert got.shape == (0, 20)
 
 
 def test_extreme_codes_and_zero_scales():
@@ -437,3 +446,18 @@ def test_registered_kernel_runs_native_at_every_level(level, dtype):
     want = get_op("woq_linear").reference([x, codes, scales, zero_points, bias], get_op("woq_linear").parse_attrs(attrs), {})
     assert got.dtype == dtype and got.shape == (2, 3, 40)
     torch.testing.assert_close(got, want, rtol=1e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-2 if dtype == torch.bfloat16 else 1e-5)
+
+
+@pytest.mark.parametrize("level", AVX2_UP)
+def test_int8_codes_of_minus_128_on_int8_activations_take_the_rounded_float_paths(level):
+    """An int8 weight holding a code of -128 (outside the quantizer's range: a hand-made or edited artifact) leaves
+    the integer path (its AVX2 sign trick would overflow); its decode rows then go through the float paths on rows
+    rounded to int8, never the 4-bit decode path 3 (that refused the call with a ValueError, found by the fuzzer)."""
+    x, codes, scales, _, bias = operands(5, 24, 64, 32, 8, False, seed=6)
+    codes[3, 10] = -128
+    attrs = {"bits": 8, "group_size": 32, "activations": "int8"}
+    kernel = resolve_kernel(_context(level, x, [codes, scales, None, bias], attrs))
+    want = get_op("woq_linear").reference([x, codes, scales, None, bias], get_op("woq_linear").parse_attrs(attrs), {})
+    for rows in (x[:1], x[:4], x):  # decode rows and prefill rows
+        got = kernel.fn([rows, None, None, None, None], {})
+        torch.testing.assert_close(got, want[:rows.shape[0]], rtol=0.05, atol=0.05 * want.abs().max().item())

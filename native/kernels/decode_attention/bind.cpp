@@ -52,6 +52,7 @@ void decode_attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::
     a.q = q.data(), a.k = k.data(), a.v = v.data(), a.out = out.data();
     a.scale = static_cast<float>(scale);
     a.threads = threads;
+    if (a.batch == 0 || a.heads == 0 || a.q_len == 0) return;  // out has no elements (the kernel divides by them)
     const auto fn = lookup_decode_attention(select(max_isa));
     if (length_at_obj.is_none()) return run(fn, "decode_attention", a);
     // (the checks above took kv_len as the whole capacity: every position a run may read is within k, v and mask)

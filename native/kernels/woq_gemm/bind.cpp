@@ -101,6 +101,7 @@ void woq_gemm(nb::handle x_obj, nb::handle w_obj, int64_t n, int bits, int64_t g
     g.residual = residual_data;  // summed by the kernels after the GEMM and bias, in their own threads
     g.path = path;
     g.threads = threads;
+    if (g.m == 0) return;  // no rows: nothing to compute (the integer paths' row chunking divides by the rows)
     if (path == 3) {
         const auto fn = lookup_woq_gemv_i8(select(max_isa));
         if (fn == nullptr) fail("path 3 (int8 activations) needs avx2; this call is capped below it");

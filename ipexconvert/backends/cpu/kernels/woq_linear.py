@@ -118,8 +118,8 @@ class WoqGemm:
     def native_path(self, rows: torch.Tensor) -> Optional[int]:
         """woq_gemm's path for these rows; None when torch rounds them to int8 first (the float paths)."""
         if self.int8_activations and self.integer_path is None:
-            if self.integer_decode and rows.numel() <= _INT8_DECODE_ROWS * self.k:
-                return 3  # the integer decode path rounds each row itself
+            if self.integer_decode and self.bits == 4 and rows.numel() <= _INT8_DECODE_ROWS * self.k:
+                return 3  # the integer decode path (4-bit codes) rounds each row itself
             return None
         return self.integer_path or 0
 
