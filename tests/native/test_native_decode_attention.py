@@ -50,6 +50,8 @@ def test_nothing_to_compute(level, shape):
     length = torch.tensor([3])
     out = torch.empty(shape[0], shape[2], shape[1], 32).permute(0, 2, 1, 3)
     native_lib.raw.decode_attention(q, k, v, out, None, 0.125, level, 2, length)  # the recorded form, too
+    with pytest.raises(IndexError, match="do not fit"):  # whose length cell is still checked
+        native_lib.raw.decode_attention(q, k, v, out, None, 0.125, level, 2, torch.tensor([6]))
 
 
 @pytest.mark.parametrize("level", LEVELS)

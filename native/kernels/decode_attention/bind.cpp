@@ -52,9 +52,9 @@ void decode_attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::
     a.q = q.data(), a.k = k.data(), a.v = v.data(), a.out = out.data();
     a.scale = static_cast<float>(scale);
     a.threads = threads;
-    if (a.batch == 0 || a.heads == 0 || a.q_len == 0) return;  // out has no elements (the kernel divides by them)
+    const bool nothing = a.batch == 0 || a.heads == 0 || a.q_len == 0;  // out has no elements (the kernel divides by them)
     const auto fn = lookup_decode_attention(select(max_isa));
-    if (length_at_obj.is_none()) return run(fn, "decode_attention", a);
+    if (length_at_obj.is_none()) return nothing ? void() : run(fn, "decode_attention", a);
     // (the checks above took kv_len as the whole capacity: every position a run may read is within k, v and mask)
     const int64_t* length_at = length_cell(length_at_obj);
     const int64_t capacity = a.kv_len;
@@ -62,7 +62,7 @@ void decode_attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::
         r.kv_len = length_that_fits(length_at, r.q_len, capacity, "decode_attention") + r.q_len;
     };
     patch(a);  // (now: the same check and length as a recorded run's)
-    run_capturable_patched(fn, "decode_attention", a, patch);
+    if (!nothing) run_capturable_patched(fn, "decode_attention", a, patch);
 }
 
 }  // namespace
