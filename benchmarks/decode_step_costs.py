@@ -9,6 +9,9 @@ A decoder artifact is prefilled with a random prompt; then, in one process and i
    bytes over that time;
 2. the GEMVs again with one small operation after each: nothing, a native rms_norm into a buffer made once, the
    same with a fresh output tensor each call, torch's rms_norm: what a step after a weight stream costs.
+3. the native calls replayed without one kind at a time (rms_norm, decode_attention, ...): what each kind adds to
+   a step between the weight streams (its outputs hold the previous replay's values, so what reads them still
+   reads numbers).
 (Making a kernel's call a no-op inside the whole step is no measure of it: its outputs stay unwritten, and what
 reads them then computes on whatever the memory held: on an AMX CPU that doubled an int8-a8 step.)
 
@@ -149,14 +152,18 @@ def main() -> None:
                          layer.bias, out, layer.isa, args.threads, layer.integer_path or 0, residual)
             small()
 
+    kinds = sorted({fn.__name__ for fn, _ in native_calls} - {"woq_gemm"})
+    without = {kind: [(fn, a) for fn, a in native_calls if fn.__name__ != kind] for kind in kinds}
     results: dict[str, list[float]] = {"whole step": [], "whole step, bound plan": [], "no recorded steps": [],
-                                       "native calls replayed": [],
+                                       "native calls replayed": [], **{f"without {k}": [] for k in kinds},
                                        **{f"GEMVs + {k}": [] for k in after}}
     for _ in range(args.rounds):
         results["whole step"].append(timed(step_with(cache, step, bound=False), 4))
         results["whole step, bound plan"].append(timed(step_with(cache, step, bound=True), 4))
         results["no recorded steps"].append(timed(step_with(unrecorded_cache, step, bound=True), 4))
         results["native calls replayed"].append(timed(lambda: replay(native_calls), 4))
+        for kind, calls in without.items():
+            results[f"without {kind}"].append(timed(lambda: replay(calls), 4))
         for name, small in after.items():
             results[f"GEMVs + {name}"].append(timed(lambda: sweep(small), 2))
     bandwidth = read_bandwidth_gbs()
@@ -178,6 +185,11 @@ def main() -> None:
     replayed = median_ms(results["native calls replayed"])
     print(f"| the step's {len(native_calls)} native calls replayed back to back | {replayed:.2f} | "
           f"{weight_bytes / 1e6 / replayed / bandwidth:.2f} of the read bandwidth |")
+    for kind, calls in without.items():
+        m = median_ms(results[f"without {kind}"])
+        count = len(native_calls) - len(calls)
+        print(f"| replayed without its {count} {kind} | {m:.2f} | the {kind} calls add {replayed - m:.2f} ms, "
+              f"{1e3 * (replayed - m) / count:.1f} us each |")
     print(f"| GEMVs alone (native calls back to back) | {alone:.2f} | "
           f"{weight_bytes / 1e6 / alone:.1f} GB/s, {weight_bytes / 1e6 / alone / bandwidth:.2f} of the read bandwidth |")
     for name in list(after)[1:]:

@@ -198,9 +198,36 @@ def test_packing_layout():
     packed, qparams, has_zero = native.pack_woq_weight(codes, scales, None, 4, 4)
     assert packed.shape == (2, 6, 16) and packed.dtype == torch.uint8 and has_zero
     assert packed[1, 2, 3].item() == codes[19, 2].item() and packed[1, 2, 4:].abs().sum() == 0  # channels padded
-    assert qparams.shape == (2, 3, 2, 16)
-    assert qparams[1, 2, 0, 3].item() == scales[19, 2].item() and qparams[1, 2, 1, 3].item() == SYMMETRIC_INT4_ZERO
+    assert qparams.shape == (2, 3, 1, 16)  # symmetric: the scales alone, the kernel takes the zero point 8
+    assert qparams[1, 2, 0, 3].item() == scales[19, 2].item()
     assert qparams[1, :, :, 4:].abs().sum() == 0
+    zero_points = torch.randint(0, 16, (20, 3), dtype=torch.uint8)
+    _, qparams, _ = native.pack_woq_weight(codes, scales, zero_points, 4, 4)
+    assert qparams.shape == (2, 3, 2, 16)
+    assert qparams[1, 2, 0, 3].item() == scales[19, 2].item() and qparams[1, 2, 1, 3].item() == zero_points[19, 2]
+
+
+@pytest.mark.parametrize("path, bits, rows, k", RESIDUAL_CASES)
+def test_scales_alone_equal_explicit_symmetric_zero_points(path, bits, rows, k):
+    """Symmetric codes pack their scales alone (one plane); every path then reads the symmetric zero point (8 for
+    4-bit codes, 0 for int8) and gives the same bits as the two-plane layout holding those zero points."""
+    level = native.selected_level()
+    if path in (3, 4) and level == "generic" or path == 5 and level not in VNNI_UP:
+        pytest.skip(f"path {path} needs a level above {level}")
+    x, codes, scales, _, bias = operands(rows, 40, k, 32, bits, False, seed=12)
+    packed, one_plane, has_zero = native.pack_woq_weight(codes, scales, None, bits, 32, integer_layout=path in (4, 5))
+    assert one_plane.shape[2] == 1
+    two_planes = torch.zeros(one_plane.shape[0], one_plane.shape[1], 2, 16)
+    two_planes[:, :, 0] = one_plane[:, :, 0]
+    two_planes[:, :, 1] = SYMMETRIC_INT4_ZERO if bits == 4 else 0
+    outs = []
+    for qparams in (one_plane, two_planes.contiguous()):
+        out = torch.empty(rows, 40)
+        native.raw.woq_gemm(x, packed, 40, bits, 32, qparams, has_zero, bias, out, None, 2, path)
+        outs.append(out)
+    assert torch.equal(outs[0], outs[1])
+    rows_seen = _quantized_rows(x) if path in (3, 4, 5) else x  # the integer paths round x to int8 per row first
+    check(outs[0], rows_seen, codes, scales, None, bias, bits, 32, f"path {path}")
 
 
 def test_kernel_has_per_level_builds():

@@ -67,10 +67,12 @@ void woq_gemm(nb::handle x_obj, nb::handle w_obj, int64_t n, int bits, int64_t g
              " elements (n=" + std::to_string(n) + ", k=" + std::to_string(g.k) + ", bits=" + std::to_string(bits) + "), got " +
              w.dtype_str() + " " + w.shape_str());
     check_cpu_contiguous(qparams);
-    if (!qparams.is_f32() || qparams.size() != n16 * groups * 2)
+    // Two planes (scales, zero points) or, for symmetric codes, the scales alone: the sizes differ for every n and k.
+    if (!qparams.is_f32() || (qparams.size() != n16 * groups * 2 && qparams.size() != n16 * groups))
         fail("qparams must be the packed float32 scales and zero points of " + std::to_string(n16 * groups * 2) +
-             " elements (n=" + std::to_string(n) + ", " + std::to_string(groups) + " groups), got " + qparams.dtype_str() +
-             " " + qparams.shape_str());
+             " elements, or the scales alone of " + std::to_string(n16 * groups) + " (n=" + std::to_string(n) + ", " +
+             std::to_string(groups) + " groups), got " + qparams.dtype_str() + " " + qparams.shape_str());
+    g.qparam_planes = qparams.size() == n16 * groups ? 1 : 2;
     if (bias) g.bias = f32_vector(*bias, n);
     int64_t out_rows = 0;
     g.y_stride = float_rows(out, &out_rows);
@@ -96,7 +98,7 @@ void woq_gemm(nb::handle x_obj, nb::handle w_obj, int64_t n, int bits, int64_t g
     g.group_size = group_size;
     g.w = w.data();
     g.qparams = static_cast<const float*>(qparams.data());
-    g.has_zero = has_zero;
+    g.has_zero = g.qparam_planes == 2 ? has_zero : bits == 4;  // scales alone: the symmetric zero, 8 or 0
     g.y = static_cast<float*>(out.data());
     g.residual = residual_data;  // summed by the kernels after the GEMM and bias, in their own threads
     g.path = path;
@@ -125,7 +127,8 @@ void bind_woq_gemm(nb::module_& m) {
     m.def("woq_gemm", &woq_gemm, "x"_a, "w"_a, "n"_a, "bits"_a, "group_size"_a, "qparams"_a, "has_zero"_a,
           "bias"_a.none(), "out"_a, "max_isa"_a.none(), "threads"_a, "path"_a = 0, "residual"_a.none() = nb::none(),
           "out = x @ dequant(W)^T + bias (+ residual) for int8 / 4-bit weights with group-wise scales and zero points; w and "
-          "qparams from pack_woq_weight; path 0 picks decode (m <= 4) or prefill, 1 and 2 force one, 3 is the decode path "
+          "qparams from pack_woq_weight (qparams: scales and zero points, or the scales alone for symmetric codes, "
+          "has_zero then unused); path 0 picks decode (m <= 4) or prefill, 1 and 2 force one, 3 is the decode path "
           "on int8-quantized x (4-bit weights, avx2 and up; numerically different), 4 int8 weights packed in k-quads on "
           "int8-quantized x (every m, avx2 and up), 5 4-bit weights packed in k-octets on int8-quantized x (every m, "
           "avx512_vnni). x and out: 2-D with contiguous rows, or N-D contiguous (the leading dims are rows)");

@@ -93,7 +93,7 @@ static void decode_block(const WoqGemmArgs& g, int64_t blk, const float* xsum) {
     constexpr int U2 = U / 2 > 1 ? U / 2 : 1;
     constexpr int HI = U > 1 ? 1 : 0;  // accumulator offset of the high nibbles' k
     const int64_t gs = g.group_size, groups = g.k / gs;
-    const float* qp = g.qparams + blk * groups * 2 * kBlock;
+    const float* qp = block_qparams(g, blk);
     const uint8_t* wb = static_cast<const uint8_t*>(g.w) + blk * block_bytes(g);
     const float* x[MR];
     for (int r = 0; r < MR; ++r) x[r] = g.x + r * g.x_stride;
@@ -142,8 +142,9 @@ static void decode_block(const WoqGemmArgs& g, int64_t blk, const float* xsum) {
                 }
             }
         }
-        const V16 scale = v_load(qp + grp * 2 * kBlock);
-        const V16 zero = v_load(qp + grp * 2 * kBlock + kBlock);
+        const V16 scale = v_load(group_scales(g, qp, grp));
+        const float* zeros = group_zeros(g, qp, grp);
+        const V16 zero = zeros ? v_load(zeros) : v_set1(symmetric_zero(g));
         for (int r = 0; r < MR; ++r) {
             V16 a = acc[0][r];
             for (int u = 1; u < static_cast<int>(sizeof acc / sizeof acc[0]); ++u) a = v_add(a, acc[u][r]);
@@ -212,12 +213,13 @@ static void dequantize_panel(const WoqGemmArgs& g, int64_t blk0, int64_t k0, int
             for (int64_t k = 0; k < kc; ++k) v_store(panel + k * kNR + c * kBlock, v_zero());
             continue;
         }
-        const float* qp = g.qparams + blk * groups * 2 * kBlock;
+        const float* qp = block_qparams(g, blk);
         const uint8_t* wb = static_cast<const uint8_t*>(g.w) + blk * block_bytes(g);
         int64_t k = k0;
         while (k < k0 + kc) {
             const int64_t grp = k / gs, end = min64((grp + 1) * gs, k0 + kc);
-            const V16 scale = v_load(qp + grp * 2 * kBlock), zero = v_load(qp + grp * 2 * kBlock + kBlock);
+            const float* zeros = group_zeros(g, qp, grp);
+            const V16 scale = v_load(group_scales(g, qp, grp)), zero = zeros ? v_load(zeros) : v_set1(symmetric_zero(g));
             if (g.bits == 8) {
                 const int8_t* w = reinterpret_cast<const int8_t*>(wb);
                 for (; k < end; ++k)

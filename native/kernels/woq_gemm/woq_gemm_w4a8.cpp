@@ -61,7 +61,7 @@ template <int MR>
 static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const int8_t* xq, const float* xs,
                        const int32_t* xsum) {
     const int64_t gs = g.group_size, groups = g.k / gs, octets = gs / 8;
-    const float* qp = g.qparams + blk * groups * 2 * kBlock;
+    const float* qp = block_qparams(g, blk);
     const uint8_t* wb = static_cast<const uint8_t*>(g.w) + blk * (g.k / 2) * kBlock;
     const int8_t* rows[MR];
     for (int r = 0; r < MR; ++r) rows[r] = xq + (r0 + r) * g.k;
@@ -70,7 +70,9 @@ static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const int8
     for (int64_t grp = 0; grp < groups; ++grp) {
         __m512i acc[MR];
         group_dots<MR>(wb + grp * octets * kOctetBytes, octets, rows, grp * octets, acc);
-        const __m512 scale = _mm512_loadu_ps(qp + grp * 2 * kBlock), zero = _mm512_loadu_ps(qp + grp * 2 * kBlock + kBlock);
+        const float* zeros = group_zeros(g, qp, grp);
+        const __m512 scale = _mm512_loadu_ps(group_scales(g, qp, grp));
+        const __m512 zero = zeros ? _mm512_loadu_ps(zeros) : _mm512_set1_ps(symmetric_zero(g));
         for (int r = 0; r < MR; ++r) {
             // acc - zero * sum xq: both exact integers below 2^24 for groups up to ~8800 inputs
             const __m512 a = _mm512_fnmadd_ps(zero, _mm512_set1_ps(static_cast<float>(xsum[(r0 + r) * groups + grp])),
@@ -130,15 +132,16 @@ static void amx_prefill(const WoqGemmArgs& g, const uint8_t* xu, const float* xs
     };
     amx_pairs(g, block_sums, [&](const __m512i* o, int64_t b0, int64_t b1, int64_t p0) {
         const uint8_t* w[2] = {codes + b0 * (g.k / 2) * kBlock, codes + b1 * (g.k / 2) * kBlock};
-        const float* qp[2] = {g.qparams + b0 * groups * 2 * kBlock, g.qparams + b1 * groups * 2 * kBlock};
+        const float* qp[2] = {block_qparams(g, b0), block_qparams(g, b1)};
         alignas(64) int8_t tiles[2][16 * 64];
         const auto b_tile = [&](int j, int64_t k0) { return unpack_tile(w[j], k0, tiles[j]); };
         const auto scale = [&](int j, int64_t grp, int64_t row, __m512i sums, float* total) {
             const __m512i acc = _mm512_sub_epi32(sums, o[j * groups + grp]);
-            const __m512 zero = _mm512_loadu_ps(qp[j] + grp * 2 * kBlock + kBlock);
+            const float* zeros = group_zeros(g, qp[j], grp);
+            const __m512 zero = zeros ? _mm512_loadu_ps(zeros) : _mm512_set1_ps(symmetric_zero(g));
             const __m512 a = _mm512_fnmadd_ps(zero, _mm512_set1_ps(static_cast<float>(xsum[row * groups + grp])),
                                               _mm512_cvtepi32_ps(acc));
-            const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(qp[j] + grp * 2 * kBlock), _mm512_set1_ps(xs[row]));
+            const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(group_scales(g, qp[j], grp)), _mm512_set1_ps(xs[row]));
             _mm512_store_ps(total, _mm512_fmadd_ps(s, a, _mm512_load_ps(total)));
         };
         amx_pair(g, b0, b1, p0, xu, b_tile, scale);

@@ -157,7 +157,7 @@ template <int MR>
 static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const uint8_t* xu, const float* xs,
                        const Acc* offsets) {
     const int64_t gs = g.group_size, groups = g.k / gs, quads = gs / 4;
-    const float* qp = g.qparams + blk * groups * 2 * kBlock;
+    const float* qp = block_qparams(g, blk);
     const int8_t* wb = static_cast<const int8_t*>(g.w) + blk * g.k * kBlock;
     const uint8_t* rows[MR];
     for (int r = 0; r < MR; ++r) rows[r] = xu + (r0 + r) * g.k;
@@ -165,7 +165,7 @@ static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const uint
     for (int64_t grp = 0; grp < groups; ++grp) {
         Acc acc[MR * (sizeof(Acc) == 64 ? 1 : 2)];
         group_dots<MR>(wb + grp * quads * kQuadBytes, quads, rows, grp * quads, acc, offsets ? offsets + grp : nullptr);
-        scale_into<MR>(qp + grp * 2 * kBlock, xs + r0, acc, total);
+        scale_into<MR>(group_scales(g, qp, grp), xs + r0, acc, total);
     }
     const int64_t n0 = blk * kBlock, cols = g.n - n0 < kBlock ? g.n - n0 : kBlock;
     for (int r = 0; r < MR; ++r) {
@@ -194,11 +194,11 @@ static void amx_prefill(const WoqGemmArgs& g, const uint8_t* xu, const float* xs
     const auto block_sums = [&](int64_t blk, Acc* out) { block_offsets(codes + blk * g.k * kBlock, groups, quads, out); };
     amx_pairs(g, block_sums, [&](const Acc* o, int64_t b0, int64_t b1, int64_t p0) {
         const int8_t* w[2] = {codes + b0 * g.k * kBlock, codes + b1 * g.k * kBlock};
-        const float* qp[2] = {g.qparams + b0 * groups * 2 * kBlock, g.qparams + b1 * groups * 2 * kBlock};
+        const float* qp[2] = {block_qparams(g, b0), block_qparams(g, b1)};
         const auto b_tile = [&](int j, int64_t k0) { return w[j] + k0 * kBlock; };  // quad k0 / 4: k0 * 16 bytes in
         const auto scale = [&](int j, int64_t grp, int64_t row, __m512i sums, float* total) {
             const __m512i acc = _mm512_sub_epi32(sums, o[j * groups + grp]);
-            const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(qp[j] + grp * 2 * kBlock), _mm512_set1_ps(xs[row]));
+            const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(group_scales(g, qp[j], grp)), _mm512_set1_ps(xs[row]));
             _mm512_store_ps(total, _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(acc), _mm512_load_ps(total)));
         };
         amx_pair(g, b0, b1, p0, xu, b_tile, scale);

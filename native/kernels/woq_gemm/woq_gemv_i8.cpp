@@ -32,7 +32,7 @@ constexpr int64_t kMinMacsPerTask = 1 << 16;
 template <int MR>
 static void block_rows(const WoqGemmArgs& g, int64_t blk, const int8_t* xq, const float* xs, const int32_t* xsum) {
     const int64_t gs = g.group_size, groups = g.k / gs, pairs = gs / 2;
-    const float* qp = g.qparams + blk * groups * 2 * kBlock;
+    const float* qp = block_qparams(g, blk);
     const uint8_t* wb = static_cast<const uint8_t*>(g.w) + blk * (g.k / 2) * kBlock;
     const __m256i nibbles = _mm256_set1_epi16(0x0F0F);
     alignas(32) float total[MR][kBlock] = {};
@@ -60,8 +60,9 @@ static void block_rows(const WoqGemmArgs& g, int64_t blk, const int8_t* xq, cons
             }
         }
         for (int h = 0; h < 2; ++h) {
-            const __m256 scale = _mm256_loadu_ps(qp + grp * 2 * kBlock + 8 * h);
-            const __m256 zero = _mm256_loadu_ps(qp + grp * 2 * kBlock + kBlock + 8 * h);
+            const float* zeros = group_zeros(g, qp, grp);
+            const __m256 scale = _mm256_loadu_ps(group_scales(g, qp, grp) + 8 * h);
+            const __m256 zero = zeros ? _mm256_loadu_ps(zeros + 8 * h) : _mm256_set1_ps(symmetric_zero(g));
             for (int r = 0; r < MR; ++r) {
                 // acc - zero * sum xq: both exact integers below 2^24 for groups up to ~8800 inputs
                 const __m256 a = _mm256_fnmadd_ps(zero, _mm256_set1_ps(static_cast<float>(xsum[r * groups + grp])),

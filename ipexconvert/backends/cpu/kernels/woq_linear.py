@@ -21,7 +21,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from ....ir.ops.woq_linear import SYMMETRIC_INT4_ZERO, round_rows_to_int8, unpack_int4
+from ....ir.ops.woq_linear import round_rows_to_int8, unpack_int4
 from ....ir.postops import BINARY_POST_OPS, UNARY_POST_OPS
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from .. import native_lib
@@ -38,8 +38,9 @@ def pack_woq_weight(codes: torch.Tensor, scales: torch.Tensor, zero_points: Opti
     codes [n16 / 16, K or K / 2, 16] (the 16 channels of a block side by side for each k, or pair of k);
     with integer_layout, the layouts of the integer paths (args.h): 8-bit codes in k-quads [n16 / 16, K / 4,
     16, 4] (path 4), 4-bit codes in k-octets [n16 / 16, K / 8, 16, 4], byte b = code(8o + b) | code(8o + 4 + b)
-    << 4 (path 5); qparams float32 [n16 / 16, groups, 2, 16] (scales, then zero points); channels padded to 16
-    with zeros."""
+    << 4 (path 5); qparams float32 [n16 / 16, groups, 2, 16] (scales, then zero points), or for symmetric codes
+    (no zero points) [n16 / 16, groups, 1, 16], the scales alone (the kernel takes the symmetric zero, 8 for 4-bit
+    codes: a decode step reads 4 bytes fewer per channel and group); channels padded to 16 with zeros."""
     n, cols = codes.shape
     groups = scales.shape[1]
     n16 = -(-n // _BLOCK) * _BLOCK
@@ -52,13 +53,12 @@ def pack_woq_weight(codes: torch.Tensor, scales: torch.Tensor, zero_points: Opti
         packed = (octets[..., 0, :] | (octets[..., 1, :] << 4)).contiguous()
     else:
         packed = padded.view(n16 // _BLOCK, _BLOCK, cols).transpose(1, 2).contiguous()
-    qparams = torch.zeros((n16, groups, 2), dtype=torch.float32)
+    planes = 1 if zero_points is None else 2
+    qparams = torch.zeros((n16, groups, planes), dtype=torch.float32)
     qparams[:n, :, 0] = scales.float()
     if zero_points is not None:
         qparams[:n, :, 1] = zero_points.float()
-    elif bits == 4:
-        qparams[:n, :, 1] = SYMMETRIC_INT4_ZERO
-    qparams = qparams.view(n16 // _BLOCK, _BLOCK, groups, 2).permute(0, 2, 3, 1).contiguous()
+    qparams = qparams.view(n16 // _BLOCK, _BLOCK, groups, planes).permute(0, 2, 3, 1).contiguous()
     return packed, qparams, bits == 4
 
 
