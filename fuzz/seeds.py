@@ -12,18 +12,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-# name -> (source, dtype, extra optimize() arguments)
-SEEDS: dict[str, tuple[str, str, dict]] = {
-    "tiny-cnn.fp32": ("example:tiny-cnn", "fp32", {}),
-    "tiny-cnn.bf16": ("example:tiny-cnn", "bf16", {}),
-    "tiny-cnn.int8": ("example:tiny-cnn", "int8", {"calib_synthetic": 4}),
-    "tiny-bert.fp32": ("example:tiny-bert", "fp32", {}),
-    "tiny-bert.bf16": ("example:tiny-bert", "bf16", {}),
-    "tiny-bert.int8": ("example:tiny-bert", "int8", {"calib_synthetic": 4}),
+# name -> (source, its ConversionConfig as JSON: docs/configuration.md's nested fields)
+SEEDS: dict[str, tuple[str, dict]] = {
+    "tiny-cnn.fp32": ("example:tiny-cnn", {"dtype": "fp32"}),
+    "tiny-cnn.bf16": ("example:tiny-cnn", {"dtype": "bf16"}),
+    "tiny-cnn.int8": ("example:tiny-cnn", {"dtype": "int8", "calibration": {"synthetic": 4}}),
+    "tiny-bert.fp32": ("example:tiny-bert", {"dtype": "fp32"}),
+    "tiny-bert.bf16": ("example:tiny-bert", {"dtype": "bf16"}),
+    "tiny-bert.int8": ("example:tiny-bert", {"dtype": "int8", "calibration": {"synthetic": 4}}),
     # decoders (KV cache inputs, a decoder record, weight-only kernels; the harness's generate stage runs them)
-    "tiny-llama.fp32": ("example:tiny-llama", "fp32", {}),
-    "tiny-llama.int8": ("example:tiny-llama", "int8", {"int8_scheme": "weight-only"}),
-    "tiny-llama.int4-a8": ("example:tiny-llama", "int4", {"woq": {"activations": "int8"}}),
+    "tiny-llama.fp32": ("example:tiny-llama", {"dtype": "fp32"}),
+    "tiny-llama.int8": ("example:tiny-llama", {"dtype": "int8", "int8_scheme": "weight-only"}),
+    "tiny-llama.int4-a8": ("example:tiny-llama", {"dtype": "int4", "weight_only": {"activations": "int8"}}),
 }
 
 _MAKE = r"""
@@ -31,14 +31,12 @@ import sys, warnings
 warnings.simplefilter("ignore")
 import json
 import ipexconvert
-from ipexconvert.config import WeightOnlyOptions
+from ipexconvert.config import ConversionConfig
 folder = sys.argv[1]
 for spec in sys.argv[2:]:
-    name, source, dtype, extra = spec.split("|", 3)
-    kwargs = json.loads(extra)
-    if "woq" in kwargs:
-        kwargs["woq"] = WeightOnlyOptions(**kwargs["woq"])
-    ipexconvert.optimize(source, dtype=dtype, output=f"{folder}/{name}.ipxc", **kwargs)
+    name, source, config = spec.split("|", 2)
+    ipexconvert.optimize(source, config=ConversionConfig.validated(json.loads(config), f"seed {name}"),
+                         output=f"{folder}/{name}.ipxc")
     print("made", name, flush=True)
 """
 
@@ -53,8 +51,8 @@ def make_seeds(folder: Path, names: list[str], env: dict[str, str] | None = None
     folder.mkdir(parents=True, exist_ok=True)
     specs = []
     for name in names:
-        source, dtype, extra = SEEDS[name]
-        specs.append(f"{name}|{source}|{dtype}|{json.dumps(extra)}")
+        source, config = SEEDS[name]
+        specs.append(f"{name}|{source}|{json.dumps(config)}")
         seed_path(folder, name).unlink(missing_ok=True)
     done = subprocess.run([sys.executable, "-c", _MAKE, str(folder), *specs], env=env or dict(os.environ),
                           capture_output=True, text=True)
