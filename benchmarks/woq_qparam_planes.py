@@ -61,12 +61,11 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     models = {"scales alone": load_artifact(args.artifact), "zero-point plane": load_with_zero_plane(args.artifact)}
-    torch.manual_seed(0)
     states = {name: after_prompt(model, args.prompt) for name, model in models.items()}
     gemvs = {name: capture_gemvs(*state) for name, state in states.items()}
     planes = {name: {layer.qparams.shape[2] for layer, _, _ in calls} for name, calls in gemvs.items()}
-    outs = [gemv_sweep(calls, args.threads) for calls in gemvs.values()]
-    for sweep in outs:
+    sweeps = [gemv_sweep(calls, args.threads) for calls in gemvs.values()]
+    for sweep in sweeps:
         sweep()
     firsts = [calls[0][0] for calls in gemvs.values()]
     a, b = (torch.empty((*gemvs[n][0][1].shape[:-1], firsts[0].n)) for n in models)
@@ -79,7 +78,7 @@ def main() -> None:
         raise SystemExit("the two layouts disagree on the first GEMV: not comparable")
     results: dict[str, list[float]] = {f"{kind} {name}": [] for kind in ("step", "GEMVs") for name in models}
     for _ in range(args.rounds):
-        for (name, (cache, step)), sweep in zip(states.items(), outs):
+        for (name, (cache, step)), sweep in zip(states.items(), sweeps):
             results[f"step {name}"].append(timed(step_with(cache, step, bound=True), 4))
             results[f"GEMVs {name}"].append(timed(sweep, 2))
     bandwidth = read_bandwidth_gbs()
