@@ -98,6 +98,20 @@ def replay(calls: list) -> None:
         fn(*args)
 
 
+def gemv_sweep(gemvs: list, threads: int, small=lambda: None):
+    """(a call running every captured GEMV back to back, `small()` after each, into outputs made once; those
+    outputs)."""
+    outs = [torch.empty((*rows.shape[:-1], layer.n)) for layer, rows, _ in gemvs]
+
+    def sweep() -> None:
+        for (layer, rows, residual), out in zip(gemvs, outs):
+            native_lib.raw.woq_gemm(rows, layer.packed, layer.n, layer.bits, layer.group_size, layer.qparams,
+                                    layer.has_zero, layer.bias, out, layer.isa, threads, layer.integer_path or 0,
+                                    residual)
+            small()
+    return sweep, outs
+
+
 def step_with(cache: GrowingCache, step: torch.Tensor, bound: bool):
     def call():
         cache.bind_steps = bound
@@ -105,14 +119,20 @@ def step_with(cache: GrowingCache, step: torch.Tensor, bound: bool):
     return call
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def step_arguments(doc: str) -> argparse.Namespace:
+    """The decode-step scripts' command line (an artifact, --prompt, --threads, --rounds); sets torch's threads."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("artifact")
-    ap.add_argument("--prompt", type=int, default=512)
+    ap.add_argument("--prompt", type=int, default=512, help="cached positions before the timed steps")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=15)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    return args
+
+
+def main() -> None:
+    args = step_arguments(__doc__)
     # The replayed calls come from a first load whose kernels call through the recorder; the timed steps run a
     # second load that calls the native module itself.
     lib = native_lib.raw
@@ -132,7 +152,6 @@ def main() -> None:
     if not gemvs:
         raise SystemExit(f"{args.artifact} makes no weight-only GEMV on this CPU: nothing to compare")
     raw = native_lib.raw
-    outs = [torch.empty((*rows.shape[:-1], layer.n)) for layer, rows, _ in gemvs]
     weight_bytes = sum(layer.packed.numel() * layer.packed.element_size() + layer.qparams.numel() * 4
                        for layer, _, _ in gemvs)
     isa = gemvs[0][0].isa
@@ -145,12 +164,7 @@ def main() -> None:
                                                               args.threads),
         "torch rms_norm": lambda: torch.nn.functional.rms_norm(x, (896,), w, 1e-6),
     }
-
-    def sweep(small) -> None:
-        for (layer, rows, residual), out in zip(gemvs, outs):
-            raw.woq_gemm(rows, layer.packed, layer.n, layer.bits, layer.group_size, layer.qparams, layer.has_zero,
-                         layer.bias, out, layer.isa, args.threads, layer.integer_path or 0, residual)
-            small()
+    sweeps = {name: gemv_sweep(gemvs, args.threads, small)[0] for name, small in after.items()}
 
     kinds = sorted({fn.__name__ for fn, _ in native_calls} - {"woq_gemm"})
     without = {kind: [(fn, a) for fn, a in native_calls if fn.__name__ != kind] for kind in kinds}
@@ -165,7 +179,7 @@ def main() -> None:
         for kind, calls in without.items():
             results[f"without {kind}"].append(timed(lambda: replay(calls), 4))
         for name, small in after.items():
-            results[f"GEMVs + {name}"].append(timed(lambda: sweep(small), 2))
+            results[f"GEMVs + {name}"].append(timed(sweeps[name], 2))
     bandwidth = read_bandwidth_gbs()
     whole = results["whole step"]
     alone = median_ms(results["GEMVs + nothing"])

@@ -1,13 +1,12 @@
 """Symmetric weight-only layers packed with their scales alone (one qparams plane, the kernel taking the symmetric
 zero point) against the same layers packed with an explicit plane of zero points (the layout before session 42):
 one decoder artifact loaded twice in one process, decode steps of the two in interleaved rounds (generate()'s bound
-steps after a random prompt), and the step's weight-only GEMVs alone. Logits are checked bit-identical first.
+steps after a random prompt), and the step's weight-only GEMVs alone, whose outputs are checked bit-identical first.
 
     python benchmarks/woq_qparam_planes.py model.ipxc [--prompt 512] [--rounds 15] [--threads 2]
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 
 import torch
@@ -18,7 +17,7 @@ from ipexconvert.decoder_bench import read_bandwidth_gbs
 from ipexconvert.ir.ops.woq_linear import SYMMETRIC_INT4_ZERO
 
 from decode_profile import after_prompt  # benchmarks/ is on the path when run as a script
-from decode_step_costs import capture_gemvs, median_ms, step_with, timed
+from decode_step_costs import capture_gemvs, gemv_sweep, median_ms, step_arguments, step_with, timed
 
 
 def load_with_zero_plane(path: str):
@@ -41,41 +40,17 @@ def load_with_zero_plane(path: str):
         woq_linear.pack_woq_weight = pack
 
 
-def gemv_sweep(gemvs, threads: int):
-    outs = [torch.empty((*rows.shape[:-1], layer.n)) for layer, rows, _ in gemvs]
-
-    def sweep():
-        for (layer, rows, residual), out in zip(gemvs, outs):
-            woq_linear.native_lib.raw.woq_gemm(rows, layer.packed, layer.n, layer.bits, layer.group_size, layer.qparams,
-                                               layer.has_zero, layer.bias, out, layer.isa, threads,
-                                               layer.integer_path or 0, residual)
-    return sweep
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("artifact")
-    ap.add_argument("--prompt", type=int, default=512)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=15)
-    args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    args = step_arguments(__doc__)
     models = {"scales alone": load_artifact(args.artifact), "zero-point plane": load_with_zero_plane(args.artifact)}
     states = {name: after_prompt(model, args.prompt) for name, model in models.items()}
     gemvs = {name: capture_gemvs(*state) for name, state in states.items()}
     planes = {name: {layer.qparams.shape[2] for layer, _, _ in calls} for name, calls in gemvs.items()}
-    sweeps = [gemv_sweep(calls, args.threads) for calls in gemvs.values()]
+    sweeps, outs = zip(*(gemv_sweep(calls, args.threads) for calls in gemvs.values()))
     for sweep in sweeps:
         sweep()
-    firsts = [calls[0][0] for calls in gemvs.values()]
-    a, b = (torch.empty((*gemvs[n][0][1].shape[:-1], firsts[0].n)) for n in models)
-    for layer, out, name in zip(firsts, (a, b), models):
-        rows, residual = gemvs[name][0][1], gemvs[name][0][2]
-        woq_linear.native_lib.raw.woq_gemm(rows, layer.packed, layer.n, layer.bits, layer.group_size, layer.qparams,
-                                           layer.has_zero, layer.bias, out, layer.isa, args.threads,
-                                           layer.integer_path or 0, residual)
-    if not torch.equal(a, b):
-        raise SystemExit("the two layouts disagree on the first GEMV: not comparable")
+    if not all(torch.equal(a, b) for a, b in zip(*outs)):
+        raise SystemExit("the two layouts' GEMVs disagree: not comparable")
     results: dict[str, list[float]] = {f"{kind} {name}": [] for kind in ("step", "GEMVs") for name in models}
     for _ in range(args.rounds):
         for (name, (cache, step)), sweep in zip(states.items(), sweeps):
