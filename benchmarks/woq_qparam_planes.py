@@ -25,13 +25,9 @@ def load_with_zero_plane(path: str):
     pack = woq_linear.pack_woq_weight
 
     def two_planes(codes, scales, zero_points, bits, group_size, integer_layout=False):
-        packed, qparams, has_zero = pack(codes, scales, zero_points, bits, group_size, integer_layout)
-        if qparams.shape[2] == 1:
-            both = torch.zeros(qparams.shape[0], qparams.shape[1], 2, qparams.shape[3])
-            both[:, :, 0] = qparams[:, :, 0]
-            both[:, :, 1] = SYMMETRIC_INT4_ZERO if bits == 4 else 0
-            qparams = both
-        return packed, qparams, has_zero
+        if zero_points is None:  # the symmetric zero point written out, as an asymmetric layer's are
+            zero_points = torch.full(scales.shape, SYMMETRIC_INT4_ZERO if bits == 4 else 0, dtype=torch.uint8)
+        return pack(codes, scales, zero_points, bits, group_size, integer_layout)
 
     woq_linear.pack_woq_weight = two_planes
     try:

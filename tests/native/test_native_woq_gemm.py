@@ -217,11 +217,11 @@ def test_scales_alone_equal_explicit_symmetric_zero_points(path, bits, rows, k):
     x, codes, scales, _, bias = operands(rows, 40, k, 32, bits, False, seed=12)
     packed, one_plane, has_zero = native.pack_woq_weight(codes, scales, None, bits, 32, integer_layout=path in (4, 5))
     assert one_plane.shape[2] == 1
-    two_planes = torch.zeros(one_plane.shape[0], one_plane.shape[1], 2, 16)
-    two_planes[:, :, 0] = one_plane[:, :, 0]
-    two_planes[:, :, 1] = SYMMETRIC_INT4_ZERO if bits == 4 else 0
+    symmetric = torch.full(scales.shape, SYMMETRIC_INT4_ZERO if bits == 4 else 0, dtype=torch.uint8)
+    _, two_planes, _ = native.pack_woq_weight(codes, scales, symmetric, bits, 32, integer_layout=path in (4, 5))
+    assert two_planes.shape[2] == 2
     outs = []
-    for qparams in (one_plane, two_planes.contiguous()):
+    for qparams in (one_plane, two_planes):
         out = torch.empty(rows, 40)
         native.raw.woq_gemm(x, packed, 40, bits, 32, qparams, has_zero, bias, out, None, 2, path)
         outs.append(out)
