@@ -10,7 +10,8 @@ round on a copy, with PassOptions.keep_float naming the layers to leave float. L
 their codes move their weights against the typical weight, RMS(dequantized - W) / mean|W| (quant/weight_only.py:
 a layer whose groups hold an outlier rounds most of its other weights to zero): round-to-nearest codes, or the GPTQ /
 AWQ ones in PassOptions.weight_codes; the ranking itself needs no data. Rounds
-move 1, 2, 4, ... more of them back, as the int8 guard does (quant/guard.py), until the budget holds or every
+move 1, 2, 4, ... more of them back, as the int8 guard's first rounds do (quant/guard.py; it then bisects, this one
+does not: a round here re-runs the weight-only passes and a teacher-forced check), until the budget holds or every
 quantized layer is float; then the conversion's final check (api.py) judges the result, and raises AccuracyError
 (nothing written) if even that misses.
 """

@@ -99,11 +99,24 @@ def test_guard_falls_back_the_most_sensitive_layers_in_doubling_rounds():
 
     fallback = guard(_build(damage), plan, [{}], reference, METRICS["relative"], budget=0.01)
 
-    assert fallback == {"c", "b", "d"}  # rounds of 1 then 2 layers
-    assert [r["fallback_layers"] for r in plan.guard["rounds"]] == [0, 1, 3]
+    assert fallback == {"c", "b", "d"}  # rounds of 1 then 2 layers; 2 layers (bisecting 1..3) miss the budget
+    assert [r["fallback_layers"] for r in plan.guard["rounds"]] == [0, 1, 3, 2]
     assert plan.guard["passed"] and plan.guard["final_error"] == pytest.approx(0.003)
     assert plan.fallback_layers().keys() == {"b", "c", "d"}
     assert "accuracy guard" in plan.layers["c"].fallback_reason and "rank 1 of 5" in plan.layers["c"].fallback_reason
+
+
+def test_guard_bisects_to_the_fewest_layers_that_meet_the_budget():
+    damage = {f"l{i}": 0.1 - 0.01 * i for i in range(8)}  # l0 the most sensitive; the budget needs l0..l4 in float
+    plan = _plan(damage)
+
+    fallback = guard(_build(damage), plan, [{}], [[torch.ones(4, 1)]], METRICS["relative"], budget=0.16)
+
+    # Doubling: 0, 1, 3 and 7 layers (7 passes, 3 does not); bisecting 3..7: 5 passes, 4 does not.
+    assert [r["fallback_layers"] for r in plan.guard["rounds"]] == [0, 1, 3, 7, 5, 4]
+    assert fallback == {"l0", "l1", "l2", "l3", "l4"}
+    assert plan.guard["passed"] and plan.guard["final_error"] == pytest.approx(0.05 + 0.04 + 0.03)  # l5..l7 in int8
+    assert sorted(plan.fallback_layers()) == ["l0", "l1", "l2", "l3", "l4"]
 
 
 def test_guard_gives_up_when_nothing_is_left():
