@@ -108,7 +108,8 @@ class WeightOnlyGuardRecord(_Model):
 
     ranked_by: str = Field(description="the per-layer sensitivity, highest moved first")
     candidates: int = Field(ge=0, description="layers weight_only_quantize quantized before the guard")
-    rounds: list[GuardRound] = Field(description="one teacher-forced measurement per round: 1, 2, 4, ... more layers in float")
+    rounds: list[GuardRound] = Field(description="one teacher-forced measurement per round: 1, 2, 4, ... more layers "
+                                                 "in float, then the bisected counts")
     float_layers: list[FloatLayer] = Field(default_factory=list)
     activations: Optional[Literal["float", "bf16", "int8"]] = Field(
         default=None, description="the activations of the artifact's quantized layers (absent: float)")

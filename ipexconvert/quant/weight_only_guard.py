@@ -10,9 +10,8 @@ round on a copy, with PassOptions.keep_float naming the layers to leave float. L
 their codes move their weights against the typical weight, RMS(dequantized - W) / mean|W| (quant/weight_only.py:
 a layer whose groups hold an outlier rounds most of its other weights to zero): round-to-nearest codes, or the GPTQ /
 AWQ ones in PassOptions.weight_codes; the ranking itself needs no data. Rounds
-move 1, 2, 4, ... more of them back, as the int8 guard's first rounds do (quant/guard.py; it then bisects, this one
-does not: a round here re-runs the weight-only passes and a teacher-forced check), until the budget holds or every
-quantized layer is float; then the conversion's final check (api.py) judges the result, and raises AccuracyError
+move 1, 2, 4, ... more of them back until the budget holds or every quantized layer is float, then bisect between
+the last count over budget and the first within it, as the int8 guard does (quant/guard.py); then the conversion's final check (api.py) judges the result, and raises AccuracyError
 (nothing written) if even that misses.
 """
 from __future__ import annotations
@@ -77,27 +76,45 @@ def guarded_weight_only(program: Program, names: list[str], options: PassOptions
     candidate, records = build([], activations)
     ranked = rank_layers(program, candidate, options.weight_codes)
     rounds: list[GuardRound] = []
-    moved: list[tuple[str, float]] = []
-    step = 1
-    while True:
+
+    def judged(count: int) -> bool:
+        """Judge the candidate with the `count` worst layers in float (one guard round, recorded)."""
         result = judge(candidate, records)
-        rounds.append(GuardRound(float_layers=len(moved), activations=activations, mean_cosine=_finite(result.mean_cosine),
+        rounds.append(GuardRound(float_layers=count, activations=activations, mean_cosine=_finite(result.mean_cosine),
                                  top1_agreement=_finite(result.top1_agreement),
                                  perplexity_ratio=_finite(result.perplexity_ratio), passed=result.passed))
         say(f"weight-only guard: mean cosine {result.mean_cosine:.5f}, top-1 {result.top1_agreement:.3f}, perplexity "
-            f"ratio {result.perplexity_ratio:.4f} with {len(moved)} layer(s) in float, {activations} activations")
-        if result.passed or (len(moved) == len(ranked) and not choices):
-            break
-        if choices:  # float activations before any layer goes back to float weights
-            activations = choices.pop(0)
-        else:
-            moved = ranked[:len(moved) + step]
-            step *= 2
-        candidate, records = build([name for name, _ in moved], activations)
+            f"ratio {result.perplexity_ratio:.4f} with {count} layer(s) in float, {activations} activations")
+        return result.passed
+
+    failed, count, step = -1, 0, 1  # failed: the largest count known to miss the budget (with these activations)
+    passed = judged(0)
+    while not passed and choices:  # float activations before any layer goes back to float weights
+        activations = choices.pop(0)
+        candidate, records = build([], activations)
+        passed = judged(0)
+    while not passed and count < len(ranked):
+        failed, count = count, min(len(ranked), count + step)
+        step *= 2
+        candidate, records = build([name for name, _ in ranked[:count]], activations)
+        passed = judged(count)
+    if passed and count - failed > 1:  # bisect: `count` meets the budget, `failed` does not
+        best = count
+        while best - failed > 1:
+            middle = (failed + best) // 2
+            candidate, records = build([name for name, _ in ranked[:middle]], activations)
+            if judged(middle):
+                best = middle
+            else:
+                failed = middle
+        if rounds[-1].float_layers != best:  # the last round judged missed: build the chosen one again
+            candidate, records = build([name for name, _ in ranked[:best]], activations)
+        count = best
+    moved = ranked[:count]
     float_layers = [FloatLayer(layer=name, weight_error=error,
                                reason=f"accuracy guard: weight error {error:.3g}, rank {rank} of {len(ranked)}; the "
                                "teacher-forced budget failed with it quantized")
                     for rank, (name, error) in enumerate(moved, start=1)]
     return candidate, records, WeightOnlyGuardRecord(ranked_by=RANKED_BY, candidates=len(ranked), rounds=rounds,
                                                      float_layers=float_layers, activations=activations,
-                                                     passed=rounds[-1].passed)
+                                                     passed=passed)
