@@ -1,5 +1,6 @@
 """`bench` of a decoder artifact: prefill of a prompt and per-token decode through generate(), with the
-weight bytes each decode step reads and their share of this machine's read bandwidth (measured here)."""
+weight bytes each decode step reads and their share of this machine's read bandwidth (measured here), and the
+same share counting the KV cache a step's attention reads too."""
 from __future__ import annotations
 
 import math
@@ -8,6 +9,7 @@ import time
 
 import torch
 
+from .inspection import decoder_summary
 from .ir import dtypes
 
 
@@ -58,6 +60,8 @@ def bench_generation(model, prompt_tokens: int, new_tokens: int, rounds: int) ->
             decode.append(statistics.median(result.step_seconds))
         bandwidths.append(read_bandwidth_gbs(device=model.device))
     weight_bytes = decode_weight_bytes(model.graph)
+    # The median token's attention reads the cache of about prompt + new / 2 positions.
+    cache_bytes = decoder_summary(model.manifest, model.graph)["cache_bytes_per_token"] * (prompt_tokens + new_tokens // 2)
     bandwidth = max(bandwidths)
     decode_s = statistics.median(decode) if decode else None
     return {"prompt_tokens": prompt_tokens, "new_tokens": new_tokens, "rounds": rounds,
@@ -65,4 +69,6 @@ def bench_generation(model, prompt_tokens: int, new_tokens: int, rounds: int) ->
             "prefill_tokens_per_s": prompt_tokens / statistics.median(prefill),
             "decode_ms_per_token": None if decode_s is None else 1e3 * decode_s,
             "weight_mb_per_token": weight_bytes / 1e6, "read_bandwidth_gbs": bandwidth,
-            "bandwidth_share": None if decode_s is None else weight_bytes / decode_s / 1e9 / bandwidth}
+            "bandwidth_share": None if decode_s is None else weight_bytes / decode_s / 1e9 / bandwidth,
+            "cache_mb_per_token": cache_bytes / 1e6,
+            "read_share": None if decode_s is None else (weight_bytes + cache_bytes) / decode_s / 1e9 / bandwidth}
