@@ -61,9 +61,6 @@ struct WoqGemmArgs {
     int threads = 1;
 };
 
-// The zero point of every channel when qparams holds scales only: symmetric 4-bit codes are stored +8.
-inline float symmetric_zero(const WoqGemmArgs& g) { return g.bits == 4 ? 8.0f : 0.0f; }
-
 // Block blk's qparams: groups x qparam_planes x 16 floats.
 inline const float* block_qparams(const WoqGemmArgs& g, int64_t blk) {
     return g.qparams + blk * (g.k / g.group_size) * g.qparam_planes * 16;
@@ -74,9 +71,16 @@ inline const float* group_scales(const WoqGemmArgs& g, const float* qp, int64_t 
     return qp + grp * g.qparam_planes * 16;
 }
 
-// The 16 zero points of group grp in a block's qparams; nullptr when each is symmetric_zero(g).
+// The zero point of 16 channels when qparams holds scales only (symmetric 4-bit codes are stored + 8; int8 codes
+// as they are). Namespace-scope constexpr: internal linkage, a copy per object (a static local of this shared
+// inline header would be one symbol across the ISA levels' objects).
+alignas(64) constexpr float kSymmetricZeros4[16] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
+alignas(64) constexpr float kSymmetricZeros8[16] = {};
+
+// The 16 zero points of group grp in a block's qparams, or the symmetric ones when qparams holds scales only.
 inline const float* group_zeros(const WoqGemmArgs& g, const float* qp, int64_t grp) {
-    return g.qparam_planes == 2 ? qp + grp * 32 + 16 : nullptr;
+    if (g.qparam_planes == 2) return qp + grp * 32 + 16;
+    return g.bits == 4 ? kSymmetricZeros4 : kSymmetricZeros8;
 }
 
 // y[r, n0 .. n0 + cols) += residual for rows [r_begin, r_end): every path calls it after its last store of those

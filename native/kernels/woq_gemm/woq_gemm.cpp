@@ -143,8 +143,7 @@ static void decode_block(const WoqGemmArgs& g, int64_t blk, const float* xsum) {
             }
         }
         const V16 scale = v_load(group_scales(g, qp, grp));
-        const float* zeros = group_zeros(g, qp, grp);
-        const V16 zero = zeros ? v_load(zeros) : v_set1(symmetric_zero(g));
+        const V16 zero = v_load(group_zeros(g, qp, grp));
         for (int r = 0; r < MR; ++r) {
             V16 a = acc[0][r];
             for (int u = 1; u < static_cast<int>(sizeof acc / sizeof acc[0]); ++u) a = v_add(a, acc[u][r]);
@@ -218,8 +217,7 @@ static void dequantize_panel(const WoqGemmArgs& g, int64_t blk0, int64_t k0, int
         int64_t k = k0;
         while (k < k0 + kc) {
             const int64_t grp = k / gs, end = min64((grp + 1) * gs, k0 + kc);
-            const float* zeros = group_zeros(g, qp, grp);
-            const V16 scale = v_load(group_scales(g, qp, grp)), zero = zeros ? v_load(zeros) : v_set1(symmetric_zero(g));
+            const V16 scale = v_load(group_scales(g, qp, grp)), zero = v_load(group_zeros(g, qp, grp));
             if (g.bits == 8) {
                 const int8_t* w = reinterpret_cast<const int8_t*>(wb);
                 for (; k < end; ++k)

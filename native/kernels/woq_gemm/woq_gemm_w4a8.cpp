@@ -70,9 +70,8 @@ static void block_rows(const WoqGemmArgs& g, int64_t blk, int64_t r0, const int8
     for (int64_t grp = 0; grp < groups; ++grp) {
         __m512i acc[MR];
         group_dots<MR>(wb + grp * octets * kOctetBytes, octets, rows, grp * octets, acc);
-        const float* zeros = group_zeros(g, qp, grp);
         const __m512 scale = _mm512_loadu_ps(group_scales(g, qp, grp));
-        const __m512 zero = zeros ? _mm512_loadu_ps(zeros) : _mm512_set1_ps(symmetric_zero(g));
+        const __m512 zero = _mm512_loadu_ps(group_zeros(g, qp, grp));
         for (int r = 0; r < MR; ++r) {
             // acc - zero * sum xq: both exact integers below 2^24 for groups up to ~8800 inputs
             const __m512 a = _mm512_fnmadd_ps(zero, _mm512_set1_ps(static_cast<float>(xsum[(r0 + r) * groups + grp])),
@@ -137,8 +136,7 @@ static void amx_prefill(const WoqGemmArgs& g, const uint8_t* xu, const float* xs
         const auto b_tile = [&](int j, int64_t k0) { return unpack_tile(w[j], k0, tiles[j]); };
         const auto scale = [&](int j, int64_t grp, int64_t row, __m512i sums, float* total) {
             const __m512i acc = _mm512_sub_epi32(sums, o[j * groups + grp]);
-            const float* zeros = group_zeros(g, qp[j], grp);
-            const __m512 zero = zeros ? _mm512_loadu_ps(zeros) : _mm512_set1_ps(symmetric_zero(g));
+            const __m512 zero = _mm512_loadu_ps(group_zeros(g, qp[j], grp));
             const __m512 a = _mm512_fnmadd_ps(zero, _mm512_set1_ps(static_cast<float>(xsum[row * groups + grp])),
                                               _mm512_cvtepi32_ps(acc));
             const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(group_scales(g, qp[j], grp)), _mm512_set1_ps(xs[row]));

@@ -60,9 +60,8 @@ static void block_rows(const WoqGemmArgs& g, int64_t blk, const int8_t* xq, cons
             }
         }
         for (int h = 0; h < 2; ++h) {
-            const float* zeros = group_zeros(g, qp, grp);
             const __m256 scale = _mm256_loadu_ps(group_scales(g, qp, grp) + 8 * h);
-            const __m256 zero = zeros ? _mm256_loadu_ps(zeros + 8 * h) : _mm256_set1_ps(symmetric_zero(g));
+            const __m256 zero = _mm256_loadu_ps(group_zeros(g, qp, grp) + 8 * h);
             for (int r = 0; r < MR; ++r) {
                 // acc - zero * sum xq: both exact integers below 2^24 for groups up to ~8800 inputs
                 const __m256 a = _mm256_fnmadd_ps(zero, _mm256_set1_ps(static_cast<float>(xsum[r * groups + grp])),
