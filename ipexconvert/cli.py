@@ -873,8 +873,8 @@ def bench(
         if gen["decode_ms_per_token"] is not None:
             line += (f"; decode {gen['decode_ms_per_token']:.2f} ms/token, reading {gen['weight_mb_per_token']:.0f} MB of "
                      f"weights a token: {gen['bandwidth_share']:.2f} of the {gen['read_bandwidth_gbs']:.1f} GB/s read bandwidth "
-                     f"measured here (best pass); with the {gen['cache_mb_per_token']:.1f} MB of KV cache its attention "
-                     f"reads, {gen['read_share']:.2f}")
+                     f"measured here (best pass); with the {gen['cache_mb_per_token']:.1f} MB of KV cache its "
+                     f"attention reads, {gen['read_share']:.2f}")
         out.print(line, highlight=False)
     for shapes, how in report.get("graphs", {}).items():
         out.print(f"inputs {shapes}: {'one CUDA graph replay per call' if how == 'graph' else how}", highlight=False, markup=False)

@@ -61,7 +61,8 @@ def bench_generation(model, prompt_tokens: int, new_tokens: int, rounds: int) ->
         bandwidths.append(read_bandwidth_gbs(device=model.device))
     weight_bytes = decode_weight_bytes(model.graph)
     # The median token's attention reads the cache of about prompt + new / 2 positions.
-    cache_bytes = decoder_summary(model.manifest, model.graph)["cache_bytes_per_token"] * (prompt_tokens + new_tokens // 2)
+    cache_per_position = decoder_summary(model.manifest, model.graph)["cache_bytes_per_token"]
+    cache_bytes = cache_per_position * (prompt_tokens + new_tokens // 2)
     bandwidth = max(bandwidths)
     decode_s = statistics.median(decode) if decode else None
     return {"prompt_tokens": prompt_tokens, "new_tokens": new_tokens, "rounds": rounds,

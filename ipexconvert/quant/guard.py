@@ -9,7 +9,8 @@ When the worst output is over budget, the most sensitive layers (the planner's p
 error on held-out data) go back to float in rounds of 1, 2, 4, ... layers, until the model
 is within budget or nothing is left to fall back; then the count between the last failing
 round and the passing one is bisected, so the fewest of the most sensitive layers that meet
-the budget stay float (doubling alone could keep nearly twice as many).
+the budget stay float (doubling alone could keep nearly twice as many): fewest_passing, which
+the weight-only guard searches with too.
 """
 from __future__ import annotations
 
@@ -74,6 +75,27 @@ def worst_error(run: RunFn, batches: Sequence[Batch], reference: Sequence[list[t
     return worst
 
 
+def fewest_passing(total: int, passes: Callable[[int], bool], zero_passed: Optional[bool] = None) -> tuple[int, bool]:
+    """The fewest layers in float, of `total`, for which passes(count) holds, searched as both guards do: counts 0, 1,
+    3, 7, ... (1, 2, 4, ... more a round) until one passes or all are float, then bisected between the last count
+    that failed and the one that passed (more layers in float taken never to hurt). `zero_passed`: count 0 already
+    judged. Returns (count, whether it passed); (total, False) when nothing passes."""
+    failed, count, step = -1, 0, 1  # failed: the largest count known to miss the budget
+    passed = passes(0) if zero_passed is None else zero_passed
+    while not passed and count < total:
+        failed, count = count, min(total, count + step)
+        step *= 2
+        passed = passes(count)
+    if passed:
+        while count - failed > 1:
+            middle = (failed + count) // 2
+            if passes(middle):
+                count = middle
+            else:
+                failed = middle
+    return count, passed
+
+
 def guard(build: Callable[[set[str]], RunFn], plan: QuantPlan, batches: Sequence[Batch],
           reference: Sequence[list[torch.Tensor]], metric: Metric, budget: Optional[float],
           say: Callable[[str], None] = lambda _m: None) -> set[str]:
@@ -83,27 +105,14 @@ def guard(build: Callable[[set[str]], RunFn], plan: QuantPlan, batches: Sequence
                     key=lambda n: plan.layers[n].sensitivity or 0.0, reverse=True)
     rounds = []
 
-    def error_with(count: int) -> float:
+    def within_budget(count: int) -> bool:
         """The metric with the `count` most sensitive layers in float (one guard round, recorded)."""
         error = worst_error(build(set(ranked[:count])), batches, reference, metric)
         rounds.append({"fallback_layers": count, "error": round(error, 6)})
         say(f"accuracy guard: {metric.name} error {error:.4g} (budget {budget:g}) with {count} layer(s) in float")
-        return error
+        return error <= budget
 
-    failed, count, step = -1, 0, 1  # failed: the largest count known to miss the budget
-    error = error_with(0)
-    while error > budget and count < len(ranked):
-        failed, count = count, min(len(ranked), count + step)
-        step *= 2
-        error = error_with(count)
-    passed = error <= budget
-    if passed:
-        while count - failed > 1:  # bisect: `count` meets the budget, `failed` does not
-            middle = (failed + count) // 2
-            if error_with(middle) <= budget:
-                count = middle
-            else:
-                failed = middle
+    count, passed = fewest_passing(len(ranked), within_budget)
     fallback = set(ranked[:count])
     for rank, name in enumerate(ranked[:count], start=1):
         layer = plan.layers[name]
@@ -111,6 +120,6 @@ def guard(build: Callable[[set[str]], RunFn], plan: QuantPlan, batches: Sequence
         layer.fallback_reason = (f"accuracy guard: sensitivity {layer.sensitivity:.3g} (rank {rank} of {len(ranked)}); "
                                  f"{metric.name} error with it in int8 exceeded {budget:g}")
     plan.guard = {"metric": metric.name, "meaning": metric.meaning, "budget": budget, "held_out_batches": len(batches),
-                  "passed": passed, "final_error": next(r["error"] for r in reversed(rounds) if r["fallback_layers"] == count),
-                  "rounds": rounds}
+                  "passed": passed, "rounds": rounds,
+                  "final_error": next(r["error"] for r in reversed(rounds) if r["fallback_layers"] == count)}
     return fallback

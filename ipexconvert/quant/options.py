@@ -87,8 +87,8 @@ class WeightOnlyOptions(BaseModel):
         "float weights, and float everywhere else")
 
     guard: bool = Field(default=True, description="decoders: move the linears whose weights round worst back to float, "
-                        "in rounds of 1, 2, 4, ... until the teacher-forced accuracy budget holds, then bisect to the fewest that "
-                        "hold it")
+                        "in rounds of 1, 2, 4, ... until the teacher-forced accuracy budget holds, then bisect to the "
+                        "fewest that hold it")
 
     @field_validator("group_size", mode="before")
     @classmethod

@@ -9,10 +9,10 @@ The float passes before weight_only_quantize run once; weight_only_quantize and 
 round on a copy, with PassOptions.keep_float naming the layers to leave float. Layers are ranked by how much
 their codes move their weights against the typical weight, RMS(dequantized - W) / mean|W| (quant/weight_only.py:
 a layer whose groups hold an outlier rounds most of its other weights to zero): round-to-nearest codes, or the GPTQ /
-AWQ ones in PassOptions.weight_codes; the ranking itself needs no data. Rounds
-move 1, 2, 4, ... more of them back until the budget holds or every quantized layer is float, then bisect between
-the last count over budget and the first within it, as the int8 guard does (quant/guard.py); then the conversion's final check (api.py) judges the result, and raises AccuracyError
-(nothing written) if even that misses.
+AWQ ones in PassOptions.weight_codes; the ranking itself needs no data. Rounds move 1, 2, 4, ... more of them back
+until the budget holds or every quantized layer is float, then bisect between the last count over budget and the
+first within it, as the int8 guard does (quant/guard.fewest_passing); then the conversion's final check (api.py)
+judges the result, and raises AccuracyError (nothing written) if even that misses.
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from ..ir import Program
 from ..manifest import DecoderAccuracy, FloatLayer, GuardRound, PassRecord, WeightOnlyGuardRecord
 from ..passes import PassOptions, run_pipeline
 from ..passes.pipeline import WEIGHT_ONLY_PASS
+from .guard import fewest_passing
 from .options import WeightOnlyOptions
 from .weight_only import WeightCodes, codes_error, weight_error
 
@@ -77,8 +78,14 @@ def guarded_weight_only(program: Program, names: list[str], options: PassOptions
     ranked = rank_layers(program, candidate, options.weight_codes)
     rounds: list[GuardRound] = []
 
+    built = 0  # how many layers the candidate has in float
+
     def judged(count: int) -> bool:
-        """Judge the candidate with the `count` worst layers in float (one guard round, recorded)."""
+        """Judge a candidate with the `count` worst layers in float (one guard round, recorded)."""
+        nonlocal candidate, records, built
+        if count != built:
+            candidate, records = build([name for name, _ in ranked[:count]], activations)
+            built = count
         result = judge(candidate, records)
         rounds.append(GuardRound(float_layers=count, activations=activations, mean_cosine=_finite(result.mean_cosine),
                                  top1_agreement=_finite(result.top1_agreement),
@@ -87,29 +94,14 @@ def guarded_weight_only(program: Program, names: list[str], options: PassOptions
             f"ratio {result.perplexity_ratio:.4f} with {count} layer(s) in float, {activations} activations")
         return result.passed
 
-    failed, count, step = -1, 0, 1  # failed: the largest count known to miss the budget (with these activations)
     passed = judged(0)
     while not passed and choices:  # float activations before any layer goes back to float weights
         activations = choices.pop(0)
         candidate, records = build([], activations)
         passed = judged(0)
-    while not passed and count < len(ranked):
-        failed, count = count, min(len(ranked), count + step)
-        step *= 2
+    count, passed = fewest_passing(len(ranked), judged, zero_passed=passed)
+    if built != count:  # the last round judged missed: build the chosen candidate again
         candidate, records = build([name for name, _ in ranked[:count]], activations)
-        passed = judged(count)
-    if passed and count - failed > 1:  # bisect: `count` meets the budget, `failed` does not
-        best = count
-        while best - failed > 1:
-            middle = (failed + best) // 2
-            candidate, records = build([name for name, _ in ranked[:middle]], activations)
-            if judged(middle):
-                best = middle
-            else:
-                failed = middle
-        if rounds[-1].float_layers != best:  # the last round judged missed: build the chosen one again
-            candidate, records = build([name for name, _ in ranked[:best]], activations)
-        count = best
     moved = ranked[:count]
     float_layers = [FloatLayer(layer=name, weight_error=error,
                                reason=f"accuracy guard: weight error {error:.3g}, rank {rank} of {len(ranked)}; the "

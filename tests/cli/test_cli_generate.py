@@ -84,7 +84,8 @@ def test_bench_of_a_decoder_times_generations(cli, decoder_paths):
     # The median token's attention reads ~22 positions (20 + 4 / 2) of 1 KiB of cache (2 layers x k, v x 2 kv heads
     # x 32 dims x 4 bytes); the share counting them is the weights' share scaled by the bytes.
     assert gen["cache_mb_per_token"] == pytest.approx(22 * 1024 / 1e6)
-    assert gen["read_share"] == pytest.approx(gen["bandwidth_share"] * (1 + gen["cache_mb_per_token"] / gen["weight_mb_per_token"]))
+    cache_over_weights = gen["cache_mb_per_token"] / gen["weight_mb_per_token"]
+    assert gen["read_share"] == pytest.approx(gen["bandwidth_share"] * (1 + cache_over_weights))
 
 
 def test_inspect_of_a_decoder_shows_its_cache(cli, decoder_paths):

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import ipexconvert
-from ipexconvert.quant.guard import METRICS, choose_metric, guard, worst_error
+from ipexconvert.quant.guard import METRICS, choose_metric, fewest_passing, guard, worst_error
 from ipexconvert.quant.options import QuantOptions
 from ipexconvert.quant.plan import LayerPlan, QuantPlan
 from quant_helpers import batches, float_program
@@ -117,6 +117,30 @@ def test_guard_bisects_to_the_fewest_layers_that_meet_the_budget():
     assert fallback == {"l0", "l1", "l2", "l3", "l4"}
     assert plan.guard["passed"] and plan.guard["final_error"] == pytest.approx(0.05 + 0.04 + 0.03)  # l5..l7 in int8
     assert sorted(plan.fallback_layers()) == ["l0", "l1", "l2", "l3", "l4"]
+
+
+@pytest.mark.parametrize("total, needed, judged, result", [
+    (10, 0, [0], (0, True)),  # within budget as planned
+    (10, 6, [0, 1, 3, 7, 5, 6], (6, True)),  # doubling to 7, then bisecting 3..7
+    (10, 10, [0, 1, 3, 7, 10, 8, 9], (10, True)),  # the last round takes all 10
+    (10, 11, [0, 1, 3, 7, 10], (10, False)),  # nothing passes: all in float, failed
+    (0, 1, [0], (0, False)),  # no layer to move
+])
+def test_fewest_passing_doubles_then_bisects(total, needed, judged, result):
+    calls = []
+
+    def passes(count):
+        calls.append(count)
+        return count >= needed
+
+    assert fewest_passing(total, passes) == result
+    assert calls == judged
+
+
+def test_fewest_passing_takes_a_round_already_judged():
+    calls = []
+    assert fewest_passing(4, lambda c: calls.append(c) or c >= 2, zero_passed=False) == (2, True)
+    assert calls == [1, 3, 2]
 
 
 def test_guard_gives_up_when_nothing_is_left():
