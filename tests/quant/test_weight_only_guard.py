@@ -85,4 +85,3 @@ def test_a_budget_not_met_even_in_float_is_an_accuracy_error(tmp_path):
         optimize("example:tiny-llama", dtype="int4", max_perplexity_ratio=0.5, decoder_positions=16, output=out)
     assert "moved 8 of 8 layers back to float" in err.value.problem and not out.exists()
     assert list(tmp_path.iterdir()) == []
-
