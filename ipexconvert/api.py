@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Union
 import torch
 
 from . import __version__
-from .accuracy import as_signature_dtypes, describe_failure, flatten_outputs, measure
+from .accuracy import as_signature_dtypes, describe_failure, flatten_outputs, float_caches, measure
 from .artifact import write_artifact
 from .backends import get_backend
 from .errors import AccuracyError, ArtifactError, ConversionBugError, UserInputError
@@ -87,7 +87,7 @@ def optimize(
     skip_passes, inputs=["x:batch,3,224,224:float32"], model_factory, model_kwargs, trust_pickle,
     qconfig_out) or through the flat names of config.FLAT_FIELDS (max_rel_error, min_cosine, min_top1_agreement,
     max_perplexity_ratio, decoder_positions, calib_text, calib_synthetic, quant=QuantOptions(...), and a decoder's
-    eos_token_ids, bos_token_id, tokenizer, kv_cache="bf16"). A model whose signature is a decoder's (docs/decoders.md) gets a decoder
+    eos_token_ids, bos_token_id, tokenizer, kv_cache="bf16" or "int8"). A model whose signature is a decoder's (docs/decoders.md) gets a decoder
     record, so the artifact can generate(). Raises
     AccuracyError (and writes nothing) when the artifact misses the dtype's error budget; a weight-only decoder is
     judged teacher-forced (decoder_accuracy.py), its worst layers moved back to float until it passes.
@@ -109,7 +109,7 @@ def optimize(
     names = pipeline_for(cfg.dtype, cfg.passes, cfg.skip_passes, device=cfg.target.device,
                          weight_only=cfg.weight_only_selected,
                          bf16_activations=cfg.weight_only.activations == "bf16",
-                         kv_cache_bf16=cfg.decoder.kv_cache == "bf16")  # before any slow work
+                         kv_cache=cfg.decoder.kv_cache)  # before any slow work
     _check_target_runs_here(cfg.target)
     avoid = check_avoid(cfg.avoid_kernels, cfg.target.device)
     tune = tune if tune is not None else _tune_settings(cfg)
@@ -168,8 +168,8 @@ def optimize(
                     _load_in_memory(candidate, _manifest(candidate, source, cfg.dtype, recs, target), avoid)))
         else:
             records = run_pipeline(program, names, options, on_pass=lambda n: say(f"pass {n}"))
-    if cfg.decoder.kv_cache == "bf16":
-        _check_cache_dtype(program, source, "bfloat16")
+    if cfg.decoder.kv_cache is not None:
+        _check_cache_dtype(program, source, cfg.decoder.kv_cache)
     _check_converted(program, source)
     manifest = _manifest(program, source, cfg.dtype, records, target)
     manifest.weight_only_guard = woq_guard
@@ -192,8 +192,10 @@ def optimize(
     # Every temp file (the checked artifact, the final one before its rename) lives in one scratch folder
     # next to the output, removed however this ends; the output appears complete or not at all.
     with scratch_folder(out_path, "-o") as folder:
-        # a bf16 KV cache beside fp32 activations holds bf16-rounded keys and values: judged by bf16's budget
-        judged_as = "bf16" if cfg.decoder.kv_cache == "bf16" and cfg.dtype == "fp32" else None
+        # a bf16 KV cache beside fp32 activations holds bf16-rounded keys and values: judged by bf16's budget; an
+        # int8 cache beside float activations holds 8-bit keys and values: judged by int8's
+        judged_as = {"bf16": "bf16" if cfg.dtype == "fp32" else None,
+                     "int8": "int8" if cfg.dtype in ("fp32", "bf16") else None}.get(cfg.decoder.kv_cache)
         accuracy = _measure_accuracy(program, manifest, source, cfg.dtype, out_path, folder / "check.ipxc",
                                      cfg.accuracy.max_rel_error, cfg.accuracy.min_cosine, check_inputs, where, avoid,
                                      teacher, judged_as)
@@ -269,16 +271,18 @@ def _check_converted(program: Program, source: ImportedModel) -> None:
             "and report it with the model's config") from None
 
 
-def _check_cache_dtype(program, source: ImportedModel, dtype: str) -> None:
-    """Every KV cache input of the decoder is `dtype` after the passes (--kv-cache), or a UserInputError naming one."""
+def _check_cache_dtype(program, source: ImportedModel, option: str) -> None:
+    """Every KV cache input of the decoder is stored as --kv-cache `option` says after the passes, or a UserInputError
+    naming one."""
     if source.decoder is None:
         return
+    dtype = {"bf16": "bfloat16", "int8": "int8"}[option]
     for past, _ in source.decoder.cache:
         spec = program.graph.values[past]
         if spec.dtype != dtype:
-            raise UserInputError(f"--kv-cache bf16: the cache input {past} stays {spec.dtype}: nothing in this model "
-                                 "appends to it as a KV cache (kv_append or rope_kv_append)",
-                                 "convert without --kv-cache bf16")
+            raise UserInputError(f"--kv-cache {option}: the cache input {past} stays {spec.dtype}: nothing in this "
+                                 "model appends to it as a KV cache (kv_append or rope_kv_append)",
+                                 f"convert without --kv-cache {option}")
 
 
 def _teacher_forced(source: ImportedModel, cfg: ConversionConfig, decoder_data: dict[str, bytes]) -> Optional[TeacherForcedCheck]:
@@ -320,6 +324,7 @@ def _measure_accuracy(program: Program, manifest: Manifest, source: ImportedMode
     loaded = load_artifact(tmp, avoid_kernels=avoid)
     given = as_signature_dtypes(dict(inputs), {io.name: io.spec.dtype for io in loaded.signature.inputs})
     got = loaded.run_list([given[n] for n in loaded.signature.input_names])
+    got = float_caches(got, loaded.signature.output_names, manifest.decoder)  # (an int8 KV cache's rows, as values)
     os.unlink(tmp)
     with torch.no_grad():
         want = flatten_outputs(source.eager(**inputs))

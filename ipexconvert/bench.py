@@ -48,7 +48,7 @@ def time_pair(eager: Callable, model, inputs: dict[str, torch.Tensor], rounds: i
     """Median ms of eager vs artifact on the same inputs (quick check printed by optimize)."""
 
     given = as_signature_dtypes(inputs, {io.name: io.spec.dtype for io in model.signature.inputs})
-    eager_given = eager_inputs(inputs)
+    eager_given = eager_inputs(inputs, model.manifest.decoder)
 
     def run_eager():
         with torch.inference_mode():
@@ -136,10 +136,11 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
     batch = _batch_size(model, tensors)
     on_gpu = model.device != "cpu"
     if on_gpu:  # float inputs wait on the GPU; ids stay on the CPU, as from a tokenizer (checked there, see backends/cuda)
-        tensors = {k: (t.to(model.device) if t.is_floating_point() else t) for k, t in tensors.items()}
-        eager_tensors = {k: t.to(model.device) for k, t in eager_inputs(tensors).items()}
+        tensors = {k: (t.to(model.device) if t.is_floating_point() or t.dtype == torch.int8 else t)  # (int8: KV cache rows)
+                   for k, t in tensors.items()}
+        eager_tensors = {k: t.to(model.device) for k, t in eager_inputs(tensors, model.manifest.decoder).items()}
     else:
-        eager_tensors = eager_inputs(tensors)
+        eager_tensors = eager_inputs(tensors, model.manifest.decoder)
     wait = _waiter(model.device)
 
     def run_artifact():

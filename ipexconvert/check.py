@@ -14,7 +14,7 @@ from xml.sax.saxutils import quoteattr
 
 import torch
 
-from .accuracy import DEFAULT_BUDGETS, compare_output, eager_inputs, flatten_outputs
+from .accuracy import DEFAULT_BUDGETS, compare_output, eager_inputs, flatten_outputs, float_caches
 from .errors import UserInputError
 
 
@@ -35,7 +35,7 @@ def _onnx_runtime_outputs(reference: str, inputs: list[torch.Tensor]) -> list[to
     return list(onnx_runtime.runner(sess)(inputs))
 
 
-def _reference_outputs(reference: str, names: list[str], tensors: dict[str, torch.Tensor], model_factory, model_kwargs,
+def _reference_outputs(reference: str, names: list[str], tensors: dict[str, torch.Tensor], decoder, model_factory, model_kwargs,
                        trust_pickle, input_names: list[str]) -> list[torch.Tensor]:
     if reference.lower().endswith(".onnx") and model_factory is None:
         return _onnx_runtime_outputs(reference, [tensors[n] for n in input_names])
@@ -57,7 +57,7 @@ def _reference_outputs(reference: str, names: list[str], tensors: dict[str, torc
     source = resolve_source(SourceRequest(location=reference, model_factory=model_factory,
                                           model_kwargs=parse_model_kwargs(model_kwargs), trust_pickle=trust_pickle))
     with torch.inference_mode():
-        return flatten_outputs(source.eager(**eager_inputs(tensors)))
+        return flatten_outputs(source.eager(**eager_inputs(tensors, decoder)))
 
 
 def nonfinite_counts(t: torch.Tensor) -> tuple[int, int]:
@@ -107,7 +107,8 @@ def run_check(artifact: Path, reference: str, inputs_path: Optional[Path], rtol:
         raise UserInputError(f"{artifact} stores no example inputs", "pass --inputs inputs.safetensors")
     got = [t.cpu() for t in model.run_list([tensors[n] for n in model.signature.input_names])]  # references run on the CPU
     names = model.signature.output_names
-    want = _reference_outputs(reference, names, tensors, model_factory, model_kwargs, trust_pickle,
+    got = float_caches(got, names, model.manifest.decoder)  # (an int8 KV cache's rows, as their values)
+    want = _reference_outputs(reference, names, tensors, model.manifest.decoder, model_factory, model_kwargs, trust_pickle,
                               model.signature.input_names)
     if len(want) != len(got):
         raise UserInputError(f"the reference has {len(want)} output(s), the artifact {len(got)}",

@@ -419,7 +419,8 @@ def optimize(
                                              "in the artifact (text prompts; default: the folder's tokenizer.json)"),
     kv_cache: Optional[str] = typer.Option(None, "--kv-cache", help="decoders: bf16 stores the KV cache in bf16 beside "
                                            "float32 activations (half its memory and of the bytes attention reads a "
-                                           "token); default: the dtype the model computes in"),
+                                           "token), int8 as int8 rows with a scale per position and head (a quarter "
+                                           "of float32's); default: the dtype the model computes in"),
     max_rel_error: Optional[float] = typer.Option(None, "--max-rel-error", help="accuracy budget: max |artifact-eager| / max |eager|"),
     min_cosine: Optional[float] = typer.Option(None, "--min-cosine", help="accuracy budget: min cosine similarity to eager "
                                                "(weight-only decoders: mean cosine of the teacher-forced logits)"),
@@ -627,7 +628,8 @@ def inspect(
                   highlight=False)
     if summary.get("decoder"):
         d = summary["decoder"]
-        out.print(f"decoder: KV cache of {d['cache_tensors']} tensors, {_human_bytes(d['cache_bytes_per_token'])} per "
+        out.print(f"decoder: KV cache of {d['cache_tensors']} tensors ({_show(d.get('cache_dtype') or '?')}), "
+                  f"{_human_bytes(d['cache_bytes_per_token'])} per "
                   f"position, up to {d['max_positions']} positions; tokenizer "
                   f"{'stored' if d['tokenizer'] else 'not stored (token ids only)'}; eos ids "
                   f"{_show(str(d['eos_token_ids']))}", highlight=False)

@@ -68,9 +68,10 @@ class DecoderSettings(_Model):
     bos_token_id: Optional[int] = Field(default=None, ge=0, description="decoders: the beginning-of-sequence token id")
     tokenizer: Optional[Path] = Field(default=None, description="decoders: a Hugging Face tokenizer.json stored in the "
                                       "artifact (text prompts; the teacher-forced check's text)")
-    kv_cache: Optional[Literal["bf16"]] = Field(default=None, description="decoders: store the KV cache in bf16 beside "
-                                                "float32 activations (half its memory and of the bytes attention reads "
-                                                "a token); default: the dtype the model computes in")
+    kv_cache: Optional[Literal["bf16", "int8"]] = Field(
+        default=None, description="decoders: store the KV cache in bf16 beside float32 activations (half its memory and "
+        "of the bytes attention reads a token), or as int8 rows with a float32 scale per position and head (a quarter "
+        "of float32's); default: the dtype the model computes in")
 
     @field_validator("eos_token_ids", mode="before")
     @classmethod

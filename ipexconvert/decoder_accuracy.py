@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from .accuracy import flatten_outputs
 from .errors import UserInputError
 from .examples.corpus import CORPUS_FILE, corpus_text
+from .ir.ops._kv_int8 import from_cache
 from .ir.spec import TensorSpec
 from .manifest import DecoderAccuracy, DecoderRecord
 from .runtime.decoder import empty_cache
@@ -161,7 +162,7 @@ def prepare_reference(eager: Callable[..., Any], record: DecoderRecord, inputs: 
     prefill = max(1, min(prefill, len(sequence.ids) - 1))
     ids = torch.tensor([sequence.ids], dtype=torch.int64)
     # The reference computes in float32, whatever the artifact's cache dtype.
-    cache = {k: v.float() for k, v in empty_cache(record, inputs, 1, "the model").items()}
+    cache = {k: from_cache(v, torch.float32) for k, v in empty_cache(record, inputs, 1, "the model").items()}
     logits = teacher_forced_logits(eager_step(eager, list(outputs)), record, cache, ids, prefill)
     return TeacherForcedReference(record, ids, prefill, sequence.text, logits, reference)
 

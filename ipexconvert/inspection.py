@@ -75,18 +75,21 @@ def inspect_artifact(path: Path) -> Inspection:
 
 
 def decoder_summary(manifest: Manifest, graph: Graph) -> dict:
-    """A decoder's cache: tensors, bytes per cached position (batch 1), the dim's range, tokenizer, eos ids."""
+    """A decoder's cache: tensors, their storage (float32, bfloat16, or int8 rows: codes and a scale), bytes per cached
+    position (batch 1), the dim's range, tokenizer, eos ids."""
     record = manifest.decoder
     per_token = 0
+    stored = set()
     for past, _ in record.cache:
         spec = graph.values.get(past)
         if spec is None or spec.rank != 4:
             continue  # the loader refuses such a record; inspect still shows the rest
+        stored.add("int8 rows" if spec.dtype == "int8" else spec.dtype)
         fixed = [d for i, d in enumerate(spec.shape) if i in (1, 3)]
         if all(isinstance(d, int) for d in fixed):
             per_token += fixed[0] * fixed[1] * dtypes.to_torch(spec.dtype).itemsize
     dim = graph.dims.get(record.cache_dim)
-    return {"cache_tensors": len(record.cache), "cache_bytes_per_token": per_token,
+    return {"cache_tensors": len(record.cache), "cache_dtype": ", ".join(sorted(stored)), "cache_bytes_per_token": per_token,
             "max_positions": None if dim is None else dim.max + 1, "tokenizer": record.tokenizer is not None,
             "eos_token_ids": record.eos_token_ids, "static_cache_refusal": static_cache_refusal(graph, record)}
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..errors import UserInputError
 from ..ir import Node, Program
+from ..ir.ops._kv_int8 import row_width
 from ..ir.ops.kv_append import APPENDS, appended_caches
 from .base import PassOptions, register_pass
 
@@ -26,6 +27,13 @@ _ATTENTION_KV = (1, 2)  # sdpa's k and v inputs
 @register_pass("kv_cache_bf16", "a decoder's KV cache stored in bf16 beside float32 activations (half the memory "
                "and the bytes attention reads a token)")
 def kv_cache_bf16(program: Program, options: PassOptions) -> dict[str, int]:
+    return {"cache_tensors": store_caches_as(program, "bfloat16", ("float32",), "--kv-cache bf16")}
+
+
+def store_caches_as(program: Program, cache_dtype: str, from_dtypes: tuple[str, ...], option: str) -> int:
+    """Every cache (past input, present output) appended by kv_append / rope_kv_append whose dtype is one of
+    `from_dtypes` becomes `cache_dtype` (rows of ir/ops/_kv_int8.py for int8: the last dim grows by the scale).
+    Returns how many cache tensors changed; a cache something else reads is a UserInputError naming `option`."""
     graph = program.graph
     users = graph.users()
     inputs = set(graph.inputs)
@@ -35,27 +43,29 @@ def kv_cache_bf16(program: Program, options: PassOptions) -> dict[str, int]:
             continue
         for slot, out in appended_caches(node.op, node.inputs):
             past, present = node.inputs[slot], node.outputs[out]
-            if past not in inputs or graph.values[past].dtype != "float32":
+            if past not in inputs or graph.values[past].dtype not in from_dtypes:
                 continue
-            _check_only_attention_reads(graph, past, present, node, users)
+            _check_only_attention_reads(graph, past, present, node, users, option)
             changes.append((past, node, out))
     for past, node, out in changes:
-        present = node.outputs[out]
-        graph.values[past] = graph.values[past].with_(dtype="bfloat16")
-        graph.values[present] = graph.values[present].with_(dtype="bfloat16")
-    return {"cache_tensors": len(changes)}
+        for name in (past, node.outputs[out]):
+            spec = graph.values[name]
+            graph.values[name] = spec.with_(dtype=cache_dtype,
+                                            shape=[*spec.shape[:3], row_width(cache_dtype, spec.shape[3])])
+    return len(changes)
 
 
-def _check_only_attention_reads(graph, past: str, present: str, appender: Node, users) -> None:
+def _check_only_attention_reads(graph, past: str, present: str, appender: Node, users, option: str) -> None:
+    dtype = option.rsplit(" ", 1)[-1]
     readers = [u for u in users.get(past, []) if u is not appender]
     if readers:
-        raise UserInputError(f"--kv-cache bf16: the cache input {past} is also read by {readers[0].name} "
-                             f"({readers[0].op}), not only appended to", "convert without --kv-cache bf16")
+        raise UserInputError(f"{option}: the cache input {past} is also read by {readers[0].name} "
+                             f"({readers[0].op}), not only appended to", f"convert without {option}")
     if present not in graph.outputs:
-        raise UserInputError(f"--kv-cache bf16: the cache {present} is not a graph output (the next call's past)",
-                             "convert without --kv-cache bf16")
+        raise UserInputError(f"{option}: the cache {present} is not a graph output (the next call's past)",
+                             f"convert without {option}")
     for reader in users.get(present, []):
         if reader.op != "sdpa" or any(i == present for n, i in enumerate(reader.inputs) if n not in _ATTENTION_KV):
-            raise UserInputError(f"--kv-cache bf16: the cache {present} is read by {reader.name} ({reader.op}), "
-                                 "which takes it in float32; only attention reads a bf16 cache",
-                                 "convert without --kv-cache bf16")
+            raise UserInputError(f"{option}: the cache {present} is read by {reader.name} ({reader.op}), "
+                                 f"which takes it in float; only attention reads a cache stored in {dtype}",
+                                 f"convert without {option}")

@@ -62,8 +62,8 @@ WEIGHT_ONLY_PASS = "weight_only_quantize"
 # Weight-only with bf16 activations (weight_only.activations "bf16"): the float parts to bf16 after the weights are
 # quantized (from their float32 values), and the KV cache in bf16, as the bf16 pipeline does.
 WEIGHT_ONLY_BF16_PASSES = ("to_bf16", "cache_in_compute_dtype")
-# A decoder's KV cache in bf16 (decoder.kv_cache "bf16"): after the passes that make the appending nodes.
-KV_CACHE_BF16_PASS = "kv_cache_bf16"
+# A decoder's KV cache in bf16 or int8 (decoder.kv_cache): after the passes that make the appending nodes.
+KV_CACHE_PASSES = {"bf16": "kv_cache_bf16", "int8": "kv_cache_int8"}
 
 # Stages: steps of a pipeline that are not passes. At "calibrate" the int8 conversion (ipexconvert/quant)
 # calibrates, plans and guards accuracy; the passes after it run once per candidate plan.
@@ -75,10 +75,10 @@ QUANTIZATION_STAGE = ("to_bf16", "quantize")
 
 def pipeline_for(dtype: str, only: Optional[Iterable[str]] = None, skip: Iterable[str] = (),
                  device: str = "cpu", weight_only: bool = False, bf16_activations: bool = False,
-                 kv_cache_bf16: bool = False) -> list[str]:
+                 kv_cache: Optional[str] = None) -> list[str]:
     """The passes for `dtype` (`only` replaces the list, `skip` leaves some out); `weight_only` picks the
-    weight-only pipeline of int8 (int4 is always weight-only), `bf16_activations` its bf16 variant; `kv_cache_bf16`
-    adds kv_cache_bf16 before prepack."""
+    weight-only pipeline of int8 (int4 is always weight-only), `bf16_activations` its bf16 variant; `kv_cache`
+    ("bf16", "int8") adds kv_cache_bf16 / kv_cache_int8 before prepack."""
     if (device, dtype) not in PIPELINES:
         dtypes = [d for dev, d in PIPELINES if dev == device]
         raise UserInputError(f"dtype {dtype!r} is not supported for {device}", f"use one of: {', '.join(dtypes)}")
@@ -91,8 +91,8 @@ def pipeline_for(dtype: str, only: Optional[Iterable[str]] = None, skip: Iterabl
     if weight_only and bf16_activations and only is None:
         at = names.index(WEIGHT_ONLY_PASS) + 1
         names[at:at] = WEIGHT_ONLY_BF16_PASSES
-    if kv_cache_bf16 and KV_CACHE_BF16_PASS not in names:
-        names.insert(names.index("prepack") if "prepack" in names else len(names), KV_CACHE_BF16_PASS)
+    if kv_cache is not None and KV_CACHE_PASSES[kv_cache] not in names:
+        names.insert(names.index("prepack") if "prepack" in names else len(names), KV_CACHE_PASSES[kv_cache])
     skip = set(skip)
     unknown = [n for n in [*names, *skip] if n not in PASSES and n not in STAGES]
     if unknown:

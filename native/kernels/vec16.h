@@ -30,6 +30,9 @@ static inline V16 v_load(const uint16_t* p) {  // 16 bf16 values
     return {bf16_bits_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
 }
 // 32 bf16 values as 16 pairs (the raw bits; v_pairs_low / v_pairs_high widen the first / second of each pair)
+static inline V16 v_load(const int8_t* p) {  // 16 int8 codes (an int8 KV cache row's)
+    return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))))};
+}
 static inline V16 v_load_pairs(const uint16_t* p) { return {_mm512_castsi512_ps(_mm512_loadu_si512(p))}; }
 static inline V16 v_pairs_low(V16 a) { return {_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(a.v), 16))}; }
 static inline V16 v_pairs_high(V16 a) {
@@ -107,6 +110,10 @@ static inline __m256 bf16x8_to_f32(const uint16_t* p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
 static inline V16 v_load(const uint16_t* p) { return {bf16x8_to_f32(p), bf16x8_to_f32(p + 8)}; }
+static inline __m256 s8x8_to_f32(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+static inline V16 v_load(const int8_t* p) { return {s8x8_to_f32(p), s8x8_to_f32(p + 8)}; }  // 16 int8 codes
 static inline V16 v_load_pairs(const uint16_t* p) {  // 32 bf16 values as 16 pairs, raw bits
     return {_mm256_loadu_ps(reinterpret_cast<const float*>(p)), _mm256_loadu_ps(reinterpret_cast<const float*>(p + 16))};
 }
@@ -236,6 +243,11 @@ static inline V16 v_load(const float* p) {
 static inline V16 v_load(const uint16_t* p) {
     V16 r;
     for (int j = 0; j < 16; ++j) r.f[j] = bf16_to_f32(p[j]);
+    return r;
+}
+static inline V16 v_load(const int8_t* p) {  // 16 int8 codes
+    V16 r;
+    for (int j = 0; j < 16; ++j) r.f[j] = static_cast<float>(p[j]);
     return r;
 }
 static inline V16 v_load_pairs(const uint16_t* p) {  // 32 bf16 values as 16 pairs, raw bits

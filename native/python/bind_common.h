@@ -184,6 +184,14 @@ inline std::vector<std::string> names_of(const std::vector<Level>& levels) {
 
 inline bool is(const TensorArg& t, nb::dlpack::dtype d) { return t.dtype() == d; }
 
+// A KV cache's dtype: float32, bfloat16, or int8 rows of codes and a float32 scale (DType::s8_rows).
+inline DType cache_rows_dtype(const TensorArg& t) {
+    if (is(t, nb::dtype<int8_t>())) return DType::s8_rows;
+    if (t.is_f32()) return DType::f32;
+    if (t.is_bf16()) return DType::bf16;
+    fail(std::string(t.name()) + " has dtype " + t.dtype_str() + "; a KV cache is float32, bfloat16 or int8 rows");
+}
+
 // int8 -> false, uint8 -> true.
 inline bool quantized_unsigned(const TensorArg& t) {
     check_cpu_contiguous(t);

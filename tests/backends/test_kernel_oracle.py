@@ -32,6 +32,7 @@ from ipexconvert.backends.cpu import onednn_direct as dnnl
 from ipexconvert.backends import get_backend
 from ipexconvert.ir import dtypes
 from ipexconvert.ir.opdef import get_op
+from ipexconvert.ir.ops._kv_int8 import dequantize_rows, quantize_rows
 from ipexconvert.ir.spec import TensorSpec
 from ipexconvert.backends.cpu.isa import ISA_LEVELS, selected_isa
 from ipexconvert.backends.cpu.kernels._torch_onednn import enabled as onednn_kernels_enabled
@@ -94,6 +95,8 @@ def make_tensor(spec: In, g: torch.Generator) -> torch.Tensor:
     elif spec.fill == "keep_mask":  # bool, True keeps a key: ~70 % kept, the first query row of batch 0 keeps none
         t = torch.rand(shape, generator=g) > 0.3
         t[0, ..., 0, :] = False
+    elif spec.fill == "int8_rows":  # an int8 KV cache (ir/ops/_kv_int8.py): rows of shape[-1] - 4 codes and a scale
+        t = quantize_rows(torch.randn((*shape[:-1], shape[-1] - 4), generator=g) * spec.scale)
     elif spec.fill == "padding_mask":
         t = torch.zeros(shape)
         t[-1, ..., shape[-1] // 2 + 1:] = float("-inf")
@@ -119,6 +122,8 @@ class Case:
     # exact: the kernel must give the reference's bits (copies, selections, and the quantize formula,
     # which ir/ops/_quant.py states the native kernels follow bit for bit).
     # gemm: sums of many products, whose order differs between libraries: a looser float32 budget.
+    # int8_rows: float outputs as elementwise, int8 KV cache rows (ir/ops/_kv_int8.py) within one code of each row's
+    # scale (their float source may differ in its last bits: FMA contraction).
     budget: str = "elementwise"
 
 
@@ -187,11 +192,16 @@ CASES: dict[str, dict[str, Case]] = {
         "f32-prefill": Case({}, (In((1, 2, 0, 16)), In((1, 2, 7, 16))), budget="exact"),
         "bf16-decode-step": Case({}, (In((2, 2, 9, 8), "bfloat16"), In((2, 2, 1, 8), "bfloat16")), budget="exact"),
         "bf16-cache-f32-step": Case({}, (In((1, 2, 9, 8), "bfloat16"), In((1, 2, 1, 8))), budget="exact"),  # --kv-cache bf16
+        "int8-cache-f32-step": Case({}, (In((1, 2, 9, 12), "int8", "int8_rows"), In((1, 2, 1, 8))), budget="exact"),
+        "int8-cache-bf16-prefill": Case({}, (In((1, 2, 0, 20), "int8", "int8_rows"), In((1, 2, 5, 16), "bfloat16")),
+                                        budget="exact"),  # --kv-cache int8
     },
     "kv_write": {  # (a static cache: the GPU writes in place)
         "f32-prefill": Case({}, (In((1, 2, 9, 16)), In((1, 2, 5, 16)), In((), "int64", "position")), budget="exact"),
         "bf16-decode-step": Case({}, (In((2, 2, 8, 8), "bfloat16"), In((2, 2, 1, 8), "bfloat16"),
                                       In((), "int64", "position")), budget="exact"),
+        "int8-cache-f32-step": Case({}, (In((1, 2, 8, 12), "int8", "int8_rows"), In((1, 2, 1, 8)),
+                                         In((), "int64", "position")), budget="exact"),  # --kv-cache int8
     },
     "rope_kv_write": {
         "f32-merged-prefill": Case({}, (In((1, 4, 96)), In((1, 1, 4, 16)), In((1, 1, 4, 16)), In((1, 1, 8, 16)),
@@ -203,6 +213,10 @@ CASES: dict[str, dict[str, Case]] = {
         "f32-merged-bf16-cache-decode": Case({}, (In((1, 1, 96)), In((1, 1, 1, 16)), In((1, 1, 1, 16)),
                                                   In((1, 1, 8, 16), "bfloat16"), In((1, 1, 8, 16), "bfloat16"),
                                                   In((), "int64", "position"))),  # --kv-cache bf16
+        "f32-merged-int8-cache-decode": Case({}, (In((1, 1, 96)), In((1, 1, 1, 16)), In((1, 1, 1, 16)),
+                                                  In((1, 1, 8, 20), "int8", "int8_rows"),
+                                                  In((1, 1, 8, 20), "int8", "int8_rows"),
+                                                  In((), "int64", "position")), budget="int8_rows"),  # --kv-cache int8
     },
     "rope": {  # (strided x: tests/native/test_native_rope.py)
         "f32": Case({}, (In((1, 4, 6, 16)), In((1, 1, 6, 16)), In((1, 1, 6, 16)))),  # FMA contraction: not bit-exact
@@ -216,6 +230,13 @@ CASES: dict[str, dict[str, Case]] = {
                                                    In((2, 1, 9, 64), "bfloat16"), In((2, 1, 9, 64), "bfloat16"))),
         "f32-merged-bf16-cache-decode": Case({}, (In((1, 1, 128)), In((1, 1, 1, 16)), In((1, 1, 1, 16)),
                                                   In((1, 2, 9, 16), "bfloat16"), In((1, 2, 9, 16), "bfloat16"))),
+        "f32-merged-int8-cache-decode": Case({}, (In((1, 1, 128)), In((1, 1, 1, 16)), In((1, 1, 1, 16)),
+                                                  In((1, 2, 9, 20), "int8", "int8_rows"),
+                                                  In((1, 2, 9, 20), "int8", "int8_rows")), budget="int8_rows"),
+        "bf16-three-projections-int8-cache-prefill": Case({}, (
+            In((1, 5, 128), "bfloat16"), In((1, 5, 64), "bfloat16"), In((1, 5, 64), "bfloat16"), In((1, 1, 5, 64)),
+            In((1, 1, 5, 64)), In((1, 1, 0, 68), "int8", "int8_rows"), In((1, 1, 0, 68), "int8", "int8_rows")),
+            budget="int8_rows"),  # --kv-cache int8
     },
     "gelu": {
         "f32-erf": Case({}, (In((4, 33), scale=3.0),)),
@@ -377,6 +398,19 @@ CASES: dict[str, dict[str, Case]] = {
         "f32-gqa-decode-bf16-cache": Case(  # --kv-cache bf16: float32 q beside a bf16 cache
             {"enable_gqa": True}, (In((1, 14, 1, 64)), In((1, 2, 40, 64), "bfloat16"), In((1, 2, 40, 64), "bfloat16"),
                                    In((1, 1, 1, 40), fill="padding_mask")), budget="gemm"),
+        "f32-gqa-decode-int8-cache": Case(  # --kv-cache int8: float32 q beside int8 rows (codes and a scale)
+            {"enable_gqa": True}, (In((1, 14, 1, 64)), In((1, 2, 40, 68), "int8", "int8_rows"),
+                                   In((1, 2, 40, 68), "int8", "int8_rows"), In((1, 1, 1, 40), fill="padding_mask")),
+            budget="gemm"),
+        "bf16-gqa-decode-two-rows-int8-cache": Case({"enable_gqa": True}, (
+            In((1, 6, 2, 32), "bfloat16"), In((1, 2, 11, 36), "int8", "int8_rows"), In((1, 2, 11, 36), "int8", "int8_rows"),
+            None), budget="gemm"),
+        "f32-gqa-prefill-int8-cache": Case(
+            {"enable_gqa": True}, (In((1, 4, 6, 16)), In((1, 2, 6, 20), "int8", "int8_rows"),
+                                   In((1, 2, 6, 20), "int8", "int8_rows"), None), budget="gemm"),
+        "f32-mha-decode-int8-cache": Case(  # one kv head per query head: decode_attention too
+            {}, (In((1, 3, 1, 32)), In((1, 3, 7, 36), "int8", "int8_rows"), In((1, 3, 7, 36), "int8", "int8_rows"),
+                 None), budget="gemm"),
         "f32-gqa-prefill-bf16-cache": Case(
             {"enable_gqa": True}, (In((1, 4, 6, 16)), In((1, 2, 6, 16), "bfloat16"), In((1, 2, 6, 16), "bfloat16"),
                                    None), budget="gemm"),
@@ -543,6 +577,14 @@ def as_list(result) -> list[torch.Tensor]:
 def assert_matches(got: torch.Tensor, want: torch.Tensor, budget: str, what: str) -> None:
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, the reference's {want.dtype}"
     assert got.shape == want.shape, f"{what}: shape {list(got.shape)}, the reference's {list(want.shape)}"
+    if budget == "int8_rows":  # KV cache rows quantized from a float result (rope: FMA contraction): one code apart
+        if want.dtype != torch.int8:
+            return assert_matches(got, want, "elementwise", what)
+        g, w = dequantize_rows(got), dequantize_rows(want)
+        step = w.abs().amax(-1, keepdim=True) / 127
+        worst = ((g - w).abs() / step.clamp_min(1e-30)).max().item() if w.numel() else 0.0
+        assert worst <= 1.001, f"{what}: values up to {worst:.3g} codes apart (allowed 1)"
+        return
     if not want.is_floating_point():
         worst = (got.int() - want.int()).abs().max().item() if want.numel() else 0
         limit = 0 if budget == "exact" else CODE_TOLERANCE

@@ -93,7 +93,7 @@ def test_inspect_of_a_decoder_shows_its_cache(cli, decoder_paths):
     result = cli("inspect", path)
     expect_exit(result, 0)
     # 2 layers x (k, v) x 2 kv heads x 32 dims x 4 bytes
-    assert "decoder: KV cache of 4 tensors, 1.0 KiB per position, up to 256 positions; tokenizer stored" in norm(result.stdout)
+    assert "decoder: KV cache of 4 tensors (float32), 1.0 KiB per position, up to 256 positions; tokenizer stored" in norm(result.stdout)
     assert "tokenizer not stored (token ids only)" in norm(cli("inspect", ids_only).stdout)
 
 
@@ -104,3 +104,16 @@ def test_activations_flag_reaches_the_guard_and_inspect(cli, tiny_llama_folder, 
     refused = cli("optimize", tiny_llama_folder, "--dtype", "int4", "--activations", "int7", "-o", tmp_path / "x.ipxc")
     expect_exit(refused, 2)
     assert "weight_only.activations" in norm(refused.stderr) and not (tmp_path / "x.ipxc").exists()
+
+
+def test_an_int8_kv_cache_from_the_command_line(cli, tiny_llama_folder, tmp_path):
+    """--kv-cache int8: inspect names the rows and their bytes (2 layers x (k, v) x 2 kv heads x (32 codes + a 4-byte
+    scale)), generate runs over them; an unknown cache dtype exits 2 and writes nothing."""
+    out = tmp_path / "kv8.ipxc"
+    expect_exit(cli("optimize", tiny_llama_folder, "--dtype", "int4", "--kv-cache", "int8", "-o", out, "--no-timing"), 0)
+    assert "decoder: KV cache of 4 tensors (int8 rows), 288 B per position" in norm(cli("inspect", out).stdout)
+    generated = cli("generate", out, "--ids", "5,6,7", "-n", "4")
+    expect_exit(generated, 0)
+    refused = cli("optimize", tiny_llama_folder, "--dtype", "int4", "--kv-cache", "int4", "-o", tmp_path / "x.ipxc")
+    expect_exit(refused, 2)
+    assert "decoder.kv_cache" in norm(refused.stderr) and not (tmp_path / "x.ipxc").exists()

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from ipexconvert.backends.cpu import native_lib
 from ipexconvert.backends.cpu.isa import ISA_LEVELS, selected_isa
+from ipexconvert.ir.ops._kv_int8 import dequantize_rows, quantize_rows
 
 pytestmark = pytest.mark.skipif(not native_lib.available(), reason="ipexconvert._native is not built")
 LEVELS = ISA_LEVELS[:ISA_LEVELS.index(selected_isa()) + 1]
@@ -83,6 +84,34 @@ def test_a_bfloat16_cache_beside_float32_queries(level, head_dim, q_len):
     assert got.dtype == torch.float32
     want = F.scaled_dot_product_attention(q, k.float(), v.float(), attn_mask=mask, scale=head_dim ** -0.5, enable_gqa=True)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("head_dim", [64, 128, 80])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("q_len", [1, 2])
+def test_an_int8_cache_beside_float_queries(level, head_dim, dtype, q_len):
+    """--kv-cache int8: rows of head_dim codes and a float32 scale (ir/ops/_kv_int8.py), read in place from a buffer
+    with spare positions: float32 attention over the values the rows hold (code * scale), one row all zeros."""
+    g = torch.Generator().manual_seed(head_dim + q_len)
+    q = torch.randn(1, 14, q_len, head_dim, generator=g).to(dtype)
+    floats = [torch.randn(1, 2, 80, head_dim, generator=g) * 3 for _ in range(2)]
+    floats[0][0, 1, 7] = 0.0  # a row of zeros: scale 0, codes 0
+    k, v = (quantize_rows(f)[:, :, :61] for f in floats)
+    assert k.dtype == torch.int8 and k.shape[-1] == head_dim + 4 and not k.is_contiguous()
+    mask = torch.randn(1, 1, q_len, 61, generator=g)
+    got = _run(q, k, v, mask, head_dim ** -0.5, level)
+    assert got.dtype == dtype
+    want = F.scaled_dot_product_attention(q.float(), dequantize_rows(k), dequantize_rows(v), attn_mask=mask,
+                                          scale=head_dim ** -0.5, enable_gqa=True)
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-2
+    torch.testing.assert_close(got.float(), want, rtol=tolerance, atol=tolerance)
+
+
+def test_int8_cache_rows_need_room_for_their_scale():
+    q, k = torch.randn(1, 2, 1, 16), torch.zeros(1, 1, 5, 16, dtype=torch.int8)
+    with pytest.raises(ValueError, match="head_dim codes and a 4-byte scale"):
+        _run(q, k, k, None, 0.25, selected_isa())
 
 
 def test_a_cache_wider_than_the_queries_is_refused():

@@ -8,6 +8,7 @@ import torch
 
 from ipexconvert.backends.cpu import native_lib
 from ipexconvert.backends.cpu.isa import ISA_LEVELS, selected_isa
+from ipexconvert.ir.ops._kv_int8 import dequantize_rows, quantize_rows
 
 pytestmark = pytest.mark.skipif(not native_lib.available(), reason="ipexconvert._native is not built")
 LEVELS = ISA_LEVELS[:ISA_LEVELS.index(selected_isa()) + 1]
@@ -117,11 +118,37 @@ def _kv_call(qkv_columns=48, position=0, capacity=4, cache_dtype=torch.float32, 
                                                  torch.empty(1, 4, seq, 8, dtype=dtype), *caches, position, None, 1)
 
 
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rope_kv_append_writes_int8_cache_rows(level, dtype):
+    """--kv-cache int8: k rotated and v written as int8 rows (ir/ops/_kv_int8.py): the same call into caches of the
+    projections' dtype, then quantized by the reference's rule, gives the same bytes (codes and scales), a zero row
+    and a NaN row included; positions outside the written ones untouched."""
+    g = torch.Generator().manual_seed(3)
+    qkv = (torch.randn(2, 3, 6 * 16, generator=g) * 4).to(dtype)
+    qkv[0, 1, 4 * 16:5 * 16] = 0  # the k head of one position: rotated, still zeros
+    qkv[1, 2, 5 * 16 + 3] = float("nan")  # one v value
+    cos, sin = (torch.randn(2, 1, 3, 16, generator=g) for _ in range(2))
+    float_caches = [torch.zeros(2, 1, 9, 16, dtype=dtype) for _ in range(2)]  # (bf16: rope's result rounded to it)
+    int8_caches = [torch.full((2, 1, 9, 20), 7, dtype=torch.int8) for _ in range(2)]
+    for caches in (float_caches, int8_caches):
+        native_lib.raw.rope_kv_append(qkv, 0, qkv, 4 * 16, qkv, 5 * 16, cos, sin, torch.empty(2, 4, 3, 16, dtype=dtype),
+                                      *caches, 5, level, 2)
+    for f, rows in zip(float_caches, int8_caches):
+        want = quantize_rows(f[:, :, 5:8])
+        assert torch.equal(rows[:, :, 5:8], want)
+        assert torch.equal(rows[:, :, :5], torch.full_like(rows[:, :, :5], 7)) and bool((rows[:, :, 8:] == 7).all())
+    assert bool(dequantize_rows(int8_caches[1][1, 0, 7]).isnan().all())
+    assert torch.equal(int8_caches[0][0, 0, 6, :16], torch.zeros(16, dtype=torch.int8))
+
+
 @pytest.mark.parametrize("call, problem", [
     (_kv_call(position=3), "do not fit a cache of 4 positions"),
     (_kv_call(position=-1), "do not fit"),
     (_kv_call(qkv_columns=44), "not within its 44 columns"),
-    (_kv_call(dtype=torch.bfloat16), "a cache is q's dtype, or bfloat16 beside float32"),  # wider than q: no
+    (_kv_call(dtype=torch.bfloat16), "a cache is q's dtype, bfloat16 beside float32, or int8 rows"),  # wider than q
+    (_kv_call(cache_dtype=torch.int8), r"must be \[1, kv_heads, capacity, 12\]"),  # int8 rows: 8 codes and a scale
+    (_kv_call(cache_dtype=torch.int16), "a KV cache is float32, bfloat16 or int8 rows"),
 ])
 def test_rope_kv_append_refuses_what_it_cannot_write(call, problem):
     with pytest.raises(ValueError, match=problem):

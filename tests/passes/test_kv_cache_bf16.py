@@ -70,12 +70,12 @@ def test_a_cache_read_by_anything_but_attention_is_refused():
     graph.values["peek"] = graph.values[present]
     graph.nodes.append(Node(name="peek_node", op="neg", inputs=[present], outputs=["peek"]))
     graph.outputs.append("peek")
-    with pytest.raises(UserInputError, match="only attention reads a bf16 cache"):
+    with pytest.raises(UserInputError, match="only attention reads a cache stored in bf16"):
         PASSES["kv_cache_bf16"].run(program, PassOptions())
 
 
 def test_the_pipeline_runs_it_before_prepack():
-    names = pipeline_for("int4", kv_cache_bf16=True)
+    names = pipeline_for("int4", kv_cache="bf16")
     assert names[-2:] == ["kv_cache_bf16", "prepack"]
     assert "kv_cache_bf16" not in pipeline_for("int4")
 

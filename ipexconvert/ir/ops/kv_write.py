@@ -13,6 +13,7 @@ import torch
 from ..opdef import Arity, OpDef, register_op
 from ..spec import TensorSpec
 from ._common import expect_dtype, expect_rank, require, same_dim
+from ._kv_int8 import head_dim_of, to_cache
 from .kv_append import check_cache_dtype
 
 
@@ -25,9 +26,12 @@ def check_write(cache: TensorSpec, new: TensorSpec, position: TensorSpec, what: 
     expect_rank(cache, (4,), what)
     expect_rank(new, (4,), "the new positions")
     check_cache_dtype(cache.dtype, new.dtype, what)
-    for axis in (0, 1, 3):
+    for axis in (0, 1):
         require(same_dim(cache.shape[axis], new.shape[axis]),
                 f"dim {axis} of {what} ({cache.shape[axis]}) and the new positions ({new.shape[axis]}) differ")
+    new_heads = head_dim_of(new.dtype, new.shape[3])  # (rope_kv_write passes the new positions as the cache stores them)
+    require(same_dim(head_dim_of(cache.dtype, cache.shape[3]), new_heads),
+            f"{what} {cache.describe()} does not hold heads of the new positions' {new_heads} values")
     expect_dtype(position, ("int64",), "the write position")
     require(position.rank == 0, f"the write position is {position.describe()}, not a 0-d tensor")
 
@@ -47,4 +51,4 @@ class KvWriteOp(OpDef):
     @classmethod
     def reference(cls, inputs, attrs, dims):
         cache, new, position = inputs
-        return cache.index_copy(2, positions_of(position, new.shape[2]), new.to(cache.dtype))
+        return cache.index_copy(2, positions_of(position, new.shape[2]), to_cache(new, cache.dtype))

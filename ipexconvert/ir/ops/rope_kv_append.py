@@ -10,7 +10,8 @@ present_value = cat(past_value, v) (graph outputs, the next call's past).
 The value is what the fused nodes computed: heads split off by reshape [b, s, heads, d] and permute [0, 2, 1, 3],
 rope (float32 math, one rounding to the projection's dtype) and kv_append. As with kv_append, a kernel may keep
 the cache in a buffer with room to grow and write only the new positions, and the cache may be narrower than the
-projections (float32 projections, a bfloat16 cache: k and v rounded to it as they are written)."""
+projections (float32 projections, a bfloat16 cache: k and v rounded to it as they are written; or an int8 cache, whose rows of head_dim
+codes and a scale are made from k and v as they are written: ir/ops/_kv_int8.py)."""
 from __future__ import annotations
 
 import torch
@@ -19,6 +20,7 @@ from ..dims import add
 from ..opdef import Arity, OpDef, SpecError, register_op
 from ..spec import TensorSpec
 from ._common import expect_dtype, expect_rank, require, same_dim
+from ._kv_int8 import head_dim_of, to_cache
 from .kv_append import check_cache_dtype
 from .rope import RopeOp
 
@@ -49,6 +51,11 @@ def split_projections(projections: list, heads: int, kv_heads: int, head_dim: in
     return [qkv[..., :q_end], qkv[..., q_end:k_end], qkv[..., k_end:]]
 
 
+def cache_head_dim(cache: torch.Tensor) -> int:
+    """The head size a cache tensor holds (its last dim, less an int8 row's scale)."""
+    return head_dim_of("int8" if cache.dtype == torch.int8 else "float", cache.shape[3])
+
+
 def rotated_heads(projections: list, cos, sin, kv_heads: int, head_dim: int) -> tuple:
     """(rope(q), rope(k), v) as [b, heads, s, d] tensors, from the projections."""
     heads = query_heads([p.shape for p in projections], kv_heads, head_dim)
@@ -71,7 +78,8 @@ class RopeKvAppendOp(OpDef):
             expect_rank(past, (4,), name)
         require(past_key.shape == past_value.shape and past_key.dtype == past_value.dtype,
                 f"past_key {past_key.describe()} and past_value {past_value.describe()} differ")
-        batch, kv_heads, past, d = past_key.shape
+        batch, kv_heads, past, width = past_key.shape
+        d = head_dim_of(past_key.dtype, width)
         require(isinstance(kv_heads, int) and kv_heads >= 1 and isinstance(d, int) and d >= 2 and d % 2 == 0,
                 f"the cache {past_key.describe()} needs a fixed head count and a fixed even head size")
         for p in projections:
@@ -90,11 +98,12 @@ class RopeKvAppendOp(OpDef):
         seq = projections[0].shape[1]
         x = TensorSpec(dtype=projections[0].dtype, shape=[batch, heads, seq, d])
         RopeOp.infer([x, cos, sin], None)  # the table checks of rope
-        present = TensorSpec(dtype=past_key.dtype, shape=[batch, kv_heads, add(past, seq), d])
+        present = TensorSpec(dtype=past_key.dtype, shape=[batch, kv_heads, add(past, seq), width])
         return [x, present, present]
 
     @classmethod
     def reference(cls, inputs, attrs, dims):
         projections, (cos, sin, past_key, past_value) = split_inputs(list(inputs))
-        q, k, v = rotated_heads(projections, cos, sin, past_key.shape[1], past_key.shape[3])
-        return [q, torch.cat([past_key, k.to(past_key.dtype)], dim=2), torch.cat([past_value, v.to(past_value.dtype)], dim=2)]
+        q, k, v = rotated_heads(projections, cos, sin, past_key.shape[1], cache_head_dim(past_key))
+        return [q, torch.cat([past_key, to_cache(k, past_key.dtype)], dim=2),
+                torch.cat([past_value, to_cache(v, past_value.dtype)], dim=2)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..opdef import Arity, OpDef, register_op
 from ..spec import TensorSpec
 from .kv_write import KvWriteOp, check_write
-from .rope_kv_append import RopeKvAppendOp, rotated_heads
+from .rope_kv_append import RopeKvAppendOp, cache_head_dim, rotated_heads
 
 
 @register_op
@@ -32,6 +32,6 @@ class RopeKvWriteOp(OpDef):
     @classmethod
     def reference(cls, inputs, attrs, dims):
         *projections, cos, sin, cache_key, cache_value, position = inputs
-        q, k, v = rotated_heads(projections, cos, sin, cache_key.shape[1], cache_key.shape[3])
+        q, k, v = rotated_heads(projections, cos, sin, cache_key.shape[1], cache_head_dim(cache_key))
         write = KvWriteOp.reference
         return [q, write([cache_key, k, position], None, dims), write([cache_value, v, position], None, dims)]

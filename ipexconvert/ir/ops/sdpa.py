@@ -7,7 +7,8 @@ around theirs (`where(isnan(p), 0, p)`). The reference applies it explicitly, so
 whatever torch version runs it, and so do the native kernels.
 
 k and v may be stored narrower than q (a decoder's bfloat16 KV cache beside float32 activations, ir/ops/kv_append.py):
-they are widened to q's dtype, exactly, before anything is computed."""
+they are widened to q's dtype, exactly, before anything is computed. An int8 cache's rows (ir/ops/_kv_int8.py: head_dim
+codes and a float32 scale, so its last dim is head_dim + 4) are read as code * scale in float32, then q's dtype."""
 from __future__ import annotations
 
 import math
@@ -20,6 +21,7 @@ from .. import dtypes
 from ..dims import mul
 from ..opdef import Arity, OpDef, register_op
 from ._common import broadcast_to, expect_dtype, expect_rank, expect_shape, like, require, same_dim, same_shape
+from ._kv_int8 import from_cache, head_dim_of
 from .kv_append import NARROWER_CACHES
 from ._quant import quantize
 from .quantize import QuantizeAttrs
@@ -65,10 +67,11 @@ class SdpaOp(OpDef):
         require(q.rank >= 2, f"the query {q.describe()} has fewer than 2 dims")
         for spec, what in ((q, "query"), (k, "key"), (v, "value")):
             expect_rank(spec, (q.rank,), f"the {what}")
-            expect_dtype(spec, sorted(dtypes.FLOAT_DTYPES), f"the {what}")
+            expect_dtype(spec, sorted(dtypes.FLOAT_DTYPES | ({"int8"} if spec is not q else set())), f"the {what}")
         require(k.dtype == v.dtype and (k.dtype == q.dtype or (q.dtype, k.dtype) in NARROWER_CACHES),
                 f"q, k, v are {q.dtype}, {k.dtype}, {v.dtype} (one dtype, or k and v a cache narrower than q)")
-        require(same_dim(q.shape[-1], k.shape[-1]) and same_dim(k.shape[-2], v.shape[-2]),
+        v_dim = head_dim_of(v.dtype, v.shape[-1])  # (an int8 cache's rows hold a scale beside the values)
+        require(same_dim(q.shape[-1], head_dim_of(k.dtype, k.shape[-1])) and same_dim(k.shape[-2], v.shape[-2]),
                 f"q {q.describe()}, k {k.describe()} and v {v.describe()} do not fit ([..., L, E], [..., S, E], [..., S, Ev])")
         require(same_shape(k.shape[:-2], v.shape[:-2]), f"k {k.describe()} and v {v.describe()} differ in batch dims")
         if attrs.enable_gqa and q.rank == 4:  # q heads are a multiple of k/v heads
@@ -83,8 +86,8 @@ class SdpaOp(OpDef):
         if attrs.quantize is not None:
             expect_rank(q, (4,), "the query of a quantized sdpa")
             if len(inputs) > 4:
-                expect_shape(inputs[4], [mul(q.shape[1], v.shape[-1])], "the quantize multiplier")
-        out = like(q, [*q.shape[:-1], v.shape[-1]])
+                expect_shape(inputs[4], [mul(q.shape[1], v_dim)], "the quantize multiplier")
+        out = like(q, [*q.shape[:-1], v_dim])
         return [out if attrs.quantize is None else like(out, dtype=attrs.quantize.dtype)]
 
     @classmethod
@@ -98,7 +101,7 @@ class SdpaOp(OpDef):
 def attention(inputs, attrs: SdpaAttrs) -> torch.Tensor:
     """torch's attention on q, k, v and the mask (an additive mask in the activations' dtype), nothing more."""
     q, k, v, mask = inputs[:4]
-    k, v = k.to(q.dtype), v.to(q.dtype)  # a narrower cache widened (exact); a no-op otherwise
+    k, v = from_cache(k, q.dtype), from_cache(v, q.dtype)  # a narrower cache widened; a no-op otherwise
     if mask is not None and mask.dtype != torch.bool and mask.dtype != q.dtype:
         mask = mask.to(q.dtype)  # an fp32 additive mask next to bf16 activations
     scale = attrs.scale if attrs.scale is not None else 1.0 / math.sqrt(q.shape[-1])

@@ -6,7 +6,9 @@
 
 namespace ipxc {
 
-enum class DType : int { f32 = 0, bf16 = 1 };  // bf16 is stored as uint16 bits
+// bf16 is stored as uint16 bits. s8_rows: a decoder's int8 KV cache (ir/ops/_kv_int8.py), rows of head_dim int8
+// codes then the row's float32 scale (4 bytes; the value is code * scale); only the KV cache kernels take it.
+enum class DType : int { f32 = 0, bf16 = 1, s8_rows = 2 };
 
 // The most leading dims an additive mask may broadcast over (softmax).
 constexpr int kMaxMaskDims = 8;

@@ -3,8 +3,11 @@
 // and value row is read from memory once per step and feeds every head of the group: the scores of every
 // key (a dot product per head), their softmax (exp_approx, ~2 ulp), then the value rows weighted by it.
 // Parallel over (batch, kv head, query row), and over slices of the group's heads when those are fewer
-// than the threads. Meant for decode steps; longer prompts go to the blocked kernels.
+// than the threads. Meant for decode steps; longer prompts go to the blocked kernels. An int8 cache (rows of
+// codes and a float32 scale: ir/ops/_kv_int8.py) is read as codes, its scales applied to each score and weight.
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 #include "common.h"
 #include "ipxc/parallel.h"
@@ -24,11 +27,28 @@ struct HeadDim<0> {
     static int64_t of(const DecodeAttentionArgs& a) { return a.head_dim; }
 };
 
-// A row of d values as float32: float rows in place, bf16 rows converted into `buf`.
+// The scale of a cache row of d values: an int8 row's float32 after its codes, 1 for float rows.
+template <class T>
+static inline float row_scale(const T* row, int64_t d) {
+    if constexpr (std::is_same_v<T, int8_t>) {
+        float scale;
+        std::memcpy(&scale, row + d, sizeof scale);
+        return scale;
+    } else {
+        return 1.0f;
+    }
+}
+
+// A row of d values as float32: float rows in place, bf16 rows converted and int8 rows dequantized into `buf`.
 template <class T>
 static inline const float* f32_row(const T* src, float* buf, int64_t d) {
     if constexpr (sizeof(T) == 4) {
         return reinterpret_cast<const float*>(src);
+    } else if constexpr (std::is_same_v<T, int8_t>) {
+        const float scale = row_scale(src, d);
+#pragma omp simd
+        for (int64_t i = 0; i < d; ++i) buf[i] = static_cast<float>(src[i]) * scale;
+        return buf;
     } else {
 #pragma omp simd
         for (int64_t i = 0; i < d; ++i) buf[i] = load(src[i]);
@@ -44,7 +64,7 @@ constexpr int64_t kPrefetchKeyRows = 32;
 
 template <class T, int D>
 static inline void prefetch_row(const T* row) {
-    constexpr int kBytes = D * static_cast<int>(sizeof(T));
+    constexpr int kBytes = D * static_cast<int>(sizeof(T)) + (std::is_same_v<T, int8_t> ? 4 : 0);
     for (int b = 0; b < kBytes; b += 64) __builtin_prefetch(reinterpret_cast<const char*>(row) + b);
 }
 
@@ -65,6 +85,10 @@ static void scores_v16(const float* q, int64_t g, const T* k, int64_t k_stride, 
             for (int c = 1; c < C; ++c) acc = v_fma(v_load(qi + 16 * c), kz[c], acc);
             scores[i * n + j] = v_sum(acc);
         }
+        if constexpr (std::is_same_v<T, int8_t>) {  // the row's codes times its scale
+            const float scale = row_scale(krow, D);
+            for (int64_t i = 0; i < g; ++i) scores[i * n + j] *= scale;
+        }
     }
 }
 
@@ -79,8 +103,9 @@ static void values_v16_heads(const float* p, int64_t n, const T* v, int64_t v_st
         if (j + kPrefetchKeyRows < n) prefetch_row<T, D>(vrow + kPrefetchKeyRows * v_stride);
         V16 vz[C];
         for (int c = 0; c < C; ++c) vz[c] = v_load(vrow + 16 * c);
+        const float scale = row_scale(vrow, D);  // (1 for float rows: folded away)
         for (int i = 0; i < H; ++i) {
-            const V16 w = v_set1(p[i * n + j]);
+            const V16 w = v_set1(p[i * n + j] * scale);
             for (int c = 0; c < C; ++c) sum[i][c] = v_fma(w, vz[c], sum[i][c]);
         }
     }
@@ -191,7 +216,7 @@ static void attend(const DecodeAttentionArgs& a, int64_t b, int64_t kvh, int64_t
     }
 }
 
-// q / out type Q, key / value type T (a bfloat16 cache beside float32 q), mask type M.
+// q / out type Q, key / value type T (a bfloat16 cache beside float32 q, or int8 rows), mask type M.
 template <class Q, class T>
 static void attend_masked(const DecodeAttentionArgs& a, int64_t b, int64_t kvh, int64_t t, int64_t h0, int64_t g,
                           float* scratch) {
@@ -216,9 +241,16 @@ static void decode_attention(const DecodeAttentionArgs& a) {
             const int64_t t = row % a.q_len, kvh = (row / a.q_len) % a.kv_heads, b = row / (a.q_len * a.kv_heads);
             const int64_t h0 = kvh * group + slice * per_slice;
             const int64_t g = per_slice < group - slice * per_slice ? per_slice : group - slice * per_slice;
-            if (a.dtype == DType::bf16) attend_masked<uint16_t, uint16_t>(a, b, kvh, t, h0, g, scratch);
-            else if (a.kv_dtype == DType::bf16) attend_masked<float, uint16_t>(a, b, kvh, t, h0, g, scratch);
-            else attend_masked<float, float>(a, b, kvh, t, h0, g, scratch);
+            if (a.kv_dtype == DType::s8_rows) {
+                if (a.dtype == DType::bf16) attend_masked<uint16_t, int8_t>(a, b, kvh, t, h0, g, scratch);
+                else attend_masked<float, int8_t>(a, b, kvh, t, h0, g, scratch);
+            } else if (a.dtype == DType::bf16) {
+                attend_masked<uint16_t, uint16_t>(a, b, kvh, t, h0, g, scratch);
+            } else if (a.kv_dtype == DType::bf16) {
+                attend_masked<float, uint16_t>(a, b, kvh, t, h0, g, scratch);
+            } else {
+                attend_masked<float, float>(a, b, kvh, t, h0, g, scratch);
+            }
         }
     });
 }

@@ -32,10 +32,11 @@ struct RopeArgs {
 //   q_out [batch, heads, seq, dim] (contiguous)         = rope(q)
 //   key_cache[:, :, position:position + seq] = rope(k), value_cache[:, :, position:position + seq] = v
 // with the caches [batch, kv_heads, capacity, dim] contiguous. rope as in RopeArgs; everything in `dtype` but the
-// caches, which may be bfloat16 beside float32 projections (rope's float32 result rounded once to them).
+// caches, which may be bfloat16 beside float32 projections (rope's float32 result rounded once to them), or int8
+// rows (s8_rows, [batch, kv_heads, capacity, dim + 4] bytes: rope's float32 result quantized per row).
 struct RopeKvAppendArgs {
     DType dtype = DType::f32;        // of q, k, v and q_out
-    DType cache_dtype = DType::f32;  // of the caches: dtype, or bf16 beside f32
+    DType cache_dtype = DType::f32;  // of the caches: dtype, bf16 beside f32, or s8_rows
     int64_t batch = 0, seq = 0, dim = 0, heads = 0, kv_heads = 0;
     const void* source[3] = {};      // q, k, v, each at its first used column
     int64_t source_strides[3][2] = {};  // per source: batch, seq (elements)

@@ -57,7 +57,8 @@ void rope(nb::handle x_obj, nb::handle cos_obj, nb::handle sin_obj, nb::handle o
     run(lookup_rope(select(max_isa)), "rope", a);
 }
 
-// q_out [batch, heads, seq, dim] and the caches [batch, kv_heads, capacity, dim], contiguous, one float dtype;
+// q_out [batch, heads, seq, dim] and the caches [batch, kv_heads, capacity, dim], contiguous, one float dtype (the
+// caches may be bfloat16 beside float32, or int8 rows [batch, kv_heads, capacity, dim + 4]: ir/ops/_kv_int8.py);
 // q, k, v [batch, seq, width] (last dim contiguous, other strides any), each read at columns
 // [offset, offset + its heads * dim) (the same tensor three times for a merged projection); positions
 // [position, position + seq) of the caches are written. With length_at (a length cell, bind_common.h) the call
@@ -79,17 +80,19 @@ void rope_kv_append(nb::handle q_obj, int64_t q_offset, nb::handle k_obj, int64_
     for (const TensorArg* cache : {&key_cache, &value_cache}) {
         check_cpu_contiguous(*cache);
         check_same_dtype(*cache, key_cache);
-        const DType cache_dtype = float_dtype(*cache);
-        if (!(cache_dtype == a.dtype || (cache_dtype == DType::bf16 && a.dtype == DType::f32)))
+        const DType cache_dtype = cache_rows_dtype(*cache);
+        if (!(cache_dtype == a.dtype || cache_dtype == DType::s8_rows ||
+              (cache_dtype == DType::bf16 && a.dtype == DType::f32)))
             fail(std::string(cache->name()) + " is " + cache->dtype_str() + " beside " + q_out.dtype_str() +
-                 " q_out: a cache is q's dtype, or bfloat16 beside float32");
-        if (cache->ndim() != 4 || cache->shape(0) != a.batch || cache->shape(3) != a.dim ||
+                 " q_out: a cache is q's dtype, bfloat16 beside float32, or int8 rows");
+        const int64_t width = cache_dtype == DType::s8_rows ? a.dim + 4 : a.dim;  // (an int8 row: codes and a scale)
+        if (cache->ndim() != 4 || cache->shape(0) != a.batch || cache->shape(3) != width ||
             cache->shape(1) != key_cache.shape(1) || cache->shape(2) != key_cache.shape(2))
             fail(std::string(cache->name()) + " " + cache->shape_str() + " must be [" + std::to_string(a.batch) +
-                 ", kv_heads, capacity, " + std::to_string(a.dim) + "], as key_cache " + key_cache.shape_str());
+                 ", kv_heads, capacity, " + std::to_string(width) + "], as key_cache " + key_cache.shape_str());
     }
     a.kv_heads = key_cache.shape(1), a.capacity = key_cache.shape(2);
-    a.cache_dtype = float_dtype(key_cache);
+    a.cache_dtype = cache_rows_dtype(key_cache);
     if (a.kv_heads < 1) fail("the caches have no heads");
     const int64_t* length_at = length_at_obj.is_none() ? nullptr : length_cell(length_at_obj);
     if (length_at != nullptr) {

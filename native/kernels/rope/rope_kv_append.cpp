@@ -27,12 +27,14 @@ static void rope_kv_append(const RopeKvAppendArgs& a) {
                 }
                 rotate_half_row(x, c, s, y, d);
                 row = y;
+                if (part == 1 && a.cache_dtype == DType::s8_rows && a.dtype == DType::bf16)
+                    round_to_bf16(y, d);  // rope's result in the projections' dtype first, as ir/ops/rope_kv_append.py
             }
             if (part == 0)
                 store_any(a.dtype, row, a.q_out, ((b * a.heads + h) * a.seq + t) * d, d);
             else
                 store_any(a.cache_dtype, row, part == 1 ? a.key_cache : a.value_cache,
-                          ((b * a.kv_heads + h) * a.capacity + a.position + t) * d, d);
+                          ((b * a.kv_heads + h) * a.capacity + a.position + t) * cache_row_elements(a.cache_dtype, d), d);
         }
     });
 }

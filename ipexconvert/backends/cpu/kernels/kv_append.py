@@ -15,6 +15,7 @@ from typing import Optional
 
 import torch
 
+from ....ir.ops._kv_int8 import to_cache
 from ....runtime import kernels
 from ....runtime.kernels import Kernel, NodeContext
 
@@ -64,7 +65,7 @@ class _GrowingCache:
     def __call__(self, inputs, dims):
         past, new = inputs
         buffer, present = self.reserve(past, new.shape[2], past)  # (the cache's dtype: it may be narrower than new's)
-        present.narrow(2, past.shape[2], new.shape[2]).copy_(new)
+        present.narrow(2, past.shape[2], new.shape[2]).copy_(to_cache(new, present.dtype))
         return present
 
 

@@ -8,6 +8,7 @@ from typing import Optional
 
 import torch
 
+from ....ir.ops._kv_int8 import head_dim_of, to_cache
 from ....ir.ops.rope import RopeOp
 from ....ir.ops.rope_kv_append import heads_of, query_heads, split_inputs, split_projections
 from ....runtime import kernels
@@ -20,7 +21,7 @@ from .kv_append import _GrowingCache
 def _shape(ctx: NodeContext):
     """(merged, heads, kv_heads, head size) of the node (fixed by its specs, checked at load)."""
     projections, (_, _, past_key, _) = split_inputs(list(ctx.input_specs))
-    kv_heads, d = past_key.shape[1], past_key.shape[3]
+    kv_heads, d = past_key.shape[1], head_dim_of(past_key.dtype, past_key.shape[3])
     heads = query_heads([p.shape for p in projections], kv_heads, d)
     return len(projections) == 1, heads, kv_heads, d
 
@@ -28,7 +29,10 @@ def _shape(ctx: NodeContext):
 @kernels.register_kernel("cpu", "rope_kv_append", runs_at=_runs_at.native)
 def native_rope_kv_append(ctx: NodeContext):
     """Native: one pass reading q, k and v in place (column ranges of a merged projection, or three tensors)."""
-    if ctx.device != "cpu" or not all(s is not None and s.dtype in _native.DTYPES for s in ctx.input_specs):
+    specs = list(ctx.input_specs)
+    caches = specs[-2:]  # float32, bfloat16, or int8 rows (ir/ops/_kv_int8.py)
+    if ctx.device != "cpu" or not all(s is not None and s.dtype in _native.DTYPES for s in specs[:-2]) \
+            or not all(s is not None and s.dtype in (*_native.DTYPES, "int8") for s in caches):
         return None
     merged, heads, kv_heads, d = _shape(ctx)
     if d > 1024:
@@ -103,8 +107,8 @@ def growing_rope_kv_append(ctx: NodeContext):
         length, seq = past_key.shape[2], q.shape[2]
         _, present_key = keys.reserve(past_key, seq, past_key)
         _, present_value = values.reserve(past_value, seq, past_value)
-        present_key[:, :, length:].copy_(RopeOp.reference([k, cos, sin], None, dims))
-        present_value[:, :, length:].copy_(v)
+        present_key[:, :, length:].copy_(to_cache(RopeOp.reference([k, cos, sin], None, dims), present_key.dtype))
+        present_value[:, :, length:].copy_(to_cache(v, present_value.dtype))
         return RopeOp.reference([q, cos, sin], None, dims), present_key, present_value
 
     return Kernel(run, "growing:rope_kv_append")

@@ -26,6 +26,7 @@ from ..compute_precision import bf16_compute_dtype
 from ....ir import dtypes
 from ....ir.opdef import get_op
 from ....ir.ops._quant import QTORCH
+from ....ir.ops._kv_int8 import from_cache
 from ....ir.ops.kv_append import NARROWER_CACHES
 from ....ir.ops.sdpa import fully_masked_rows
 from ....runtime import kernels
@@ -103,15 +104,18 @@ _DECODE_ROWS = 4  # query rows up to which decode_attention runs; longer prompts
 
 @kernels.register_kernel("cpu", "sdpa", runs_at=_runs_at.native)
 def native_decode_sdpa(ctx: NodeContext):
-    """Grouped-query attention of a decoder (enable_gqa): our decode_attention for up to 4 query rows (one
-    row per key/value read, float32 softmax; every ISA level); longer prompts (prefill) run attention_f32 with
-    the kv heads shared in float32 where this CPU has it (AVX2 and up; head_dim a multiple of 16), else torch's
-    attention; float32/bfloat16 (k and v may be a bfloat16 cache beside float32 q: read as they are by
-    decode_attention, widened once for a prompt), additive or no mask, not causal, not quantized."""
+    """A decoder's attention: grouped-query (enable_gqa), or any over a cache narrower than q (one key/value head
+    per query head then). Our decode_attention for up to 4 query rows (one row per key/value read, float32 softmax;
+    every ISA level); longer prompts (prefill) run attention_f32 with the kv heads shared in float32 where this CPU
+    has it (AVX2 and up; head_dim a multiple of 16), else torch's attention; float32/bfloat16 (k and v may be a
+    bfloat16 cache or int8 rows beside float q: read as they are by decode_attention, widened once for a prompt),
+    additive or no mask, not causal, not quantized."""
     a = ctx.attrs
     q, k, v, mask = (list(ctx.input_specs) + [None] * 4)[:4]
-    if ctx.device != "cpu" or not native_lib.available() or not a.enable_gqa or a.is_causal or a.quantize is not None:
+    if ctx.device != "cpu" or not native_lib.available() or a.is_causal or a.quantize is not None:
         return None
+    if not a.enable_gqa and (k is None or q is None or k.dtype == q.dtype):
+        return None  # (plain attention with one dtype: native_sdpa's, or the reference)
     if q is None or q.dtype not in _native.DTYPES or any(s is None or s.rank != 4 for s in (k, v)) or q.rank != 4:
         return None
     if k.dtype != v.dtype or not (k.dtype == q.dtype or (q.dtype, k.dtype) in NARROWER_CACHES):
@@ -131,14 +135,14 @@ def native_decode_sdpa(ctx: NodeContext):
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         q, k, v, mask = inputs[:4]
         batch, heads, q_len, head_dim = q.shape
-        if k.shape[1] == 0 or heads % k.shape[1] or k.shape[2] == 0:
+        if k.shape[1] == 0 or heads % k.shape[1] or k.shape[2] == 0 or not (a.enable_gqa or heads == k.shape[1]):
             return reference(inputs, dims)
         long = q_len > _DECODE_ROWS
         if long and widen_prompt and prefill_f32:
-            q, k, v = q.float(), k.float(), v.float()
+            q, k, v = q.float(), from_cache(k, torch.float32), from_cache(v, torch.float32)
             mask = None if mask is None else mask.float()
         elif long and narrower_cache:
-            k, v = k.float(), v.float()
+            k, v = from_cache(k, torch.float32), from_cache(v, torch.float32)
         if long and not (prefill_f32 and q.stride(-1) == 1 and k.stride(-1) == 1
                          and v.stride(-1) == 1 and (mask is None or mask.stride(-1) == 1)):
             return reference(inputs, dims)
@@ -162,7 +166,7 @@ def native_decode_sdpa(ctx: NodeContext):
         q, k, v, mask = inputs[:4]
         batch, heads, q_len, head_dim = q.shape
         if 0 in varying or q_len > _DECODE_ROWS or k.shape[1] == 0 or heads % k.shape[1] \
-                or (mask is not None and mask.dim() > 4):
+                or not (a.enable_gqa or heads == k.shape[1]) or (mask is not None and mask.dim() > 4):
             return None
         lead = (1,) * (4 - mask.dim()) if mask is not None else ()  # a mask of fewer dims broadcasts from the right
         scale = a.scale if a.scale is not None else 1.0 / math.sqrt(head_dim)

@@ -11,7 +11,7 @@ from typing import Optional
 
 import torch
 
-from ....ir.ops.rope_kv_append import query_heads, rotated_heads, split_inputs, split_projections
+from ....ir.ops.rope_kv_append import cache_head_dim, query_heads, rotated_heads, split_inputs, split_projections
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from . import _triton
 from ._triton import triton_missing
@@ -24,7 +24,7 @@ def _cache_slots(ctx: NodeContext) -> frozenset[int]:
 
 def _torch_run(inputs: list):
     *projections, cos, sin, cache_key, cache_value, position = inputs
-    q, k, v = rotated_heads(projections, cos, sin, cache_key.shape[1], cache_key.shape[3])
+    q, k, v = rotated_heads(projections, cos, sin, cache_key.shape[1], cache_head_dim(cache_key))
     return [q, write_in_place(cache_key, k, position), write_in_place(cache_value, v, position)]
 
 
@@ -36,6 +36,8 @@ def _rows(x: torch.Tensor) -> bool:
 @register_kernel("cuda", "rope_kv_write", runs_at=triton_missing)
 def triton_rope_kv_write(ctx: NodeContext) -> Optional[Kernel]:
     cache_spec = ctx.input_specs[-3]
+    if cache_spec.dtype == "int8":
+        return None  # an int8 cache's rows (ir/ops/_kv_int8.py) are written by torch's operators
     kv_heads, head_dim = cache_spec.shape[1], cache_spec.shape[3]
     if head_dim & (head_dim - 1) or head_dim < 4:
         return None  # the halves are loaded as power-of-two blocks

@@ -59,7 +59,8 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
 
     def run(inputs: list, dims: dict[str, int]):
         q, k, v, mask = inputs[:4]
-        if q.dim() != 4 or q.shape[1] % k.shape[1] or (not attrs.enable_gqa and q.shape[1] != k.shape[1]):
+        if q.dim() != 4 or q.shape[1] % k.shape[1] or (not attrs.enable_gqa and q.shape[1] != k.shape[1]) \
+                or k.dtype == torch.int8:  # (an int8 cache's rows: torch's attention over their values)
             return fallback(inputs, dims)
         b, heads, rows, d = q.shape
         kv_heads, keys, dv = k.shape[1], k.shape[2], v.shape[-1]

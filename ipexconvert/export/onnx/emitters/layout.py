@@ -30,6 +30,8 @@ def permute(b, node) -> None:
 
 @emits("kv_append")
 def kv_append(b, node) -> None:
+    if b.graph.values[node.inputs[0]].dtype == "int8":
+        raise _builder.Unexportable("an int8 KV cache (its rows hold scales; convert without --kv-cache int8)")
     b.node("Concat", list(node.inputs), node.outputs, axis=2)  # ONNX has no in-place cache: the value is the cat
 
 
