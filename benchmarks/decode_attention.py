@@ -4,7 +4,8 @@ in a row with the caches evicted first (the weight stream of a real step evicts 
 torch's attention first; medians of rounds, us per layer. Caches: float32 or bf16 beside q of its dtype, and beside
 float32 q a bf16 cache (`--kv-cache bf16`) or int8 rows (`--kv-cache int8`, ir/ops/_kv_int8.py).
 
-    python benchmarks/decode_attention.py [--threads 2] [--rounds 30] [--evict-mb 512] [--caches f32,int8] [--shapes ...]
+    python benchmarks/decode_attention.py [--threads 2] [--rounds 30] [--evict-mb 512] [--caches f32,f32q-int8]
+        [--shapes qwen2-0.5b@530,...]
 """
 from __future__ import annotations
 

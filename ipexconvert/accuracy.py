@@ -184,7 +184,8 @@ def as_signature_dtypes(tensors: dict[str, torch.Tensor], specs: dict[str, str])
         t = out.get(name)
         if t is not None and t.is_floating_point() and dtype == "int8":
             out[name] = quantize_rows(t)
-        elif t is not None and t.is_floating_point() and dtype.startswith(("float", "bfloat")) and dtypes.to_name(t.dtype) != dtype:
+        elif (t is not None and t.is_floating_point() and dtype.startswith(("float", "bfloat"))
+              and dtypes.to_name(t.dtype) != dtype):
             out[name] = t.to(dtypes.to_torch(dtype))  # the IR's own name table: never getattr on a name from a file
     return out
 

@@ -87,8 +87,8 @@ def optimize(
     skip_passes, inputs=["x:batch,3,224,224:float32"], model_factory, model_kwargs, trust_pickle,
     qconfig_out) or through the flat names of config.FLAT_FIELDS (max_rel_error, min_cosine, min_top1_agreement,
     max_perplexity_ratio, decoder_positions, calib_text, calib_synthetic, quant=QuantOptions(...), and a decoder's
-    eos_token_ids, bos_token_id, tokenizer, kv_cache="bf16" or "int8"). A model whose signature is a decoder's (docs/decoders.md) gets a decoder
-    record, so the artifact can generate(). Raises
+    eos_token_ids, bos_token_id, tokenizer, kv_cache="bf16" or "int8"). A model whose signature is a decoder's
+    (docs/decoders.md) gets a decoder record, so the artifact can generate(). Raises
     AccuracyError (and writes nothing) when the artifact misses the dtype's error budget; a weight-only decoder is
     judged teacher-forced (decoder_accuracy.py), its worst layers moved back to float until it passes.
 

@@ -136,8 +136,8 @@ def run_bench(artifact: Path, against: Optional[str], inputs_path: Optional[Path
     batch = _batch_size(model, tensors)
     on_gpu = model.device != "cpu"
     if on_gpu:  # float inputs wait on the GPU; ids stay on the CPU, as from a tokenizer (checked there, see backends/cuda)
-        tensors = {k: (t.to(model.device) if t.is_floating_point() or t.dtype == torch.int8 else t)  # (int8: KV cache rows)
-                   for k, t in tensors.items()}
+        tensors = {k: (t.to(model.device) if t.is_floating_point() or t.dtype == torch.int8 else t)
+                   for k, t in tensors.items()}  # (int8: a KV cache's rows)
         eager_tensors = {k: t.to(model.device) for k, t in eager_inputs(tensors, model.manifest.decoder).items()}
     else:
         eager_tensors = eager_inputs(tensors, model.manifest.decoder)

@@ -35,8 +35,8 @@ def _onnx_runtime_outputs(reference: str, inputs: list[torch.Tensor]) -> list[to
     return list(onnx_runtime.runner(sess)(inputs))
 
 
-def _reference_outputs(reference: str, names: list[str], tensors: dict[str, torch.Tensor], decoder, model_factory, model_kwargs,
-                       trust_pickle, input_names: list[str]) -> list[torch.Tensor]:
+def _reference_outputs(reference: str, names: list[str], tensors: dict[str, torch.Tensor], decoder, model_factory,
+                       model_kwargs, trust_pickle, input_names: list[str]) -> list[torch.Tensor]:
     if reference.lower().endswith(".onnx") and model_factory is None:
         return _onnx_runtime_outputs(reference, [tensors[n] for n in input_names])
     if reference.endswith(".safetensors") and Path(reference).is_file() and model_factory is None:
@@ -108,8 +108,8 @@ def run_check(artifact: Path, reference: str, inputs_path: Optional[Path], rtol:
     got = [t.cpu() for t in model.run_list([tensors[n] for n in model.signature.input_names])]  # references run on the CPU
     names = model.signature.output_names
     got = float_caches(got, names, model.manifest.decoder)  # (an int8 KV cache's rows, as their values)
-    want = _reference_outputs(reference, names, tensors, model.manifest.decoder, model_factory, model_kwargs, trust_pickle,
-                              model.signature.input_names)
+    want = _reference_outputs(reference, names, tensors, model.manifest.decoder, model_factory, model_kwargs,
+                              trust_pickle, model.signature.input_names)
     if len(want) != len(got):
         raise UserInputError(f"the reference has {len(want)} output(s), the artifact {len(got)}",
                              "compare the artifact with the model it was converted from")

@@ -89,8 +89,8 @@ def decoder_summary(manifest: Manifest, graph: Graph) -> dict:
         if all(isinstance(d, int) for d in fixed):
             per_token += fixed[0] * fixed[1] * dtypes.to_torch(spec.dtype).itemsize
     dim = graph.dims.get(record.cache_dim)
-    return {"cache_tensors": len(record.cache), "cache_dtype": ", ".join(sorted(stored)), "cache_bytes_per_token": per_token,
-            "max_positions": None if dim is None else dim.max + 1, "tokenizer": record.tokenizer is not None,
+    return {"cache_tensors": len(record.cache), "cache_dtype": ", ".join(sorted(stored)),
+            "cache_bytes_per_token": per_token, "max_positions": None if dim is None else dim.max + 1, "tokenizer": record.tokenizer is not None,
             "eos_token_ids": record.eos_token_ids, "static_cache_refusal": static_cache_refusal(graph, record)}
 
 

@@ -10,8 +10,8 @@ present_value = cat(past_value, v) (graph outputs, the next call's past).
 The value is what the fused nodes computed: heads split off by reshape [b, s, heads, d] and permute [0, 2, 1, 3],
 rope (float32 math, one rounding to the projection's dtype) and kv_append. As with kv_append, a kernel may keep
 the cache in a buffer with room to grow and write only the new positions, and the cache may be narrower than the
-projections (float32 projections, a bfloat16 cache: k and v rounded to it as they are written; or an int8 cache, whose rows of head_dim
-codes and a scale are made from k and v as they are written: ir/ops/_kv_int8.py)."""
+projections (float32 projections, a bfloat16 cache: k and v rounded to it as they are written; or an int8 cache, whose rows of
+head_dim codes and a scale are made from k and v as they are written: ir/ops/_kv_int8.py)."""
 from __future__ import annotations
 
 import torch

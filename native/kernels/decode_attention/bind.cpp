@@ -7,8 +7,8 @@ namespace {
 
 // q, out [batch, heads, q_len, head_dim]; k, v [batch, kv_heads, kv_len, head_dim] (heads a multiple of
 // kv_heads); q and out float32 or bfloat16, k and v alike, q's dtype or bfloat16 beside float32 q, or int8 rows
-// [batch, kv_heads, kv_len, head_dim + 4] (codes and a float32 scale: ir/ops/_kv_int8.py); last dims contiguous; optional additive mask broadcastable to
-// [batch, heads, q_len, kv_len] (float32 / bfloat16, last dim contiguous).
+// [batch, kv_heads, kv_len, head_dim + 4] (codes and a float32 scale: ir/ops/_kv_int8.py); last dims contiguous;
+// optional additive mask broadcastable to [batch, heads, q_len, kv_len] (float32 / bfloat16, last dim contiguous).
 // With length_at (a length cell, bind_common.h) the call can be recorded: k, v and the mask are buffers of
 // `capacity` positions (k's dim 2; the mask's last dim alike) of which the first kv_len = length_at + q_len are
 // read, the cell's value now and, in each recorded run, then.

@@ -74,14 +74,18 @@ static inline void prefetch_row(const T* row) {
 static inline __m512 sum_lanes_16(const __m512 a[16]) {
     __m512 pairs[8], quads[4];
     for (int m = 0; m < 8; ++m)  // per 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3] of keys 2m, 2m+1
-        pairs[m] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * m], a[2 * m + 1]), _mm512_unpackhi_ps(a[2 * m], a[2 * m + 1]));
+        pairs[m] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * m], a[2 * m + 1]),
+                                 _mm512_unpackhi_ps(a[2 * m], a[2 * m + 1]));
     for (int p = 0; p < 4; ++p) {  // per 128-bit lane L: keys 4p .. 4p+3's sums over lane L
         const __m512d c = _mm512_castps_pd(pairs[2 * p]), d = _mm512_castps_pd(pairs[2 * p + 1]);
-        quads[p] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(c, d)), _mm512_castpd_ps(_mm512_unpackhi_pd(c, d)));
+        quads[p] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(c, d)),
+                                 _mm512_castpd_ps(_mm512_unpackhi_pd(c, d)));
     }
     // the four 128-bit lanes of each quad summed, quad p landing in lane p
-    const __m512 u01 = _mm512_add_ps(_mm512_shuffle_f32x4(quads[0], quads[1], 0x44), _mm512_shuffle_f32x4(quads[0], quads[1], 0xee));
-    const __m512 u23 = _mm512_add_ps(_mm512_shuffle_f32x4(quads[2], quads[3], 0x44), _mm512_shuffle_f32x4(quads[2], quads[3], 0xee));
+    const __m512 u01 = _mm512_add_ps(_mm512_shuffle_f32x4(quads[0], quads[1], 0x44),
+                                     _mm512_shuffle_f32x4(quads[0], quads[1], 0xee));
+    const __m512 u23 = _mm512_add_ps(_mm512_shuffle_f32x4(quads[2], quads[3], 0x44),
+                                     _mm512_shuffle_f32x4(quads[2], quads[3], 0xee));
     return _mm512_add_ps(_mm512_shuffle_f32x4(u01, u23, 0x88), _mm512_shuffle_f32x4(u01, u23, 0xdd));
 }
 
@@ -95,14 +99,11 @@ static int64_t scores_blocks(const float* q, int64_t g, const T* k, int64_t k_st
     constexpr int C = D / 16;
     int64_t j0 = 0;
     for (; j0 + 16 <= n; j0 += 16) {
-        const float* rows[16];
         alignas(64) float scale[16];
         for (int r = 0; r < 16; ++r) {
             const T* krow = k + (j0 + r) * k_stride;
             if (j0 + r + kPrefetchKeyRows < n) prefetch_row<T, D>(krow + kPrefetchKeyRows * k_stride);
-            float* out = stage + r * D;
-            for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + 16 * c, v_load(krow + 16 * c).v);
-            rows[r] = out;
+            for (int c = 0; c < C; ++c) _mm512_storeu_ps(stage + r * D + 16 * c, v_load(krow + 16 * c).v);
             scale[r] = row_scale(krow, D);
         }
         for (int64_t i = 0; i < g; ++i) {
@@ -110,8 +111,9 @@ static int64_t scores_blocks(const float* q, int64_t g, const T* k, int64_t k_st
             __m512 qv[C], acc[16];
             for (int c = 0; c < C; ++c) qv[c] = _mm512_loadu_ps(qi + 16 * c);
             for (int r = 0; r < 16; ++r) {
-                acc[r] = _mm512_mul_ps(qv[0], _mm512_loadu_ps(rows[r]));
-                for (int c = 1; c < C; ++c) acc[r] = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(rows[r] + 16 * c), acc[r]);
+                const float* row = stage + r * D;
+                acc[r] = _mm512_mul_ps(qv[0], _mm512_loadu_ps(row));
+                for (int c = 1; c < C; ++c) acc[r] = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(row + 16 * c), acc[r]);
             }
             __m512 sums = sum_lanes_16(acc);
             if constexpr (std::is_same_v<T, int8_t>) sums = _mm512_mul_ps(sums, _mm512_load_ps(scale));
@@ -123,16 +125,17 @@ static int64_t scores_blocks(const float* q, int64_t g, const T* k, int64_t k_st
 #endif
 
 // The head sizes that are whole V16 vectors (64, 128): every key row is loaded into registers once and
-// dotted with each head's query there (one horizontal sum per head and key), and the heads' value sums
-// stay in registers across all keys (heads in batches the register file holds).
+// dotted with each head's query there (one horizontal sum per head and key; a bf16 or int8 cache's whole blocks
+// of 16 keys go through scores_blocks at the AVX-512 levels), and the heads' value sums stay in registers across
+// all keys (heads in batches the register file holds).
 template <class T, int D>
 static void scores_v16(const float* q, int64_t g, const T* k, int64_t k_stride, int64_t n, float* scores,
                        float* stage) {
     constexpr int C = D / 16;
     int64_t j = 0;
 #if IPXC_HAVE_AVX512
-    if constexpr (sizeof(T) < 4) j = scores_blocks<T, D>(q, g, k, k_stride, n, scores, stage);  // (float32 rows: no
-    // gain measured from blocks; their time is the read)
+    // (float32 rows stay on the per-key path: no gain measured from blocks, their time is the read)
+    if constexpr (sizeof(T) < 4) j = scores_blocks<T, D>(q, g, k, k_stride, n, scores, stage);
 #else
     (void)stage;
 #endif
@@ -153,7 +156,6 @@ static void scores_v16(const float* q, int64_t g, const T* k, int64_t k_stride, 
         }
     }
 }
-
 
 template <class T, int D, int H>
 static void values_v16_heads(const float* p, int64_t n, const T* v, int64_t v_stride, float* acc) {

@@ -34,7 +34,8 @@ static void rope_kv_append(const RopeKvAppendArgs& a) {
                 store_any(a.dtype, row, a.q_out, ((b * a.heads + h) * a.seq + t) * d, d);
             else
                 store_any(a.cache_dtype, row, part == 1 ? a.key_cache : a.value_cache,
-                          ((b * a.kv_heads + h) * a.capacity + a.position + t) * cache_row_elements(a.cache_dtype, d), d);
+                          ((b * a.kv_heads + h) * a.capacity + a.position + t) * cache_row_elements(a.cache_dtype, d),
+                          d);
         }
     });
 }

@@ -34,8 +34,9 @@ def artifacts(tmp_path_factory) -> dict:
                                              woq={"guard": False, "activations": "bf16"}, min_cosine=0.0,
                                              min_top1_agreement=0.0, max_perplexity_ratio=1e9).path
     # float32 with the KV cache as int8 rows (--kv-cache int8): torch's operators write and read them on the GPU
-    made["fp32-kv8"] = ipexconvert.optimize(TinyDecoder(), tiny_decoder.example_inputs(), dtype="fp32", kv_cache="int8",
-                                            dynamic_dims=tiny_decoder.dynamic_dims(), output=folder / "tiny.kv8.ipxc").path
+    made["fp32-kv8"] = ipexconvert.optimize(TinyDecoder(), tiny_decoder.example_inputs(), dtype="fp32",
+                                            kv_cache="int8", dynamic_dims=tiny_decoder.dynamic_dims(),
+                                            output=folder / "tiny.kv8.ipxc").path
     # Llama's layer (RMSNorm, SwiGLU), groups of 32 so that every projection is int4: the GPU joins each norm and
     # the gate with the projection after it (backends/cuda/prologues.py)
     made["int4-bf16-llama"] = ipexconvert.optimize(
