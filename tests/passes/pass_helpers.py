@@ -1,6 +1,7 @@
 """Shared helpers for the pass tests: copy a program, run it, compare outputs."""
 from __future__ import annotations
 
+import pytest
 import torch
 
 from ipexconvert.ir import Program
@@ -42,3 +43,38 @@ def assert_same_outputs(before: Program, after: Program, inputs: dict[str, torch
     for e, g in zip(run_program(before, inputs, dims), run_program(after, inputs, dims), strict=True):
         assert g.shape == e.shape and g.dtype == e.dtype
         assert rel_err(g, e) < TOL
+
+
+# torch.export of transformers' Llama (the tiny-llama example) needs torch >= 2.13 (see docs/architecture.md)
+NEEDS_LLAMA_EXPORT = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
+                                        reason="torch.export of transformers' Llama needs torch >= 2.13 "
+                                               "(see docs/architecture.md)")
+
+
+def tiny_llama_fp32_program():
+    """(the tiny-llama example's module, its program after the fp32 pipeline's passes but prepack)."""
+    from ipexconvert.examples import get_example
+    from ipexconvert.frontend.torch.export import program_from_module
+    from ipexconvert.passes.base import PASSES, PassOptions
+    from ipexconvert.passes.pipeline import pipeline_for
+
+    example = get_example("tiny-llama")
+    module = example.build()
+    program = program_from_module(module, example.example_inputs(2), example.dynamic_dims, list(example.output_names))
+    for name in pipeline_for("fp32"):
+        if name != "prepack":
+            PASSES[name].run(program, PassOptions())
+    return module, program
+
+
+def tiny_llama_with_cache_pass(name: str):
+    """(module, the fp32 program, a copy after the cache pass `name`, the cache inputs and outputs' names); the pass
+    changed the 4 caches (k and v of 2 layers)."""
+    from ipexconvert.passes.base import PASSES, PassOptions
+
+    module, before = tiny_llama_fp32_program()
+    after = copy_program(before)
+    assert PASSES[name].run(after, PassOptions())["cache_tensors"] == 4
+    graph = after.graph
+    caches = [n for n in graph.inputs if n.startswith("past_")] + [n for n in graph.outputs if n.startswith("present_")]
+    return module, before, after, caches

@@ -10,36 +10,19 @@ import torch
 
 from ipexconvert import optimize
 from ipexconvert.errors import UserInputError
-from ipexconvert.examples import get_example
 from ipexconvert.examples.decoder_cache import decoder_example_inputs
-from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.ir import Node
 from ipexconvert.passes.base import PASSES, PassOptions
 from ipexconvert.passes.pipeline import pipeline_for
-from pass_helpers import copy_program, run_program
+from pass_helpers import NEEDS_LLAMA_EXPORT, run_program, tiny_llama_fp32_program, tiny_llama_with_cache_pass
 
 pytest.importorskip("transformers")
-pytestmark = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
-                                reason="torch.export of transformers' Llama needs torch >= 2.13 (see docs/architecture.md)")
-
-FP32 = [p for p in pipeline_for("fp32") if p != "prepack"]
-
-
-def _program():
-    example = get_example("tiny-llama")
-    module = example.build()
-    program = program_from_module(module, example.example_inputs(2), example.dynamic_dims, list(example.output_names))
-    for name in FP32:
-        PASSES[name].run(program, PassOptions())
-    return module, program
+pytestmark = NEEDS_LLAMA_EXPORT
 
 
 def test_the_caches_become_bf16_and_the_outputs_follow_the_rounded_cache():
-    module, before = _program()
-    after = copy_program(before)
-    assert PASSES["kv_cache_bf16"].run(after, PassOptions())["cache_tensors"] == 4  # k and v of 2 layers
+    module, before, after, caches = tiny_llama_with_cache_pass("kv_cache_bf16")
     graph = after.graph
-    caches = [n for n in graph.inputs if n.startswith("past_")] + [n for n in graph.outputs if n.startswith("present_")]
     assert [graph.values[n].dtype for n in caches] == ["bfloat16"] * 8
     assert graph.values["logits"].dtype == "float32"
     assert after.graph.op_histogram() == before.graph.op_histogram()  # no cast added anywhere
@@ -63,15 +46,16 @@ def test_the_caches_become_bf16_and_the_outputs_follow_the_rounded_cache():
                 torch.testing.assert_close(got[name], want[name], rtol=0, atol=1e-2 * want[name].abs().max().item())
 
 
-def test_a_cache_read_by_anything_but_attention_is_refused():
-    _, program = _program()
+@pytest.mark.parametrize("stored", ["bf16", "int8"])  # (kv_cache_int8 shares the pass's checks: store_caches_as)
+def test_a_cache_read_by_anything_but_attention_is_refused(stored):
+    _, program = tiny_llama_fp32_program()
     graph = program.graph
     present = next(n for n in graph.outputs if n.startswith("present_key"))
     graph.values["peek"] = graph.values[present]
     graph.nodes.append(Node(name="peek_node", op="neg", inputs=[present], outputs=["peek"]))
     graph.outputs.append("peek")
-    with pytest.raises(UserInputError, match="only attention reads a cache stored in bf16"):
-        PASSES["kv_cache_bf16"].run(program, PassOptions())
+    with pytest.raises(UserInputError, match=f"--kv-cache {stored}: .*only attention reads a cache stored in {stored}"):
+        PASSES[f"kv_cache_{stored}"].run(program, PassOptions())
 
 
 def test_the_pipeline_runs_it_before_prepack():
@@ -80,10 +64,11 @@ def test_the_pipeline_runs_it_before_prepack():
     assert "kv_cache_bf16" not in pipeline_for("int4")
 
 
-def test_a_model_that_is_not_a_decoder_refuses_the_option(tmp_path):
+@pytest.mark.parametrize("stored", ["bf16", "int8"])
+def test_a_model_that_is_not_a_decoder_refuses_the_option(tmp_path, stored):
     model = torch.nn.Linear(4, 3)
     with pytest.raises(UserInputError, match="decoder.kv_cache"):
-        optimize(model, {"input": torch.randn(2, 4)}, output=tmp_path / "l.ipxc", kv_cache="bf16")
+        optimize(model, {"input": torch.randn(2, 4)}, output=tmp_path / "l.ipxc", kv_cache=stored)
     assert not (tmp_path / "l.ipxc").exists()
 
 

@@ -1,47 +1,27 @@
 """kv_cache_int8 (`--kv-cache int8`): a float decoder's caches become int8 rows (head_dim codes and a float32 scale,
 ir/ops/_kv_int8.py) at the signature and in the appending nodes, everything else unchanged; given the same cache,
 the first layer's presents are the float32 program's quantized once and the outputs differ by int8-sized amounts;
-a cache read by anything but attention is refused; the pipeline puts the pass before prepack; an fp32 or bf16
-decoder with an int8 cache is judged by int8's budget, a weight-only one teacher-forced."""
+the pipeline puts the pass before prepack; an fp32 or bf16 decoder with an int8 cache is judged by int8's budget, a
+weight-only one teacher-forced. (Its refusals, shared with kv_cache_bf16: test_kv_cache_bf16.py.)"""
 from __future__ import annotations
 
 import pytest
 import torch
 
 from ipexconvert import load_artifact, optimize
-from ipexconvert.errors import UserInputError
-from ipexconvert.examples import get_example
 from ipexconvert.examples.decoder_cache import decoder_example_inputs
-from ipexconvert.frontend.torch.export import program_from_module
 from ipexconvert.inspection import summarize
-from ipexconvert.ir import Node
 from ipexconvert.ir.ops._kv_int8 import dequantize_rows, quantize_rows
-from ipexconvert.passes.base import PASSES, PassOptions
 from ipexconvert.passes.pipeline import pipeline_for
-from pass_helpers import copy_program, run_program
+from pass_helpers import NEEDS_LLAMA_EXPORT, run_program, tiny_llama_with_cache_pass
 
 pytest.importorskip("transformers")
-pytestmark = pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
-                                reason="torch.export of transformers' Llama needs torch >= 2.13 (see docs/architecture.md)")
-
-FP32 = [p for p in pipeline_for("fp32") if p != "prepack"]
-
-
-def _program():
-    example = get_example("tiny-llama")
-    module = example.build()
-    program = program_from_module(module, example.example_inputs(2), example.dynamic_dims, list(example.output_names))
-    for name in FP32:
-        PASSES[name].run(program, PassOptions())
-    return module, program
+pytestmark = NEEDS_LLAMA_EXPORT
 
 
 def test_the_caches_become_int8_rows_and_the_outputs_follow_the_quantized_cache():
-    module, before = _program()
-    after = copy_program(before)
-    assert PASSES["kv_cache_int8"].run(after, PassOptions())["cache_tensors"] == 4  # k and v of 2 layers
+    module, before, after, caches = tiny_llama_with_cache_pass("kv_cache_int8")
     graph = after.graph
-    caches = [n for n in graph.inputs if n.startswith("past_")] + [n for n in graph.outputs if n.startswith("present_")]
     head_dim = before.graph.values[caches[0]].shape[3]
     assert [graph.values[n].dtype for n in caches] == ["int8"] * 8
     assert {graph.values[n].shape[3] for n in caches} == {head_dim + 4}  # the codes, then the scale's 4 bytes
@@ -67,26 +47,9 @@ def test_the_caches_become_int8_rows_and_the_outputs_follow_the_quantized_cache(
                 assert got[name].dtype == torch.float32 and cosine > 0.999, (name, cosine)
 
 
-def test_a_cache_read_by_anything_but_attention_is_refused():
-    _, program = _program()
-    graph = program.graph
-    present = next(n for n in graph.outputs if n.startswith("present_key"))
-    graph.values["peek"] = graph.values[present]
-    graph.nodes.append(Node(name="peek_node", op="neg", inputs=[present], outputs=["peek"]))
-    graph.outputs.append("peek")
-    with pytest.raises(UserInputError, match="--kv-cache int8: .*only attention reads a cache stored in int8"):
-        PASSES["kv_cache_int8"].run(program, PassOptions())
-
-
 def test_the_pipeline_runs_it_before_prepack():
     assert pipeline_for("int4", kv_cache="int8")[-2:] == ["kv_cache_int8", "prepack"]
     assert pipeline_for("fp32", kv_cache="int8")[-2:] == ["kv_cache_int8", "prepack"]
-
-
-def test_a_model_that_is_not_a_decoder_refuses_the_option(tmp_path):
-    with pytest.raises(UserInputError, match="decoder.kv_cache"):
-        optimize(torch.nn.Linear(4, 3), {"input": torch.randn(2, 4)}, output=tmp_path / "l.ipxc", kv_cache="int8")
-    assert not (tmp_path / "l.ipxc").exists()
 
 
 def test_an_fp32_decoder_with_an_int8_cache_is_judged_by_int8s_budget_and_generates(tmp_path):
