@@ -24,6 +24,8 @@ SEEDS: dict[str, tuple[str, dict]] = {
     "tiny-llama.fp32": ("example:tiny-llama", {"dtype": "fp32"}),
     "tiny-llama.int8": ("example:tiny-llama", {"dtype": "int8", "int8_scheme": "weight-only"}),
     "tiny-llama.int4-a8": ("example:tiny-llama", {"dtype": "int4", "weight_only": {"activations": "int8"}}),
+    # a KV cache of int8 rows (codes and a scale: the native rope_kv_append / decode_attention read their widths)
+    "tiny-llama.int4-kv8": ("example:tiny-llama", {"dtype": "int4", "decoder": {"kv_cache": "int8"}}),
 }
 
 _MAKE = r"""
