@@ -122,18 +122,61 @@ static int64_t scores_blocks(const float* q, int64_t g, const T* k, int64_t k_st
     }
     return j0;
 }
+#elif IPXC_V16_AVX2
+// The sums of 8 vectors' lanes, as one vector (lane k: the sum of a[k]'s 8 lanes).
+static inline __m256 sum_lanes_8(const __m256 a[8]) {
+    // per 128-bit half: [a0, a1, a2, a3]'s sums over that half's 4 lanes (and a4 .. a7 alike)
+    const __m256 q0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    const __m256 q1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(q0, q1, 0x20), _mm256_permute2f128_ps(q0, q1, 0x31));
+}
+
+// scores_blocks for AVX2: blocks of 8 keys (8 accumulators and the query's chunk in 9 of the 16 registers).
+template <class T, int D>
+static int64_t scores_blocks(const float* q, int64_t g, const T* k, int64_t k_stride, int64_t n, float* scores,
+                             float* stage) {
+    constexpr int C = D / 8;  // 8-float chunks of a row
+    int64_t j0 = 0;
+    for (; j0 + 8 <= n; j0 += 8) {
+        alignas(32) float scale[8];
+        for (int r = 0; r < 8; ++r) {
+            const T* krow = k + (j0 + r) * k_stride;
+            if (j0 + r + kPrefetchKeyRows < n) prefetch_row<T, D>(krow + kPrefetchKeyRows * k_stride);
+            for (int c = 0; c < D / 16; ++c) {
+                const V16 x = v_load(krow + 16 * c);
+                _mm256_storeu_ps(stage + r * D + 16 * c, x.a);
+                _mm256_storeu_ps(stage + r * D + 16 * c + 8, x.b);
+            }
+            scale[r] = row_scale(krow, D);
+        }
+        for (int64_t i = 0; i < g; ++i) {
+            const float* qi = q + i * D;
+            __m256 acc[8];
+            for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
+            for (int c = 0; c < C; ++c) {
+                const __m256 qc = _mm256_loadu_ps(qi + 8 * c);
+                for (int r = 0; r < 8; ++r)
+                    acc[r] = _mm256_fmadd_ps(qc, _mm256_loadu_ps(stage + r * D + 8 * c), acc[r]);
+            }
+            __m256 sums = sum_lanes_8(acc);
+            if constexpr (std::is_same_v<T, int8_t>) sums = _mm256_mul_ps(sums, _mm256_load_ps(scale));
+            _mm256_storeu_ps(scores + i * n + j0, sums);
+        }
+    }
+    return j0;
+}
 #endif
 
 // The head sizes that are whole V16 vectors (64, 128): every key row is loaded into registers once and
 // dotted with each head's query there (one horizontal sum per head and key; a bf16 or int8 cache's whole blocks
-// of 16 keys go through scores_blocks at the AVX-512 levels), and the heads' value sums stay in registers across
+// of 16 keys (AVX-512) or 8 (AVX2) go through scores_blocks), and the heads' value sums stay in registers across
 // all keys (heads in batches the register file holds).
 template <class T, int D>
 static void scores_v16(const float* q, int64_t g, const T* k, int64_t k_stride, int64_t n, float* scores,
                        float* stage) {
     constexpr int C = D / 16;
     int64_t j = 0;
-#if IPXC_HAVE_AVX512
+#if IPXC_HAVE_AVX512 || IPXC_V16_AVX2
     // (float32 rows stay on the per-key path: no gain measured from blocks, their time is the read)
     if constexpr (sizeof(T) < 4) j = scores_blocks<T, D>(q, g, k, k_stride, n, scores, stage);
 #else
