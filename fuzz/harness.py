@@ -163,8 +163,8 @@ def stage_run_hostile_inputs(ctx: Context) -> None:
             if t.dtype.is_floating_point:
                 flat[i] = [float("nan"), float("inf"), -float("inf"), 3e38][ctx.input_seed // 5 % 4]
             elif t.dtype != torch.bool:
-                info = torch.iinfo(t.dtype)
-                flat[i] = [-1, info.max, info.min, 10**6][ctx.input_seed // 5 % 4]
+                info = torch.iinfo(t.dtype)  # (10**6 where the dtype holds it: an int8 KV cache's rows do not)
+                flat[i] = [-1, info.max, info.min, min(10**6, info.max)][ctx.input_seed // 5 % 4]
         hostile[name] = t
     _touch(ctx.model.run_dict(hostile))
 
