@@ -23,6 +23,7 @@ from typing import Optional, Sequence
 import torch
 
 from .ir import dtypes
+from .ir.ops._kv_int8 import dequantize_rows, quantize_rows
 from .manifest import AccuracyRecord, OutputAccuracy
 
 # (max relative error, min cosine similarity) allowed at conversion, per dtype.
@@ -151,7 +152,8 @@ def eager_inputs(tensors: dict[str, torch.Tensor], decoder=None) -> dict[str, to
     """Inputs for the eager float32 oracle: float tensors as float32. An artifact may take some float inputs
     in its compute dtype (a bf16 decoder's KV cache, passes/cache_in_compute_dtype.py), and a decoder's cache as int8
     rows (--kv-cache int8; `decoder`, its manifest record, names the caches): read as their float32 values."""
-    return {k: float_values(t) if k in cache_names(decoder) and t.dtype == torch.int8
+    caches = cache_names(decoder)
+    return {k: dequantize_rows(t) if k in caches and t.dtype == torch.int8
             else t.float() if t.is_floating_point() and t.dtype != torch.float32 else t for k, t in tensors.items()}
 
 
@@ -164,21 +166,12 @@ def float_caches(outputs: Sequence[torch.Tensor], names: Sequence[str], decoder)
     """An artifact's outputs with its int8 KV cache rows (by the decoder record's names) as float32 values, to
     compare with eager's float caches."""
     caches = cache_names(decoder)
-    return [float_values(t) if name in caches and t.dtype == torch.int8 else t for name, t in zip(names, outputs)]
-
-
-def float_values(rows: torch.Tensor) -> torch.Tensor:
-    """int8 KV cache rows (ir/ops/_kv_int8.py) as the float32 values they hold."""
-    from .ir.ops._kv_int8 import dequantize_rows
-
-    return dequantize_rows(rows)
+    return [dequantize_rows(t) if name in caches and t.dtype == torch.int8 else t for name, t in zip(names, outputs)]
 
 
 def as_signature_dtypes(tensors: dict[str, torch.Tensor], specs: dict[str, str]) -> dict[str, torch.Tensor]:
     """Float tensors cast to the float dtype the signature gives their name, or made int8 KV cache rows where it says
     int8 (a float model's only int8 inputs: --kv-cache int8); others as they are."""
-    from .ir.ops._kv_int8 import quantize_rows
-
     out = dict(tensors)
     for name, dtype in specs.items():
         t = out.get(name)

@@ -29,9 +29,8 @@ def check_write(cache: TensorSpec, new: TensorSpec, position: TensorSpec, what: 
     for axis in (0, 1):
         require(same_dim(cache.shape[axis], new.shape[axis]),
                 f"dim {axis} of {what} ({cache.shape[axis]}) and the new positions ({new.shape[axis]}) differ")
-    new_heads = head_dim_of(new.dtype, new.shape[3])  # (rope_kv_write checks new positions shaped as the cache)
-    require(same_dim(head_dim_of(cache.dtype, cache.shape[3]), new_heads),
-            f"{what} {cache.describe()} does not hold heads of the new positions' {new_heads} values")
+    require(same_dim(head_dim_of(cache.dtype, cache.shape[3]), new.shape[3]),
+            f"{what} {cache.describe()} does not hold heads of the new positions' {new.shape[3]} values")
     expect_dtype(position, ("int64",), "the write position")
     require(position.rank == 0, f"the write position is {position.describe()}, not a 0-d tensor")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import torch
 
+from .. import dtypes
 from ..dims import add
 from ..opdef import Arity, OpDef, SpecError, register_op
 from ..spec import TensorSpec
@@ -53,7 +54,7 @@ def split_projections(projections: list, heads: int, kv_heads: int, head_dim: in
 
 def cache_head_dim(cache: torch.Tensor) -> int:
     """The head size a cache tensor holds (its last dim, less an int8 row's scale)."""
-    return head_dim_of("int8" if cache.dtype == torch.int8 else "float", cache.shape[3])
+    return head_dim_of(dtypes.to_name(cache.dtype), cache.shape[3])
 
 
 def rotated_heads(projections: list, cos, sin, kv_heads: int, head_dim: int) -> tuple:

@@ -24,7 +24,7 @@ class RopeKvWriteOp(OpDef):
         # rope_kv_append's rules with the caches in the place of the past (whose present is not made here)
         q, _, _ = RopeKvAppendOp.infer([*rest, cache_key, cache_value], attrs)
         for name, cache in (("cache_key", cache_key), ("cache_value", cache_value)):
-            new = TensorSpec(dtype=cache.dtype, shape=[q.shape[0], cache.shape[1], q.shape[2], cache.shape[3]])
+            new = TensorSpec(dtype=q.dtype, shape=[q.shape[0], cache.shape[1], q.shape[2], q.shape[3]])
             check_write(cache, new, position, name)
         return [q, TensorSpec(dtype=cache_key.dtype, shape=list(cache_key.shape)),
                 TensorSpec(dtype=cache_value.dtype, shape=list(cache_value.shape))]

@@ -141,7 +141,7 @@ def native_decode_sdpa(ctx: NodeContext):
         if long and widen_prompt and prefill_f32:
             q, k, v = q.float(), from_cache(k, torch.float32), from_cache(v, torch.float32)
             mask = None if mask is None else mask.float()
-        elif long and narrower_cache:
+        elif long and narrower_cache and prefill_f32:  # (else the reference widens them itself)
             k, v = from_cache(k, torch.float32), from_cache(v, torch.float32)
         if long and not (prefill_f32 and q.stride(-1) == 1 and k.stride(-1) == 1
                          and v.stride(-1) == 1 and (mask is None or mask.stride(-1) == 1)):
