@@ -152,7 +152,7 @@ def main() -> None:
              f"median of {args.rounds} rounds", "",
              "| system | weights a token | prefill | decode ms/token | share of bandwidth |", "|---|---:|---:|---:|---:|"]
     for key, row in rows.items():
-        dtype = key.split()[-1]
+        dtype = key.split()[-1].split("-kv")[0]  # (the KV cache's format does not change the weights)
         size = weight_bytes_per_token(module, width[dtype])
         decode = statistics.median(row["decode"])
         row.update(prefill_s=statistics.median(row["prefill"]), decode_ms=decode * 1000, weight_mb=size / 1e6,

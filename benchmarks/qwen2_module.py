@@ -139,10 +139,11 @@ SETTINGS = {
     "int4-bf16": dict(dtype="int4", woq={"quantize_lm_head": True, "activations": "bf16", "guard": False}, **TIMING_ONLY),
 }
 # the same with the KV cache in bf16 (--kv-cache bf16): "int8-a8-kv16", "int4-a8-kv16", ..., and as int8 rows
-# (--kv-cache int8): "int8-a8-kv8", "int4-a8-kv8", ...
+# (--kv-cache int8): "int8-a8-kv8", "int4-a8-kv8", ..., "bf16-kv8", "int4-bf16-kv8" (bf16 activations cache bf16
+# by default: no -kv16 of those)
 FLOAT_ACTIVATIONS = [name for name in SETTINGS if name not in ("bf16", "int4-bf16")]
+SETTINGS.update({f"{name}-kv8": dict(SETTINGS[name], kv_cache="int8") for name in list(SETTINGS)})
 SETTINGS.update({f"{name}-kv16": dict(SETTINGS[name], kv_cache="bf16") for name in FLOAT_ACTIVATIONS})
-SETTINGS.update({f"{name}-kv8": dict(SETTINGS[name], kv_cache="int8") for name in FLOAT_ACTIVATIONS})
 
 
 def main() -> None:

@@ -217,6 +217,10 @@ CASES: dict[str, dict[str, Case]] = {
                                                   In((1, 1, 8, 20), "int8", "int8_rows"),
                                                   In((1, 1, 8, 20), "int8", "int8_rows"),
                                                   In((), "int64", "position")), budget="int8_rows"),  # --kv-cache int8
+        "bf16-three-projections-int8-cache-decode": Case({}, (
+            In((2, 1, 128), "bfloat16"), In((2, 1, 64), "bfloat16"), In((2, 1, 64), "bfloat16"), In((1, 1, 1, 64)),
+            In((1, 1, 1, 64)), In((2, 1, 9, 68), "int8", "int8_rows"), In((2, 1, 9, 68), "int8", "int8_rows"),
+            In((), "int64", "position")), budget="int8_rows"),  # k rounded to bf16, then quantized
     },
     "rope": {  # (strided x: tests/native/test_native_rope.py)
         "f32": Case({}, (In((1, 4, 6, 16)), In((1, 1, 6, 16)), In((1, 1, 6, 16)))),  # FMA contraction: not bit-exact
@@ -422,6 +426,10 @@ CASES: dict[str, dict[str, Case]] = {
             {"enable_gqa": True}, (In((1, 16, 1, 64), "bfloat16"), In((1, 2, 200, 64), "bfloat16"),
                                    In((1, 2, 200, 64), "bfloat16"), In((1, 1, 1, 200), "bfloat16", fill="padding_mask")),
             budget="gemm"),
+        "bf16-gqa-decode-keys-split-int8-cache": Case(  # the same over int8 rows (--kv-cache int8): codes and scales
+            {"enable_gqa": True}, (In((1, 16, 1, 64), "bfloat16"), In((1, 2, 200, 68), "int8", "int8_rows"),
+                                   In((1, 2, 200, 68), "int8", "int8_rows"),
+                                   In((1, 1, 1, 200), "bfloat16", fill="padding_mask")), budget="gemm"),
         "f32-decode-bool-mask-fully-masked-row": Case(  # 2 rows a step, one of them keeping no key: 0
             {}, (In((2, 2, 2, 32)), In((2, 2, 150, 32)), In((2, 2, 150, 32)), In((2, 1, 2, 150), "bool", fill="keep_mask")),
             budget="gemm"),

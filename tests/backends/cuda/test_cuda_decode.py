@@ -33,10 +33,16 @@ def artifacts(tmp_path_factory) -> dict:
                                              dynamic_dims=tiny_decoder.dynamic_dims(), output=folder / "tiny.int4bf16.ipxc",
                                              woq={"guard": False, "activations": "bf16"}, min_cosine=0.0,
                                              min_top1_agreement=0.0, max_perplexity_ratio=1e9).path
-    # float32 with the KV cache as int8 rows (--kv-cache int8): torch's operators write and read them on the GPU
+    # the KV cache as int8 rows (--kv-cache int8), written and read by the Triton kernels: float32, and int4
+    # weights with bf16 activations (the codes multiply bf16 q on the tensor cores)
     made["fp32-kv8"] = ipexconvert.optimize(TinyDecoder(), tiny_decoder.example_inputs(), dtype="fp32",
                                             kv_cache="int8", dynamic_dims=tiny_decoder.dynamic_dims(),
                                             output=folder / "tiny.kv8.ipxc").path
+    made["int4-bf16-kv8"] = ipexconvert.optimize(
+        TinyDecoder(), tiny_decoder.example_inputs(), dtype="int4", kv_cache="int8",
+        dynamic_dims=tiny_decoder.dynamic_dims(), output=folder / "tiny.int4bf16.kv8.ipxc",
+        woq={"guard": False, "activations": "bf16"}, min_cosine=0.0, min_top1_agreement=0.0,
+        max_perplexity_ratio=1e9).path
     # Llama's layer (RMSNorm, SwiGLU), groups of 32 so that every projection is int4: the GPU joins each norm and
     # the gate with the projection after it (backends/cuda/prologues.py)
     made["int4-bf16-llama"] = ipexconvert.optimize(
@@ -67,7 +73,7 @@ def test_gpu_generates_the_cpu_tokens_from_one_captured_step(artifacts, batch, l
     assert gpu.static_cache.runner.graph_status() == graphs
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "int4", "int4-bf16", "int4-bf16-llama", "fp32-kv8"])
+@pytest.mark.parametrize("dtype", ["bf16", "int4", "int4-bf16", "int4-bf16-llama", "fp32-kv8", "int4-bf16-kv8"])
 def test_logits_on_the_gpu_match_the_cpu_teacher_forced(artifacts, dtype):
     """bf16, int4 (the GPU's Triton woq kernel against the CPU's native ones, both the same dequantized
     float32 arithmetic up to the order of the sums) and int4 with bf16 activations; the decode step's attention
@@ -79,6 +85,8 @@ def test_logits_on_the_gpu_match_the_cpu_teacher_forced(artifacts, dtype):
     tokens = cpu.generate(prompt, max_new_tokens=16, stop_at_eos=False).new_ids[0]
     growing, static = GrowingCache(cpu.decoder), gpu.static_cache
     assert {s.kernel_name for s in static.runner.executor.steps if s.op == "sdpa"} == {"triton:sdpa_rows"}, dtype
+    assert {s.kernel_name for s in static.runner.executor.steps if s.op == "rope_kv_write"} <= {
+        "triton:rope_kv_write_in_place"}, dtype
     if dtype.endswith("llama"):
         assert {s.kernel_name for s in static.runner.executor.steps if s.op == "prologue_woq_linear"} == {
             "triton:rms_norm_woq_linear_rows", "triton:silu_mul_woq_linear_rows"}

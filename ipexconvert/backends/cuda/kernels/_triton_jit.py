@@ -404,10 +404,13 @@ def rms_norm_rows(x_ptr, w_ptr, y_ptr, columns, eps, HAS_WEIGHT: tl.constexpr, B
 def rope_kv_write_heads(q_ptr, k_ptr, v_ptr, q_batch, q_seq, k_batch, k_seq, v_batch, v_seq,
                         cos_ptr, sin_ptr, table_batch, table_seq, position_ptr,
                         q_out_ptr, key_ptr, value_ptr, seq, heads, kv_heads, capacity,
-                        HALF: tl.constexpr):
+                        HALF: tl.constexpr, ROWS: tl.constexpr):
     """One head of one token per program (grid: batch * seq, heads + 2 * kv_heads): a query head rotated into
     q_out [b, heads, seq, d], a key head rotated and a value head copied into the caches [b, kv_heads, capacity,
-    d] at position + token. rope: x * cos + cat(-x2, x1) * sin in float32, rounded once (ir/ops/rope.py)."""
+    d] at position + token. rope: x * cos + cat(-x2, x1) * sin in float32, rounded once (ir/ops/rope.py).
+    ROWS: the caches hold int8 rows [b, kv_heads, capacity, d + 4] (int8_row): the key as rounded to the
+    projections' dtype, then quantized, as the reference writes it."""
+    width = 2 * HALF + 4 * ROWS  # a cache row's elements
     token = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1).to(tl.int64)
     b = token // seq
@@ -433,14 +436,39 @@ def rope_kv_write_heads(q_ptr, k_ptr, v_ptr, q_batch, q_seq, k_batch, k_seq, v_b
             tl.store(q_dst + lo, y1.to(q_dst.dtype.element_ty))
             tl.store(q_dst + HALF + lo, y2.to(q_dst.dtype.element_ty))
         else:
-            k_dst = key_ptr + ((b * kv_heads + head - heads) * capacity + position) * 2 * HALF
-            tl.store(k_dst + lo, y1.to(k_dst.dtype.element_ty))
-            tl.store(k_dst + HALF + lo, y2.to(k_dst.dtype.element_ty))
+            k_dst = key_ptr + ((b * kv_heads + head - heads) * capacity + position) * width
+            if ROWS:
+                source = k_ptr.dtype.element_ty
+                int8_row(y1.to(source).to(tl.float32), y2.to(source).to(tl.float32), k_dst, HALF)
+            else:
+                tl.store(k_dst + lo, y1.to(k_dst.dtype.element_ty))
+                tl.store(k_dst + HALF + lo, y2.to(k_dst.dtype.element_ty))
     else:
         src = v_ptr + b * v_batch + t * v_seq + (head - heads - kv_heads) * 2 * HALF
-        dst = value_ptr + ((b * kv_heads + head - heads - kv_heads) * capacity + position) * 2 * HALF
-        tl.store(dst + lo, tl.load(src + lo).to(dst.dtype.element_ty))  # (a narrower cache: rounded)
-        tl.store(dst + HALF + lo, tl.load(src + HALF + lo).to(dst.dtype.element_ty))
+        dst = value_ptr + ((b * kv_heads + head - heads - kv_heads) * capacity + position) * width
+        if ROWS:
+            int8_row(tl.load(src + lo).to(tl.float32), tl.load(src + HALF + lo).to(tl.float32), dst, HALF)
+        else:
+            tl.store(dst + lo, tl.load(src + lo).to(dst.dtype.element_ty))  # (a narrower cache: rounded)
+            tl.store(dst + HALF + lo, tl.load(src + HALF + lo).to(dst.dtype.element_ty))
+
+
+@triton.jit
+def int8_row(y1, y2, row_ptr, HALF: tl.constexpr):
+    """A row of two float32 halves stored as ir/ops/_kv_int8.py's int8 row at row_ptr: its codes, then its float32
+    scale as 4 bytes (row_ptr + 2 * HALF is 4-byte aligned: the launcher checks). scale = max |x| / 127, code =
+    clamp(round_half_even(x / scale), -127, 127), both IEEE divisions; codes 0 at scale 0; a row holding a NaN or an
+    infinity stores scale NaN and codes 0."""
+    lo = tl.arange(0, HALF)
+    finite = (tl.sum(y1 * 0.0, axis=0) + tl.sum(y2 * 0.0, axis=0)) == 0.0  # (x * 0 is NaN for NaN and infinity)
+    scale = tl.math.div_rn(tl.maximum(tl.max(tl.abs(y1), axis=0), tl.max(tl.abs(y2), axis=0)), 127.0)
+    usable = finite & (scale > 0.0)
+    divisor = tl.where(usable, scale, 1.0)
+    c1 = round_half_even_small(tl.minimum(tl.maximum(tl.math.div_rn(y1, divisor), -127.0), 127.0))
+    c2 = round_half_even_small(tl.minimum(tl.maximum(tl.math.div_rn(y2, divisor), -127.0), 127.0))
+    tl.store(row_ptr + lo, tl.where(usable, c1, 0.0).to(tl.int8))
+    tl.store(row_ptr + HALF + lo, tl.where(usable, c2, 0.0).to(tl.int8))
+    tl.store((row_ptr + 2 * HALF).to(tl.pointer_type(tl.float32)), tl.where(finite, scale, float("nan")))
 
 
 @triton.jit
@@ -599,7 +627,7 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
                    q_sb, q_sh, q_sl, k_sb, k_sh, k_ss, v_sb, v_sh, v_ss, m_sb, m_sh, m_sl, m_ss, o_sb, o_sh, o_sl,
                    kv_heads, L, S, s_split, splits, scale,
                    GROUP: tl.constexpr, M: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BLOCK_S: tl.constexpr,
-                   MASK: tl.constexpr, SPLITS: tl.constexpr, HALF: tl.constexpr):
+                   MASK: tl.constexpr, SPLITS: tl.constexpr, HALF: tl.constexpr, ROWS: tl.constexpr):
     """softmax(q k^T * scale + mask) v for the few query rows of a decode step (ir/ops/sdpa.py): program (i, j)
     takes the GROUP query heads that share key/value head i % kv_heads of batch i // kv_heads, all L rows of them
     (M >= GROUP * L rows, padded for tl.dot) over the j-th s_split keys, with a running max and sum in float32
@@ -607,7 +635,10 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
     weights rounded to v's dtype for the second product (as flash attention does); else float32 FMA. MASK: 0
     none, 1 bool (True keeps), 2 additive. SPLITS > 1 (a power of two >= splits): each program stores its max,
     sum and weighted values in work; the last of a head group's programs to finish (ticket, which it resets)
-    reads all of them at once and combines them. A row whose keys are all removed gives 0 (the op's rule)."""
+    reads all of them at once and combines them. A row whose keys are all removed gives 0 (the op's rule).
+    ROWS: k and v are int8 rows (ir/ops/_kv_int8.py: D or DV codes, then a float32 scale): the products run on
+    the codes (exact in any float type), a key row's scale multiplies its scores, a value row's its softmax
+    weights, as the CPU's decode_attention does."""
     group = tl.program_id(0)
     part = tl.program_id(1)
     b = (group // kv_heads).to(tl.int64)
@@ -630,14 +661,26 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
     for s0 in range(s_begin, s_end, BLOCK_S):
         s = s0 + tl.arange(0, BLOCK_S)
         s_ok = s < s_end
-        k = tl.load(k_ptr + b * k_sb + kvh * k_sh + s[:, None] * k_ss + d[None, :], mask=s_ok[:, None], other=0.0)
-        v = tl.load(v_ptr + b * v_sb + kvh * v_sh + s[:, None] * v_ss + dv[None, :], mask=s_ok[:, None], other=0.0)
+        k_rows = k_ptr + b * k_sb + kvh * k_sh + s * k_ss
+        v_rows = v_ptr + b * v_sb + kvh * v_sh + s * v_ss
+        if ROWS:  # codes as q's type (exact), each key row's scale on its scores
+            k = row_codes(k_rows, s_ok, D).to(q.dtype)
+            v = row_codes(v_rows, s_ok, DV)
+            key_scale = tl.load((k_rows + D).to(tl.pointer_type(tl.float32)), mask=s_ok, other=0.0)
+            value_scale = tl.load((v_rows + DV).to(tl.pointer_type(tl.float32)), mask=s_ok, other=0.0)
+        else:
+            k = tl.load(k_rows[:, None] + d[None, :], mask=s_ok[:, None], other=0.0)
+            v = tl.load(v_rows[:, None] + dv[None, :], mask=s_ok[:, None], other=0.0)
         where = b * m_sb + head[:, None] * m_sh + line[:, None] * m_sl + s[None, :] * m_ss
         inside = row_ok[:, None] & s_ok[None, :]
         if HALF:
-            scores = tl.dot(q, tl.trans(k)) * scale
+            scores = tl.dot(q, tl.trans(k))
         else:
-            scores = tl.dot(q, tl.trans(k.to(tl.float32)), input_precision="ieee") * scale
+            scores = tl.dot(q, tl.trans(k.to(tl.float32)), input_precision="ieee")
+        if ROWS:
+            scores = scores * (key_scale * scale)[None, :]
+        else:
+            scores = scores * scale
         if MASK == 1:
             keep = tl.load(mask_ptr + where, mask=inside, other=0)
             scores = tl.where(keep != 0, scores, float("-inf"))
@@ -649,10 +692,14 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
         p = tl.exp(scores - base[:, None])
         rescale = tl.exp(top - base)
         total = total * rescale + tl.sum(p, axis=1)
+        weights = p
+        if ROWS:  # each value row's scale on its softmax weights; the codes as q's type
+            weights = p * value_scale[None, :]
+            v = v.to(q.dtype)
         if HALF:
-            acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v)
+            acc = acc * rescale[:, None] + tl.dot(weights.to(v.dtype), v)
         else:
-            acc = acc * rescale[:, None] + tl.dot(p, v.to(tl.float32), input_precision="ieee")
+            acc = acc * rescale[:, None] + tl.dot(weights, v.to(tl.float32), input_precision="ieee")
         top = new_top
     if SPLITS > 1:
         row = (group * SPLITS + part) * M + i  # work [groups, SPLITS, M, DV + 2]: acc, then max and sum
@@ -679,6 +726,17 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
             attention_finish(acc, total, b, head, line, row_ok, dv, out_ptr, o_sb, o_sh, o_sl)
     else:
         attention_finish(acc, total, b, head, line, row_ok, dv, out_ptr, o_sb, o_sh, o_sl)
+
+
+@triton.jit
+def row_codes(rows, ok, D: tl.constexpr):
+    """The D int8 codes of int8 KV cache rows (rows: a pointer to each row, 4-byte aligned) as int32 [rows, D], read
+    as 32-bit words: a row of 68 bytes is no multiple of 16, so byte loads would be one instruction a code."""
+    words = tl.load(rows.to(tl.pointer_type(tl.int32))[:, None] + tl.arange(0, D // 4)[None, :], mask=ok[:, None],
+                    other=0)
+    b0, b1, b2, b3 = (words << 24) >> 24, (words << 16) >> 24, (words << 8) >> 24, words >> 24  # (little-endian)
+    # [rows, D / 4, 2, 2] with byte 2a + c of word j at [j, a, c]: in row order once flattened
+    return tl.reshape(tl.join(tl.join(b0, b2), tl.join(b1, b3)), [words.shape[0], D])
 
 
 @triton.jit

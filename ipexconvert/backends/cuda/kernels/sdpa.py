@@ -3,8 +3,9 @@
 triton: a decode step's few query rows (at most MAX_ROWS rows of a key/value head's query heads) in one Triton
 kernel (_triton_jit.attention_rows): the keys split among programs, online softmax in float32, the mask read
 as it is (bool or additive, broadcast), the fully-masked-row rule and the heads-last output layout in the same
-pass. torch's path takes three kernels and more for the same (attention, its reduction, the fill). Other
-shapes (a prompt), quantizing and causal nodes take the torch path below.
+pass; an int8 KV cache (--kv-cache int8) read as its rows' codes and scales. torch's path takes three kernels
+and more for the same (attention, its reduction, the fill). Other shapes (a prompt), quantizing and causal
+nodes take the torch path below.
 
 torch: torch's attention (flash / memory-efficient / cuDNN, torch picks per shape), with the
 fully-masked-row rule applied without asking the GPU whether any row is fully masked (a captured graph
@@ -18,6 +19,7 @@ from typing import Optional
 
 import torch
 
+from ....ir.ops._kv_int8 import SCALE_BYTES
 from ....ir.ops.sdpa import attention, fully_masked_rows, quantize_output
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from .. import run_scope
@@ -41,6 +43,11 @@ def _prepared(mask: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, tor
     return prepared
 
 
+def _scales_aligned(cache: torch.Tensor) -> bool:
+    """Every row's float32 scale of an int8 cache at a 4-byte boundary (the kernel reads it as one float32)."""
+    return cache.data_ptr() % 4 == 0 and all(cache.stride(i) % 4 == 0 for i in range(cache.dim() - 1))
+
+
 MAX_ROWS = 64  # query rows a program takes (a key/value head's query heads times the rows of the step)
 BLOCK_S = 64  # keys a step of a program reads
 PROGRAMS = 64  # about this many programs a call: the keys are split among them, then combined by the last
@@ -59,14 +66,17 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
 
     def run(inputs: list, dims: dict[str, int]):
         q, k, v, mask = inputs[:4]
-        if q.dim() != 4 or q.shape[1] % k.shape[1] or (not attrs.enable_gqa and q.shape[1] != k.shape[1]) \
-                or k.dtype == torch.int8:  # (an int8 cache's rows: torch's attention over their values)
+        if q.dim() != 4 or q.shape[1] % k.shape[1] or (not attrs.enable_gqa and q.shape[1] != k.shape[1]):
+            return fallback(inputs, dims)
+        rows_cache = k.dtype == torch.int8  # an int8 cache's rows: codes and a float32 scale each
+        if rows_cache and not (v.dtype == torch.int8 and _scales_aligned(k) and _scales_aligned(v)):
             return fallback(inputs, dims)
         b, heads, rows, d = q.shape
-        kv_heads, keys, dv = k.shape[1], k.shape[2], v.shape[-1]
+        kv_heads, keys, dv = k.shape[1], k.shape[2], v.shape[-1] - SCALE_BYTES * rows_cache
         group = heads // kv_heads
         m = max(16, triton.next_power_of_2(group * rows))
         if (m > MAX_ROWS or keys == 0 or b * kv_heads == 0 or d < 16 or dv < 16 or d & (d - 1) or dv & (dv - 1)
+                or k.shape[-1] != d + SCALE_BYTES * rows_cache
                 or q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1):
             return fallback(inputs, dims)
         groups = b * kv_heads
@@ -89,7 +99,8 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
             v.stride(0), v.stride(1), v.stride(2), *mask_strides, out.stride(0), out.stride(1), out.stride(2),
             kv_heads, rows, keys, s_split, splits, scale,
             GROUP=group, M=m, D=d, DV=dv, BLOCK_S=BLOCK_S, MASK=kind, SPLITS=padded if splits > 1 else 1,
-            HALF=q.dtype in (torch.bfloat16, torch.float16) and k.dtype == q.dtype and v.dtype == q.dtype)
+            HALF=q.dtype in (torch.bfloat16, torch.float16) and (rows_cache or (k.dtype == q.dtype == v.dtype)),
+            ROWS=int(rows_cache))
         return out
 
     return Kernel(run, "triton:sdpa_rows")
