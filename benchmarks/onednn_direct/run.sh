@@ -16,3 +16,6 @@ cd "$here"
 for batch in 1 16; do
   for dtype in u8 bf16; do OMP_NUM_THREADS=${THREADS:-2} "$work/resnet50_convs" "$dtype" "$batch"; done
 done
+# fp32 with NHWC against blocked (nChw16c) activations, per convolution (benchmarks/results/session45-cpu-experiments.md)
+g++ -O2 -std=c++17 -fopenmp "$here/resnet50_convs_f32_layouts.cpp" -I"$inc" -L"$lib" -ldnnl -Wl,-rpath,"$lib" -o "$work/f32_layouts"
+OMP_NUM_THREADS=${THREADS:-2} "$work/f32_layouts" 1 resnet50_convs.txt 30
