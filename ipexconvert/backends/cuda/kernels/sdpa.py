@@ -51,7 +51,11 @@ def _scales_aligned(cache: torch.Tensor) -> bool:
 MAX_ROWS = 64  # query rows a program takes (a key/value head's query heads times the rows of the step)
 BLOCK_S = 64  # keys a step of a program reads
 PROGRAMS = 64  # about this many programs a call: the keys are split among them, then combined by the last
-MAX_SPLITS = 8  # (a decode step is latency-bound: a few steps a program, one combining read)
+# at most this many splits: a decode step is latency-bound, so a step or two a program and one combining read (32
+# rather than 8: TinyLlama's attention at 1920 keys 8.76 -> 7.58 us bf16, 14.2 -> 10.8 us over int8 rows, 544 keys
+# within 0.1 us bf16; benchmarks/results/session45-gpu-attention-sweep-h200.log)
+MAX_SPLITS = 32
+WARPS, STAGES = 4, 3  # Triton's defaults (benchmarks/gpu_attention_sweep.py tries others)
 
 
 @register_kernel("cuda", "sdpa", runs_at=triton_missing)
@@ -100,7 +104,7 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
             kv_heads, rows, keys, s_split, splits, scale,
             GROUP=group, M=m, D=d, DV=dv, BLOCK_S=BLOCK_S, MASK=kind, SPLITS=padded if splits > 1 else 1,
             HALF=q.dtype in (torch.bfloat16, torch.float16) and (rows_cache or (k.dtype == q.dtype == v.dtype)),
-            ROWS=int(rows_cache))
+            ROWS=int(rows_cache), num_warps=WARPS, num_stages=STAGES)
         return out
 
     return Kernel(run, "triton:sdpa_rows")
