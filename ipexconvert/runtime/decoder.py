@@ -107,8 +107,19 @@ class Decoder:
 
     def encode(self, prompt: Prompt) -> torch.Tensor:
         """A prompt as int64 ids [batch, n]: text (one string, or a list of them: a batch) through the stored
-        tokenizer, or ids as given ([n], [batch, n], or a list of lists). A batch's rows have one length: the cache
-        has one length for every row (no padding)."""
+        tokenizer, or ids as given ([n], [batch, n], or a list of lists). The rows have one length here (the cache
+        has one length for every row); encode_rows takes rows of any lengths."""
+        rows = self.encode_rows(prompt)
+        lengths = sorted({len(row) for row in rows})
+        if len(lengths) > 1:
+            raise UserInputError(f"a batch of {len(rows)} prompts of different lengths ({', '.join(map(str, lengths))} "
+                                 "tokens) as one tensor: the rows of a batch share one cache length",
+                                 "generate() and stream() take them as they are (each row stepped with a cache of "
+                                 "its own), or encode them one at a time")
+        return torch.stack(rows)
+
+    def encode_rows(self, prompt: Prompt) -> list[torch.Tensor]:
+        """A prompt as one int64 ids tensor [n_i] per row: as encode(), but the rows may differ in length."""
         texts = [prompt] if isinstance(prompt, str) else prompt
         if isinstance(texts, (list, tuple)) and texts and all(isinstance(t, str) for t in texts):
             if self.tokenizer is None:
@@ -118,11 +129,17 @@ class Decoder:
         if isinstance(prompt, (list, tuple)) and not prompt:
             raise UserInputError("the prompt is empty", "give at least one token")
         if isinstance(prompt, (list, tuple)) and all(isinstance(row, (list, tuple)) for row in prompt):
-            lengths = sorted({len(row) for row in prompt})
-            if len(lengths) > 1:
-                raise UserInputError(f"a batch of {len(prompt)} prompts of different lengths ({', '.join(map(str, lengths))} "
-                                     "tokens): the rows of a batch share one cache length",
-                                     "generate them one at a time, or in groups of one length")
+            rows = [self._ids(row) for row in prompt]
+            if any(row.shape[0] != 1 for row in rows):
+                raise UserInputError("a prompt row that is itself a list of rows",
+                                     "pass one list of ids per row: [[1, 2, 3], [4, 5]]")
+            return [row[0] for row in rows]
+        return list(self._ids(prompt))
+
+    def _ids(self, prompt) -> torch.Tensor:
+        """Ids as given, as int64 [batch, n] (a row [n] becomes a batch of one)."""
+        if isinstance(prompt, (list, tuple)) and not prompt:
+            raise UserInputError("the prompt is empty", "give at least one token")
         try:
             ids = torch.as_tensor(prompt)
         except (TypeError, ValueError, RuntimeError) as e:  # e.g. a list mixing ids and lists
@@ -148,21 +165,26 @@ class Decoder:
                ) -> Iterator[torch.Tensor]:
         """Yields the next token ids [batch] as they are chosen. on_step(seconds) after every model call."""
         settings.check()
-        ids = self.encode(prompt)
-        batch, length = ids.shape
+        rows = self.encode_rows(prompt)
+        batch, length = len(rows), max(len(row) for row in rows)
         if length + settings.max_new_tokens > self.max_positions:
             raise UserInputError(f"{length} prompt tokens + {settings.max_new_tokens} new ones exceed the model's "
                                  f"{self.max_positions} positions", "shorten the prompt or ask for fewer tokens")
         generator = torch.Generator().manual_seed(settings.seed) if settings.seed is not None else None
-        static, total = self.model.static_cache, length + settings.max_new_tokens
+        total = length + settings.max_new_tokens
+        ragged = len({len(row) for row in rows}) > 1
+        static = None if ragged else self.model.static_cache
         # One generation at a time owns the static buffers; another thread's meanwhile grows caches of its own.
         owns_static = static is not None and static.in_use.acquire(blocking=False)
         try:
-            if owns_static and static.pipelines and settings.temperature == 0.0:
+            if ragged:  # no padding: each row its own cache, the rows stepped together
+                chosen = self._stepped(RowByRow(self, len(rows)), rows, total, settings, generator)
+            elif owns_static and static.pipelines and settings.temperature == 0.0:
                 # greedy over a GPU's static cache: the next step is queued before this one's ids are read back
-                chosen = static.greedy(ids, total, self.device, settings.max_new_tokens)
+                chosen = static.greedy(torch.stack(rows), total, self.device, settings.max_new_tokens)
             else:
-                chosen = self._stepped(static if owns_static else GrowingCache(self), ids, total, settings, generator)
+                steps = static if owns_static else GrowingCache(self)
+                chosen = self._stepped(steps, torch.stack(rows), total, settings, generator)
             done = torch.zeros(batch, dtype=torch.bool)
             eos = torch.tensor(self.record.eos_token_ids, dtype=torch.int64)
             start = time.perf_counter()
@@ -180,7 +202,7 @@ class Decoder:
             if owns_static:
                 static.in_use.release()
 
-    def _stepped(self, steps, ids: torch.Tensor, total: int, settings: SamplingSettings,
+    def _stepped(self, steps, ids, total: int, settings: SamplingSettings,
                  generator: Optional[torch.Generator]) -> Iterator[torch.Tensor]:
         """The ids chosen at each step [batch], one model call after another. (A finished row is fed its own
         choice, not the eos stream() shows for it: rows never mix, so the others do not change.)"""
@@ -193,16 +215,16 @@ class Decoder:
                 logits = steps.advance(next_ids.unsqueeze(1))
 
     def generate(self, prompt: Prompt, settings: SamplingSettings) -> Generation:
-        ids = self.encode(prompt)
+        rows = self.encode_rows(prompt)
         times: list[float] = []
-        new = [step for step in self.stream(ids, settings, on_step=times.append)]
-        new_ids = torch.stack(new, dim=1).tolist() if new else [[] for _ in range(ids.shape[0])]
+        new = [step for step in self.stream([row.tolist() for row in rows], settings, on_step=times.append)]
+        new_ids = torch.stack(new, dim=1).tolist() if new else [[] for _ in rows]
         eos = set(self.record.eos_token_ids)
         if settings.stop_at_eos and eos:  # cut each row after its first eos
             new_ids = [_until_eos(row, eos) for row in new_ids]
         stopped = "eos" if settings.stop_at_eos and eos and all(r and r[-1] in eos for r in new_ids) else "max_new_tokens"
         text = [self.decode(row) for row in new_ids] if self.tokenizer is not None else None
-        return Generation(prompt_ids=ids.tolist(), new_ids=new_ids, text=text, prefill_seconds=times[0] if times else 0.0,
+        return Generation(prompt_ids=[row.tolist() for row in rows], new_ids=new_ids, text=text, prefill_seconds=times[0] if times else 0.0,
                           step_seconds=times[1:], stopped_by=stopped)
 
     def _empty_cache(self, batch: int) -> dict[str, torch.Tensor]:
@@ -235,6 +257,25 @@ class GrowingCache:
         outputs = self.model.run_dict({self.record.input_ids: ids, **self.past}, scan_nan=False, varying=varying)
         self.past = {p: outputs[o] for p, o in self.record.cache}
         return outputs[self.record.logits]
+
+
+class RowByRow:
+    """A batch of prompts of different lengths: no padding, so each row grows a cache of its own (GrowingCache) and
+    the rows step together, each step's logits stacked into one batch for the sampler (the same choices as a batch
+    of one length). Each row is a call of its own, so the batch takes the sum of its rows' times; the steps run
+    through the executor (a plan bound for one row's cache would be bound again for the next row's every step)."""
+
+    def __init__(self, decoder: Decoder, rows: int):
+        self.caches = [GrowingCache(decoder) for _ in range(rows)]
+        for cache in self.caches:
+            cache.bind_steps = False
+
+    def start(self, rows: list[torch.Tensor], total: int, device: torch.device) -> torch.Tensor:
+        return torch.cat([cache.start(row.unsqueeze(0), total, device)[:, -1:]
+                          for cache, row in zip(self.caches, rows)])
+
+    def advance(self, ids: torch.Tensor) -> torch.Tensor:
+        return torch.cat([cache.advance(ids[i:i + 1])[:, -1:] for i, cache in enumerate(self.caches)])
 
 
 def empty_cache(record: DecoderRecord, inputs: dict[str, TensorSpec], batch: int, where: str) -> dict[str, torch.Tensor]:

@@ -89,8 +89,12 @@ def test_bad_prompts_and_settings_are_clear_errors(llama_artifact):
         model.generate([5, 6], max_new_tokens=0)
     with pytest.raises(UserInputError, match="dtype"):
         model.generate(torch.tensor([1.5, 2.0]))
-    with pytest.raises(UserInputError, match=r"2 prompts of different lengths \(2, 3 tokens\)"):
-        model.generate([[5, 6, 7], [5, 6]])
+    with pytest.raises(UserInputError, match="empty"):
+        model.generate([[5, 6, 7], []])
+    with pytest.raises(UserInputError, match="a list of rows"):
+        model.generate([[[5, 6], [7, 8]], [5, 6]])
+    with pytest.raises(UserInputError, match=r"2 prompts of different lengths \(2, 3 tokens\) as one tensor"):
+        model.decoder.encode([[5, 6, 7], [5, 6]])
     with pytest.raises(UserInputError, match="not text or token ids"):
         model.generate([5, [6, 7]])
     with pytest.raises(UserInputError, match="stores no tokenizer"):
@@ -101,6 +105,23 @@ def test_a_list_of_id_lists_is_a_batch(llama_artifact):
     model = ipexconvert.load_artifact(llama_artifact)
     prompt = _prompt(2, 5, seed=3)
     assert model.generate(prompt.tolist(), max_new_tokens=4).new_ids == model.generate(prompt, max_new_tokens=4).new_ids
+
+
+def test_prompts_of_different_lengths_each_generate_as_alone(llama_artifact):
+    """No padding: each row grows a cache of its own (runtime/decoder.RowByRow), stepped with the others; greedy,
+    every row gets the tokens it gets alone, and stream() yields one id per row a step, finished rows repeating
+    eos."""
+    model = ipexconvert.load_artifact(llama_artifact)
+    rows = [_prompt(1, length, seed=length)[0].tolist() for length in (9, 4, 6)]
+    alone = [model.generate(row, max_new_tokens=8, stop_at_eos=False).new_ids[0] for row in rows]
+    together = model.generate(rows, max_new_tokens=8, stop_at_eos=False)
+    assert together.new_ids == alone
+    assert together.prompt_ids == rows and len(together.step_seconds) == 7
+    steps = list(model.stream(rows, max_new_tokens=8, stop_at_eos=False))
+    assert [step.tolist() for step in steps] == [list(column) for column in zip(*alone)]
+    # sampled with a seed: reproducible, and the same as a batch of one length would draw (one sampler call a step)
+    sampled = [model.generate(rows, max_new_tokens=6, temperature=0.8, seed=11).new_ids for _ in range(2)]
+    assert sampled[0] == sampled[1]
 
 
 def test_an_encoder_cannot_generate(tmp_path):

@@ -99,6 +99,20 @@ def test_logits_on_the_gpu_match_the_cpu_teacher_forced(artifacts, dtype):
         assert torch.nn.functional.cosine_similarity(la, lb).item() > 0.999
 
 
+def test_prompts_of_different_lengths_give_the_cpu_tokens(artifacts):
+    """A batch of prompts of different lengths (runtime/decoder.RowByRow: a growing cache per row, no static
+    cache) on the GPU: the CPU's tokens, and the static cache's graph still serves the next batch of one length."""
+    cpu = ipexconvert.load_artifact(artifacts["fp32"])
+    gpu = ipexconvert.load_artifact(artifacts["fp32"], device="cuda")
+    rows = [_prompt(1, length, seed=length)[0].tolist() for length in (7, 3)]
+    want = cpu.generate(rows, max_new_tokens=10, stop_at_eos=False).new_ids
+    assert gpu.generate(rows, max_new_tokens=10, stop_at_eos=False).new_ids == want
+    prompt = _prompt(2, 5, seed=1)
+    assert (gpu.generate(prompt, max_new_tokens=6, stop_at_eos=False).new_ids
+            == cpu.generate(prompt, max_new_tokens=6, stop_at_eos=False).new_ids)
+    assert list(gpu.static_cache.runner.graph_status().values()) == ["graph"]
+
+
 def test_a_prompt_id_outside_the_table_is_refused_and_generation_still_works(artifacts):
     gpu = ipexconvert.load_artifact(artifacts["fp32"], device="cuda")
     bad = _prompt(1, 6, seed=5)
