@@ -85,7 +85,8 @@ def main() -> None:
             results.sort()
             print(f"\n{keys} keys, {cache} cache: defaults {base:.2f} us; fastest:")
             for t, c in results[:6]:
-                print(f"  {t:6.2f} us  BLOCK_S {c[0]:3d} PROGRAMS {c[1]:3d} MAX_SPLITS {c[2]:2d} WARPS {c[3]} STAGES {c[4]}")
+                print(f"  {t:6.2f} us  BLOCK_S {c[0]:3d} PROGRAMS {c[1]:3d} MAX_SPLITS {c[2]:2d} WARPS {c[3]} "
+                      f"STAGES {c[4]}")
 
 
 if __name__ == "__main__":

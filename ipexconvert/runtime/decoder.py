@@ -163,7 +163,8 @@ class Decoder:
 
     def stream(self, prompt: Prompt, settings: SamplingSettings, on_step: Optional[Callable[[float], None]] = None
                ) -> Iterator[torch.Tensor]:
-        """Yields the next token ids [batch] as they are chosen. on_step(seconds) after every model call."""
+        """Yields the next token ids [batch] as they are chosen. on_step(seconds) after every model call. Prompts
+        of different lengths run row by row (RowByRow), the rest as one batch."""
         settings.check()
         rows = self.encode_rows(prompt)
         batch, length = len(rows), max(len(row) for row in rows)
@@ -224,8 +225,8 @@ class Decoder:
             new_ids = [_until_eos(row, eos) for row in new_ids]
         stopped = "eos" if settings.stop_at_eos and eos and all(r and r[-1] in eos for r in new_ids) else "max_new_tokens"
         text = [self.decode(row) for row in new_ids] if self.tokenizer is not None else None
-        return Generation(prompt_ids=[row.tolist() for row in rows], new_ids=new_ids, text=text, prefill_seconds=times[0] if times else 0.0,
-                          step_seconds=times[1:], stopped_by=stopped)
+        return Generation(prompt_ids=[row.tolist() for row in rows], new_ids=new_ids, text=text,
+                          prefill_seconds=times[0] if times else 0.0, step_seconds=times[1:], stopped_by=stopped)
 
     def _empty_cache(self, batch: int) -> dict[str, torch.Tensor]:
         return empty_cache(self.record, {io.name: io.spec for io in self.model.signature.inputs}, batch,
