@@ -1346,7 +1346,8 @@ def example_input_edit(rng, parts):
     elif choice == 2:
         new = torch.cat([t, t], dim=0) if t.dim() else t
     elif choice == 3 and not t.dtype.is_floating_point and t.dtype != torch.bool:
-        new = t.clone().fill_(rng.choice([-1, 10**6, torch.iinfo(t.dtype).max]))
+        info = torch.iinfo(t.dtype)  # (10**6 where the dtype holds it: an int8 KV cache's example rows do not)
+        new = t.clone().fill_(rng.choice([v for v in (-1, 10**6, info.max) if info.min <= v <= info.max]))
     else:
         new = t.clone().fill_(math.nan) if t.dtype.is_floating_point else t[..., :0]
     parts.tensors[name] = TensorRec.of(new.contiguous())
