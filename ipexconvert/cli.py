@@ -765,9 +765,11 @@ def _save_outputs(results: dict, output: Path) -> None:
 @handle_errors
 def generate(
     artifact: Path = typer.Argument(..., help="an .ipxc file of a causal LM (converted with its KV cache)"),
-    prompt: Optional[str] = typer.Option(None, "--prompt", "-p", help="text to continue (needs the tokenizer the "
-                                         "artifact stores when converted from a folder with tokenizer.json)"),
-    ids: Optional[str] = typer.Option(None, "--ids", help="the prompt as comma-separated token ids, e.g. 1,45,300"),
+    prompt: Optional[list[str]] = typer.Option(
+        None, "--prompt", "-p", help="text to continue (needs the tokenizer the artifact stores when converted from a "
+        "folder with tokenizer.json); repeat it for a batch"),
+    ids: Optional[list[str]] = typer.Option(
+        None, "--ids", help="the prompt as comma-separated token ids, e.g. 1,45,300; repeat it for a batch"),
     max_new_tokens: int = typer.Option(64, "--max-new-tokens", "-n", min=1, help="how many tokens to add at most"),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0: greedy; above 0: sample"),
     top_k: int = typer.Option(0, "--top-k", min=0, help="sample among the k most likely tokens (0: all)"),
@@ -779,14 +781,18 @@ def generate(
     device: Optional[str] = typer.Option(None, "--device", help=_DEVICE_HELP),
 ):
     """Continue a prompt with a decoder artifact: greedy or sampled, printing the text (or the token ids
-    when the artifact stores no tokenizer) and prefill / per-token timings."""
+    when the artifact stores no tokenizer) and prefill / per-token timings. Several --prompt (or --ids) make a
+    batch, one line of output a prompt (prompts of different lengths run row by row: docs/decoders.md)."""
     from .api import load_artifact
 
-    if (prompt is None) == (ids is None):
+    if bool(prompt) == bool(ids):
         raise UserInputError("give the prompt as --prompt TEXT or as --ids 1,2,3 (one of them)",
                              'e.g. ipexconvert generate model.ipxc --prompt "Once upon a time"')
+    given = list(prompt) if prompt else [_parse_ids(row) for row in ids]
+    if stream and len(given) > 1:
+        raise UserInputError(f"--stream prints one prompt's tokens as they come; {len(given)} prompts were given",
+                             "leave out --stream for a batch, or give one prompt")
     model = load_artifact(artifact, threads=threads, device=device)
-    given = prompt if prompt is not None else _parse_ids(ids)
     decoder = model.decoder
     settings = dict(max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
                     stop_at_eos=not ignore_eos)
@@ -806,9 +812,11 @@ def generate(
     for row, new_ids in enumerate(result.new_ids):
         text = result.text[row] if result.text is not None else " ".join(map(str, new_ids))
         out.print(text, highlight=False, markup=False)
-    prompt_tokens = len(result.prompt_ids[0])
-    line = (f"prompt {prompt_tokens} tokens, prefill {1000 * result.prefill_seconds:.1f} ms "
-            f"({prompt_tokens / max(result.prefill_seconds, 1e-9):.0f} tokens/s); {len(result.new_ids[0])} new tokens")
+    prompt_tokens = sum(len(row) for row in result.prompt_ids)
+    counts = " + ".join(str(len(row)) for row in result.prompt_ids)
+    line = (f"prompt{'s' if len(result.prompt_ids) > 1 else ''} {counts} tokens, prefill "
+            f"{1000 * result.prefill_seconds:.1f} ms ({prompt_tokens / max(result.prefill_seconds, 1e-9):.0f} tokens/s); "
+            f"{max(len(row) for row in result.new_ids)} new tokens")
     if result.decode_ms_per_token is not None:
         line += f", decode {result.decode_ms_per_token:.2f} ms/token (median)"
     err.print(f"{line}; stopped by {result.stopped_by}", highlight=False)

@@ -46,6 +46,25 @@ def test_a_list_of_texts_is_a_batch(decoder_paths):
     assert texts == [one, other]
 
 
+def test_repeated_prompts_are_a_batch_one_line_each(cli, decoder_paths):
+    path, ids_only = decoder_paths
+    model = ipexconvert.load_artifact(path)
+    texts = ["the city is", "the city is large and old"]
+    alone = [model.generate(t, max_new_tokens=5, stop_at_eos=False).text[0] for t in texts]
+    result = cli("generate", path, "--prompt", texts[0], "--prompt", texts[1], "-n", "5", "--ignore-eos")
+    expect_exit(result, 0)
+    assert result.stdout.strip().split("\n") == alone
+    assert "prompts 3 + 6 tokens" in norm(result.stderr)
+    by_ids = cli("generate", ids_only, "--ids", "5,6,7", "--ids", "8,9", "-n", "4", "--ignore-eos")
+    expect_exit(by_ids, 0)
+    ids_model = ipexconvert.load_artifact(ids_only)
+    want = [ids_model.generate(row, max_new_tokens=4, stop_at_eos=False).new_ids[0] for row in ([5, 6, 7], [8, 9])]
+    assert [[int(t) for t in line.split()] for line in by_ids.stdout.strip().split("\n")] == want
+    streamed = cli("generate", path, "--prompt", texts[0], "--prompt", texts[1], "--stream")
+    expect_exit(streamed, 2)
+    assert "--stream prints one prompt" in norm(streamed.stderr)
+
+
 def test_generate_ids_and_sampling_seed(cli, decoder_paths):
     _, path = decoder_paths
     model = ipexconvert.load_artifact(path)
