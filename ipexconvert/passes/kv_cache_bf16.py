@@ -45,7 +45,7 @@ def store_caches_as(program: Program, cache_dtype: str, from_dtypes: tuple[str, 
             past, present = node.inputs[slot], node.outputs[out]
             if past not in inputs or graph.values[past].dtype not in from_dtypes:
                 continue
-            _check_only_attention_reads(graph, past, present, node, users, option)
+            _check_only_attention_reads(graph, past, present, node, users, cache_dtype, option)
             changes.append((past, node, out))
     for past, node, out in changes:
         for name in (past, node.outputs[out]):
@@ -55,8 +55,8 @@ def store_caches_as(program: Program, cache_dtype: str, from_dtypes: tuple[str, 
     return len(changes)
 
 
-def _check_only_attention_reads(graph, past: str, present: str, appender: Node, users, option: str) -> None:
-    dtype = option.rsplit(" ", 1)[-1]
+def _check_only_attention_reads(graph, past: str, present: str, appender: Node, users, cache_dtype: str,
+                                option: str) -> None:
     readers = [u for u in users.get(past, []) if u is not appender]
     if readers:
         raise UserInputError(f"{option}: the cache input {past} is also read by {readers[0].name} "
@@ -67,5 +67,5 @@ def _check_only_attention_reads(graph, past: str, present: str, appender: Node, 
     for reader in users.get(present, []):
         if reader.op != "sdpa" or any(i == present for n, i in enumerate(reader.inputs) if n not in _ATTENTION_KV):
             raise UserInputError(f"{option}: the cache {present} is read by {reader.name} ({reader.op}), "
-                                 f"which takes it in float; only attention reads a cache stored in {dtype}",
+                                 f"which takes it in float; only attention reads a cache stored in {cache_dtype}",
                                  f"convert without {option}")
