@@ -165,8 +165,12 @@ class Decoder:
                ) -> Iterator[torch.Tensor]:
         """Yields the next token ids [batch] as they are chosen. on_step(seconds) after every model call. Prompts
         of different lengths run row by row (RowByRow), the rest as one batch."""
+        yield from self._stream_rows(self.encode_rows(prompt), settings, on_step)
+
+    def _stream_rows(self, rows: list[torch.Tensor], settings: SamplingSettings,
+                     on_step: Optional[Callable[[float], None]]) -> Iterator[torch.Tensor]:
+        """stream() of prompts already encoded (encode_rows)."""
         settings.check()
-        rows = self.encode_rows(prompt)
         batch, length = len(rows), max(len(row) for row in rows)
         if length + settings.max_new_tokens > self.max_positions:
             raise UserInputError(f"{length} prompt tokens + {settings.max_new_tokens} new ones exceed the model's "
@@ -218,7 +222,7 @@ class Decoder:
     def generate(self, prompt: Prompt, settings: SamplingSettings) -> Generation:
         rows = self.encode_rows(prompt)
         times: list[float] = []
-        new = [step for step in self.stream([row.tolist() for row in rows], settings, on_step=times.append)]
+        new = [step for step in self._stream_rows(rows, settings, on_step=times.append)]
         new_ids = torch.stack(new, dim=1).tolist() if new else [[] for _ in rows]
         eos = set(self.record.eos_token_ids)
         if settings.stop_at_eos and eos:  # cut each row after its first eos

@@ -17,7 +17,7 @@ from ....ir.ops.rope_kv_append import cache_head_dim, query_heads, rotated_heads
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from . import _triton
 from ._triton import triton_missing
-from .kv_write import write_in_place
+from .kv_write import scales_aligned, write_in_place
 
 
 def _cache_slots(ctx: NodeContext) -> frozenset[int]:
@@ -52,8 +52,8 @@ def triton_rope_kv_write(ctx: NodeContext) -> Optional[Kernel]:
         q, k, v = split_projections(projections, heads, kv_heads, head_dim)
         if not (all(_rows(t) for t in (q, k, v, cos)) and sin.stride() == cos.stride() and sin.shape == cos.shape
                 and cache_key.is_contiguous() and cache_value.is_contiguous()
-                and (not rows_cache or (cache_key.data_ptr() % 4 == 0 and cache_value.data_ptr() % 4 == 0))):
-            return _torch_run(inputs)  # (an int8 row's scale is stored as one float32: 4-byte aligned)
+                and (not rows_cache or (scales_aligned(cache_key) and scales_aligned(cache_value)))):
+            return _torch_run(inputs)
         q_out = torch.empty((batch, heads, seq, head_dim), dtype=q.dtype, device=q.device)
         table_batch = cos.stride(0) if cos.shape[0] > 1 else 0
         if seq and batch:

@@ -25,6 +25,7 @@ from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from .. import run_scope
 from . import _triton, _triton_int8
 from ._triton import triton_missing
+from .kv_write import scales_aligned
 
 # (the last mask seen, the activations' dtype, the run it was seen in (run_scope.py), then what _prepared
 # returns). Holding the mask keeps its identity from being reused by another tensor, so `is` is an exact
@@ -41,11 +42,6 @@ def _prepared(mask: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, tor
         prepared = (cast, fully_masked_rows(mask), torch.zeros((), dtype=dtype, device=mask.device))
         _last_mask = (mask, dtype, run_scope.current(), prepared)
     return prepared
-
-
-def _scales_aligned(cache: torch.Tensor) -> bool:
-    """Every row's float32 scale of an int8 cache at a 4-byte boundary (the kernel reads it as one float32)."""
-    return cache.data_ptr() % 4 == 0 and all(cache.stride(i) % 4 == 0 for i in range(cache.dim() - 1))
 
 
 MAX_ROWS = 64  # query rows a program takes (a key/value head's query heads times the rows of the step)
@@ -73,7 +69,7 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
         if q.dim() != 4 or q.shape[1] % k.shape[1] or (not attrs.enable_gqa and q.shape[1] != k.shape[1]):
             return fallback(inputs, dims)
         rows_cache = k.dtype == torch.int8  # an int8 cache's rows: codes and a float32 scale each
-        if rows_cache and not (v.dtype == torch.int8 and _scales_aligned(k) and _scales_aligned(v)):
+        if rows_cache and not (v.dtype == torch.int8 and scales_aligned(k) and scales_aligned(v)):
             return fallback(inputs, dims)
         b, heads, rows, d = q.shape
         kv_heads, keys, dv = k.shape[1], k.shape[2], v.shape[-1] - SCALE_BYTES * rows_cache
