@@ -31,7 +31,14 @@ def main() -> None:
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--activations", default="float", choices=("float", "int8"))
     ap.add_argument("--rows", type=int, default=1, help="rows of x (decode: 1)")
+    ap.add_argument("--block-n", default="16,32,64,128", help="tile columns to try")
+    ap.add_argument("--chunk", default="128,512", help="k chunks to try")
+    ap.add_argument("--warps", default="2,4", help="warps to try")
+    ap.add_argument("--programs", default="512,2048", help="programs a call to aim at")
+    ap.add_argument("--profile-once", action="store_true",
+                    help="no timing: call the default tile once per shape after a warm-up (for ncu)")
     args = ap.parse_args()
+    ints = lambda text: [int(v) for v in text.split(",")]  # noqa: E731
     gpu = torch.device("cuda", 0)
     op = get_op("woq_linear")
     dtype = getattr(torch, args.dtype)
@@ -44,18 +51,27 @@ def main() -> None:
         size = codes.numel() * codes.element_size() + scales.numel() * 4
         copies = max(8, -(-(400 << 20) // size))  # 400 MB of codes: nothing is read from L2
         codes_list = [codes.clone() for _ in range(copies)]
+        attrs = op.parse_attrs({"bits": args.bits, "group_size": args.group, "activations": args.activations})
+        inputs = [x, codes, scales, None, None]
+        specs = tuple(None if t is None else TensorSpec.of(t) for t in inputs)
+        if args.profile_once:
+            kernel = woq_linear.triton_woq_linear(NodeContext(
+                op="woq_linear", attrs=attrs, constants=(None, codes, scales, None, None), input_specs=specs,
+                output_specs=tuple(op.infer(specs, attrs)), device="cuda", isa="sm"))
+            for _ in range(3):
+                kernel.fn([x, None, None, None, None], {})
+            torch.cuda.synchronize()
+            print(f"{n}x{k}: profiled call done ({size / 1e6:.1f} MB)", flush=True)
+            continue
         weights = [torch.randn(n, k, dtype=torch.bfloat16, device=gpu) for _ in range(max(4, -(-(400 << 20) // (n * k * 2))))]
         xb = x.bfloat16()
         bf16 = gpu_graph_ms([lambda w=w: torch.nn.functional.linear(xb, w) for w in weights])
         del weights
         print(f"{n}x{k}: torch bf16 GEMV {bf16 * 1000:.1f} us ({n * k * 2 / bf16 / 1e6:.0f} GB/s)", flush=True)
-        attrs = op.parse_attrs({"bits": args.bits, "group_size": args.group, "activations": args.activations})
-        inputs = [x, codes, scales, None, None]
-        specs = tuple(None if t is None else TensorSpec.of(t) for t in inputs)
         results = []
         kind = args.activations
         default = woq_linear.TILES[kind]
-        grid = itertools.product((16, 32, 64, 128), (128, 512), (2, 4), (512, 2048))
+        grid = itertools.product(ints(args.block_n), ints(args.chunk), ints(args.warps), ints(args.programs))
         for block_n, chunk, warps, programs in grid:
             tile = woq_linear.Tile(block_n=block_n, chunk=chunk, warps=warps, programs=programs)
             woq_linear.TILES[kind] = tile

@@ -472,12 +472,14 @@ def int8_row(y1, y2, row_ptr, HALF: tl.constexpr):
 
 
 @triton.jit
-def woq_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, start, k_end, k_words, groups, group_size,
+def woq_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, word, end_word, k_words, groups, group_size,
                     BITS: tl.constexpr, ZERO: tl.constexpr, HAS_ZEROS: tl.constexpr, PER_WORD: tl.constexpr):
-    """The codes of one run of k from `start` (int32 words, as unsigned bytes for int8), its group's scales and
-    the offset to take off (BASE + zero, woq_rows); zeros past k_end."""
-    live = n_ok & (n64 * 0 + start < k_end)  # (tensors: the interpreter wants tensor masks)
-    group = start // group_size
+    """The codes of one run of k from word `word` of a row (int32 words, as unsigned bytes for int8), its group's
+    scales and the offset to take off (BASE + zero, woq_rows); zeros past end_word. The word offsets are whole
+    multiples of 16 when k_words and the split are (Triton's integer arguments are marked so), which lets the
+    loads be 16 bytes wide."""
+    live = n_ok & (n64 * 0 + word < end_word)  # (tensors: the interpreter wants tensor masks)
+    group = word * PER_WORD // group_size
     scale = tl.load(scales_ptr + n64 * groups + group, mask=live, other=0.0)
     if BITS == 8:
         offset = tl.full(n64.shape, 384.0, tl.float32)  # 256 + the 128 the flipped sign bit adds
@@ -485,7 +487,7 @@ def woq_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, start, k_end
         offset = tl.load(zeros_ptr + n64 * groups + group, mask=live, other=0).to(tl.float32) + 16.0
     else:
         offset = tl.full(n64.shape, ZERO + 16.0, tl.float32)
-    words = tl.load(words_ptr + n64[:, None] * k_words + (start // PER_WORD + w)[None, :], mask=live[:, None],
+    words = tl.load(words_ptr + n64[:, None] * k_words + (word + w)[None, :], mask=live[:, None],
                     other=0).to(tl.uint32, bitcast=True)
     if BITS == 8:
         words = words ^ 0x80808080  # int8 codes as stored + 128: unsigned bytes
@@ -508,15 +510,15 @@ def woq_input(x_row, norm_ptr, k, K, inv_rms, PROLOGUE: tl.constexpr, HAS_NORM_W
 
 @triton.jit
 def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, work_ptr, ticket_ptr,
-             norm_ptr, N, K, groups, group_size, k_split, splits, code_mask, x_row_stride, eps,
+             norm_ptr, N, K, k_words, groups, group_size, split_words, splits, code_mask, x_row_stride, eps,
              a_row_stride, a_col_stride, b_row_stride, b_col_stride,
              BITS: tl.constexpr, ZERO: tl.constexpr, HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr,
              INT8_ROWS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
              P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
-             RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr,
+             RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, MAX_SPLITS: tl.constexpr,
              PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr):
     """One row of x [rows, K] times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py). Program (i, j, m)
-    computes BLOCK_N outputs of row m over the j-th k_split inputs, reading the codes as int32 words (8 int4
+    computes BLOCK_N outputs of row m over the j-th split_words words of codes, reading the codes as int32 words (8 int4
     codes a word, k = 8 w + s at bits 4 s; 4 int8 codes, k = 4 w + s at bits 8 s), one run of RUN consecutive k
     (inside one group) a step, the next run's codes loaded while this one computes.
     A code c becomes BASE + c exactly with one shift and one mask-and-or: moved under the exponent bits of
@@ -529,8 +531,10 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     squares first); 2, x is silu(gate) * up of a row [gate | up] (x_row_stride = 2 K); either rounded to x's
     dtype, as the op it replaces stores it.
     SPLIT (splits > 1): each program stores its partial sums in work [splits, rows, N]; the last
-    program of a column block and row to finish (counted in ticket, which it resets) adds them in order of j
-    (the same sum every call) and finishes: the bias, up to four post-ops, one rounding to out's dtype."""
+    program of a column block and row to finish (counted in ticket, which it resets) reads them all in one load
+    ([MAX_SPLITS, BLOCK_N], a power of two >= splits: one trip to L2, not one per split) and adds them in a tree
+    fixed by the compiled kernel (the same sum every call), then finishes: the bias, up to four post-ops, one
+    rounding to out's dtype."""
     block = tl.program_id(0)
     part = tl.program_id(1)
     row = tl.program_id(2).to(tl.int64)
@@ -543,31 +547,34 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     n_ok = n < N
     n64 = n.to(tl.int64)
     w = tl.arange(0, WORDS)
-    k_words = K // PER_WORD
-    k_begin = part * k_split
-    k_end = tl.minimum(K, k_begin + k_split)
-    words, scale, offset = woq_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, k_begin, k_end, k_words,
-                                           groups, group_size, BITS, ZERO, HAS_ZEROS, PER_WORD)
+    word_begin = part * split_words
+    word_end = tl.minimum(k_words, word_begin + split_words)
+    words, scale, offset = woq_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, word_begin, word_end,
+                                           k_words, groups, group_size, BITS, ZERO, HAS_ZEROS, PER_WORD)
     x_row = x_ptr + row * x_row_stride
     inv_rms = 1.0
+    ROW_CHUNK: tl.constexpr = 1024  # x read a whole row at a time: few dependent trips to memory
     if PROLOGUE == 1:  # the whole row's mean square, so every program normalizes x alike
-        squares = tl.zeros([RUN], tl.float32)
-        for k0 in range(0, K, RUN):
-            v = tl.load(x_row + k0 + tl.arange(0, RUN)).to(tl.float32)
+        squares = tl.zeros([ROW_CHUNK], tl.float32)
+        for k0 in range(0, K, ROW_CHUNK):
+            at = k0 + tl.arange(0, ROW_CHUNK)
+            v = tl.load(x_row + at, mask=at < K, other=0.0).to(tl.float32)
             squares += v * v
         inv_rms = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / K + eps)
     row_scale = 1.0
     if INT8_ROWS:  # the whole row's max, so every program rounds x alike
-        amax = tl.zeros([RUN], tl.float32)
-        for k0 in range(0, K, RUN):
-            amax = tl.maximum(amax, tl.abs(tl.load(x_row + k0 + tl.arange(0, RUN)).to(tl.float32)))
+        amax = tl.zeros([ROW_CHUNK], tl.float32)
+        for k0 in range(0, K, ROW_CHUNK):
+            at = k0 + tl.arange(0, ROW_CHUNK)
+            amax = tl.maximum(amax, tl.abs(tl.load(x_row + at, mask=at < K, other=0.0).to(tl.float32)))
         top = tl.max(amax, axis=0)
         row_scale = tl.where(top > 0, tl.math.div_rn(top, 127.0), 1.0)
     acc = tl.zeros([BLOCK_N, WORDS], tl.float32)
-    for start in range(k_begin, k_end, RUN):
+    for word in range(word_begin, word_end, WORDS):
         next_words, next_scale, next_offset = woq_run_weights(
-            words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, start + RUN, k_end, k_words, groups, group_size,
+            words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, word + WORDS, word_end, k_words, groups, group_size,
             BITS, ZERO, HAS_ZEROS, PER_WORD)
+        start = word * PER_WORD
         run = tl.zeros([BLOCK_N, WORDS], tl.float32)
         x_sum = tl.zeros([WORDS], tl.float32)
         for t in tl.static_range(PER_WORD):
@@ -591,9 +598,10 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
         tl.debug_barrier()  # every thread's partial is written before the ticket is taken
         ticket = tl.atomic_add(ticket_ptr + row * tl.num_programs(0) + block, 1, sem="acq_rel")
         if ticket == splits - 1:
-            y = tl.zeros([BLOCK_N], tl.float32)
-            for j in range(0, splits):  # .cg: from L2, where the other programs' partials are
-                y += tl.load(work_ptr + j * rows * N + slot, mask=n_ok, other=0.0, cache_modifier=".cg")
+            j = tl.arange(0, MAX_SPLITS)  # .cg: from L2, where the other programs' partials are
+            parts = tl.load(work_ptr + (j * rows * N)[:, None] + slot[None, :],
+                            mask=(j < splits)[:, None] & n_ok[None, :], other=0.0, cache_modifier=".cg")
+            y = tl.sum(parts, axis=0)
             tl.atomic_xchg(ticket_ptr + row * tl.num_programs(0) + block, 0)
             woq_finish(y, row, n, n_ok, N, bias_ptr, a_ptr, b_ptr, out_ptr, a_row_stride, a_col_stride,
                        b_row_stride, b_col_stride, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3)

@@ -4,9 +4,9 @@ triton: up to MAX_ROWS rows of x (a decode step's tokens) times the quantized we
 (_triton_jit.woq_rows): the codes read as stored, as int32 words (int4 two a byte, int8), (q - zero) * x summed
 per run of a group and scaled, never forming the float weight; int8 activations rounded per row inside it; the
 bias and post-ops (residual add, SiLU, the gate product) in the same pass. k is split among programs (about
-Tile.programs a call) and the last program of a column block adds the partial sums in a fixed order. Runs of
-fewer than a word of codes (int4 groups not a multiple of 8) and more rows (a prompt) run the reference, which
-dequantizes the weight once per call and multiplies on cuBLAS in float32.
+Tile.programs a call) and the last program of a column block reads the partial sums in one load and adds them in a
+fixed order. Runs of fewer than a word of codes (int4 groups not a multiple of 8) and more rows (a prompt) run the
+reference, which dequantizes the weight once per call and multiplies on cuBLAS in float32.
 
 prologue_woq_linear (made at load by backends/cuda/prologues.py) runs the same kernel with its rms_norm or
 silu_mul applied to x as the kernel reads it."""
@@ -113,6 +113,7 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
     scales, zeros = scales.float().contiguous(), None if zeros is None else zeros.contiguous()
     bias = None if bias is None else bias.float().contiguous()
     words = codes.view(torch.int32)  # k is a multiple of the run: whole words per row
+    per_word = 32 // attrs.bits  # codes a word; k_split is whole runs, so whole words
     zero = SYMMETRIC_INT4_ZERO if attrs.bits == 4 else 0
     code_mask = ((1 << attrs.bits) - 1) << (19 if attrs.bits == 4 else 15)  # where woq_rows moves a code
     weight_inputs = [codes, scales, zeros, bias] + ([norm] if prologue is not None else [])
@@ -130,11 +131,12 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
         b = operands[1] if len(operands) > 1 else out
         _triton.jit().woq_rows[(blocks, splits, rows)](
             flat, words, scales, scales if zeros is None else zeros, scales if bias is None else bias, a, b, out,
-            work, tickets, scales if norm is None else norm, n, k, scales.shape[1], attrs.group_size, k_split,
-            splits, code_mask, width, eps, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+            work, tickets, scales if norm is None else norm, n, k, k // per_word, scales.shape[1], attrs.group_size,
+            k_split // per_word, splits, code_mask, width, eps, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
             BITS=attrs.bits, ZERO=zero, HAS_ZEROS=zeros is not None, HAS_BIAS=bias is not None,
             INT8_ROWS=attrs.activations == "int8", HAS_A=len(operands) > 0, HAS_B=len(operands) > 1,
             P0=post[0], P1=post[1], P2=post[2], P3=post[3], RUN=run_k, BLOCK_N=block_n, SPLIT=splits > 1,
+            MAX_SPLITS=triton.next_power_of_2(splits),
             PROLOGUE=PROLOGUES[prologue], HAS_NORM_WEIGHT=norm is not None, num_warps=tile.warps)
         return out.view(out_shape)
 
