@@ -63,7 +63,8 @@ def main() -> None:
             torch.cuda.synchronize()
             print(f"{n}x{k}: profiled call done ({size / 1e6:.1f} MB)", flush=True)
             continue
-        weights = [torch.randn(n, k, dtype=torch.bfloat16, device=gpu) for _ in range(max(4, -(-(400 << 20) // (n * k * 2))))]
+        weights = [torch.randn(n, k, dtype=torch.bfloat16, device=gpu)
+                   for _ in range(max(4, -(-(400 << 20) // (n * k * 2))))]
         xb = x.bfloat16()
         bf16 = gpu_graph_ms([lambda w=w: torch.nn.functional.linear(xb, w) for w in weights])
         del weights
