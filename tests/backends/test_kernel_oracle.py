@@ -525,6 +525,10 @@ CASES: dict[str, dict[str, Case]] = {
             {"bits": 4, "group_size": 128, "post_ops": [{"kind": "add", "operand": 5}]},
             (In((1, 1, 1536), "bfloat16"), const([72, 768], "uint8", "codes"),
              const([72, 12], fill="positive", scale=0.02), None, None, In((1, 1, 72), "bfloat16")), budget="gemm"),
+        "bf16-int4-g128-8192-inputs-64-splits": Case(  # 1 row; on the GPU more splits than one partials load takes
+            {"bits": 4, "group_size": 128},
+            (In((1, 1, 8192), "bfloat16"), const([16, 4096], "uint8", "codes"),
+             const([16, 64], fill="positive", scale=0.02), None, None), budget="gemm"),
         "bf16-int4-g128-asymmetric-4-rows-bias": Case(  # 4 rows (the most one GPU kernel call takes), zero points
             {"bits": 4, "group_size": 128},
             (In((4, 256), "bfloat16"), const([72, 128], "uint8", "codes"), const([72, 2], fill="positive", scale=0.02),

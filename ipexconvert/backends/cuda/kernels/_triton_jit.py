@@ -515,7 +515,7 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
              BITS: tl.constexpr, ZERO: tl.constexpr, HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr,
              INT8_ROWS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
              P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
-             RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, MAX_SPLITS: tl.constexpr,
+             RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, SPLIT_ROWS: tl.constexpr,
              PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr):
     """One row of x [rows, K] times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py). Program (i, j, m)
     computes BLOCK_N outputs of row m over the j-th split_words words of codes, reading the codes as int32 words (8 int4
@@ -531,10 +531,10 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     squares first); 2, x is silu(gate) * up of a row [gate | up] (x_row_stride = 2 K); either rounded to x's
     dtype, as the op it replaces stores it.
     SPLIT (splits > 1): each program stores its partial sums in work [splits, rows, N]; the last
-    program of a column block and row to finish (counted in ticket, which it resets) reads them all in one load
-    ([MAX_SPLITS, BLOCK_N], a power of two >= splits: one trip to L2, not one per split) and adds them in a tree
-    fixed by the compiled kernel (the same sum every call), then finishes: the bias, up to four post-ops, one
-    rounding to out's dtype."""
+    program of a column block and row to finish (counted in ticket, which it resets) reads them SPLIT_ROWS at a
+    time ([SPLIT_ROWS, BLOCK_N] a load, a power of two up to 32: one trip to L2 for up to 32 splits, not one per
+    split) and adds them in an order fixed by the compiled kernel (the same sum every call), then finishes: the
+    bias, up to four post-ops, one rounding to out's dtype."""
     block = tl.program_id(0)
     part = tl.program_id(1)
     row = tl.program_id(2).to(tl.int64)
@@ -598,10 +598,12 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
         tl.debug_barrier()  # every thread's partial is written before the ticket is taken
         ticket = tl.atomic_add(ticket_ptr + row * tl.num_programs(0) + block, 1, sem="acq_rel")
         if ticket == splits - 1:
-            j = tl.arange(0, MAX_SPLITS)  # .cg: from L2, where the other programs' partials are
-            parts = tl.load(work_ptr + (j * rows * N)[:, None] + slot[None, :],
-                            mask=(j < splits)[:, None] & n_ok[None, :], other=0.0, cache_modifier=".cg")
-            y = tl.sum(parts, axis=0)
+            y = tl.zeros([BLOCK_N], tl.float32)
+            for j0 in range(0, splits, SPLIT_ROWS):  # .cg: from L2, where the other programs' partials are
+                j = j0 + tl.arange(0, SPLIT_ROWS)
+                parts = tl.load(work_ptr + (j * rows * N)[:, None] + slot[None, :],
+                                mask=(j < splits)[:, None] & n_ok[None, :], other=0.0, cache_modifier=".cg")
+                y += tl.sum(parts, axis=0)
             tl.atomic_xchg(ticket_ptr + row * tl.num_programs(0) + block, 0)
             woq_finish(y, row, n, n_ok, N, bias_ptr, a_ptr, b_ptr, out_ptr, a_row_stride, a_col_stride,
                        b_row_stride, b_col_stride, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3)

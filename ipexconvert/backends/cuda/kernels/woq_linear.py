@@ -136,7 +136,7 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
             BITS=attrs.bits, ZERO=zero, HAS_ZEROS=zeros is not None, HAS_BIAS=bias is not None,
             INT8_ROWS=attrs.activations == "int8", HAS_A=len(operands) > 0, HAS_B=len(operands) > 1,
             P0=post[0], P1=post[1], P2=post[2], P3=post[3], RUN=run_k, BLOCK_N=block_n, SPLIT=splits > 1,
-            MAX_SPLITS=triton.next_power_of_2(splits),
+            SPLIT_ROWS=min(32, triton.next_power_of_2(splits)),
             PROLOGUE=PROLOGUES[prologue], HAS_NORM_WEIGHT=norm is not None, num_warps=tile.warps)
         return out.view(out_shape)
 
