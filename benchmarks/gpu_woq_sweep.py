@@ -49,15 +49,16 @@ def main() -> None:
         scales = (torch.rand(n, k // args.group) * 0.05).to(gpu)
         x = torch.randn(1, args.rows, k, dtype=dtype, device=gpu)
         size = codes.numel() * codes.element_size() + scales.numel() * 4
-        copies = max(8, -(-(400 << 20) // size))  # 400 MB of codes: nothing is read from L2
-        codes_list = [codes.clone() for _ in range(copies)]
         attrs = op.parse_attrs({"bits": args.bits, "group_size": args.group, "activations": args.activations})
-        inputs = [x, codes, scales, None, None]
-        specs = tuple(None if t is None else TensorSpec.of(t) for t in inputs)
-        if args.profile_once:
-            kernel = woq_linear.triton_woq_linear(NodeContext(
-                op="woq_linear", attrs=attrs, constants=(None, codes, scales, None, None), input_specs=specs,
+        specs = tuple(None if t is None else TensorSpec.of(t) for t in [x, codes, scales, None, None])
+
+        def kernel_for(c: torch.Tensor):  # the GPU factory's kernel at the current woq_linear.TILES
+            return woq_linear.triton_woq_linear(NodeContext(
+                op="woq_linear", attrs=attrs, constants=(None, c, scales, None, None), input_specs=specs,
                 output_specs=tuple(op.infer(specs, attrs)), device="cuda", isa="sm"))
+
+        if args.profile_once:
+            kernel = kernel_for(codes)
             for _ in range(3):
                 kernel.fn([x, None, None, None, None], {})
             torch.cuda.synchronize()
@@ -69,6 +70,8 @@ def main() -> None:
         bf16 = gpu_graph_ms([lambda w=w: torch.nn.functional.linear(xb, w) for w in weights])
         del weights
         print(f"{n}x{k}: torch bf16 GEMV {bf16 * 1000:.1f} us ({n * k * 2 / bf16 / 1e6:.0f} GB/s)", flush=True)
+        copies = max(8, -(-(400 << 20) // size))  # 400 MB of codes: nothing is read from L2
+        codes_list = [codes.clone() for _ in range(copies)]
         results = []
         kind = args.activations
         default = woq_linear.TILES[kind]
@@ -76,9 +79,7 @@ def main() -> None:
         for block_n, chunk, warps, programs in grid:
             tile = woq_linear.Tile(block_n=block_n, chunk=chunk, warps=warps, programs=programs)
             woq_linear.TILES[kind] = tile
-            kernels = [woq_linear.triton_woq_linear(NodeContext(
-                op="woq_linear", attrs=attrs, constants=(None, c, scales, None, None), input_specs=specs,
-                output_specs=tuple(op.infer(specs, attrs)), device="cuda", isa="sm")) for c in codes_list]
+            kernels = [kernel_for(c) for c in codes_list]
             ms = gpu_graph_ms([lambda kernel=kernel: kernel.fn([x, None, None, None, None], {}) for kernel in kernels])
             results.append((ms, block_n, chunk, warps, programs))
         woq_linear.TILES[kind] = default

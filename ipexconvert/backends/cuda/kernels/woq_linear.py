@@ -114,6 +114,8 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
     bias = None if bias is None else bias.float().contiguous()
     words = codes.view(torch.int32)  # k is a multiple of the run: whole words per row
     per_word = 32 // attrs.bits  # codes a word; k_split is whole runs, so whole words
+    k_words, split_words = k // per_word, k_split // per_word
+    split_rows = min(32, triton.next_power_of_2(splits))  # partials the last program reads a load
     zero = SYMMETRIC_INT4_ZERO if attrs.bits == 4 else 0
     code_mask = ((1 << attrs.bits) - 1) << (19 if attrs.bits == 4 else 15)  # where woq_rows moves a code
     weight_inputs = [codes, scales, zeros, bias] + ([norm] if prologue is not None else [])
@@ -131,12 +133,12 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
         b = operands[1] if len(operands) > 1 else out
         _triton.jit().woq_rows[(blocks, splits, rows)](
             flat, words, scales, scales if zeros is None else zeros, scales if bias is None else bias, a, b, out,
-            work, tickets, scales if norm is None else norm, n, k, k // per_word, scales.shape[1], attrs.group_size,
-            k_split // per_word, splits, code_mask, width, eps, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+            work, tickets, scales if norm is None else norm, n, k, k_words, scales.shape[1], attrs.group_size,
+            split_words, splits, code_mask, width, eps, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
             BITS=attrs.bits, ZERO=zero, HAS_ZEROS=zeros is not None, HAS_BIAS=bias is not None,
             INT8_ROWS=attrs.activations == "int8", HAS_A=len(operands) > 0, HAS_B=len(operands) > 1,
             P0=post[0], P1=post[1], P2=post[2], P3=post[3], RUN=run_k, BLOCK_N=block_n, SPLIT=splits > 1,
-            SPLIT_ROWS=min(32, triton.next_power_of_2(splits)),
+            SPLIT_ROWS=split_rows,
             PROLOGUE=PROLOGUES[prologue], HAS_NORM_WEIGHT=norm is not None, num_warps=tile.warps)
         return out.view(out_shape)
 
