@@ -4,13 +4,15 @@
 //
 // Per (batch, head): K and V are repacked once into the pair-interleaved layout tdpbf16ps reads
 // its B operand in (one row of it is also what vdpbf16ps multiplies a broadcast query pair
-// with); then each block of 16 queries computes its scores S = Q K^T,
-// P = e^(S * scale + mask - rowmax) in fp32 rounded to bf16, O = P V, and O / rowsum
-// rounded to bf16 (the order torch's flash attention uses, with the same error). Q is read in
-// place (its rows may be strided, e.g. a slice of a packed QKV projection); O rows are written
-// through their strides, as bf16 or, for the int8 layer after attention, as the codes the
-// quantize node would have made of those bf16 values. Keys are padded to a multiple of 32 with
-// zeros that the softmax leaves out.
+// with); then each block of 16 queries computes its scores S = Q K^T * scale + bias (bias: the
+// mask widened to fp32 once, -inf for the padding keys) together with each row's running max,
+// P = e^(S - rowmax) in fp32 rounded to bf16, O = P V, and O / rowsum rounded to bf16 (the
+// order torch's flash attention uses, with the same error). Q is read in place (its rows may be
+// strided, e.g. a slice of a packed QKV projection); O rows are written through their strides,
+// as bf16 or, for the int8 layer after attention, as the codes the quantize node would have made
+// of those bf16 values. Keys are padded to a multiple of 32 with zeros that the softmax leaves
+// out. While one head computes, the next head's q/k/v rows are prefetched into L2 (they are
+// strided slices of a tensor too big for it, and missing on them cost a third of the time).
 #include "attention_simd.h"
 #include "common.h"
 #include "quant.h"
@@ -74,43 +76,133 @@ void pack_values(const uint16_t* v, int64_t row_stride, int64_t kv_len, int64_t 
     }
 }
 
+// Where a block of scores goes: row r, keys j .. j + 15 of the 16-row block become
+// acc * scale + bias[r][j ..] in scores (rows kv_pad apart), and row_max[r] keeps their lane-wise max
+// (in memory: held in registers, the 16 maxes crowd out the products' accumulators).
+struct ScoreEpilogue {
+    float* scores;
+    int64_t kv_pad;
+    const float* bias;
+    int64_t bias_stride;  // 0: one bias row for every query
+    __m512 scale;
+    float (*row_max)[16];
+
+    void operator()(int64_t r, int64_t j, __m512 acc) const {
+        const __m512 s = _mm512_fmadd_ps(acc, scale, _mm512_loadu_ps(bias + r * bias_stride + j));
+        _mm512_storeu_ps(scores + r * kv_pad + j, s);
+        _mm512_store_ps(row_max[r], _mm512_max_ps(_mm512_load_ps(row_max[r]), s));
+    }
+};
+
 #if defined(__AMX_TILE__)
 #include "attention_amx.h"
 #else
 #include "attention_dpbf16.h"
 #endif
 
-// One row of P = e^(s * scale + mask - max) over kv_len keys, rounded to bf16, zeros up to
-// kv_pad; returns 1 / sum(e) (of the unrounded values), which the output is multiplied by
-// after P V. As in torch's flash attention: P's largest value is exactly 1, and the division
-// happens once, in fp32 (normalising before rounding P measured 25% more error). Keys past
-// kv_len become -inf, so e = 0 there. Three passes over s (overwritten), two vectors a step
-// (kv_pad is a multiple of 32) so the max and sum chains run two abreast. Measured faster than
-// holding the row in registers.
-template <class M>
-float softmax_row(float* __restrict s, const M* __restrict mask, float scale, int64_t kv_len, int64_t kv_pad,
-                  uint16_t* __restrict p) {
-    const float row_max = scale_mask_max(s, mask, scale, kv_len, kv_pad);
-    return exp_and_sum(s, row_max, kv_pad, [&](int64_t j, V16 a, V16 b) {
-        const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512((__m256i)_mm512_cvtneps_pbh(a.v)),
-                                                (__m256i)_mm512_cvtneps_pbh(b.v), 1);
-        _mm512_storeu_si512(p + j, both);
-    });
+// e^x for x <= 0 (a score minus its row's max), to 3e-6 relative: P is rounded to bf16 (2^-9) and
+// its sum is taken in fp32, so this is as good as the full-precision e^x there, in 9 instructions
+// instead of 14. 2^t with t = x log2(e) split into n = round(t) and f in [-0.5, 0.5]: a degree-4
+// polynomial for 2^f with p(0) = 1 exactly (so P's largest value is exactly 1), scaled by 2^n.
+// t is clamped at -150 (2^-150 is 0 in fp32), which also maps -inf (padding keys) to 0.
+inline __m512 exp_nonpositive(__m512 x) {
+    const __m512 t = _mm512_max_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), _mm512_set1_ps(-150.0f));
+    const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(t, n);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(0.009600966f), f, _mm512_set1_ps(0.055916183f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.24023707f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.69312215f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
 }
 
-// One (batch, head): every block of 16 queries.
+// Lane r: the max (or the sum) of rows[r]'s 16 lanes, for 16 rows at once (a transpose and 15
+// lane-wise steps: a third of the instructions of 16 horizontal reductions, and no long chains).
+template <bool Max>
+inline __m512 reduce_rows(__m512i rows[16]) {
+    transpose_16x16(rows);
+    __m512 acc = _mm512_castsi512_ps(rows[0]);
+    for (int i = 1; i < 16; ++i)
+        acc = Max ? _mm512_max_ps(acc, _mm512_castsi512_ps(rows[i])) : _mm512_add_ps(acc, _mm512_castsi512_ps(rows[i]));
+    return acc;
+}
+
+// P = e^(s - rowmax) for the first `rows` rows of a query block's scores (kv_pad each, already
+// scaled and biased, -inf past kv_len), rounded to bf16; inv_sum[r] = 1 / sum(e) of row r (of the
+// unrounded values), which the output is multiplied by after P V. As in torch's flash attention:
+// P's largest value is exactly 1, and the division happens once, in fp32 (normalising before
+// rounding P measured 25% more error). Two vectors a step (kv_pad is a multiple of 32).
+void softmax_block(const float* __restrict scores, int64_t kv_pad, const float (*row_max)[16], int64_t rows,
+                   uint16_t* __restrict probs, float* __restrict inv_sum) {
+    __m512i lanes[16];
+    for (int r = 0; r < kRows; ++r) lanes[r] = _mm512_castps_si512(_mm512_load_ps(row_max[r]));
+    alignas(64) float maxes[kRows];
+    _mm512_store_ps(maxes, reduce_rows<true>(lanes));
+    for (int64_t r = 0; r < kRows; ++r) {
+        if (r >= rows) {  // the tail block's padding rows: a sum of 1, unused
+            lanes[r] = _mm512_castps_si512(_mm512_set_ps(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1));
+            continue;
+        }
+        const float* s = scores + r * kv_pad;
+        uint16_t* p = probs + r * kv_pad;
+        const __m512 max = _mm512_set1_ps(maxes[r]);
+        __m512 sum_a = _mm512_setzero_ps(), sum_b = _mm512_setzero_ps();
+        for (int64_t j = 0; j < kv_pad; j += 32) {
+            const __m512 a = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(s + j), max));
+            const __m512 b = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(s + j + 16), max));
+            sum_a = _mm512_add_ps(sum_a, a);
+            sum_b = _mm512_add_ps(sum_b, b);
+            _mm512_storeu_si512(p + j, (__m512i)_mm512_cvtne2ps_pbh(b, a));  // a in the low half
+        }
+        lanes[r] = _mm512_castps_si512(_mm512_add_ps(sum_a, sum_b));
+    }
+    _mm512_store_ps(inv_sum, _mm512_div_ps(_mm512_set1_ps(1.0f), reduce_rows<false>(lanes)));
+}
+
+// rows rows of the score bias, kv_pad floats each: the mask row (fp32 or bf16; 0 without a mask)
+// widened to fp32, -inf for keys kv_len .. kv_pad - 1.
 template <class M>
-void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
+void fill_bias(const M* mask, int64_t mask_row_stride, int64_t rows, int64_t kv_len, int64_t kv_pad, float* bias) {
+    const __m512 minus_inf = _mm512_set1_ps(-__builtin_inff());
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < kv_pad; j += 16) {
+            const __mmask16 lanes = lanes_below(kv_len - j);
+            const __m512 m = mask ? load16(mask + r * mask_row_stride + j, lanes) : _mm512_setzero_ps();
+            _mm512_storeu_ps(bias + r * kv_pad + j, _mm512_mask_mov_ps(minus_inf, lanes, m));
+        }
+}
+
+// Asks for rows [r0, r0 + count) of a head's q, k and v (each `lines` 64-byte lines long) to be
+// brought into L2 (the next head's, while this one computes).
+void prefetch_rows(const AttentionArgs& a, int64_t b, int64_t h, int64_t r0, int64_t count, int64_t lines) {
+    const char* q = reinterpret_cast<const char*>(head_at<const uint16_t>(a.q, a.q_strides, b, h));
+    const char* k = reinterpret_cast<const char*>(head_at<const uint16_t>(a.k, a.k_strides, b, h));
+    const char* v = reinterpret_cast<const char*>(head_at<const uint16_t>(a.v, a.v_strides, b, h));
+    for (int64_t r = r0; r < r0 + count; ++r)
+        for (int64_t l = 0; l < lines; ++l) {
+            if (r < a.q_len) _mm_prefetch(q + 2 * r * a.q_strides[2] + 64 * l, _MM_HINT_T1);
+            if (r < a.kv_len) {
+                _mm_prefetch(k + 2 * r * a.k_strides[2] + 64 * l, _MM_HINT_T1);
+                _mm_prefetch(v + 2 * r * a.v_strides[2] + 64 * l, _MM_HINT_T1);
+            }
+        }
+}
+
+// One (batch, head): every block of 16 queries; (next_b, next_h): the head to prefetch (next_b < 0: none).
+template <class M>
+void attend(const AttentionArgs& a, int64_t b, int64_t h, int64_t next_b, int64_t next_h, float* scratch) {
     const int64_t d = a.head_dim, kv_len = a.kv_len, kv_pad = (kv_len + kDepth - 1) / kDepth * kDepth;
     const int64_t chunks = d / kDepth, blocks = d / 16;
     // scratch: packed K and V (kv_pad x d bf16 each), scores (16 x kv_pad fp32), P (16 x kv_pad
-    // bf16), a zero-padded Q block (16 x d bf16) and four C tiles (16 x 16 fp32 each).
+    // bf16), a zero-padded Q block (16 x d bf16), four C tiles (16 x 16 fp32 each) and the bias
+    // (16 x kv_pad fp32).
     uint32_t* packed_k = reinterpret_cast<uint32_t*>(scratch);
     uint16_t* packed_v = reinterpret_cast<uint16_t*>(scratch + kv_pad * d / 2);
     float* scores = scratch + kv_pad * d;
     uint16_t* probs = reinterpret_cast<uint16_t*>(scores + kRows * kv_pad);
     uint16_t* q_pad = probs + kRows * kv_pad;
     float* c_tiles = reinterpret_cast<float*>(q_pad + kRows * d);
+    float* bias = c_tiles + 4 * 256;
 
     const uint16_t* q = head_at<const uint16_t>(a.q, a.q_strides, b, h);
     const uint16_t* k = head_at<const uint16_t>(a.k, a.k_strides, b, h);
@@ -119,11 +211,18 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
     int8_t* out_codes = head_at<int8_t>(a.out, a.out_strides, b, h);  // when quantized
     const Quantize16 quantize(a.q_multipliers, a.q_scale, a.q_zero_point, a.q_unsigned);
     const M* mask = a.mask ? head_at<const M>(a.mask, a.mask_strides, b, h) : nullptr;
+    // A mask the same for every query (a padding mask, or none) is widened once per head.
+    const bool bias_per_row = mask && a.mask_strides[2] != 0;
+    const int64_t bias_stride = bias_per_row ? kv_pad : 0;
+    if (!bias_per_row) fill_bias(mask, 0, 1, kv_len, kv_pad, bias);
     pack_keys(k, a.k_strides[2], kv_len, kv_pad, d, packed_k);
     pack_values(v, a.v_strides[2], kv_len, kv_pad, d, packed_v);
 
+    const int64_t q_blocks = (a.q_len + kRows - 1) / kRows, lines = (d * 2 + 63) / 64;
+    const int64_t prefetch_share = ((a.q_len > kv_len ? a.q_len : kv_len) + q_blocks - 1) / q_blocks;
     for (int64_t q0 = 0; q0 < a.q_len; q0 += kRows) {
         const int64_t rows = a.q_len - q0 < kRows ? a.q_len - q0 : kRows;
+        if (next_b >= 0) prefetch_rows(a, next_b, next_h, q0 / kRows * prefetch_share, prefetch_share, lines);
         const uint16_t* q_block = q + q0 * a.q_strides[2];
         int64_t q_stride = a.q_strides[2];
         if (rows < kRows) {  // the tail block: copy its rows next to zero rows
@@ -132,13 +231,18 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
             q_block = q_pad, q_stride = d;
             std::memset(probs, 0, sizeof(uint16_t) * kRows * kv_pad);
         }
+        if (bias_per_row) {  // rows past the tail get a zero bias: their scores are never used
+            fill_bias(mask + q0 * a.mask_strides[2], a.mask_strides[2], rows, kv_len, kv_pad, bias);
+            std::memset(bias + rows * kv_pad, 0, sizeof(float) * (kRows - rows) * kv_pad);
+        }
+        alignas(64) float row_max[kRows][16];
+        for (auto& m : row_max) _mm512_store_ps(m, _mm512_set1_ps(-__builtin_inff()));
+        const ScoreEpilogue epilogue{scores, kv_pad, bias, bias_stride, _mm512_set1_ps(a.scale), row_max};
         int64_t kb = 0;  // kv_pad / 16 is even: groups of 4 key blocks, then maybe one of 2
-        for (; kb + 4 <= kv_pad / 16; kb += 4) score_keys<4>(q_block, q_stride, packed_k, kb, chunks, scores, kv_pad);
-        if (kb < kv_pad / 16) score_keys<2>(q_block, q_stride, packed_k, kb, chunks, scores, kv_pad);
-        float inv_sum[kRows];
-        for (int64_t r = 0; r < rows; ++r)
-            inv_sum[r] = softmax_row(scores + r * kv_pad, mask ? mask + (q0 + r) * a.mask_strides[2] : nullptr, a.scale,
-                                     kv_len, kv_pad, probs + r * kv_pad);
+        for (; kb + 4 <= kv_pad / 16; kb += 4) score_keys<4>(q_block, q_stride, packed_k, kb, chunks, epilogue);
+        if (kb < kv_pad / 16) score_keys<2>(q_block, q_stride, packed_k, kb, chunks, epilogue);
+        alignas(64) float inv_sum[kRows];
+        softmax_block(scores, kv_pad, row_max, rows, probs, inv_sum);
         for (int64_t db = 0; db < blocks;) {  // blocks = head_dim / 16 is even
             const int64_t group = blocks - db >= 4 ? 4 : 2;
             if (group == 4)
@@ -162,16 +266,17 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
 
 void attention(const AttentionArgs& a) {
     const int64_t d = a.head_dim, kv_pad = (a.kv_len + kDepth - 1) / kDepth * kDepth;
-    const int64_t scratch_size = kv_pad * d + kRows * kv_pad * 3 / 2 + kRows * d / 2 + 4 * 256 + 16;
+    const int64_t scratch_size = kv_pad * d + kRows * kv_pad * 5 / 2 + kRows * d / 2 + 4 * 256 + 16;
     parallel(a.batch * a.heads, 1, a.threads, [&](int64_t begin, int64_t end) {
         float* scratch = scratch_floats(scratch_size);
         products_begin();
         for (int64_t unit = begin; unit < end; ++unit) {
             const int64_t b = unit / a.heads, h = unit % a.heads;
+            const int64_t next_b = unit + 1 < end ? (unit + 1) / a.heads : -1, next_h = (unit + 1) % a.heads;
             if (a.mask && a.mask_dtype == DType::bf16)
-                attend<uint16_t>(a, b, h, scratch);
+                attend<uint16_t>(a, b, h, next_b, next_h, scratch);
             else
-                attend<float>(a, b, h, scratch);
+                attend<float>(a, b, h, next_b, next_h, scratch);
         }
         products_end();
     });

@@ -51,16 +51,20 @@ inline void store_accumulators(void* dst, int64_t step_bytes, int64_t stride_byt
     }
 }
 
-// Scores of one query block against key blocks kb0 .. kb0 + G - 1.
+// Scores of one query block against key blocks kb0 .. kb0 + G - 1: the tiles are stored, then
+// passed through the epilogue (scale, bias, row max) while they are in L1.
 template <int G>
 void score_keys(const uint16_t* q_block, int64_t q_stride, const uint32_t* packed_k, int64_t kb0, int64_t chunks,
-                float* scores, int64_t kv_pad) {
+                const ScoreEpilogue& epilogue) {
     zero_accumulators<G>();
     for (int64_t c = 0; c < chunks; ++c) {
         _tile_loadd(4, q_block + c * kDepth, q_stride * 2);
         multiply_accumulate<G>(packed_k + (kb0 * chunks + c) * (kTileHalves / 2), chunks * kTileHalves * 2);
     }
-    store_accumulators<G>(scores + kb0 * 16, 16 * 4, kv_pad * 4);
+    float* block = epilogue.scores + kb0 * 16;
+    store_accumulators<G>(block, 16 * 4, epilogue.kv_pad * 4);
+    for (int64_t r = 0; r < kRows; ++r)
+        for (int64_t j = 0; j < G * 16; j += 16) epilogue(r, kb0 * 16 + j, _mm512_loadu_ps(block + r * epilogue.kv_pad + j));
 }
 
 // Output dim blocks db0 .. db0 + G - 1 of one query block, to c_tiles (G tiles of 16 x 16 fp32).

@@ -17,10 +17,12 @@ inline uint32_t pair_at(const uint16_t* p) {
     return v;
 }
 
-// C0/C1 (8 rows, c_stride floats apart) = A (8 rows of bf16, a_stride apart, depth 32 * chunks)
-// x B0/B1, where chunk c of B0 is the 16 x 16 (pairs x columns) tile at b0 + c * chunk_step.
-inline void product_8x32(const uint16_t* a, int64_t a_stride, const uint32_t* b0, const uint32_t* b1,
-                         int64_t chunk_step, int64_t chunks, float* c0, float* c1, int64_t c_stride) {
+// A (8 rows of bf16, a_stride apart, depth 32 * chunks) x B0/B1, where chunk c of B0 is the
+// 16 x 16 (pairs x columns) tile at b0 + c * chunk_step; row r's two 16-column results go to
+// store(r, c0, c1) from registers. Not inlined: in the caller's loops gcc spills accumulators.
+template <class Store>
+__attribute__((noinline)) void product_8x32(const uint16_t* a, int64_t a_stride, const uint32_t* b0, const uint32_t* b1,
+                         int64_t chunk_step, int64_t chunks, const Store& store) {
     constexpr int kR = 8;
     __m512 acc0[kR], acc1[kR];
     for (int r = 0; r < kR; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
@@ -38,22 +40,33 @@ inline void product_8x32(const uint16_t* a, int64_t a_stride, const uint32_t* b0
             }
         }
     }
-    for (int r = 0; r < kR; ++r) {
-        _mm512_storeu_ps(c0 + r * c_stride, acc0[r]);
-        _mm512_storeu_ps(c1 + r * c_stride, acc1[r]);
-    }
+#pragma GCC unroll 8
+    for (int r = 0; r < kR; ++r) store(r, acc0[r], acc1[r]);
 }
 
-// Scores of one query block (16 rows) against key blocks kb0 .. kb0 + G - 1, as attention_amx.h.
+// Scores of one query block (16 rows) against key blocks kb0 .. kb0 + G - 1, through the epilogue
+// (scale, bias, row max) straight from the accumulators.
 template <int G>
 void score_keys(const uint16_t* q_block, int64_t q_stride, const uint32_t* packed_k, int64_t kb0, int64_t chunks,
-                float* scores, int64_t kv_pad) {
+                const ScoreEpilogue& epilogue) {
     const int64_t tile = kTileHalves / 2;  // uint32 values in one B tile
+    const int64_t kv_pad = epilogue.kv_pad, bias_stride = epilogue.bias_stride;
+    const __m512 scale = epilogue.scale;
     for (int64_t kb = kb0; kb < kb0 + G; kb += 2)
-        for (int64_t r = 0; r < kRows; r += 8) {
+        for (int64_t r0 = 0; r0 < kRows; r0 += 8) {
             const uint32_t* b = packed_k + kb * chunks * tile;
-            float* c = scores + r * kv_pad + kb * 16;
-            product_8x32(q_block + r * q_stride, q_stride, b, b + chunks * tile, tile, chunks, c, c + 16, kv_pad);
+            float* s = epilogue.scores + r0 * kv_pad + kb * 16;
+            const float* bias = epilogue.bias + r0 * bias_stride + kb * 16;
+            float* row_max = epilogue.row_max[r0];
+            product_8x32(q_block + r0 * q_stride, q_stride, b, b + chunks * tile, tile, chunks,
+                         [=](int r, __m512 c0, __m512 c1) {
+                             const __m512 s0 = _mm512_fmadd_ps(c0, scale, _mm512_loadu_ps(bias + r * bias_stride));
+                             const __m512 s1 = _mm512_fmadd_ps(c1, scale, _mm512_loadu_ps(bias + r * bias_stride + 16));
+                             _mm512_storeu_ps(s + r * kv_pad, s0);
+                             _mm512_storeu_ps(s + r * kv_pad + 16, s1);
+                             _mm512_store_ps(row_max + 16 * r,
+                                             _mm512_max_ps(_mm512_load_ps(row_max + 16 * r), _mm512_max_ps(s0, s1)));
+                         });
         }
 }
 
@@ -64,9 +77,13 @@ void weigh_values(const uint16_t* probs, int64_t kv_pad, const uint16_t* packed_
     const int64_t tile = kTileHalves / 2;
     const uint32_t* v = reinterpret_cast<const uint32_t*>(packed_v);
     for (int64_t j = 0; j < G; j += 2)
-        for (int64_t r = 0; r < kRows; r += 8) {
+        for (int64_t r0 = 0; r0 < kRows; r0 += 8) {
             const uint32_t* b = v + (db0 + j) * tile;
-            float* c = c_tiles + j * 256 + r * 16;
-            product_8x32(probs + r * kv_pad, kv_pad, b, b + tile, blocks * tile, kv_pad / kDepth, c, c + 256, 16);
+            float* c = c_tiles + j * 256 + r0 * 16;
+            product_8x32(probs + r0 * kv_pad, kv_pad, b, b + tile, blocks * tile, kv_pad / kDepth,
+                         [&](int r, __m512 c0, __m512 c1) {
+                             _mm512_storeu_ps(c + r * 16, c0);
+                             _mm512_storeu_ps(c + 256 + r * 16, c1);
+                         });
         }
 }
