@@ -104,16 +104,19 @@ struct ScoreEpilogue {
 // its sum is taken in fp32, so this is as good as the full-precision e^x there, in 9 instructions
 // instead of 14. 2^t with t = x log2(e) split into n = round(t) and f in [-0.5, 0.5]: a degree-4
 // polynomial for 2^f with p(0) = 1 exactly (so P's largest value is exactly 1), scaled by 2^n.
-// t is clamped at -150 (2^-150 is 0 in fp32), which also maps -inf (padding keys) to 0.
+// Exactly 0 where t < -125 (padding and masked keys, -inf included), so no result is an fp32
+// denormal (arithmetic on those takes microcode assists on some CPUs); NaN stays NaN, as in torch
+// (the compare is unordered-true).
 inline __m512 exp_nonpositive(__m512 x) {
-    const __m512 t = _mm512_max_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), _mm512_set1_ps(-150.0f));
+    const __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504f));
+    const __mmask16 normal = _mm512_cmp_ps_mask(t, _mm512_set1_ps(-125.0f), _CMP_NLT_UQ);
     const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m512 f = _mm512_sub_ps(t, n);
     __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(0.009600966f), f, _mm512_set1_ps(0.055916183f));
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.24023707f));
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.69312215f));
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
+    return _mm512_maskz_scalef_ps(normal, p, n);
 }
 
 // Lane r: the max (or the sum) of rows[r]'s 16 lanes, for 16 rows at once (a transpose and 15
