@@ -57,6 +57,26 @@ def test_attention_matches_reference(shape, mask_kind, level):
     assert normalised_error(got, want) <= 3 * normalised_error(theirs, want) + 1e-3
 
 
+@pytest.mark.parametrize("per_row", [False, True], ids=["padding", "per-row"])
+def test_keys_past_the_last_unmasked_one_are_skipped_exactly(per_row, level):
+    """Batch rows keeping 1, 17, 33 and all 128 keys (a padding mask, where the kernel stops at the last
+    unmasked key), and a per-row mask (causal on top of the padding: every row's own bias)."""
+    batch, heads, q_len, kv_len, head_dim = 4, 2, 40, 128, 64
+    torch.manual_seed(7)
+    q = (torch.randn(batch, heads, q_len, head_dim) * 2).bfloat16()
+    k, v = (torch.randn(batch, heads, kv_len, head_dim).bfloat16() for _ in range(2))
+    keep = torch.arange(kv_len)[None, :] < torch.tensor([1, 17, 33, 128])[:, None]
+    mask = keep[:, None, None, :].expand(batch, 1, q_len, kv_len)
+    if per_row:
+        mask = mask & (torch.arange(kv_len)[None, :] <= torch.arange(q_len)[:, None] + 60)
+    additive = torch.where(mask, 0.0, float("-inf")).contiguous() if per_row else \
+        torch.where(keep, 0.0, float("-inf"))[:, None, None, :]
+    got = native.attention(q, k, v, additive, threads=2, max_isa=level)
+    want = reference(q, k, v, additive)
+    assert torch.isfinite(got).all()
+    assert normalised_error(got, want) <= BF16_THRESHOLD
+
+
 def test_strided_views_threads_and_scale(level):
     attention_cases.assert_strided_views_threads_and_scale(torch.bfloat16, level, BF16_THRESHOLD, reference_dtype=torch.float32)
 

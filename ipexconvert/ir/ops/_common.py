@@ -105,6 +105,16 @@ def broadcast_to(shape: Sequence[Dim], operand: TensorSpec, what: str) -> None:
     require(ok, f"{what} {operand.describe()} does not broadcast to {list(shape)}")
 
 
+def broadcast_base(t):
+    """The smallest view of t that t broadcasts from: every dim of stride 0 (an expand) cut to size 1.
+
+    An elementwise op on the base, expanded back to t's shape, gives what it gives on t, without
+    materialising the repeats (an attention mask expanded over the query rows: L times the work and
+    memory, and a kernel that can no longer tell the rows are one)."""
+    index = tuple(slice(0, 1) if stride == 0 and size > 1 else slice(None) for stride, size in zip(t.stride(), t.shape))
+    return t[index]
+
+
 def bias_as_input(bias, x):
     """A float32 bias of a bf16 conv/linear (which infer allows: kernels take either) in x's dtype,
     since torch's conv2d and linear need the two to match."""

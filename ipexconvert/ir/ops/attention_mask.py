@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .. import dtypes
 from ..opdef import OpDef, register_op
-from ._common import FloatDtypeName, expect_dtype, like
+from ._common import FloatDtypeName, broadcast_base, expect_dtype, like
 
 
 class AttentionMaskAttrs(BaseModel):
@@ -28,7 +28,17 @@ class AttentionMaskOp(OpDef):
 
     @classmethod
     def reference(cls, inputs, attrs, dims):
+        # On the mask's broadcast base, expanded back: a [b, 1, 1, S] mask expanded over L query rows
+        # stays one row per batch, and so does a padding mask built out to every query row (transformers'
+        # masks are `padding & (q_idx >= 0)`, a full [b, 1, L, S]): the attention kernels then widen one
+        # row per head, and the fully-masked-rows check reads one row. One compare per call, shared by
+        # every layer (share_attention_mask), against L-fold work in each.
         mask, dtype = inputs[0], dtypes.to_torch(attrs.dtype)
-        if mask.dtype == torch.bool:
-            return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(mask.logical_not(), float("-inf"))
-        return mask.to(dtype)
+        base = broadcast_base(mask)
+        if base.dim() >= 2 and base.shape[-2] > 1 and bool((base == base[..., :1, :]).all()):
+            base = base[..., :1, :]
+        if base.dtype == torch.bool:
+            out = torch.zeros(base.shape, dtype=dtype, device=base.device).masked_fill_(base.logical_not(), float("-inf"))
+        else:
+            out = base.to(dtype)
+        return out.expand(mask.shape)

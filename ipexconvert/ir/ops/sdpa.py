@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from .. import dtypes
 from ..dims import mul
 from ..opdef import Arity, OpDef, register_op
-from ._common import broadcast_to, expect_dtype, expect_rank, expect_shape, like, require, same_dim, same_shape
+from ._common import broadcast_base, broadcast_to, expect_dtype, expect_rank, expect_shape, like, require, same_dim, same_shape
 from ._kv_int8 import from_cache, head_dim_of
 from .kv_append import NARROWER_CACHES
 from ._quant import quantize
@@ -39,8 +39,9 @@ class SdpaAttrs(BaseModel):
 
 def fully_masked_rows(mask: torch.Tensor) -> torch.Tensor:
     """[..., L, 1]: True where the mask removes every key of that query row."""
-    removed = ~mask if mask.dtype == torch.bool else mask == float("-inf")
-    return removed.all(dim=-1, keepdim=True)
+    base = broadcast_base(mask)  # an expanded mask is checked once per distinct row
+    removed = ~base if base.dtype == torch.bool else base == float("-inf")
+    return removed.all(dim=-1, keepdim=True).expand(*mask.shape[:-1], 1)
 
 
 def zero_masked_rows(y: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

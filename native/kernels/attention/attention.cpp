@@ -175,6 +175,18 @@ void fill_bias(const M* mask, int64_t mask_row_stride, int64_t rows, int64_t kv_
         }
 }
 
+// Keys [0, n) that can carry weight under a bias row (kv_pad long, -inf past kv_len): past the last
+// key it does not set to -inf every score is e^-inf = 0, so the head computes nothing there (a padded
+// batch's padding: most of a batch of short sentences). kv_len when every key is masked (such rows
+// come out as 0: the caller zeroes them).
+int64_t live_keys(const float* bias, int64_t kv_pad, int64_t kv_len) {
+    const __m512 minus_inf = _mm512_set1_ps(-__builtin_inff());
+    int64_t j = kv_pad;
+    while (j >= 16 && _mm512_cmp_ps_mask(_mm512_loadu_ps(bias + j - 16), minus_inf, _CMP_EQ_OQ) == 0xFFFF) j -= 16;
+    while (j > 0 && bias[j - 1] == -__builtin_inff()) --j;
+    return j > 0 ? j : kv_len;
+}
+
 // Asks for rows [r0, r0 + count) of a head's q, k and v (each `lines` 64-byte lines long) to be
 // brought into L2 (the next head's, while this one computes).
 void prefetch_rows(const AttentionArgs& a, int64_t b, int64_t h, int64_t r0, int64_t count, int64_t lines) {
@@ -194,16 +206,16 @@ void prefetch_rows(const AttentionArgs& a, int64_t b, int64_t h, int64_t r0, int
 // One (batch, head): every block of 16 queries; (next_b, next_h): the head to prefetch (next_b < 0: none).
 template <class M>
 void attend(const AttentionArgs& a, int64_t b, int64_t h, int64_t next_b, int64_t next_h, float* scratch) {
-    const int64_t d = a.head_dim, kv_len = a.kv_len, kv_pad = (kv_len + kDepth - 1) / kDepth * kDepth;
+    const int64_t d = a.head_dim, full_pad = (a.kv_len + kDepth - 1) / kDepth * kDepth;
     const int64_t chunks = d / kDepth, blocks = d / 16;
     // scratch: packed K and V (kv_pad x d bf16 each), scores (16 x kv_pad fp32), P (16 x kv_pad
     // bf16), a zero-padded Q block (16 x d bf16), four C tiles (16 x 16 fp32 each) and the bias
     // (16 x kv_pad fp32).
     uint32_t* packed_k = reinterpret_cast<uint32_t*>(scratch);
-    uint16_t* packed_v = reinterpret_cast<uint16_t*>(scratch + kv_pad * d / 2);
-    float* scores = scratch + kv_pad * d;
-    uint16_t* probs = reinterpret_cast<uint16_t*>(scores + kRows * kv_pad);
-    uint16_t* q_pad = probs + kRows * kv_pad;
+    uint16_t* packed_v = reinterpret_cast<uint16_t*>(scratch + full_pad * d / 2);
+    float* scores = scratch + full_pad * d;
+    uint16_t* probs = reinterpret_cast<uint16_t*>(scores + kRows * full_pad);
+    uint16_t* q_pad = probs + kRows * full_pad;
     float* c_tiles = reinterpret_cast<float*>(q_pad + kRows * d);
     float* bias = c_tiles + 4 * 256;
 
@@ -216,8 +228,10 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, int64_t next_b, int64_
     const M* mask = a.mask ? head_at<const M>(a.mask, a.mask_strides, b, h) : nullptr;
     // A mask the same for every query (a padding mask, or none) is widened once per head.
     const bool bias_per_row = mask && a.mask_strides[2] != 0;
-    const int64_t bias_stride = bias_per_row ? kv_pad : 0;
-    if (!bias_per_row) fill_bias(mask, 0, 1, kv_len, kv_pad, bias);
+    if (!bias_per_row) fill_bias(mask, 0, 1, a.kv_len, full_pad, bias);
+    // From here on the head's keys end at the last one the mask leaves (rounded up to 32).
+    const int64_t kv_len = bias_per_row ? a.kv_len : live_keys(bias, full_pad, a.kv_len);
+    const int64_t kv_pad = (kv_len + kDepth - 1) / kDepth * kDepth, bias_stride = bias_per_row ? kv_pad : 0;
     pack_keys(k, a.k_strides[2], kv_len, kv_pad, d, packed_k);
     pack_values(v, a.v_strides[2], kv_len, kv_pad, d, packed_v);
 
