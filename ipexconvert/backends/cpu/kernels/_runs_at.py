@@ -80,6 +80,16 @@ def onednn_direct_int8(level: str) -> Optional[str]:
     return onednn_direct_float(level)
 
 
+def onednn_direct_float_linear(level: str) -> Optional[str]:
+    """Our oneDNN matmul for float linear layers: as the other direct layers, at the avx512_bf16 level only (bf16
+    arithmetic without AMX; on AMX torch's newer bundled oneDNN ran BERT-base's bf16 GEMMs faster, and elsewhere it
+    was not measured: docs/native.md, "Direct oneDNN layers")."""
+    why = onednn_direct_float(level)
+    if why is None and level != "avx512_bf16":
+        return f"measured for avx512_bf16 only ({level} here: torch's oneDNN linear runs)"
+    return why
+
+
 def torch_onednn_float(level: str) -> Optional[str]:
     """torch's oneDNN operators: switched on, avx2 or above (each op's self-check is per dtype, in the factory)."""
     if not enabled():

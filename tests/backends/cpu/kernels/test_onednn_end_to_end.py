@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch_onednn_helpers import rel_err
+from torch_onednn_helpers import float_linear_kernel, rel_err
 
 from ipexconvert.backends.cpu import compute_precision
 from ipexconvert.backends.cpu import onednn_direct as dnnl
@@ -12,7 +12,7 @@ from ipexconvert.api import load_artifact, optimize
 from ipexconvert.examples import get_example
 from ipexconvert.backends.cpu.isa import selected_isa
 from ipexconvert.backends.cpu.self_check import torch_ops as probe
-from ipexconvert.backends.cpu.kernels._torch_onednn import isa_allows, mkl_runs_float32_linear
+from ipexconvert.backends.cpu.kernels._torch_onednn import isa_allows
 
 HAS_BF16 = "bfloat16" in probe.checked_dtypes() and isa_allows(selected_isa(), "bfloat16")
 BF16 = pytest.param("bf16", marks=pytest.mark.skipif(not HAS_BF16, reason="no native bf16"))
@@ -62,7 +62,7 @@ def test_tiny_cnn(convert, dtype):
     # float32 linear goes to MKL's packed GEMM on Intel CPUs, to oneDNN elsewhere; bf16 to oneDNN where it computes
     # in bf16 (else it was widened to float32 at load: compute_precision.py).
     in_bf16 = dtype == "bf16" and model.executor.bf16_compute == "bfloat16"
-    assert kernels["linear"] == {"torch_onednn:linear" if in_bf16 or not mkl_runs_float32_linear() else "torch_mkl:linear"}
+    assert kernels["linear"] == {float_linear_kernel("bfloat16" if in_bf16 else "float32")}
     check_against_eager("tiny-cnn", model, dtype)
 
 
@@ -71,7 +71,7 @@ def test_tiny_bert_bf16(convert):
     model = load_artifact(convert("tiny-bert", "bf16"))
     widened = model.executor.bf16_compute == "float32"  # compute_precision.py: bf16 no faster than float32 here
     assert widened == compute_precision.bf16_no_faster_than_fp32(selected_isa())
-    assert kernels_by_op(model)["linear"] == {"torch_mkl:linear" if widened else "torch_onednn:linear"}
+    assert kernels_by_op(model)["linear"] == {"torch_mkl:linear" if widened else float_linear_kernel("bfloat16")}
     check_against_eager("tiny-bert", model, "bf16")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch_onednn_helpers import rel_err
+from torch_onednn_helpers import float_linear_kernel, rel_err
 
 from ipexconvert.api import load_artifact, optimize
 from ipexconvert.ir import Graph, Node, Program
@@ -14,7 +14,7 @@ from ipexconvert.passes.pipeline import PIPELINES
 from ipexconvert.passes.prepack import prepack
 from ipexconvert.backends.cpu.isa import selected_isa
 from ipexconvert.backends.cpu.self_check import torch_ops as probe
-from ipexconvert.backends.cpu.kernels._torch_onednn import isa_allows, mkl_runs_float32_linear
+from ipexconvert.backends.cpu.kernels._torch_onednn import isa_allows
 from ipexconvert.runtime.executor import Executor
 
 HAS_BF16 = "bfloat16" in probe.checked_dtypes() and isa_allows(selected_isa(), "bfloat16")
@@ -47,9 +47,9 @@ def test_matmul_becomes_packable_linear(tmp_path, dtype):
     assert "matmul" not in {s.op for s in model.executor.steps}
     linears = {s.kernel_name for s in model.executor.steps if s.op == "linear"}
     if dtype == "bf16" and model.executor.bf16_compute == "bfloat16":
-        assert linears == {"torch_onednn:linear" if HAS_BF16 else "reference:linear"}
+        assert linears == {float_linear_kernel("bfloat16") if HAS_BF16 else "reference:linear"}
     else:  # fp32, or bf16 weights widened to fp32 at load on a CPU without bf16 arithmetic
-        fp32_kernel = "torch_mkl:linear" if mkl_runs_float32_linear() else "torch_onednn:linear"
+        fp32_kernel = float_linear_kernel("float32")
         assert linears == {fp32_kernel if probe.op_for("mkl._mkl_linear", "float32") else "reference:linear"}
     with torch.no_grad():
         want = module(x)

@@ -91,3 +91,20 @@ def torch_operators_only(monkeypatch):
     """Imported by the tests about torch's oneDNN operators: keeps the direct oneDNN layers (tried
     first) out of their way."""
     monkeypatch.setenv("IPEXCONVERT_ONEDNN_DIRECT", "0")
+
+
+def float_linear_kernel(dtype: str) -> str:
+    """The kernel a float linear of this dtype ("float32" / "bfloat16", computed as such) loads onto here: MKL for
+    float32 on Intel CPUs; else our direct oneDNN matmul at the avx512_bf16 level (bf16 unless it widens to
+    MKL), torch's oneDNN operator elsewhere."""
+    from ipexconvert.backends.cpu.isa import selected_isa
+    from ipexconvert.backends.cpu.kernels import _runs_at
+    from ipexconvert.backends.cpu.kernels._torch_onednn import mkl_runs_float32_linear
+    from ipexconvert.backends.cpu.kernels.linear import widens_many_rows
+
+    isa = selected_isa()
+    if dtype == "float32" and mkl_runs_float32_linear():
+        return "torch_mkl:linear"
+    if _runs_at.onednn_direct_float_linear(isa) is None and not widens_many_rows(isa, dtype):
+        return "onednn_direct:linear"
+    return "torch_onednn:linear"
