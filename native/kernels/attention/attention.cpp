@@ -76,6 +76,13 @@ void pack_values(const uint16_t* v, int64_t row_stride, int64_t kv_len, int64_t 
     }
 }
 
+// 16 scores leaving the products: acc * scale + bias, stored at s and returned.
+inline __m512 store_score(__m512 acc, __m512 scale, const float* bias, float* s) {
+    const __m512 score = _mm512_fmadd_ps(acc, scale, _mm512_loadu_ps(bias));
+    _mm512_storeu_ps(s, score);
+    return score;
+}
+
 // Where a block of scores goes: row r, keys j .. j + 15 of the 16-row block become
 // acc * scale + bias[r][j ..] in scores (rows kv_pad apart), and row_max[r] keeps their lane-wise max
 // (in memory: held in registers, the 16 maxes crowd out the products' accumulators).
@@ -88,8 +95,7 @@ struct ScoreEpilogue {
     float (*row_max)[16];
 
     void operator()(int64_t r, int64_t j, __m512 acc) const {
-        const __m512 s = _mm512_fmadd_ps(acc, scale, _mm512_loadu_ps(bias + r * bias_stride + j));
-        _mm512_storeu_ps(scores + r * kv_pad + j, s);
+        const __m512 s = store_score(acc, scale, bias + r * bias_stride + j, scores + r * kv_pad + j);
         _mm512_store_ps(row_max[r], _mm512_max_ps(_mm512_load_ps(row_max[r]), s));
     }
 };
@@ -208,9 +214,9 @@ template <class M>
 void attend(const AttentionArgs& a, int64_t b, int64_t h, int64_t next_b, int64_t next_h, float* scratch) {
     const int64_t d = a.head_dim, full_pad = (a.kv_len + kDepth - 1) / kDepth * kDepth;
     const int64_t chunks = d / kDepth, blocks = d / 16;
-    // scratch: packed K and V (kv_pad x d bf16 each), scores (16 x kv_pad fp32), P (16 x kv_pad
-    // bf16), a zero-padded Q block (16 x d bf16), four C tiles (16 x 16 fp32 each) and the bias
-    // (16 x kv_pad fp32).
+    // scratch, laid out for all kv_len keys (full_pad) though a head may use fewer: packed K and V
+    // (full_pad x d bf16 each), scores (16 x full_pad fp32), P (16 x full_pad bf16), a zero-padded
+    // Q block (16 x d bf16), four C tiles (16 x 16 fp32 each) and the bias (16 x full_pad fp32).
     uint32_t* packed_k = reinterpret_cast<uint32_t*>(scratch);
     uint16_t* packed_v = reinterpret_cast<uint16_t*>(scratch + full_pad * d / 2);
     float* scores = scratch + full_pad * d;

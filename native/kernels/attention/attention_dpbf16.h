@@ -59,11 +59,10 @@ void score_keys(const uint16_t* q_block, int64_t q_stride, const uint32_t* packe
             const float* bias = epilogue.bias + r0 * bias_stride + kb * 16;
             float* row_max = epilogue.row_max[r0];
             product_8x32(q_block + r0 * q_stride, q_stride, b, b + chunks * tile, tile, chunks,
-                         [=](int r, __m512 c0, __m512 c1) {
-                             const __m512 s0 = _mm512_fmadd_ps(c0, scale, _mm512_loadu_ps(bias + r * bias_stride));
-                             const __m512 s1 = _mm512_fmadd_ps(c1, scale, _mm512_loadu_ps(bias + r * bias_stride + 16));
-                             _mm512_storeu_ps(s + r * kv_pad, s0);
-                             _mm512_storeu_ps(s + r * kv_pad + 16, s1);
+                         [=](int r, __m512 c0, __m512 c1) {  // ScoreEpilogue's steps, on values captured
+                             // here (through the struct gcc reloads every field after each store)
+                             const __m512 s0 = store_score(c0, scale, bias + r * bias_stride, s + r * kv_pad);
+                             const __m512 s1 = store_score(c1, scale, bias + r * bias_stride + 16, s + r * kv_pad + 16);
                              _mm512_store_ps(row_max + 16 * r,
                                              _mm512_max_ps(_mm512_load_ps(row_max + 16 * r), _mm512_max_ps(s0, s1)));
                          });

@@ -1,6 +1,6 @@
-// Helpers both attention kernels use (attention.cpp: bf16, attention_f32.cpp: fp32), written over V16
-// (vec16.h) so they build at every level the kernels do. Included inside nothing: it opens ipxc::IPXC_NS
-// itself, like common.h.
+// Helpers of the attention kernels (head_at: both; the softmax passes: attention_f32.cpp, the bf16 kernel
+// folds them into its products and its own e^x), written over V16 (vec16.h) so they build at every level the
+// kernels do. Included inside nothing: it opens ipxc::IPXC_NS itself, like common.h.
 #pragma once
 
 #include "common.h"
@@ -16,7 +16,7 @@ inline T* head_at(const void* base, const int64_t* strides, int64_t b, int64_t h
     return const_cast<T*>(static_cast<const T*>(base)) + b * strides[0] + h * strides[1];
 }
 
-// The two passes over a row of scores both softmaxes share. Pass 1: s = s * scale + mask in
+// The two passes over a row of scores of the fp32 softmax. Pass 1: s = s * scale + mask in
 // place, -inf past kv_len (so e = 0 there), returning the row's max. Two vectors a step
 // (kv_pad is a multiple of 32) so the max chains run two abreast.
 template <class M>

@@ -4,6 +4,8 @@ torch-oneDNN linear kernel (test_torch_onednn_linear.py): rank 2 and 3, bias or 
 only) and which dtypes the factory takes."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from torch_onednn_helpers import BF16_TOLERANCE, FP32_TOLERANCE, context, reference, rel_err, run
@@ -65,5 +67,5 @@ def test_runs_only_at_the_level_it_was_measured_at():
 def test_declines_nan_safe_plans_and_non_constant_weights():
     attrs, _, tensors = make("3d", "relu", "float32" if takes("float32") else "bfloat16")
     ctx = context("linear", attrs, tensors, {1, 2})
-    assert onednn_direct_linear(ctx.__class__(**{**ctx.__dict__, "nan_safe": True})) is None
+    assert onednn_direct_linear(dataclasses.replace(ctx, nan_safe=True)) is None
     assert onednn_direct_linear(context("linear", attrs, tensors, {2})) is None
