@@ -152,18 +152,11 @@ void softmax_block(const float* __restrict scores, int64_t kv_pad, const float (
             lanes[r] = _mm512_castps_si512(_mm512_set_ps(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1));
             continue;
         }
-        const float* s = scores + r * kv_pad;
         uint16_t* p = probs + r * kv_pad;
-        const __m512 max = _mm512_set1_ps(maxes[r]);
-        __m512 sum_a = _mm512_setzero_ps(), sum_b = _mm512_setzero_ps();
-        for (int64_t j = 0; j < kv_pad; j += 32) {
-            const __m512 a = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(s + j), max));
-            const __m512 b = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(s + j + 16), max));
-            sum_a = _mm512_add_ps(sum_a, a);
-            sum_b = _mm512_add_ps(sum_b, b);
-            _mm512_storeu_si512(p + j, (__m512i)_mm512_cvtne2ps_pbh(b, a));  // a in the low half
-        }
-        lanes[r] = _mm512_castps_si512(_mm512_add_ps(sum_a, sum_b));
+        const V16 sums = exp_and_sum_lanes(
+            scores + r * kv_pad, maxes[r], kv_pad, [](V16 x) { return V16{exp_nonpositive(x.v)}; },
+            [&](int64_t j, V16 a, V16 b) { _mm512_storeu_si512(p + j, (__m512i)_mm512_cvtne2ps_pbh(b.v, a.v)); });  // a low
+        lanes[r] = _mm512_castps_si512(sums.v);
     }
     _mm512_store_ps(inv_sum, _mm512_div_ps(_mm512_set1_ps(1.0f), reduce_rows<false>(lanes)));
 }

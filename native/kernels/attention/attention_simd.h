@@ -1,5 +1,5 @@
-// Helpers of the attention kernels (head_at: both; the softmax passes: attention_f32.cpp, the bf16 kernel
-// folds them into its products and its own e^x), written over V16 (vec16.h) so they build at every level the
+// Helpers of the attention kernels (head_at and the exp pass: both; the max pass: attention_f32.cpp, the
+// bf16 kernel folds it into its products), written over V16 (vec16.h) so they build at every level the
 // kernels do. Included inside nothing: it opens ipxc::IPXC_NS itself, like common.h.
 #pragma once
 
@@ -16,7 +16,7 @@ inline T* head_at(const void* base, const int64_t* strides, int64_t b, int64_t h
     return const_cast<T*>(static_cast<const T*>(base)) + b * strides[0] + h * strides[1];
 }
 
-// The two passes over a row of scores of the fp32 softmax. Pass 1: s = s * scale + mask in
+// The two passes over a row of scores (the bf16 kernel uses the second with its own e^x). Pass 1: s = s * scale + mask in
 // place, -inf past kv_len (so e = 0 there), returning the row's max. Two vectors a step
 // (kv_pad is a multiple of 32) so the max chains run two abreast.
 template <class M>
@@ -40,20 +40,27 @@ inline float scale_mask_max(float* __restrict s, const M* __restrict mask, float
     return v_reduce_max(v_max(max_a, max_b));
 }
 
-// Pass 2: e = e^(s - max), handed to store(j, e[j .. j + 16), e[j + 16 .. j + 32)) as two V16;
-// returns 1 / sum(e) of the unrounded values. store may overwrite s[j, j + 32) (no restrict on s).
-template <class Store>
-inline float exp_and_sum(const float* s, float row_max, int64_t kv_pad, const Store& store) {
+// Pass 2: e = exp(s - max) with the caller's e^x, handed to store(j, e[j .. j + 16), e[j + 16 .. j + 32))
+// as two V16; returns the lane-wise sums of the unrounded values. store may overwrite s[j, j + 32) (no
+// restrict on s).
+template <class Exp, class Store>
+__attribute__((always_inline)) inline V16 exp_and_sum_lanes(const float* s, float row_max, int64_t kv_pad, const Exp& exp, const Store& store) {
     const V16 max = v_set1(row_max);
     V16 sum_a = v_zero(), sum_b = v_zero();
     for (int64_t j = 0; j < kv_pad; j += 32) {
-        const V16 a = v_exp(v_sub(v_load(s + j), max));
-        const V16 b = v_exp(v_sub(v_load(s + j + 16), max));
+        const V16 a = exp(v_sub(v_load(s + j), max));
+        const V16 b = exp(v_sub(v_load(s + j + 16), max));
         sum_a = v_add(sum_a, a);
         sum_b = v_add(sum_b, b);
         store(j, a, b);
     }
-    return 1.0f / v_sum(v_add(sum_a, sum_b));
+    return v_add(sum_a, sum_b);
+}
+
+// Pass 2 with v_exp (the fp32 softmax); returns 1 / sum(e).
+template <class Store>
+inline float exp_and_sum(const float* s, float row_max, int64_t kv_pad, const Store& store) {
+    return 1.0f / v_sum(exp_and_sum_lanes(s, row_max, kv_pad, [](V16 x) { return v_exp(x); }, store));
 }
 
 }  // namespace IPXC_NS
