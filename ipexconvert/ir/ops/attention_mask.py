@@ -32,10 +32,12 @@ class AttentionMaskOp(OpDef):
         # stays one row per batch, and so does a padding mask built out to every query row (transformers'
         # masks are `padding & (q_idx >= 0)`, a full [b, 1, L, S]): the attention kernels then widen one
         # row per head, and the fully-masked-rows check reads one row. One compare per call, shared by
-        # every layer (share_attention_mask), against L-fold work in each.
+        # every layer (share_attention_mask), against L-fold work in each. On the CPU only: on a GPU the
+        # compare's answer would be a device sync, which a captured graph cannot hold.
         mask, dtype = inputs[0], dtypes.to_torch(attrs.dtype)
         base = broadcast_base(mask)
-        if base.dim() >= 2 and base.shape[-2] > 1 and bool((base == base[..., :1, :]).all()):
+        if (base.device.type == "cpu" and base.dim() >= 2 and base.shape[-2] > 1
+                and bool((base == base[..., :1, :]).all())):
             base = base[..., :1, :]
         if base.dtype == torch.bool:
             out = torch.zeros(base.shape, dtype=dtype, device=base.device).masked_fill_(base.logical_not(), float("-inf"))
