@@ -138,8 +138,7 @@ def onednn_direct_linear(ctx: NodeContext) -> Optional[Kernel]:
     if ctx.device != "cpu" or ctx.nan_safe or ctx.input_specs[0].rank < 2:
         return None
     dtype = node_dtype(ctx)
-    if not ((dtype == "bfloat16" and not widens_many_rows(ctx.isa, dtype))
-            or (dtype == "float32" and not mkl_runs_float32_linear())):
+    if not onednn_runs(dtype) or widens_many_rows(ctx.isa, dtype):
         return None
     params = constant_weight_and_bias(ctx)
     if params is None or not isa_allows(ctx.isa, dtype) or params[0].dim() != 2:
@@ -160,10 +159,12 @@ def torch_onednn_linear(ctx: NodeContext) -> Optional[Kernel]:
     `_common.mkl_runs_float32_linear`)."""
     if ctx.device != "cpu" or not enabled() or ctx.nan_safe:
         return None
-    dtype = node_dtype(ctx)
-    if dtype == "bfloat16" or (dtype == "float32" and not mkl_runs_float32_linear()):
-        return build_linear_kernel(ctx)
-    return None
+    return build_linear_kernel(ctx) if onednn_runs(node_dtype(ctx)) else None
+
+
+def onednn_runs(dtype: Optional[str]) -> bool:
+    """Whether a linear of this dtype runs on oneDNN here: bf16 always, float32 where MKL does not run it."""
+    return dtype == "bfloat16" or (dtype == "float32" and not mkl_runs_float32_linear())
 
 
 def build_linear_kernel(ctx: NodeContext) -> Optional[Kernel]:
