@@ -12,6 +12,8 @@ minilm), not on random inputs, which misjudge MiniLM's activation ranges (cosine
 
     python benchmarks/gpu.py --models resnet50,bert-base --dtypes bf16 --batches 1 --compile max-autotune \
         --out benchmarks/results/<name>.md
+    python benchmarks/gpu.py --models resnet50 --dtypes int8 --batches 64 --compile none \
+        --without triton_int8_gemm_qconv2d    # also the artifact loaded without that kernel factory (an A/B)
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 import torch
 
@@ -70,8 +73,22 @@ def _print_kernel_profile(fn, rows: int) -> None:
     print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=110), flush=True)
 
 
+def load_without(path: Path, factories: list[str]):
+    """The artifact loaded on the GPU with these kernel factories left out of the registry."""
+    from ipexconvert.runtime import kernels
+
+    saved = {op: list(v) for op, v in kernels.KERNELS.items()}
+    try:
+        for registered in kernels.KERNELS.values():
+            registered[:] = [f for f in registered if f.__name__ not in factories]
+        return ipexconvert.load_artifact(path, device="cuda")
+    finally:
+        for op, v in saved.items():
+            kernels.KERNELS[op][:] = v
+
+
 def bench_case(name: str, dtype: str, batch: int, compile_mode: str, rounds: int, calls: int, folder: Path,
-               profile_rows: int = 0) -> dict:
+               profile_rows: int = 0, without: Optional[list[str]] = None) -> dict:
     example = get_example(name)
     cpu_inputs = example.example_inputs(batch)
     path = folder / f"{name}.{dtype}.ipxc"
@@ -107,6 +124,11 @@ def bench_case(name: str, dtype: str, batch: int, compile_mode: str, rounds: int
             eager(**float_inputs)
 
     candidates = {"artifact": lambda: model.run_dict(artifact_inputs), f"eager {torch_dtype}".replace("torch.", ""): run_eager}
+    if without:
+        variant = load_without(path, without)
+        with torch.inference_mode():
+            cosines += [_cosine(g, w) for g, w in zip(variant.run_dict(inputs).values(), got)]  # B against A
+        candidates["artifact without " + ",".join(without)] = lambda: variant.run_dict(artifact_inputs)
     compile_s = None
     if compile_mode != "none":
         compiled = torch.compile(eager, mode=compile_mode)
@@ -150,17 +172,21 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--profile", type=int, default=0, metavar="ROWS", help="print the top kernels by GPU time")
+    parser.add_argument("--without", action="append", metavar="FACTORY",
+                        help="also time the artifact loaded without this kernel factory (repeatable)")
     args = parser.parse_args()
     lines = [f"# GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, ipexconvert {ipexconvert.__version__}",
              f"command: python {' '.join(sys.argv)}", "",
              "| model | dtype | batch | artifact ms | eager ms | compile ms | artifact / compile | cosine vs eager fp32 | "
              "load s | first call s | compile warm-up s |", "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
+    notes: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models.split(","):
             for dtype in args.dtypes.split(","):
                 for batch in (int(b) for b in args.batches.split(",")):
                     print(f"{name} {dtype} b{batch}", flush=True)
-                    r = bench_case(name, dtype, batch, args.compile, args.rounds, args.calls, Path(tmp), args.profile)
+                    r = bench_case(name, dtype, batch, args.compile, args.rounds, args.calls, Path(tmp), args.profile,
+                                   args.without)
                     m = r["medians_ms"]
                     art = m["artifact"]
                     eager = next(v for k, v in m.items() if k.startswith("eager"))
@@ -170,7 +196,9 @@ def main() -> None:
                             f"{r['compile_s'] or 0:.1f} |")
                     print(line, r["graphs"], flush=True)
                     lines.append(line)
-    text = "\n".join(lines) + "\n"
+                    notes += [f"{name} {dtype} b{batch}: {k} {v:.3f} ms, the artifact {art / v:.3f} x that"
+                              for k, v in m.items() if k.startswith("artifact without")]
+    text = "\n".join(lines + [""] + notes) + "\n"
     print(text)
     if args.out:
         args.out.write_text(text)

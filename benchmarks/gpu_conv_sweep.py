@@ -3,6 +3,11 @@ convolution shapes for several tile choices, beside the TF32 path (codes to floa
 the Triton epilogue) and cuDNN's bf16 convolution of the same shape. GPU time of replayed CUDA graphs.
 
     python benchmarks/gpu_conv_sweep.py --batches 1,64
+    python benchmarks/gpu_conv_sweep.py --batches 64 --shapes all --tiles wide --gemm
+
+--tiles wide adds larger tiles (up to 256 x 256) and 8 warps; --shapes all adds the 1x1 layers that narrow the
+channels, the stride-2 shortcut and the 7x7 stem; --gemm also times each 1x1 stride-1 convolution as the int8 GEMM
+it is (_triton_int8.run_int8_gemm on the channels-last rows, with and without TMA loads).
 """
 from __future__ import annotations
 
@@ -19,17 +24,36 @@ from timing import gpu_graph_ms
 # (input channels, size, output channels, kernel, stride): ResNet-50's kinds of convolution
 SHAPES = [(64, 56, 64, 3, 1), (64, 56, 256, 1, 1), (128, 56, 128, 3, 2), (256, 14, 256, 3, 1), (512, 7, 512, 3, 1),
           (512, 7, 2048, 1, 1)]
+MORE_SHAPES = [(256, 56, 64, 1, 1), (128, 28, 512, 1, 1), (512, 28, 128, 1, 1), (1024, 14, 256, 1, 1),
+               (2048, 7, 512, 1, 1), (256, 56, 512, 1, 2), (3, 224, 64, 7, 2)]
+
+
+GEMM_SWEEP_TILES = [GemmTile(bm, bn, 128, 8, warps, 3) for bm, bn, warps in
+                    ((64, 128, 4), (128, 64, 4), (128, 128, 8), (128, 256, 8), (256, 128, 8))]
+
+
+def sweep_tiles(kind: str) -> list[GemmTile]:
+    if kind == "narrow":
+        return [GemmTile(bm, bn, 128, 8, 4, stages) for bm, bn, stages in itertools.product((32, 64, 128), (32, 64, 128),
+                                                                                            (3, 4))]
+    return [GemmTile(bm, bn, 128, 8, warps, stages) for bm, bn, (warps, stages)
+            in itertools.product((64, 128, 256), (64, 128, 256), ((4, 3), (8, 3), (8, 4)))
+            if bm * bn <= 128 * 256]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batches", default="1,64")
     ap.add_argument("--top", type=int, default=3)
+    ap.add_argument("--tiles", choices=["narrow", "wide"], default="narrow")
+    ap.add_argument("--shapes", choices=["resnet", "all"], default="resnet")
+    ap.add_argument("--gemm", action="store_true", help="also time 1x1 stride-1 convolutions as the int8 GEMM")
     args = ap.parse_args()
     gpu = torch.device("cuda", 0)
-    tiles = [GemmTile(bm, bn, 128, 8, 4, stages) for bm, bn, stages in itertools.product((32, 64, 128), (32, 64, 128),
-                                                                                          (3, 4))]
-    for batch, (c, size, cout, k, stride) in itertools.product((int(b) for b in args.batches.split(",")), SHAPES):
+    tiles = sweep_tiles(args.tiles)
+    # (all: the most frequent kinds first, so a run cut short by a time limit has measured them)
+    shapes = SHAPES if args.shapes == "resnet" else sorted(SHAPES + MORE_SHAPES, key=lambda s: (s[3] != 1, -s[1]))
+    for batch, (c, size, cout, k, stride) in itertools.product((int(b) for b in args.batches.split(",")), shapes):
         pad = k // 2
         x = torch.randint(0, 256, (batch, c, size, size), dtype=torch.uint8, device=gpu).contiguous(
             memory_format=torch.channels_last)
@@ -71,11 +95,34 @@ def main() -> None:
             results.append((ms, tile))
         default = _triton_int8.conv_tile(batch * (size // stride) ** 2, cout)
         for ms, tile in sorted(results, key=lambda r: r[0])[:args.top]:
-            print(f"   int8 {tile.block_m}x{tile.block_n} stages {tile.stages}: {ms * 1000:.1f} us "
+            print(f"   int8 {tile.block_m}x{tile.block_n} warps {tile.warps} stages {tile.stages}: {ms * 1000:.1f} us "
                   f"({ops / ms / 1e9:.0f} TOP/s){'  (default)' if tile == default else ''}", flush=True)
         chosen = [ms for ms, tile in results if tile == default]
         if chosen:
             print(f"   int8 the default tile: {chosen[0] * 1000:.1f} us", flush=True)
+        if args.gemm and k == 1 and stride == 1:
+            time_as_gemm(x, weight, offset, scale, bias, codes, quantize, GEMM_SWEEP_TILES, ops, args.top)
+
+
+def time_as_gemm(x, weight, offset, scale, bias, codes, quantize, tiles, ops, top) -> None:
+    """A 1x1 stride-1 convolution as the int8 GEMM of its channels-last rows, for each tile with and without TMA."""
+    n, c, h, w = x.shape
+    rows, flat = x.permute(0, 2, 3, 1).reshape(-1, c), weight.reshape(weight.shape[0], c).contiguous()
+    results = []
+    for tile in tiles:
+        for tma in (False, True):
+            t = GemmTile(tile.block_m, tile.block_n, tile.block_k, tile.group_m, tile.warps, tile.stages, tma)
+            try:
+                ms = gpu_graph_ms([lambda: _triton_int8.run_int8_gemm(
+                    rows, flat, True, offset, scale, bias, codes, [], (n, h, w, flat.shape[0]), torch.uint8,
+                    quantize, tile=t)] * 4)
+            except Exception as e:
+                print(f"   gemm {t}: {type(e).__name__}", flush=True)
+                continue
+            results.append((ms, t))
+    for ms, t in sorted(results, key=lambda r: r[0])[:top]:
+        print(f"   as GEMM {t.block_m}x{t.block_n} warps {t.warps} stages {t.stages} tma {t.tma}: {ms * 1000:.1f} us "
+              f"({ops / ms / 1e9:.0f} TOP/s)", flush=True)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ which these kernels are also tried on the CPU (TRITON_INTERPRET=1).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -178,17 +179,20 @@ def _tma_loads(x: torch.Tensor, weight: torch.Tensor) -> bool:
 def run_int8_gemm(x: torch.Tensor, weight: torch.Tensor, flip: bool, offset: torch.Tensor, col_scale: torch.Tensor,
                   bias: Optional[torch.Tensor], codes: list[int], operands: list[torch.Tensor], shape: Sequence[int],
                   out_dtype: torch.dtype, quantize: Optional[tuple[float, int, str]],
-                  tile: Optional[GemmTile] = None, weight_descriptors: Optional[dict] = None) -> torch.Tensor:
+                  tile: Optional[GemmTile] = None, weight_descriptors: Optional[dict] = None,
+                  operand_codes: Optional[tuple[float, int]] = None) -> torch.Tensor:
     """x codes [rows, K] (uint8 when flip, else int8; K contiguous) times weight [cols, K] int8, then the epilogue,
     in one kernel -> the layer's output of `shape`. `weight_descriptors`: the layer's own cache of the weight's TMA
-    descriptors by tile (built on the first call that reads it with TMA, not on every call)."""
+    descriptors by tile (built on the first call that reads it with TMA, not on every call); operand_codes: see
+    _epilogue_args."""
     rows, k = x.shape
     cols = weight.shape[0]
     out = torch.empty((rows, cols), dtype=out_dtype, device=x.device)
     if rows and cols:
         tile = tile or gemm_tile(rows)
         block_k = min(tile.block_k, max(32, next_power_of_2(k)))
-        args, flags = _epilogue_args(offset, col_scale, bias, codes, operands, shape, rows, cols, out, quantize)
+        args, flags = _epilogue_args(offset, col_scale, bias, codes, operands, shape, rows, cols, out, quantize,
+                                     operand_codes)
         grid = (tile.programs(rows, cols),)
         blocks = dict(BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=block_k, GROUP_M=tile.group_m,
                       num_warps=tile.warps, num_stages=tile.stages)
@@ -229,6 +233,15 @@ def conv_tile(rows: int, cols: int) -> GemmTile:
     return candidates[-1]
 
 
+def conv_gemm_tile(rows: int, cols: int) -> GemmTile:
+    """A convolution run as int8_gemm (1x1, or on im2col rows): conv_tile's choice, with TMA loads where it picks a
+    tile of 64 rows or more (many rows). At batch 64 on an H200 (benchmarks/gpu_conv_sweep.py --gemm,
+    session48-gpu-conv-sweep-h200.log) that GEMM took 0.55-0.86 of the implicit convolution's time on ResNet-50's
+    1x1 layers with the same tiles, TMA 1-8 % faster than pointer loads."""
+    tile = conv_tile(rows, cols)
+    return dataclasses.replace(tile, tma=True) if tile.block_m >= 64 else tile
+
+
 def conv_block_k(channels: int) -> Optional[int]:
     """int8_conv's k step: the largest of 128, 64, 32 dividing the input channels (a step stays in one tap), or None
     (then steps of 32 gather across taps)."""
@@ -260,6 +273,32 @@ def run_int8_conv(x: torch.Tensor, weight: torch.Tensor, flip: bool, x_zero_poin
             BLOCK_N=tile.block_n, BLOCK_K=min(tile.block_k, block_k or 32), GROUP_M=tile.group_m,
             GATHER=block_k is None, num_warps=tile.warps, num_stages=tile.stages)
     return out.reshape(n, oh, ow, cols).permute(0, 3, 1, 2)
+
+
+def im2col_depth(channels: int, taps: int) -> int:
+    """The im2col rows' width: taps * channels rounded up to a multiple of 32 (an int8 GEMM's k step; 16-byte rows
+    for TMA)."""
+    return -(-taps * channels // 32) * 32
+
+
+def run_im2col_codes(x: torch.Tensor, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                     dilation: Sequence[int], x_zero_point: int) -> torch.Tensor:
+    """The im2col rows of x codes [N, C, H, W] (channels-last memory): [N * OH * OW, im2col_depth] codes, row
+    (n, oh, ow) holding its window as k = (kh * KW + kw) * C + c (the [Cout, KH, KW, C] weight's order), padded
+    positions and the columns past KH * KW * C as the zero point's code (x - zero point = 0)."""
+    n, c, h, w = x.shape
+    kh, kw = kernel
+    oh = window_output_size(h, kh, stride[0], padding[0], dilation[0])
+    ow = window_output_size(w, kw, stride[1], padding[1], dilation[1])
+    rows, depth = n * oh * ow, im2col_depth(c, kh * kw)
+    out = torch.empty((rows, depth), dtype=x.dtype, device=x.device)
+    if rows:
+        block_k = min(256, next_power_of_2(depth))
+        block_r = max(1, 8192 // block_k)
+        _triton.jit().im2col_codes[((rows + block_r - 1) // block_r, (depth + block_k - 1) // block_k)](
+            x, out, rows, h, w, oh, ow, stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1],
+            x_zero_point, C=c, KW=kw, TAPS=kh * kw, DEPTH=depth, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=4)
+    return out
 
 
 def next_power_of_2(n: int) -> int:

@@ -252,6 +252,28 @@ def int8_conv(x_ptr, w_ptr, offset_ptr, scale_ptr, bias_ptr, a_ptr, b_ptr, out_p
 
 
 @triton.jit
+def im2col_codes(x_ptr, out_ptr, rows, H, W, OH, OW, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, x_zero_point,
+                 C: tl.constexpr, KW: tl.constexpr, TAPS: tl.constexpr, DEPTH: tl.constexpr, BLOCK_R: tl.constexpr,
+                 BLOCK_K: tl.constexpr):
+    """The im2col rows of x codes [N, H, W, C] (channels-last): out [rows, DEPTH], row (n, oh, ow) holding
+    k = tap * C + c, tap = kh * KW + kw; padded positions and k past TAPS * C read the zero point's code. C is a
+    constant (an image's 3 channels): its divisions compile to multiplies."""
+    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    kk = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    ow = r % OW
+    oh = (r // OW) % OH
+    n = r // (OW * OH)
+    tap = kk // C
+    ih = oh[:, None] * stride_h - pad_h + (tap // KW)[None, :] * dil_h
+    iw = ow[:, None] * stride_w - pad_w + (tap % KW)[None, :] * dil_w
+    stored = (r < rows)[:, None] & (kk < DEPTH)[None, :]
+    inside = stored & (kk < TAPS * C)[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+    v = tl.load(x_ptr + ((n[:, None] * H + ih).to(tl.int64) * W + iw) * C + (kk % C)[None, :], mask=inside, other=0)
+    v = tl.where(inside, v, x_zero_point.to(v.dtype))
+    tl.store(out_ptr + r.to(tl.int64)[:, None] * DEPTH + kk[None, :], v, mask=stored)
+
+
+@triton.jit
 def quantize(x_ptr, m_ptr, out_ptr, n, channels, inv_scale, zero_point, lo, hi,
              HAS_MULTIPLIER: tl.constexpr, BLOCK: tl.constexpr):
     """Codes of x's n values. With a multiplier over the innermost `channels` values, program (row, block of the
