@@ -7,7 +7,8 @@ the Triton epilogue) and cuDNN's bf16 convolution of the same shape. GPU time of
 
 --tiles wide adds larger tiles (up to 256 x 256) and 8 warps; --shapes all adds the 1x1 layers that narrow the
 channels, the stride-2 shortcut and the 7x7 stem; --gemm also times each 1x1 stride-1 convolution as the int8 GEMM
-it is (_triton_int8.run_int8_gemm on the channels-last rows, with and without TMA loads).
+it is (_triton_int8.run_int8_gemm on the channels-last rows, with and without TMA loads); --im2col times only the
+stem's im2col rows (_triton_int8.run_im2col_codes) for several program shapes.
 """
 from __future__ import annotations
 
@@ -48,8 +49,13 @@ def main() -> None:
     ap.add_argument("--tiles", choices=["narrow", "wide"], default="narrow")
     ap.add_argument("--shapes", choices=["resnet", "all"], default="resnet")
     ap.add_argument("--gemm", action="store_true", help="also time 1x1 stride-1 convolutions as the int8 GEMM")
+    ap.add_argument("--im2col", action="store_true", help="only time the stem's im2col rows, by program shape")
     args = ap.parse_args()
     gpu = torch.device("cuda", 0)
+    if args.im2col:
+        for batch in (int(b) for b in args.batches.split(",")):
+            time_im2col(batch, gpu)
+        return
     tiles = sweep_tiles(args.tiles)
     # (all: the most frequent kinds first, so a run cut short by a time limit has measured them)
     shapes = SHAPES if args.shapes == "resnet" else sorted(SHAPES + MORE_SHAPES, key=lambda s: (s[3] != 1, -s[1]))
@@ -102,6 +108,26 @@ def main() -> None:
             print(f"   int8 the default tile: {chosen[0] * 1000:.1f} us", flush=True)
         if args.gemm and k == 1 and stride == 1:
             time_as_gemm(x, weight, offset, scale, bias, codes, quantize, GEMM_SWEEP_TILES, ops, args.top)
+
+
+def time_im2col(batch: int, gpu: torch.device) -> None:
+    """The stem's im2col rows (3 channels, 7x7, stride 2, 224 x 224) for each (rows, columns, warps) of a program."""
+    x = torch.randint(0, 256, (batch, 3, 224, 224), dtype=torch.uint8, device=gpu).contiguous(
+        memory_format=torch.channels_last)
+    written = batch * 112 * 112 * _triton_int8.im2col_depth(3, 49)
+    results = []
+    for blocks in itertools.product((16, 32, 64, 128, 256), (32, 64, 128, 256), (4, 8)):
+        if not 2048 <= blocks[0] * blocks[1] <= 16384:
+            continue
+        ms = gpu_graph_ms([lambda: _triton_int8.run_im2col_codes(x, (7, 7), (2, 2), (3, 3), (1, 1), 131, blocks)] * 4)
+        results.append((ms, blocks))
+    for ms, blocks in sorted(results)[:6]:
+        print(f"b{batch} stem im2col rows {blocks[0]} x columns {blocks[1]}, {blocks[2]} warps: {ms * 1000:.1f} us "
+              f"({written / ms / 1e6:.0f} GB/s written){'  (default)' if blocks == _triton_int8.IM2COL_BLOCKS else ''}",
+              flush=True)
+    default = [ms for ms, blocks in results if blocks == _triton_int8.IM2COL_BLOCKS]
+    if default:
+        print(f"b{batch} stem im2col, the default blocks: {default[0] * 1000:.1f} us", flush=True)
 
 
 def time_as_gemm(x, weight, offset, scale, bias, codes, quantize, tiles, ops, top) -> None:

@@ -311,10 +311,22 @@ CASES: dict[str, dict[str, Case]] = {
             (In((1, 96, 9, 10), "uint8", "codes", layout="channels_last"), const([40, 96, 1, 1], "int8", "weight"),
              const([40], fill="positive", scale=0.006), const([40]),
              In((1, 40, 9, 10), "uint8", "codes", layout="channels_last")), budget="gemm"),
+        "u8-1x1-c32-many-rows-accum-add-relu": Case(  # the GPU's 1x1 as a GEMM with TMA loads (>= 264 tiles of 128 rows)
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP, "output_dtype": "uint8", "output_scale": 0.1,
+             "output_zero_point": 3, "accum_scale": 0.08, "accum_zero_point": 7,
+             "post_ops": [{"kind": "add", "operand": 4}, {"kind": "relu"}]},
+            (In((1, 32, 184, 184), "uint8", "codes", layout="channels_last"), const([40, 32, 1, 1], "int8", "weight"),
+             const([40], fill="positive", scale=0.006), const([40]),
+             In((1, 40, 184, 184), "uint8", "codes", layout="channels_last"))),
         "u8-stem-7x7-c3-stride2-pad3-relu": Case(  # an image's 3 channels: the GPU's k steps gather across taps
             {"x_scale": X_SCALE, "x_zero_point": X_ZP, "stride": [2, 2], "padding": [3, 3], "output_dtype": "uint8",
              "output_scale": 0.2, "output_zero_point": 0, "post_ops": [{"kind": "relu"}]},
             (In((2, 3, 17, 17), "uint8", "codes", layout="channels_last"), const([40, 3, 7, 7], "int8", "weight"),
+             const([40], fill="positive", scale=0.006), const([40]))),
+        "u8-stem-7x7-c3-stride2-many-rows": Case(  # the GPU's im2col rows read with TMA (>= 264 tiles of 128 rows)
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP, "stride": [2, 2], "padding": [3, 3], "output_dtype": "uint8",
+             "output_scale": 0.2, "output_zero_point": 0, "post_ops": [{"kind": "relu"}]},
+            (In((1, 3, 368, 368), "uint8", "codes", layout="channels_last"), const([40, 3, 7, 7], "int8", "weight"),
              const([40], fill="positive", scale=0.006), const([40]))),
         "u8-to-f32-residual-add-nchw": Case(
             {"x_scale": X_SCALE, "x_zero_point": X_ZP, "post_ops": [{"kind": "add", "operand": 4}]},

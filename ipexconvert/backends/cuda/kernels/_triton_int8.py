@@ -275,6 +275,9 @@ def run_int8_conv(x: torch.Tensor, weight: torch.Tensor, flip: bool, x_zero_poin
     return out.reshape(n, oh, ow, cols).permute(0, 3, 1, 2)
 
 
+IM2COL_BLOCKS = (256, 32, 4)  # (rows, columns, warps) a program of im2col_codes: gpu_conv_sweep.py --im2col
+
+
 def im2col_depth(channels: int, taps: int) -> int:
     """The im2col rows' width: taps * channels rounded up to a multiple of 32 (an int8 GEMM's k step; 16-byte rows
     for TMA)."""
@@ -282,7 +285,8 @@ def im2col_depth(channels: int, taps: int) -> int:
 
 
 def run_im2col_codes(x: torch.Tensor, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
-                     dilation: Sequence[int], x_zero_point: int) -> torch.Tensor:
+                     dilation: Sequence[int], x_zero_point: int,
+                     blocks: Optional[tuple[int, int, int]] = None) -> torch.Tensor:
     """The im2col rows of x codes [N, C, H, W] (channels-last memory): [N * OH * OW, im2col_depth] codes, row
     (n, oh, ow) holding its window as k = (kh * KW + kw) * C + c (the [Cout, KH, KW, C] weight's order), padded
     positions and the columns past KH * KW * C as the zero point's code (x - zero point = 0)."""
@@ -293,11 +297,11 @@ def run_im2col_codes(x: torch.Tensor, kernel: Sequence[int], stride: Sequence[in
     rows, depth = n * oh * ow, im2col_depth(c, kh * kw)
     out = torch.empty((rows, depth), dtype=x.dtype, device=x.device)
     if rows:
-        block_k = min(256, next_power_of_2(depth))
-        block_r = max(1, 8192 // block_k)
+        block_r, block_k, warps = blocks or IM2COL_BLOCKS
+        block_k = min(block_k, next_power_of_2(depth))
         _triton.jit().im2col_codes[((rows + block_r - 1) // block_r, (depth + block_k - 1) // block_k)](
             x, out, rows, h, w, oh, ow, stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1],
-            x_zero_point, C=c, KW=kw, TAPS=kh * kw, DEPTH=depth, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=4)
+            x_zero_point, C=c, KW=kw, TAPS=kh * kw, DEPTH=depth, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)
     return out
 
 

@@ -256,19 +256,25 @@ def im2col_codes(x_ptr, out_ptr, rows, H, W, OH, OW, stride_h, stride_w, pad_h, 
                  C: tl.constexpr, KW: tl.constexpr, TAPS: tl.constexpr, DEPTH: tl.constexpr, BLOCK_R: tl.constexpr,
                  BLOCK_K: tl.constexpr):
     """The im2col rows of x codes [N, H, W, C] (channels-last): out [rows, DEPTH], row (n, oh, ow) holding
-    k = tap * C + c, tap = kh * KW + kw; padded positions and k past TAPS * C read the zero point's code. C is a
-    constant (an image's 3 channels): its divisions compile to multiplies."""
+    k = tap * C + c, tap = kh * KW + kw; padded positions and k past TAPS * C read the zero point's code. Integer
+    arithmetic bounds this kernel (a byte an element), so the address splits into a row's window origin and a
+    column's offset in it, each computed once, and the bounds into a row's limits and a column's tap position. C is
+    a constant (an image's 3 channels): its divisions compile to multiplies."""
     r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     kk = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     ow = r % OW
     oh = (r // OW) % OH
-    n = r // (OW * OH)
+    top = oh * stride_h - pad_h  # the window's first row and column (negative in the padding)
+    left = ow * stride_w - pad_w
+    origin = (((r // (OW * OH)).to(tl.int64) * H + top) * W + left) * C
     tap = kk // C
-    ih = oh[:, None] * stride_h - pad_h + (tap // KW)[None, :] * dil_h
-    iw = ow[:, None] * stride_w - pad_w + (tap % KW)[None, :] * dil_w
+    dy = (tap // KW) * dil_h  # a column's position in the window
+    dx = (tap % KW) * dil_w
+    offset = (dy * W + dx) * C + kk % C
     stored = (r < rows)[:, None] & (kk < DEPTH)[None, :]
-    inside = stored & (kk < TAPS * C)[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-    v = tl.load(x_ptr + ((n[:, None] * H + ih).to(tl.int64) * W + iw) * C + (kk % C)[None, :], mask=inside, other=0)
+    inside = (stored & (kk < TAPS * C)[None, :] & (dy[None, :] >= -top[:, None]) & (dy[None, :] < H - top[:, None])
+              & (dx[None, :] >= -left[:, None]) & (dx[None, :] < W - left[:, None]))
+    v = tl.load(x_ptr + origin[:, None] + offset[None, :], mask=inside, other=0)
     v = tl.where(inside, v, x_zero_point.to(v.dtype))
     tl.store(out_ptr + r.to(tl.int64)[:, None] * DEPTH + kk[None, :], v, mask=stored)
 
