@@ -83,10 +83,14 @@ def onednn_direct_int8(level: str) -> Optional[str]:
 def onednn_direct_float_linear(level: str) -> Optional[str]:
     """Our oneDNN matmul for float linear layers: as the other direct layers, at the avx512_bf16 level only (bf16
     arithmetic without AMX; on AMX torch's newer bundled oneDNN ran BERT-base's bf16 GEMMs faster, and elsewhere it
-    was not measured: docs/native.md, "Direct oneDNN layers")."""
+    was not measured: docs/native.md, "Direct oneDNN layers"), and only where MKL does not run float32 linear (the
+    factory would decline every layer there: float32 runs on MKL, bf16 widens to it)."""
     why = onednn_direct_float(level)
     if why is None and level != "avx512_bf16":
         return f"measured for avx512_bf16 only ({level} here: torch's oneDNN linear runs)"
+    if why is None and mkl_runs_float32_linear():
+        return ("MKL runs float32 linear on this CPU and bf16 widens to it for many rows (torch's oneDNN linear "
+                "keeps both)")
     return why
 
 

@@ -58,10 +58,21 @@ def test_one_kernel_over_batch_sizes(dtype):
         assert rel_err(got, reference("linear", attrs, exact)) < (FP32_TOLERANCE if dtype == "float32" else BF16_TOLERANCE)
 
 
-def test_runs_only_at_the_level_it_was_measured_at():
+def test_runs_only_at_the_level_it_was_measured_at(monkeypatch):
+    monkeypatch.setenv("IPEXCONVERT_MKL_FP32", "0")  # (an AMD CPU's choice; below, an Intel CPU's)
     assert _runs_at.onednn_direct_float_linear("avx512_bf16") is None
     for level in ("avx2", "avx512", "avx512_vnni", "amx"):
         assert "avx512_bf16 only" in _runs_at.onednn_direct_float_linear(level)
+
+
+def test_cannot_run_where_mkl_runs_float32_linear(monkeypatch):
+    """There float32 runs on MKL and bf16 widens to it, so the factory would decline every layer: the rule says so
+    (the oracle's check that every factory able to run takes some case failed on the AMX host's CPU)."""
+    monkeypatch.setenv("IPEXCONVERT_MKL_FP32", "1")
+    assert "MKL runs float32 linear" in _runs_at.onednn_direct_float_linear("avx512_bf16")
+    for dtype in ("float32", "bfloat16"):
+        attrs, _, tensors = make("3d", "relu", dtype)
+        assert onednn_direct_linear(context("linear", attrs, tensors, {1, 2}, isa="avx512_bf16")) is None
 
 
 def test_declines_nan_safe_plans_and_non_constant_weights():
