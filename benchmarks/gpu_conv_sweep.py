@@ -35,8 +35,8 @@ GEMM_SWEEP_TILES = [GemmTile(bm, bn, 128, 8, warps, 3) for bm, bn, warps in
 
 def sweep_tiles(kind: str) -> list[GemmTile]:
     if kind == "narrow":
-        return [GemmTile(bm, bn, 128, 8, 4, stages) for bm, bn, stages in itertools.product((32, 64, 128), (32, 64, 128),
-                                                                                            (3, 4))]
+        return [GemmTile(bm, bn, 128, 8, 4, stages)
+                for bm, bn, stages in itertools.product((32, 64, 128), (32, 64, 128), (3, 4))]
     return [GemmTile(bm, bn, 128, 8, warps, stages) for bm, bn, (warps, stages)
             in itertools.product((64, 128, 256), (64, 128, 256), ((4, 3), (8, 3), (8, 4)))
             if bm * bn <= 128 * 256]

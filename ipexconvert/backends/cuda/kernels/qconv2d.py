@@ -1,8 +1,9 @@
 """qconv2d on the GPU. Factories in preference order:
 
-triton_int8_gemm (1x1 stride-1 convolutions, and those of few input channels such as an image's 3): the int8 GEMM
-of qlinear with the epilogue, one Triton kernel (_triton_int8.run_int8_gemm), on the channels-last input's rows
-(a 1x1 convolution is that GEMM) or on im2col rows one Triton kernel writes first (_triton_int8.run_im2col_codes).
+triton_int8_gemm (1x1 stride-1 convolutions, and those of fewer than 32 input channels such as an image's 3): the
+int8 GEMM of qlinear with the epilogue, one Triton kernel (_triton_int8.run_int8_gemm), on the channels-last input's
+rows (a 1x1 convolution is that GEMM) or on im2col rows one Triton kernel writes first
+(_triton_int8.run_im2col_codes).
 At batch 64 on an H200 these GEMMs took 0.55-0.86 of the implicit convolution's time on ResNet-50's 1x1 layers,
 and the stem's 3 channels, gathered across taps inside the implicit GEMM, ran at a tenth of its other layers' rate.
 
@@ -76,6 +77,12 @@ class _Epilogue:
         return cls(ctx, plan, operand_codes)
 
 
+# Input channels below which a convolution with a window runs on im2col rows: an image's 3 channels, which the implicit
+# GEMM gathers tap by tap at a tenth of its rate elsewhere. (Rows of taps x channels bytes for every output pixel: a
+# bounded copy only for few channels; the stem's is 128 MB at batch 64.)
+IM2COL_CHANNELS = 32
+
+
 def _pointwise(attrs, weight: torch.Tensor) -> bool:
     """A 1x1 convolution with stride 1 and no padding: its output pixels are its input's, one GEMM row each."""
     return (tuple(weight.shape[2:]) == (1, 1) and tuple(attrs.stride) == (1, 1)
@@ -85,15 +92,15 @@ def _pointwise(attrs, weight: torch.Tensor) -> bool:
 @register_kernel("cuda", "qconv2d", runs_at=triton_missing)
 def triton_int8_gemm_qconv2d(ctx: NodeContext) -> Optional[Kernel]:
     """One Triton int8 GEMM with the epilogue, on the channels-last input's rows (a 1x1 stride-1 unpadded
-    convolution) or on im2col rows (input channels not a multiple of 32, as an image's 3). Needs groups 1."""
+    convolution) or on im2col rows (fewer than 32 input channels, as an image's 3). Needs groups 1."""
     attrs, epilogue = ctx.attrs, _Epilogue.of(ctx)
     weight = ctx.constants[1]
     if epilogue is None or attrs.groups != 1:
         return None
     cout, channels, kh, kw = weight.shape
     pointwise = _pointwise(attrs, weight)
-    if not pointwise and _triton_int8.conv_block_k(channels) is not None:
-        return None  # channels in whole k steps: the implicit GEMM reads them in place
+    if not pointwise and channels >= IM2COL_CHANNELS:
+        return None  # the implicit GEMM reads them in place (no rows the size of the window times the input)
     flip = ctx.input_specs[0].dtype == "uint8"
     offset = ((128 if flip else 0) - attrs.x_zero_point) * weight.sum(dim=(1, 2, 3), dtype=torch.int32)
     taps = weight.permute(0, 2, 3, 1).reshape(cout, kh * kw * channels)  # k = (tap, channel), as the rows
