@@ -12,6 +12,9 @@ A decoder artifact is prefilled with a random prompt; then, in one process and i
 3. the native calls replayed without one kind at a time (rms_norm, decode_attention, ...): what each kind adds to
    a step between the weight streams (its outputs hold the previous replay's values, so what reads them still
    reads numbers).
+4. each kind's calls timed one by one inside a replay of the step (in context), beside one of its calls alone and
+   warm (the same call back to back) and alone after a 64 MB read has evicted the caches: what a small step's cost
+   in a decode step owes to cold memory.
 (Making a kernel's call a no-op inside the whole step is no measure of it: its outputs stay unwritten, and what
 reads them then computes on whatever the memory held: on an AMX CPU that doubled an int8-a8 step.)
 
@@ -209,6 +212,35 @@ def main() -> None:
     for name in list(after)[1:]:
         m = median_ms(results[f"GEMVs + {name}"])
         print(f"| GEMVs + {name} after each | {m:.2f} | +{1e3 * (m - alone) / len(gemvs):.1f} us a call |")
+    print()
+    per_call_costs(native_calls, args.rounds)
+
+
+def per_call_costs(native_calls: list, rounds: int) -> None:
+    """Table 4 of the docstring: per kind, microseconds a call in context, alone warm, alone after a 64 MB read."""
+    in_context: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        spent: dict[str, float] = {}
+        for fn, a in native_calls:
+            start = time.perf_counter()
+            fn(*a)
+            spent[fn.__name__] = spent.get(fn.__name__, 0.0) + time.perf_counter() - start
+        for kind, seconds in spent.items():
+            in_context.setdefault(kind, []).append(seconds)
+    big = torch.ones((64 << 20) // 4)
+    print("| kind | calls a step | in context us a call | alone, warm | alone, after a 64 MB read |")
+    print("|---|---:|---:|---:|---:|")
+    for kind, samples in in_context.items():
+        calls = [(fn, a) for fn, a in native_calls if fn.__name__ == kind]
+        fn, a = calls[len(calls) // 2]
+        cold = []
+        for _ in range(20):
+            big.sum()
+            start = time.perf_counter()
+            fn(*a)
+            cold.append(time.perf_counter() - start)
+        print(f"| {kind} | {len(calls)} | {1e6 * statistics.median(samples) / len(calls):.1f} | "
+              f"{1e6 * timed(lambda: fn(*a), 100):.1f} | {1e6 * statistics.median(cold):.1f} |")
 
 
 if __name__ == "__main__":
