@@ -73,20 +73,6 @@ def _print_kernel_profile(fn, rows: int) -> None:
     print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=110), flush=True)
 
 
-def load_without(path: Path, factories: list[str]):
-    """The artifact loaded on the GPU with these kernel factories left out of the registry."""
-    from ipexconvert.runtime import kernels
-
-    saved = {op: list(v) for op, v in kernels.KERNELS.items()}
-    try:
-        for registered in kernels.KERNELS.values():
-            registered[:] = [f for f in registered if f.__name__ not in factories]
-        return ipexconvert.load_artifact(path, device="cuda")
-    finally:
-        for op, v in saved.items():
-            kernels.KERNELS[op][:] = v
-
-
 def bench_case(name: str, dtype: str, batch: int, compile_mode: str, rounds: int, calls: int, folder: Path,
                profile_rows: int = 0, without: Optional[list[str]] = None) -> dict:
     example = get_example(name)
@@ -125,7 +111,7 @@ def bench_case(name: str, dtype: str, batch: int, compile_mode: str, rounds: int
 
     candidates = {"artifact": lambda: model.run_dict(artifact_inputs), f"eager {torch_dtype}".replace("torch.", ""): run_eager}
     if without:
-        variant = load_without(path, without)
+        variant = ipexconvert.load_artifact(path, device="cuda", avoid_kernels=without)
         with torch.inference_mode():
             cosines += [_cosine(g, w) for g, w in zip(variant.run_dict(inputs).values(), got)]  # B against A
         candidates["artifact without " + ",".join(without)] = lambda: variant.run_dict(artifact_inputs)

@@ -287,7 +287,7 @@ def im2col_depth(channels: int, taps: int) -> int:
 def run_im2col_codes(x: torch.Tensor, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
                      dilation: Sequence[int], x_zero_point: int,
                      blocks: Optional[tuple[int, int, int]] = None) -> torch.Tensor:
-    """The im2col rows of x codes [N, C, H, W] (channels-last memory): [N * OH * OW, im2col_depth] codes, row
+    """The im2col rows of x codes [N, C, H, W] (channels-last memory): [N, OH, OW, im2col_depth] codes, row
     (n, oh, ow) holding its window as k = (kh * KW + kw) * C + c (the [Cout, KH, KW, C] weight's order), padded
     positions and the columns past KH * KW * C as the zero point's code (x - zero point = 0)."""
     n, c, h, w = x.shape
@@ -302,7 +302,7 @@ def run_im2col_codes(x: torch.Tensor, kernel: Sequence[int], stride: Sequence[in
         _triton.jit().im2col_codes[((rows + block_r - 1) // block_r, (depth + block_k - 1) // block_k)](
             x, out, rows, h, w, oh, ow, stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1],
             x_zero_point, C=c, KW=kw, TAPS=kh * kw, DEPTH=depth, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)
-    return out
+    return out.view(n, oh, ow, depth)
 
 
 def next_power_of_2(n: int) -> int:

@@ -29,7 +29,6 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from ....ir.ops._common import window_output_size
 from ....ir.ops._quant import finish
 from ....ir.ops.qconv2d import dequantize_accum
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
@@ -111,15 +110,13 @@ def triton_int8_gemm_qconv2d(ctx: NodeContext) -> Optional[Kernel]:
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0].contiguous(memory_format=torch.channels_last)
-        n = x.shape[0]
         if pointwise:
-            oh, ow = x.shape[2:]
-            rows = x.permute(0, 2, 3, 1).reshape(-1, channels)
+            pixels = x.permute(0, 2, 3, 1)  # [N, H, W, C]: the output's pixels, one row each
         else:
-            rows = _triton_int8.run_im2col_codes(x, (kh, kw), attrs.stride, attrs.padding, attrs.dilation,
-                                                 attrs.x_zero_point)
-            oh = window_output_size(x.shape[2], kh, attrs.stride[0], attrs.padding[0], attrs.dilation[0])
-            ow = window_output_size(x.shape[3], kw, attrs.stride[1], attrs.padding[1], attrs.dilation[1])
+            pixels = _triton_int8.run_im2col_codes(x, (kh, kw), attrs.stride, attrs.padding, attrs.dilation,
+                                                   attrs.x_zero_point)
+        n, oh, ow, _ = pixels.shape
+        rows = pixels.reshape(-1, depth)
         out = _triton_int8.run_int8_gemm(
             rows, weight_rows, flip, offset, epilogue.col_scale, epilogue.bias, epilogue.codes,
             [inputs[i].permute(0, 2, 3, 1) for i in epilogue.operand_slots], (n, oh, ow, cout), epilogue.out_dtype,
