@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from qwen2_module import SETTINGS, SHAPES, Qwen2Shaped  # noqa: E402
 
 import ipexconvert  # noqa: E402
+from ipexconvert.backends.cuda.kernels import _triton  # noqa: E402
 from ipexconvert.examples.decoder_cache import decoder_dynamic_dims, decoder_example_inputs  # noqa: E402
 
 
@@ -99,7 +100,8 @@ def profile_decode(model, prompt_tokens: int, gpu: torch.device, steps: int = 20
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", choices=sorted(SHAPES), default="tinyllama-1.1b")
-    ap.add_argument("--dtypes", default="bf16", help=f"comma-separated, of {', '.join(SETTINGS)}")
+    ap.add_argument("--dtypes", default="bf16", help=f"comma-separated, of {', '.join(SETTINGS)}; NAME+pdl / NAME+nopdl "
+                    "loads NAME with or without programmatic dependent launch (backends/cuda/kernels/_triton.PDL)")
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
@@ -112,14 +114,17 @@ def main() -> None:
     args.cache.mkdir(parents=True, exist_ok=True)
     models, rows = {}, {}
     for name in args.dtypes.split(","):
-        path = args.cache / f"{args.shape}.{name}.ipxc"
+        setting, _, variant = name.partition("+")  # "+pdl", "+nopdl": _triton.PDL on or off
+        path = args.cache / f"{args.shape}.{setting}.ipxc"
         if not path.exists():
             start = time.perf_counter()
             example = decoder_example_inputs(module.shape, batch=1, seq=4, past=3)
             ipexconvert.optimize(module, example, dynamic_dims=decoder_dynamic_dims(module.shape, max_batch=4),
-                                 output=path, eos_token_ids=[0], **SETTINGS[name])
+                                 output=path, eos_token_ids=[0], **SETTINGS[setting])
             print(f"{path}: converted in {time.perf_counter() - start:.0f} s", flush=True)
         start = time.perf_counter()
+        if variant:
+            _triton.PDL = variant == "pdl"  # (the factories read it at load)
         model = ipexconvert.load_artifact(path, device="cuda")
         load = time.perf_counter() - start
         assert model.static_cache is not None, model.static_cache_refusal
@@ -137,8 +142,12 @@ def main() -> None:
         prompt = torch.randint(1, SHAPES[args.shape]["vocab"], (1, args.prompt_tokens),
                                generator=torch.Generator().manual_seed(r))
         bandwidth.append(read_bandwidth(gpu))
+        tokens = {}
         for name, model in models.items():
             result = model.generate(prompt, max_new_tokens=args.new_tokens, stop_at_eos=False)
+            tokens[name.partition("+")[0]] = tokens.get(name.partition("+")[0], result.new_ids)
+            if result.new_ids != tokens[name.partition("+")[0]]:  # a launch variant must not change the tokens
+                print(f"round {r}: {name}'s greedy tokens differ from {name.partition('+')[0]}'s", flush=True)
             rows[f"ipexconvert {name}"]["prefill"].append(result.prefill_seconds)
             rows[f"ipexconvert {name}"]["decode"].append(result.decode_ms_per_token / 1000)
         prefill, decode = eager_decode(eager, prompt, args.new_tokens, gpu)
@@ -152,7 +161,7 @@ def main() -> None:
              f"median of {args.rounds} rounds", "",
              "| system | weights a token | prefill | decode ms/token | share of bandwidth |", "|---|---:|---:|---:|---:|"]
     for key, row in rows.items():
-        dtype = key.split()[-1].split("-kv")[0]  # (the KV cache's format does not change the weights)
+        dtype = key.split()[-1].split("+")[0].split("-kv")[0]  # (the KV cache's format does not change the weights)
         size = weight_bytes_per_token(module, width[dtype])
         decode = statistics.median(row["decode"])
         row.update(prefill_s=statistics.median(row["prefill"]), decode_ms=decode * 1000, weight_mb=size / 1e6,

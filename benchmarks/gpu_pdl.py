@@ -9,7 +9,8 @@ next kernel is launched while its predecessor runs; it can load the first tile o
 writes, then waits (`gdc_wait`) before it reads the vector the predecessor wrote. The chain here: `--chain`
 kernels y_{i+1} = W_i y_i, each W_i its own bf16 [n, n] matrix (so every kernel streams fresh weights), timed as
 CUDA-graph replays (GPU time per kernel), with and without PDL, for each size in `--sizes`; the outputs of both
-must agree (same arithmetic, same order).
+must agree (same arithmetic, same order). Session 49 on an H200: 0.94x and 0.98x the time a kernel at n 2048 and
+5632 (benchmarks/results/session49-gpu-pdl-chain-h200.log); the backend's woq_rows took it up (docs/gpu.md).
 
     python benchmarks/gpu_pdl.py --sizes 2048,5632 --chain 64
 """
@@ -82,7 +83,7 @@ def main() -> None:
         weight_mb = 2 * n * n / 1e6
         for pdl, ms in times.items():
             print(f"n {n} ({weight_mb:.1f} MB a kernel), PDL {'on ' if pdl else 'off'}: {ms * 1000:.2f} us a kernel, "
-                  f"{weight_mb / ms / 1e3:.0f} GB/s", flush=True)
+                  f"{weight_mb / ms:.0f} GB/s", flush=True)
         if len(outputs) == 2:
             same = torch.equal(outputs[False], outputs[True])
             print(f"n {n}: outputs with and without PDL {'identical' if same else 'DIFFER'}; on/off "

@@ -1,5 +1,6 @@
 """The GPU backend's pure-Python parts, which need no GPU: which post-op chains the Triton epilogue takes,
-and the input guards' host-side check and flag reading (on CPU tensors here)."""
+and the input guards' host-side check and flag reading (on CPU tensors here), where launches use programmatic
+dependent launch."""
 from __future__ import annotations
 
 import pytest
@@ -63,3 +64,16 @@ def test_doctor_says_whether_the_gpu_can_run():
         assert report == {"cuda": f"not available: {reason}"}
     else:
         assert report["architecture"].startswith("sm_") and report["device"]
+
+
+def test_programmatic_dependent_launch_only_on_gpus_that_have_it(monkeypatch):
+    from ipexconvert.backends.cuda.kernels import _triton
+
+    monkeypatch.setattr(_triton, "PDL", True)
+    assert not _triton.pdl_enabled("cpu")  # (a CPU tensor's kernels: the interpreter)
+    if torch.cuda.is_available():
+        assert _triton.pdl_enabled("cuda") == (torch.cuda.get_device_capability()[0] >= 9)
+        monkeypatch.setenv("IPEXCONVERT_GPU_PDL", "0")
+        assert not _triton.pdl_enabled("cuda")
+    monkeypatch.setattr(_triton, "PDL", False)
+    assert not _triton.pdl_enabled("cuda")

@@ -21,3 +21,21 @@ def jit():
     from . import _triton_jit
 
     return _triton_jit
+
+
+# Launch woq_rows (the decode step's GEMVs) with programmatic dependent launch where the GPU has it: each loads
+# its first weights while the kernel before it finishes (docs/gpu.md; benchmarks/gpu_decode.py's "+pdl"/"+nopdl").
+# Read by the factories at load.
+PDL = True
+
+
+def pdl_enabled(device) -> bool:
+    """PDL on a GPU with programmatic dependent launch (compute capability 9 or later), unless
+    IPEXCONVERT_GPU_PDL=0."""
+    import torch
+
+    from ....environment import switched_off
+
+    if not PDL or torch.device(device).type != "cuda" or switched_off("IPEXCONVERT_GPU_PDL"):
+        return False
+    return torch.cuda.get_device_capability(device)[0] >= 9

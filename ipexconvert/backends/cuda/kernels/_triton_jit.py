@@ -544,7 +544,7 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
              INT8_ROWS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
              P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
              RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, SPLIT_ROWS: tl.constexpr,
-             PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr):
+             PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr, GDC: tl.constexpr):
     """One row of x [rows, K] times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py). Program (i, j, m)
     computes BLOCK_N outputs of row m over the j-th split_words words of codes, reading the codes as int32 words (8 int4
     codes a word, k = 8 w + s at bits 4 s; 4 int8 codes, k = 4 w + s at bits 8 s), one run of RUN consecutive k
@@ -562,7 +562,11 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     program of a column block and row to finish (counted in ticket, which it resets) reads them SPLIT_ROWS at a
     time ([SPLIT_ROWS, BLOCK_N] a load, a power of two up to 32: one trip to L2 for up to 32 splits, not one per
     split) and adds them in an order fixed by the compiled kernel (the same sum every call), then finishes: the
-    bias, up to four post-ops, one rounding to out's dtype."""
+    bias, up to four post-ops, one rounding to out's dtype.
+    GDC (launched with programmatic dependent launch, Hopper and later): the program may start while the kernel
+    before it still runs; it loads its first run of codes (no kernel writes weights), then waits for that kernel
+    (gdc_wait: until it has finished and its writes are visible) before it reads x or writes anything, and lets
+    the next kernel launch once its loop is done."""
     block = tl.program_id(0)
     part = tl.program_id(1)
     row = tl.program_id(2).to(tl.int64)
@@ -579,6 +583,8 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     word_end = tl.minimum(k_words, word_begin + split_words)
     words, scale, offset = woq_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, word_begin, word_end,
                                            k_words, groups, group_size, BITS, ZERO, HAS_ZEROS, PER_WORD)
+    if GDC:
+        tl.extra.cuda.gdc_wait()
     x_row = x_ptr + row * x_row_stride
     inv_rms = 1.0
     ROW_CHUNK: tl.constexpr = 1024  # x read a whole row at a time: few dependent trips to memory
@@ -619,6 +625,8 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
             run += code * x[None, :]
         acc += (run - offset[:, None] * x_sum[None, :]) * scale[:, None]
         words, scale, offset = next_words, next_scale, next_offset
+    if GDC:
+        tl.extra.cuda.gdc_launch_dependents()
     y = tl.sum(acc, axis=1)
     if SPLIT:
         slot = row * N + n

@@ -6,7 +6,9 @@ per run of a group and scaled, never forming the float weight; int8 activations 
 bias and post-ops (residual add, SiLU, the gate product) in the same pass. k is split among programs (about
 Tile.programs a call) and the last program of a column block reads the partial sums in one load and adds them in a
 fixed order. Runs of fewer than a word of codes (int4 groups not a multiple of 8) and more rows (a prompt) run the
-reference, which dequantizes the weight once per call and multiplies on cuBLAS in float32.
+reference, which dequantizes the weight once per call and multiplies on cuBLAS in float32. On Hopper and later the
+kernel launches with programmatic dependent launch (_triton.pdl_enabled): it loads its first codes while the kernel
+before it finishes.
 
 prologue_woq_linear (made at load by backends/cuda/prologues.py) runs the same kernel with its rms_norm or
 silu_mul applied to x as the kernel reads it."""
@@ -119,6 +121,7 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
     zero = SYMMETRIC_INT4_ZERO if attrs.bits == 4 else 0
     code_mask = ((1 << attrs.bits) - 1) << (19 if attrs.bits == 4 else 15)  # where woq_rows moves a code
     weight_inputs = [codes, scales, zeros, bias] + ([norm] if prologue is not None else [])
+    pdl = _triton.pdl_enabled(codes.device)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
@@ -139,7 +142,8 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
             INT8_ROWS=attrs.activations == "int8", HAS_A=len(operands) > 0, HAS_B=len(operands) > 1,
             P0=post[0], P1=post[1], P2=post[2], P3=post[3], RUN=run_k, BLOCK_N=block_n, SPLIT=splits > 1,
             SPLIT_ROWS=split_rows,
-            PROLOGUE=PROLOGUES[prologue], HAS_NORM_WEIGHT=norm is not None, num_warps=tile.warps)
+            PROLOGUE=PROLOGUES[prologue], HAS_NORM_WEIGHT=norm is not None, GDC=pdl, launch_pdl=pdl,
+            num_warps=tile.warps)
         return out.view(out_shape)
 
     name = "triton:woq_linear_rows" if prologue is None else f"triton:{prologue}_woq_linear_rows"
