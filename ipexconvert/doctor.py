@@ -117,9 +117,12 @@ def gpu_report() -> dict:
     reason = unavailable_reason()
     if reason is not None:
         return {"cuda": f"not available: {reason}"}
+    from .backends.cuda.kernels._triton import pdl_enabled
+
     major, minor = torch.cuda.get_device_capability()
     return {"cuda": torch.version.cuda, "device": torch.cuda.get_device_name(), "architecture": f"sm_{major}{minor}",
-            "cudnn": torch.backends.cudnn.version(), "triton": _version("triton")}
+            "cudnn": torch.backends.cudnn.version(), "triton": _version("triton"),
+            "programmatic_dependent_launch": pdl_enabled("cuda")}
 
 
 def kernel_table() -> list[dict]:

@@ -64,6 +64,7 @@ def test_doctor_says_whether_the_gpu_can_run():
         assert report == {"cuda": f"not available: {reason}"}
     else:
         assert report["architecture"].startswith("sm_") and report["device"]
+        assert report["programmatic_dependent_launch"] == (torch.cuda.get_device_capability()[0] >= 9)
 
 
 def test_programmatic_dependent_launch_only_on_gpus_that_have_it(monkeypatch):

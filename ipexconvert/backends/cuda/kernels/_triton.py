@@ -30,12 +30,16 @@ PDL = True
 
 
 def pdl_enabled(device) -> bool:
-    """PDL on a GPU with programmatic dependent launch (compute capability 9 or later), unless
-    IPEXCONVERT_GPU_PDL=0."""
+    """PDL on a GPU with programmatic dependent launch (compute capability 9 or later) under a Triton that has it
+    (`tl.extra.cuda.gdc_wait`), unless IPEXCONVERT_GPU_PDL=0."""
     import torch
 
     from ....environment import switched_off
 
     if not PDL or torch.device(device).type != "cuda" or switched_off("IPEXCONVERT_GPU_PDL"):
         return False
-    return torch.cuda.get_device_capability(device)[0] >= 9
+    try:
+        from triton.language.extra import cuda
+    except ImportError:
+        return False
+    return hasattr(cuda, "gdc_wait") and torch.cuda.get_device_capability(device)[0] >= 9
