@@ -14,10 +14,13 @@ minilm), not on random inputs, which misjudge MiniLM's activation ranges (cosine
         --out benchmarks/results/<name>.md
     python benchmarks/gpu.py --models resnet50 --dtypes int8 --batches 64 --compile none \
         --without triton_int8_gemm_qconv2d    # also the artifact loaded without that kernel factory (an A/B)
+    python benchmarks/gpu.py --models resnet50 --batches 1 --inductor-cache .inductor-cache  # max-autotune's
+        # choices kept between device calls (carry .inductor-cache; ResNet-50 b1's compile outlasts one call)
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -160,7 +163,15 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="ROWS", help="print the top kernels by GPU time")
     parser.add_argument("--without", action="append", metavar="FACTORY",
                         help="also time the artifact loaded without this kernel factory (repeatable)")
+    parser.add_argument("--inductor-cache", type=Path, metavar="DIR",
+                        help="torch.compile's cache here (TORCHINDUCTOR_CACHE_DIR; Triton's own cubins elsewhere), "
+                             "kept between runs: a max-autotune compile cut by a time limit resumes from the choices "
+                             "it had benchmarked")
     args = parser.parse_args()
+    if args.inductor_cache:
+        args.inductor_cache.mkdir(parents=True, exist_ok=True)
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(args.inductor_cache.resolve())
+        os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton-"))  # (large; not kept)
     lines = [f"# GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, ipexconvert {ipexconvert.__version__}",
              f"command: python {' '.join(sys.argv)}", "",
              "| model | dtype | batch | artifact ms | eager ms | compile ms | artifact / compile | cosine vs eager fp32 | "
