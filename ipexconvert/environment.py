@@ -39,9 +39,9 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in [
     Variable("IPEXCONVERT_MALLOC_TUNING", "1", "0: loading an artifact leaves glibc's malloc thresholds alone"),
     Variable("IPEXCONVERT_MAX_TENSOR_BYTES", "2147483648 (2 GiB)",
              "the largest output an `aten` fallback node may make (a bound on what an artifact can ask for)"),
-    Variable("IPEXCONVERT_GPU_PDL", "1", "0: the GPU's decode kernels launch one after another instead of with "
-             "programmatic dependent launch (Hopper and later: each starts loading its weights while the one before "
-             "it finishes)"),
+    Variable("IPEXCONVERT_GPU_PDL", "1", "0: the GPU's weight-only GEMVs (a decode step's) launch one after another "
+             "instead of with programmatic dependent launch (Hopper and later: each starts loading its weights while "
+             "the kernel before it finishes)"),
     Variable("IPEXCONVERT_DEBUG", "unset", "1: an internal error (exit 3) prints its Python traceback"),
 ]}
 
