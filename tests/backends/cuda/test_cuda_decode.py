@@ -137,3 +137,25 @@ def test_caches_remade_for_another_batch_are_captured_again(artifacts):
         assert got == cpu.generate(prompt, max_new_tokens=5, stop_at_eos=False).new_ids
         status = gpu.static_cache.runner.graph_status()
         assert status and all(v == "graph" for v in status.values()), status
+
+
+def test_programmatic_dependent_launch_changes_no_logit(artifacts, monkeypatch):
+    """The weight-only GEMVs launched with programmatic dependent launch (backends/cuda/kernels/_triton.PDL) start
+    while the kernel before them finishes: the decode step's logits must be the same bits with and without it, step
+    after step over the static caches (a wait placed too late would read a half-written input)."""
+    from ipexconvert.backends.cuda.kernels import _triton
+
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("programmatic dependent launch needs compute capability 9 or later")
+    runs = {}
+    prompt = _prompt(1, 12, seed=4)
+    for pdl in (False, True):
+        monkeypatch.setattr(_triton, "PDL", pdl)
+        gpu = ipexconvert.load_artifact(artifacts["int4-bf16-llama"], device="cuda")
+        static = gpu.static_cache
+        logits = [static.start(prompt, 40, torch.device("cuda", torch.cuda.current_device()))[:, -1].clone()]
+        for token in range(3, 27):
+            logits.append(static.advance(torch.tensor([[token]]))[:, -1].clone())
+        runs[pdl] = (torch.stack(logits).cpu(), gpu.generate(prompt, max_new_tokens=24, stop_at_eos=False).new_ids)
+    assert torch.equal(runs[True][0], runs[False][0])
+    assert runs[True][1] == runs[False][1]
