@@ -14,6 +14,8 @@ minilm), not on random inputs, which misjudge MiniLM's activation ranges (cosine
         --out benchmarks/results/<name>.md
     python benchmarks/gpu.py --models resnet50 --dtypes int8 --batches 64 --compile none \
         --without triton_int8_gemm_qconv2d    # also the artifact loaded without that kernel factory (an A/B)
+    python benchmarks/gpu.py --models resnet50,bert-base --dtypes bf16,int8 --model-batches resnet50=1,64 \
+        --model-batches bert-base=1,32    # each model at its own batches
     python benchmarks/gpu.py --models resnet50 --batches 1 --inductor-cache .inductor-cache  # max-autotune's
         # choices kept between device calls (carry .inductor-cache; ResNet-50 b1's compile outlasts one call)
 """
@@ -156,6 +158,8 @@ def main() -> None:
     parser.add_argument("--models", default="resnet50,bert-base")
     parser.add_argument("--dtypes", default="bf16")
     parser.add_argument("--batches", default="1")
+    parser.add_argument("--model-batches", action="append", default=[], metavar="MODEL=B1,B2",
+                        help="this model's batches instead of --batches (repeatable), e.g. resnet50=1,64")
     parser.add_argument("--compile", default="max-autotune", choices=["max-autotune", "reduce-overhead", "none"])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--calls", type=int, default=20)
@@ -177,10 +181,11 @@ def main() -> None:
              "| model | dtype | batch | artifact ms | eager ms | compile ms | artifact / compile | cosine vs eager fp32 | "
              "load s | first call s | compile warm-up s |", "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     notes: list[str] = []
+    own_batches = dict(entry.split("=", 1) for entry in args.model_batches)
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models.split(","):
             for dtype in args.dtypes.split(","):
-                for batch in (int(b) for b in args.batches.split(",")):
+                for batch in (int(b) for b in own_batches.get(name, args.batches).split(",")):
                     print(f"{name} {dtype} b{batch}", flush=True)
                     r = bench_case(name, dtype, batch, args.compile, args.rounds, args.calls, Path(tmp), args.profile,
                                    args.without)
