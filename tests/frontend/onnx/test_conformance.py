@@ -39,3 +39,13 @@ def test_the_docs_show_this_run(report):
         pytest.skip(f"docs/onnx.md shows onnx {documented.group(1)}'s node tests; this host has onnx {onnx.__version__}")
     assert text.split(conformance.MARKER, 1)[1].strip() == conformance.markdown(report).strip(), \
         "regenerate: python -m ipexconvert.frontend.onnx.conformance --write docs/onnx.md"
+
+
+def test_worker_processes_give_the_same_outcomes_in_the_same_order():
+    """run_all splits the cases over spawned processes; one process must report exactly what they report."""
+    names = ["test_relu", "test_reshape_", "test_abs"]
+    alone = conformance.run_all(names, workers=1)
+    split = conformance.run_all(names, workers=2)
+    assert len(alone.results) > 5
+    outcomes = [(r.name, r.outcome, r.detail) for r in alone.results]
+    assert [(r.name, r.outcome, r.detail) for r in split.results] == outcomes
