@@ -81,6 +81,12 @@ def usable(isa: str) -> bool:
     return self_check()
 
 
+def applied_level() -> Optional[str]:
+    """Our level whose cap the direct layers' oneDNN took at their first use (it holds for the process), or None
+    while none was applied (not used yet, or uncapped)."""
+    return next((level for level, name in ONEDNN_ISA.items() if name == _isa_cap), None) if _isa_cap else None
+
+
 def report() -> dict:
     """For `ipexconvert doctor`."""
     return {"available": available(), "version": raw.version() if raw else None,

@@ -70,3 +70,25 @@ def test_apply_on_a_plain_dict():
     assert environ["ONEDNN_MAX_CPU_ISA"] == "AVX512_CORE" and environ["ATEN_CPU_CAPABILITY"] == "avx512"
     assert result["MKL_ENABLE_INSTRUCTIONS"] == ("user", "AVX2") and environ["MKL_ENABLE_INSTRUCTIONS"] == "AVX2"
     assert isa_caps.apply({"IPEXCONVERT_MAX_ISA": "bogus"}) == {}  # runtime.cpu reports a bad cap
+
+
+def test_a_cap_lifted_after_onednn_took_it_keeps_bf16_and_int8_off_onednn(monkeypatch):
+    """oneDNN keeps the cap it took (ONEDNN_MAX_CPU_ISA at import, the direct layers' at first use): removing
+    IPEXCONVERT_MAX_ISA later must not hand it bf16 or int8 layers it has no kernels for (a bf16 matmul at avx2
+    failed to build; int8 without VNNI saturates)."""
+    from ipexconvert.backends.cpu import onednn_direct
+    from ipexconvert.backends.cpu.kernels._torch_onednn import int8_allowed, isa_allows, onednn_level
+
+    monkeypatch.setattr(isa_caps, "applied", {})
+    monkeypatch.setattr(onednn_direct, "_isa_cap", None)
+    assert onednn_level("amx") == "amx" and isa_allows("avx512_bf16", "bfloat16") and int8_allowed("avx512_vnni")
+
+    monkeypatch.setattr(isa_caps, "applied", {"ONEDNN_MAX_CPU_ISA": ("set", "AVX2")})
+    assert onednn_level("amx") == "avx2" and onednn_level("generic") == "generic"
+    assert not isa_allows("avx512_bf16", "bfloat16") and isa_allows("avx512_bf16", "float32")
+    assert not int8_allowed("amx")
+
+    monkeypatch.setattr(isa_caps, "applied", {"ONEDNN_MAX_CPU_ISA": ("user", "AVX2")})  # the user's: not ours to read
+    assert onednn_level("amx") == "amx"
+    monkeypatch.setattr(onednn_direct, "_isa_cap", "avx512_core_vnni")  # the direct layers' own cap
+    assert onednn_level("amx") == "avx512_vnni" and int8_allowed("amx") and not isa_allows("amx", "bfloat16")

@@ -44,13 +44,28 @@ def mkl_runs_float32_linear() -> bool:
     return _switched_on(override.strip()) if override else cpu_vendor() == "GenuineIntel"
 
 
+def onednn_level(isa: str) -> str:
+    """`isa`, or the level oneDNN was capped to in this process where that is lower. oneDNN takes a cap once: torch's
+    from ONEDNN_MAX_CPU_ISA as `import ipexconvert` wrote it (isa_caps), the direct layers' when they are first used.
+    IPEXCONVERT_MAX_ISA lifted after that lifts our kernels but not oneDNN's, and a bf16 layer handed to oneDNN then
+    finds no kernel ("could not create a primitive descriptor" for a bf16 matmul at avx2), an int8 one saturates.
+    (A cap the user wrote into ONEDNN_MAX_CPU_ISA is theirs to keep consistent: it is not read here.)"""
+    from .. import isa_caps, onednn_direct
+    caps = [onednn_direct.applied_level()]
+    kind, value = isa_caps.applied.get("ONEDNN_MAX_CPU_ISA", ("", ""))
+    if kind == "set":
+        caps.append(next((lvl for lvl, names in isa_caps.LIBRARY_CAPS.items()
+                          if names.get("ONEDNN_MAX_CPU_ISA") == value), None))
+    return ISA_LEVELS[min([ISA_LEVELS.index(isa)] + [ISA_LEVELS.index(c) for c in caps if c is not None])]
+
+
 def isa_allows(isa: str, dtype: str) -> bool:
-    """The ISA cap (IPEXCONVERT_MAX_ISA) also caps these kernels.
+    """The ISA cap (IPEXCONVERT_MAX_ISA) also caps these kernels, as oneDNN took it (onednn_level).
 
     "generic" means the user wants no native code. bf16 needs native bf16 instructions:
     without them oneDNN emulates bf16, slower than the reference gains.
     """
-    level = ISA_LEVELS.index(isa)
+    level = ISA_LEVELS.index(onednn_level(isa))
     if level < ISA_LEVELS.index("avx2"):
         return False
     return dtype != "bfloat16" or level >= ISA_LEVELS.index("avx512_bf16")
@@ -59,7 +74,7 @@ def isa_allows(isa: str, dtype: str) -> bool:
 def int8_allowed(isa: str) -> bool:
     """oneDNN int8 needs VNNI here: without it u8*s8 products go through a 16-bit saturating
     multiply-add (vpmaddubsw) that can overflow, so below avx512_vnni the reference runs."""
-    return ISA_LEVELS.index(isa) >= ISA_LEVELS.index("avx512_vnni")
+    return ISA_LEVELS.index(onednn_level(isa)) >= ISA_LEVELS.index("avx512_vnni")
 
 
 def int8_weight_params(ctx: NodeContext) -> Optional[tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]]:

@@ -15,6 +15,7 @@ from test_torch_onednn_qlinear import reference as linear_reference
 
 import native_ops as native
 from ipexconvert.runtime.kernels import resolve_kernel
+from ipexconvert.backends.cpu import isa_caps, onednn_direct
 from ipexconvert.backends.cpu.kernels.qconv2d import native_qconv2d
 from ipexconvert.backends.cpu.kernels.qlinear import native_qlinear
 
@@ -69,7 +70,10 @@ def test_qconv2d_nchw_input():
 
 @pytest.mark.parametrize("isa, chosen", [("generic", False), ("avx2", True), ("avx512", True),
                                          ("avx512_vnni", False), ("amx", False)])
-def test_chosen_only_between_avx2_and_vnni(isa, chosen):
+def test_chosen_only_between_avx2_and_vnni(isa, chosen, monkeypatch):
+    # the rule by level for an uncapped oneDNN (a process whose oneDNN took a lower cap keeps these: onednn_level)
+    monkeypatch.setattr(isa_caps, "applied", {})
+    monkeypatch.setattr(onednn_direct, "_isa_cap", None)
     attrs, tensors = make_linear("2d", "float32", "relu")
     assert (native_qlinear(context("qlinear", attrs, tensors, {1, 2, 3}, isa=isa)) is not None) == chosen
     attrs, tensors = make_conv(1, "float32", "relu")
