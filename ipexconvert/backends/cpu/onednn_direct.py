@@ -82,8 +82,8 @@ def usable(isa: str) -> bool:
 
 
 def applied_level() -> Optional[str]:
-    """Our level whose cap the direct layers' oneDNN took at their first use (it holds for the process), or None
-    while none was applied (not used yet, or uncapped)."""
+    """Our level whose cap the direct layers' oneDNN took at their first use (it holds for the process: the level
+    selected then, capped or not), or None before that first use."""
     return next((level for level, name in ONEDNN_ISA.items() if name == _isa_cap), None) if _isa_cap else None
 
 
