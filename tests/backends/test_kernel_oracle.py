@@ -495,6 +495,20 @@ CASES: dict[str, dict[str, Case]] = {
             {"bits": 8, "group_size": 128, "prologue": "silu_mul", "post_ops": [{"kind": "gelu"}]},
             (In((3, 2048), scale=3.0), const([40, 1024], "int8", "weight"), const([40, 8], fill="positive", scale=0.01),
              None, None, None), budget="gemm"),
+        "bf16-int4-g128-rms-norm-int8-activations-residual-add": Case(  # a decode row on the GPU's dp4a kernel
+            {"bits": 4, "group_size": 128, "prologue": "rms_norm", "eps": 1e-6, "activations": "int8",
+             "post_ops": [{"kind": "add", "operand": 6}]},
+            (In((1, 1, 1024), "bfloat16", scale=3.0), const([72, 512], "uint8", "codes"),
+             const([72, 8], fill="positive", scale=0.02), None, None, const([1024], "bfloat16", "positive"),
+             In((1, 1, 72), "bfloat16")), budget="gemm"),
+        "f32-int4-asymmetric-g64-silu-mul-int8-activations-2-rows": Case(
+            {"bits": 4, "group_size": 64, "prologue": "silu_mul", "activations": "int8"},
+            (In((2, 512), scale=3.0), const([40, 128], "uint8", "codes"), const([40, 4], fill="positive", scale=0.02),
+             const([40, 4], "uint8", "nibbles"), None, None), budget="gemm"),
+        "f32-int8-g128-rms-norm-int8-activations": Case(
+            {"bits": 8, "group_size": 128, "prologue": "rms_norm", "activations": "int8"},
+            (In((1, 512)), const([24, 512], "int8", "weight"), const([24, 4], fill="positive", scale=0.01), None,
+             const([24]), const([512], fill="positive")), budget="gemm"),
         "f32-int4-rms-norm-prompt-rows": Case(  # 6 rows: the reference path on the GPU
             {"bits": 4, "group_size": 64, "prologue": "rms_norm", "eps": 1e-5},
             (In((6, 128)), const([24, 64], "uint8", "codes"), const([24, 2], fill="positive", scale=0.05), None, None,
@@ -549,6 +563,10 @@ CASES: dict[str, dict[str, Case]] = {
             {"bits": 8, "group_size": 128, "post_ops": [{"kind": "silu"}]},
             (In((1, 1, 2048), "bfloat16"), const([40, 2048], "int8", "weight"),
              const([40, 16], fill="positive", scale=0.01), None, None), budget="gemm"),
+        "bf16-int4-g128-2048-inputs-int8-activations-residual-add": Case(  # 1 row, split k, dp4a on the GPU
+            {"bits": 4, "group_size": 128, "activations": "int8", "post_ops": [{"kind": "add", "operand": 5}]},
+            (In((1, 1, 2048), "bfloat16", scale=3.0), const([72, 1024], "uint8", "codes"),
+             const([72, 16], fill="positive", scale=0.02), None, None, In((1, 1, 72), "bfloat16")), budget="gemm"),
         "f32-int8-1024-inputs-int8-activations-silu": Case(  # 2 rows, split k, int8 rounding per row
             {"bits": 8, "group_size": 256, "activations": "int8", "post_ops": [{"kind": "silu"}]},
             (In((2, 1024)), const([40, 1024], "int8", "weight"), const([40, 4], fill="positive", scale=0.01), None,

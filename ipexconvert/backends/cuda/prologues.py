@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from ...ir import Program
 from ...ir.graph import Node
-from ...ir.opdef import get_op
 from ...ir.postops import shift_operands
 
 
@@ -19,7 +18,7 @@ def fuse_prologues(program: Program) -> Program:
     joined: dict[str, Node] = {}  # woq_linear node name -> its replacement
     absorbed: set[str] = set()  # the producers' node names
     for node in graph.nodes:
-        if node.op != "woq_linear" or get_op("woq_linear").parse_attrs(node.attrs).activations != "float":
+        if node.op != "woq_linear":
             continue
         x = node.inputs[0]
         producer = producers.get(x)

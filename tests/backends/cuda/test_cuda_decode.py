@@ -49,6 +49,11 @@ def artifacts(tmp_path_factory) -> dict:
         TinyDecoder(llama=True), tiny_decoder.example_inputs(), dtype="int4", dynamic_dims=tiny_decoder.dynamic_dims(),
         output=folder / "tiny.llama.int4bf16.ipxc", woq={"guard": False, "activations": "bf16", "group_size": 32},
         min_cosine=0.0, min_top1_agreement=0.0, max_perplexity_ratio=1e9).path
+    # the same with int8 activations: the GPU's dp4a kernels (woq_rows_dp4a), the norms and gate inside them too
+    made["int4-a8-llama"] = ipexconvert.optimize(
+        TinyDecoder(llama=True), tiny_decoder.example_inputs(), dtype="int4", dynamic_dims=tiny_decoder.dynamic_dims(),
+        output=folder / "tiny.llama.int4a8.ipxc", woq={"guard": False, "activations": "int8", "group_size": 32},
+        min_cosine=0.0, min_top1_agreement=0.0, max_perplexity_ratio=1e9).path
     return made
 
 
@@ -73,11 +78,13 @@ def test_gpu_generates_the_cpu_tokens_from_one_captured_step(artifacts, batch, l
     assert gpu.static_cache.runner.graph_status() == graphs
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "int4", "int4-bf16", "int4-bf16-llama", "fp32-kv8", "int4-bf16-kv8"])
+@pytest.mark.parametrize("dtype", ["bf16", "int4", "int4-bf16", "int4-bf16-llama", "int4-a8-llama", "fp32-kv8",
+                                   "int4-bf16-kv8"])
 def test_logits_on_the_gpu_match_the_cpu_teacher_forced(artifacts, dtype):
     """bf16, int4 (the GPU's Triton woq kernel against the CPU's native ones, both the same dequantized
-    float32 arithmetic up to the order of the sums) and int4 with bf16 activations; the decode step's attention
-    is the GPU's Triton kernel over the static caches, and Llama's norms and gate run inside the projections."""
+    float32 arithmetic up to the order of the sums), int4 with bf16 activations and with int8 ones (integer sums on
+    both); the decode step's attention is the GPU's Triton kernel over the static caches, and Llama's norms and gate
+    run inside the projections."""
     cpu = ipexconvert.load_artifact(artifacts[dtype])
     gpu = ipexconvert.load_artifact(artifacts[dtype], device="cuda")
     assert gpu.static_cache is not None, gpu.static_cache_refusal
@@ -88,8 +95,9 @@ def test_logits_on_the_gpu_match_the_cpu_teacher_forced(artifacts, dtype):
     assert {s.kernel_name for s in static.runner.executor.steps if s.op == "rope_kv_write"} <= {
         "triton:rope_kv_write_in_place"}, dtype
     if dtype.endswith("llama"):
+        integer = "_dp4a" if "a8" in dtype else ""
         assert {s.kernel_name for s in static.runner.executor.steps if s.op == "prologue_woq_linear"} == {
-            "triton:rms_norm_woq_linear_rows", "triton:silu_mul_woq_linear_rows"}
+            f"triton:rms_norm_woq_linear_rows{integer}", f"triton:silu_mul_woq_linear_rows{integer}"}
     a = growing.start(prompt, 28, torch.device("cpu"))
     b = static.start(prompt, 28, torch.device("cuda", torch.cuda.current_device()))
     for token in [None, *tokens[:-1]]:

@@ -15,6 +15,14 @@ def triton_missing(_level: str) -> Optional[str]:
     return None
 
 
+def interpreted() -> bool:
+    """Under Triton's interpreter (TRITON_INTERPRET=1: the kernels run on CPU tensors in numpy, for checking a
+    kernel's arithmetic without a GPU), which runs no inline PTX."""
+    import os
+
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
 @functools.cache
 def jit():
     """The module of Triton kernels (imports Triton)."""

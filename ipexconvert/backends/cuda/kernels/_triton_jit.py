@@ -537,32 +537,55 @@ def woq_input(x_row, norm_ptr, k, K, inv_rms, PROLOGUE: tl.constexpr, HAS_NORM_W
 
 
 @triton.jit
+def woq_row_scan(x_row, norm_ptr, K, eps, PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr,
+                 INT8_ROWS: tl.constexpr):
+    """What every program of a woq_rows / woq_rows_dp4a row reads of the whole row first, so that all of them treat x
+    alike: (1 / rms of x for PROLOGUE 1, the row's int8 step max |x'| / 127 of x' = x after its prologue, or 1 where
+    that max is 0). A row is read 1024 values at a time: few dependent trips to memory."""
+    ROW_CHUNK: tl.constexpr = 1024
+    inv_rms = 1.0
+    if PROLOGUE == 1:
+        squares = tl.zeros([ROW_CHUNK], tl.float32)
+        for k0 in range(0, K, ROW_CHUNK):
+            at = k0 + tl.arange(0, ROW_CHUNK)
+            v = tl.load(x_row + at, mask=at < K, other=0.0).to(tl.float32)
+            squares += v * v
+        inv_rms = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / K + eps)
+    row_scale = 1.0
+    if INT8_ROWS:
+        amax = tl.zeros([ROW_CHUNK], tl.float32)
+        for k0 in range(0, K, ROW_CHUNK):
+            at = k0 + tl.arange(0, ROW_CHUNK)
+            inside = at < K
+            v = woq_input(x_row, norm_ptr, tl.where(inside, at, 0), K, inv_rms, PROLOGUE, HAS_NORM_WEIGHT)
+            amax = tl.maximum(amax, tl.where(inside, tl.abs(v), 0.0))
+        top = tl.max(amax, axis=0)
+        row_scale = tl.where(top > 0, tl.math.div_rn(top, 127.0), 1.0)
+    return inv_rms, row_scale
+
+
+@triton.jit
 def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, work_ptr, ticket_ptr,
              norm_ptr, N, K, k_words, groups, group_size, split_words, splits, code_mask, x_row_stride, eps,
              a_row_stride, a_col_stride, b_row_stride, b_col_stride,
              BITS: tl.constexpr, ZERO: tl.constexpr, HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr,
-             INT8_ROWS: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
+             HAS_A: tl.constexpr, HAS_B: tl.constexpr,
              P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
              RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, SPLIT_ROWS: tl.constexpr,
              PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr, GDC: tl.constexpr):
-    """One row of x [rows, K] times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py). Program (i, j, m)
-    computes BLOCK_N outputs of row m over the j-th split_words words of codes, reading the codes as int32 words (8 int4
-    codes a word, k = 8 w + s at bits 4 s; 4 int8 codes, k = 4 w + s at bits 8 s), one run of RUN consecutive k
-    (inside one group) a step, the next run's codes loaded while this one computes.
+    """One row of x [rows, K] (float activations) times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py).
+    Program (i, j, m) computes BLOCK_N outputs of row m over the j-th split_words words of codes, reading the codes
+    as int32 words (8 int4 codes a word, k = 8 w + s at bits 4 s; 4 int8 codes, k = 4 w + s at bits 8 s), one run of
+    RUN consecutive k (inside one group) a step, the next run's codes loaded while this one computes.
     A code c becomes BASE + c exactly with one shift and one mask-and-or: moved under the exponent bits of
     BASE = 2^(23 - LOW), whose last mantissa bit is worth 1 (no conversion instruction: those issue at a fraction
     of the integer rate, which already bounds this loop). A run sums (BASE + c) * x and takes (BASE + zero) *
     sum(x) off once per word and column, then times the group's scale: the rounding error of a run's sum is at
     most ~2^-24 * 31 * sum|x| (int4; 511 for int8), a few times float32's own accumulation error.
-    INT8_ROWS: x rounded to its row's int8 grid first (max|x| / 127, half to even). PROLOGUE
-    (ir/ops/prologue_woq_linear.py): 1, x is rms_norm(x) * norm weight (every program reads the row's sum of
-    squares first); 2, x is silu(gate) * up of a row [gate | up] (x_row_stride = 2 K); either rounded to x's
+    PROLOGUE (ir/ops/prologue_woq_linear.py): 1, x is rms_norm(x) * norm weight (every program reads the row's sum
+    of squares first); 2, x is silu(gate) * up of a row [gate | up] (x_row_stride = 2 K); either rounded to x's
     dtype, as the op it replaces stores it.
-    SPLIT (splits > 1): each program stores its partial sums in work [splits, rows, N]; the last
-    program of a column block and row to finish (counted in ticket, which it resets) reads them SPLIT_ROWS at a
-    time ([SPLIT_ROWS, BLOCK_N] a load, a power of two up to 32: one trip to L2 for up to 32 splits, not one per
-    split) and adds them in an order fixed by the compiled kernel (the same sum every call), then finishes: the
-    bias, up to four post-ops, one rounding to out's dtype.
+    SPLIT, the partial sums' reduction and the end: woq_split_finish.
     GDC (launched with programmatic dependent launch, Hopper and later): the program may start while the kernel
     before it still runs; it loads its first run of codes (no kernel writes weights), then waits for that kernel
     (gdc_wait: until it has finished and its writes are visible) before it reads x or writes anything, and lets
@@ -570,7 +593,6 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     block = tl.program_id(0)
     part = tl.program_id(1)
     row = tl.program_id(2).to(tl.int64)
-    rows = tl.num_programs(2)
     PER_WORD: tl.constexpr = 32 // BITS
     WORDS: tl.constexpr = RUN // PER_WORD  # words of a run
     LOW: tl.constexpr = 19 if BITS == 4 else 15
@@ -586,23 +608,7 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     if GDC:
         tl.extra.cuda.gdc_wait()
     x_row = x_ptr + row * x_row_stride
-    inv_rms = 1.0
-    ROW_CHUNK: tl.constexpr = 1024  # x read a whole row at a time: few dependent trips to memory
-    if PROLOGUE == 1:  # the whole row's mean square, so every program normalizes x alike
-        squares = tl.zeros([ROW_CHUNK], tl.float32)
-        for k0 in range(0, K, ROW_CHUNK):
-            at = k0 + tl.arange(0, ROW_CHUNK)
-            v = tl.load(x_row + at, mask=at < K, other=0.0).to(tl.float32)
-            squares += v * v
-        inv_rms = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / K + eps)
-    row_scale = 1.0
-    if INT8_ROWS:  # the whole row's max, so every program rounds x alike
-        amax = tl.zeros([ROW_CHUNK], tl.float32)
-        for k0 in range(0, K, ROW_CHUNK):
-            at = k0 + tl.arange(0, ROW_CHUNK)
-            amax = tl.maximum(amax, tl.abs(tl.load(x_row + at, mask=at < K, other=0.0).to(tl.float32)))
-        top = tl.max(amax, axis=0)
-        row_scale = tl.where(top > 0, tl.math.div_rn(top, 127.0), 1.0)
+    inv_rms, _ = woq_row_scan(x_row, norm_ptr, K, eps, PROLOGUE, HAS_NORM_WEIGHT, False)
     acc = tl.zeros([BLOCK_N, WORDS], tl.float32)
     for word in range(word_begin, word_end, WORDS):
         next_words, next_scale, next_offset = woq_run_weights(
@@ -613,8 +619,6 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
         x_sum = tl.zeros([WORDS], tl.float32)
         for t in tl.static_range(PER_WORD):
             x = woq_input(x_row, norm_ptr, start + w * PER_WORD + t, K, inv_rms, PROLOGUE, HAS_NORM_WEIGHT)
-            if INT8_ROWS:
-                x = round_half_even_small(tl.math.div_rn(x, row_scale)) * row_scale
             x_sum += x
             if LOW >= BITS * t:
                 moved = words << (LOW - BITS * t)
@@ -627,14 +631,150 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
         words, scale, offset = next_words, next_scale, next_offset
     if GDC:
         tl.extra.cuda.gdc_launch_dependents()
-    y = tl.sum(acc, axis=1)
+    woq_split_finish(tl.sum(acc, axis=1), row, n, n_ok, N, part, splits, work_ptr, ticket_ptr, bias_ptr, a_ptr,
+                     b_ptr, out_ptr, a_row_stride, a_col_stride, b_row_stride, b_col_stride,
+                     SPLIT, SPLIT_ROWS, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3)
+
+
+@triton.jit
+def dot4(a, b, c, SIGNED_A: tl.constexpr, ASM: tl.constexpr):
+    """c + the dot product of the four bytes of int32 a (signed or unsigned) with the four signed bytes of int32 b:
+    PTX's dp4a, four multiply-adds in one instruction. ASM False (Triton's interpreter runs no PTX): the same sum
+    from the bytes."""
+    if ASM:
+        if SIGNED_A:
+            c = tl.inline_asm_elementwise("dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r", [a, b, c], dtype=tl.int32,
+                                          is_pure=True, pack=1)
+        else:
+            c = tl.inline_asm_elementwise("dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r", [a, b, c], dtype=tl.int32,
+                                          is_pure=True, pack=1)
+    else:
+        for i in tl.static_range(4):
+            if SIGNED_A:
+                byte_a = (a << (24 - 8 * i)) >> 24
+            else:
+                byte_a = (a >> (8 * i)) & 0xFF
+            c += byte_a * ((b << (24 - 8 * i)) >> 24)
+    return c
+
+
+@triton.jit
+def woq_rows_dp4a(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, work_ptr, ticket_ptr,
+                  norm_ptr, x_codes_ptr, N, K, k_words, groups, group_size, split_words, splits, x_row_stride, eps,
+                  a_row_stride, a_col_stride, b_row_stride, b_col_stride,
+                  BITS: tl.constexpr, ZERO: tl.constexpr, HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr,
+                  HAS_A: tl.constexpr, HAS_B: tl.constexpr,
+                  P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
+                  RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, SPLIT_ROWS: tl.constexpr,
+                  PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr, GDC: tl.constexpr, ASM: tl.constexpr):
+    """woq_rows for int8 activations: x' (x after its PROLOGUE, as woq_rows) rounded to its row's int8 grid (max |x'|
+    / 127, half to even; every program reads the whole row first) and multiplied with the codes in integers, four
+    multiply-adds an instruction (dot4: PTX dp4a). The float kernel spends ~4.7 instructions a multiply-add (a shift,
+    a mask-and-or and an FMA per code, and x's loads), this one about one per code: int4 codes a word split into its
+    even and odd nibbles by two mask-and-ors and a shift (bytes 0-3 of the even word are k = 8 w + 0, 2, 4, 6), two
+    dp4a against x's codes in the same order, the zero point times the sum of x's codes taken off, then one
+    conversion and one FMA with the group's scale (int8 codes: one dp4a a word, signed, no zero point). Each word's
+    integer sum is exact (at most 8 * 127 * 15, or 4 * 127 * 128, below float32's 2^24).
+    x's codes are computed once a program, each by one thread (in the loop's layout every thread would round the
+    x of all its columns: as many divisions as multiply-adds, measured slower than the float kernel), and stored as
+    bytes in x_codes [rows, K] in the order the words take them (int4: word 2 w the even k of code word w, word
+    2 w + 1 the odd ones); every program of a split writes the same bytes there, and reads them back as int32 words
+    after a barrier. The row's step multiplies the finished sum. Splits and the end: woq_split_finish."""
+    block = tl.program_id(0)
+    part = tl.program_id(1)
+    row = tl.program_id(2).to(tl.int64)
+    PER_WORD: tl.constexpr = 32 // BITS
+    WORDS: tl.constexpr = RUN // PER_WORD
+    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = n < N
+    n64 = n.to(tl.int64)
+    w = tl.arange(0, WORDS)
+    word_begin = part * split_words
+    word_end = tl.minimum(k_words, word_begin + split_words)
+    words, scale, zero = dp4a_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, word_begin, word_end,
+                                          k_words, groups, group_size, BITS, ZERO, HAS_ZEROS, PER_WORD)
+    if GDC:
+        tl.extra.cuda.gdc_wait()
+    x_row = x_ptr + row * x_row_stride
+    inv_rms, row_scale = woq_row_scan(x_row, norm_ptr, K, eps, PROLOGUE, HAS_NORM_WEIGHT, True)
+    codes_row = x_codes_ptr + row * K
+    CODES_CHUNK: tl.constexpr = 512
+    for k0 in range(word_begin * PER_WORD, word_end * PER_WORD, CODES_CHUNK):
+        k = k0 + tl.arange(0, CODES_CHUNK)
+        inside = k < word_end * PER_WORD
+        x = woq_input(x_row, norm_ptr, tl.where(inside, k, 0), K, inv_rms, PROLOGUE, HAS_NORM_WEIGHT)
+        code = round_half_even_small(tl.math.div_rn(x, row_scale)).to(tl.int8)
+        if BITS == 4:
+            at = (k // 8) * 8 + (k % 2) * 4 + (k % 8) // 2
+        else:
+            at = k
+        tl.store(codes_row + at, code, mask=inside)
+    tl.debug_barrier()  # every thread's codes are stored before any thread reads them as words
+    x_words = codes_row.to(tl.pointer_type(tl.int32))
+    ones = tl.full([WORDS], 0x01010101, tl.int32)
+    acc = tl.zeros([BLOCK_N, WORDS], tl.float32)
+    for word in range(word_begin, word_end, WORDS):
+        next_words, next_scale, next_zero = dp4a_run_weights(
+            words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, word + WORDS, word_end, k_words, groups, group_size,
+            BITS, ZERO, HAS_ZEROS, PER_WORD)
+        dots = tl.zeros([BLOCK_N, WORDS], tl.int32)
+        if BITS == 4:
+            x_even = tl.load(x_words + 2 * (word + w))
+            x_odd = tl.load(x_words + 2 * (word + w) + 1)
+            x_sum = dot4(ones, x_odd, dot4(ones, x_even, tl.zeros([WORDS], tl.int32), False, ASM), False, ASM)
+            dots = dot4(words & 0x0F0F0F0F, tl.broadcast_to(x_even[None, :], (BLOCK_N, WORDS)), dots, False, ASM)
+            dots = dot4((words >> 4) & 0x0F0F0F0F, tl.broadcast_to(x_odd[None, :], (BLOCK_N, WORDS)), dots, False,
+                        ASM)
+            dots -= zero[:, None] * x_sum[None, :]
+        else:
+            x_bytes = tl.load(x_words + word + w)
+            dots = dot4(words, tl.broadcast_to(x_bytes[None, :], (BLOCK_N, WORDS)), dots, True, ASM)
+        acc += dots.to(tl.float32) * scale[:, None]
+        words, scale, zero = next_words, next_scale, next_zero
+    if GDC:
+        tl.extra.cuda.gdc_launch_dependents()
+    woq_split_finish(tl.sum(acc, axis=1) * row_scale, row, n, n_ok, N, part, splits, work_ptr, ticket_ptr, bias_ptr,
+                     a_ptr, b_ptr, out_ptr, a_row_stride, a_col_stride, b_row_stride, b_col_stride,
+                     SPLIT, SPLIT_ROWS, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3)
+
+
+@triton.jit
+def dp4a_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, word, end_word, k_words, groups, group_size,
+                     BITS: tl.constexpr, ZERO: tl.constexpr, HAS_ZEROS: tl.constexpr, PER_WORD: tl.constexpr):
+    """woq_run_weights for woq_rows_dp4a: the run's codes as stored (int32 words), the group's scales (0 past
+    end_word, so a run past the end adds nothing) and its zero points as integers (int8 codes: 0)."""
+    live = n_ok & (n64 * 0 + word < end_word)  # (tensors: the interpreter wants tensor masks)
+    group = word * PER_WORD // group_size
+    scale = tl.load(scales_ptr + n64 * groups + group, mask=live, other=0.0)
+    if BITS == 8:
+        zero = tl.zeros(n64.shape, tl.int32)
+    elif HAS_ZEROS:
+        zero = tl.load(zeros_ptr + n64 * groups + group, mask=live, other=0).to(tl.int32)
+    else:
+        zero = tl.full(n64.shape, ZERO, tl.int32)
+    words = tl.load(words_ptr + n64[:, None] * k_words + (word + w)[None, :], mask=live[:, None], other=0)
+    return words, scale, zero
+
+
+@triton.jit
+def woq_split_finish(y, row, n, n_ok, N, part, splits, work_ptr, ticket_ptr, bias_ptr, a_ptr, b_ptr, out_ptr,
+                     a_row_stride, a_col_stride, b_row_stride, b_col_stride,
+                     SPLIT: tl.constexpr, SPLIT_ROWS: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_A: tl.constexpr,
+                     HAS_B: tl.constexpr, P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr):
+    """The end of a woq_rows / woq_rows_dp4a program with partial sums y of its column block. SPLIT (splits > 1):
+    each program stores its partial sums in work [splits, rows, N]; the last program of a column block and row to
+    finish (counted in ticket, which it resets) reads them SPLIT_ROWS at a time ([SPLIT_ROWS, BLOCK_N] a load, a
+    power of two up to 32: one trip to L2 for up to 32 splits, not one per split) and adds them in an order fixed by
+    the compiled kernel (the same sum every call), then finishes (woq_finish)."""
+    block = tl.program_id(0)
     if SPLIT:
+        rows = tl.num_programs(2)
         slot = row * N + n
         tl.store(work_ptr + part * rows * N + slot, y, mask=n_ok)
         tl.debug_barrier()  # every thread's partial is written before the ticket is taken
         ticket = tl.atomic_add(ticket_ptr + row * tl.num_programs(0) + block, 1, sem="acq_rel")
         if ticket == splits - 1:
-            y = tl.zeros([BLOCK_N], tl.float32)
+            y = tl.zeros(y.shape, tl.float32)
             for j0 in range(0, splits, SPLIT_ROWS):  # .cg: from L2, where the other programs' partials are
                 j = j0 + tl.arange(0, SPLIT_ROWS)
                 parts = tl.load(work_ptr + (j * rows * N)[:, None] + slot[None, :],

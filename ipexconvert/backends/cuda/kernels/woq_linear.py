@@ -2,7 +2,8 @@
 
 triton: up to MAX_ROWS rows of x (a decode step's tokens) times the quantized weight in one Triton kernel
 (_triton_jit.woq_rows): the codes read as stored, as int32 words (int4 two a byte, int8), (q - zero) * x summed
-per run of a group and scaled, never forming the float weight; int8 activations rounded per row inside it; the
+per run of a group and scaled, never forming the float weight; with int8 activations (woq_rows_dp4a) x rounded to
+its row's int8 grid inside it and multiplied with the codes in integers, four multiply-adds an instruction; the
 bias and post-ops (residual add, SiLU, the gate product) in the same pass. k is split among programs (about
 Tile.programs a call) and the last program of a column block reads the partial sums in one load and adds them in a
 fixed order. Runs of fewer than a word of codes (int4 groups not a multiple of 8) and more rows (a prompt) run the
@@ -40,11 +41,10 @@ class Tile:
                    # by the bytes in flight, and one program per column block leaves most of the GPU waiting
 
 
-# Per activations kind (rounding x to int8 costs a division per element, so those programs take more columns).
-# From benchmarks/gpu_woq_sweep.py on an H200 (benchmarks/results/session27-gpu-woq-sweep-*-h200.log, summarized in
-# session27-gpu-decode-tinyllama-h200.md).
+# Per activations kind, from benchmarks/gpu_woq_sweep.py on an H200 (float:
+# benchmarks/results/session27-gpu-woq-sweep-*-h200.log, summarized in session27-gpu-decode-tinyllama-h200.md).
 TILES = {"float": Tile(block_n=128, chunk=128, warps=4, programs=512),
-         "int8": Tile(block_n=64, chunk=256, warps=2, programs=512)}
+         "int8": Tile(block_n=128, chunk=128, warps=4, programs=512)}
 
 
 def k_split_for(n: int, k: int, chunk: int, block_n: int, programs: int) -> int:
@@ -68,16 +68,18 @@ def run_length(group_size: int) -> int:
 def triton_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
     """Up to 4 rows (a decode step's tokens) in one Triton kernel (woq_rows): the codes read as int32 words, a
     code turned into a float by a shift and a mask-and-or, k split among ~512 programs and the partial sums added
-    in a fixed order by the last one, bias and post-ops in the same pass. More rows: the reference."""
+    in a fixed order by the last one, bias and post-ops in the same pass; int8 activations: x rounded to int8 once a
+    program and multiplied in integers, four multiply-adds an instruction (woq_rows_dp4a). More rows: the reference."""
     return woq_rows_kernel(ctx, WoqLinearOp.compile(ctx.attrs), prologue=None)
 
 
 @register_kernel("cuda", "prologue_woq_linear", runs_at=triton_missing)
 def triton_prologue_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
     """The same kernel with the RMSNorm or SiLU gate the GPU joined with the layer at load applied to x as it is
-    read (every program reads the row's sum of squares first for RMSNorm). Float activations only."""
-    if ctx.attrs.activations != "float" or (ctx.input_specs[5] is not None and ctx.constants[5] is None):
-        return None  # int8-rounded rows would need the prologue's whole row first; a computed norm weight
+    read (every program reads the row's sum of squares first for RMSNorm; with int8 activations also the row's
+    largest prologue value, its int8 step)."""
+    if ctx.input_specs[5] is not None and ctx.constants[5] is None:
+        return None  # a computed norm weight
     return woq_rows_kernel(ctx, PrologueWoqLinearOp.compile(ctx.attrs), prologue=ctx.attrs.prologue)
 
 
@@ -122,6 +124,9 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
     code_mask = ((1 << attrs.bits) - 1) << (19 if attrs.bits == 4 else 15)  # where woq_rows moves a code
     weight_inputs = [codes, scales, zeros, bias] + ([norm] if prologue is not None else [])
     pdl = _triton.pdl_enabled(codes.device)
+    int8_rows = attrs.activations == "int8"
+    # woq_rows_dp4a's x codes (rows x k bytes, stored in the order its words take them)
+    x_codes = torch.empty(MAX_ROWS * k if int8_rows else 1, dtype=torch.int8, device=codes.device)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
@@ -134,17 +139,22 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
         operands = [_as_rows(inputs[i], out_shape, rows, n) for i in operand_slots]
         a = operands[0] if operands else out
         b = operands[1] if len(operands) > 1 else out
-        _triton.jit().woq_rows[(blocks, splits, rows)](
-            flat, words, scales, scales if zeros is None else zeros, scales if bias is None else bias, a, b, out,
-            work, tickets, scales if norm is None else norm, n, k, k_words, scales.shape[1], attrs.group_size,
-            split_words, splits, code_mask, width, eps, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-            BITS=attrs.bits, ZERO=zero, HAS_ZEROS=zeros is not None, HAS_BIAS=bias is not None,
-            INT8_ROWS=attrs.activations == "int8", HAS_A=len(operands) > 0, HAS_B=len(operands) > 1,
-            P0=post[0], P1=post[1], P2=post[2], P3=post[3], RUN=run_k, BLOCK_N=block_n, SPLIT=splits > 1,
-            SPLIT_ROWS=split_rows,
-            PROLOGUE=PROLOGUES[prologue], HAS_NORM_WEIGHT=norm is not None, GDC=pdl, launch_pdl=pdl,
-            num_warps=tile.warps)
+        common = dict(BITS=attrs.bits, ZERO=zero, HAS_ZEROS=zeros is not None, HAS_BIAS=bias is not None,
+                      HAS_A=len(operands) > 0, HAS_B=len(operands) > 1, P0=post[0], P1=post[1], P2=post[2],
+                      P3=post[3], RUN=run_k, BLOCK_N=block_n, SPLIT=splits > 1, SPLIT_ROWS=split_rows,
+                      PROLOGUE=PROLOGUES[prologue], HAS_NORM_WEIGHT=norm is not None, GDC=pdl, launch_pdl=pdl,
+                      num_warps=tile.warps)
+        weights_args = (flat, words, scales, scales if zeros is None else zeros, scales if bias is None else bias,
+                        a, b, out, work, tickets, scales if norm is None else norm, n, k, k_words, scales.shape[1],
+                        attrs.group_size, split_words, splits)
+        tail = (width, eps, a.stride(0), a.stride(1), b.stride(0), b.stride(1))
+        if int8_rows:
+            _triton.jit().woq_rows_dp4a[(blocks, splits, rows)](*weights_args[:11], x_codes, *weights_args[11:], *tail,
+                                                                ASM=not _triton.interpreted(), **common)
+        else:
+            _triton.jit().woq_rows[(blocks, splits, rows)](*weights_args, code_mask, *tail, **common)
         return out.view(out_shape)
 
-    name = "triton:woq_linear_rows" if prologue is None else f"triton:{prologue}_woq_linear_rows"
+    name = ("triton:woq_linear_rows" if prologue is None else f"triton:{prologue}_woq_linear_rows") \
+        + ("_dp4a" if int8_rows else "")
     return Kernel(run, name, frozenset(range(1, weights)), fresh_output=True)
