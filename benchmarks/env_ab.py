@@ -28,6 +28,7 @@ import torch
 def decode_workload(args):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from decode_profile import after_prompt
+    from decode_step_costs import timed as median_seconds
     from ipexconvert.api import load_artifact
 
     cache, step = after_prompt(load_artifact(args.artifact), args.prompt)
@@ -35,12 +36,7 @@ def decode_workload(args):
 
     def timed() -> float:
         cache.advance(step)
-        samples = []
-        for _ in range(6):
-            start = time.perf_counter()
-            cache.advance(step)
-            samples.append(time.perf_counter() - start)
-        return 1e3 * statistics.median(samples)
+        return 1e3 * median_seconds(lambda: cache.advance(step), 6)
     return timed, "ms a step"
 
 

@@ -17,6 +17,7 @@ This module imports nothing heavy: it must run before torch does any work.
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 from ... import environment
 
@@ -50,3 +51,12 @@ def apply(environ=os.environ) -> dict[str, tuple[str, str]]:
 
 
 applied.update(apply())
+
+
+def capped_level(variable: str) -> Optional[str]:
+    """The level whose cap apply() wrote into a library's variable at import (None where it wrote none: no cap, or
+    the user's own value, which is theirs to keep consistent)."""
+    kind, value = applied.get(variable, ("", ""))
+    if kind != "set":
+        return None
+    return next((level for level, names in LIBRARY_CAPS.items() if names.get(variable) == value), None)

@@ -51,11 +51,7 @@ def onednn_level(isa: str) -> str:
     finds no kernel ("could not create a primitive descriptor" for a bf16 matmul at avx2), an int8 one saturates.
     (A cap the user wrote into ONEDNN_MAX_CPU_ISA is theirs to keep consistent: it is not read here.)"""
     from .. import isa_caps, onednn_direct
-    caps = [onednn_direct.applied_level()]
-    kind, value = isa_caps.applied.get("ONEDNN_MAX_CPU_ISA", ("", ""))
-    if kind == "set":
-        caps.append(next((lvl for lvl, names in isa_caps.LIBRARY_CAPS.items()
-                          if names.get("ONEDNN_MAX_CPU_ISA") == value), None))
+    caps = [onednn_direct.applied_level(), isa_caps.capped_level("ONEDNN_MAX_CPU_ISA")]
     return ISA_LEVELS[min([ISA_LEVELS.index(isa)] + [ISA_LEVELS.index(c) for c in caps if c is not None])]
 
 
