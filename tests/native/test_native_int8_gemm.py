@@ -7,12 +7,20 @@ import pytest
 import torch
 
 import native_ops as native
+from ipexconvert.backends.cpu.kernels._runs_at import native_kernel
 from ipexconvert.ir.ops._quant import quantize
 
 pytestmark = [
     pytest.mark.skipif(not native.available(), reason="the native extension is not built"),
     pytest.mark.skipif(native.available() and "avx2" not in native.supported_levels(), reason="this CPU has no AVX2"),
 ]
+
+
+# int8_gemm's lowest build is avx2: at the generic level (IPEXCONVERT_MAX_ISA=generic) it has none, and the tests that
+# run it skip; the packing and argument checks run at any level.
+NOT_HERE = native_kernel("int8_gemm")(native.selected_level()) if native.available() else None
+RUNS_HERE = pytest.mark.skipif(NOT_HERE is not None,
+                               reason=f"int8_gemm cannot run at the selected ISA level: {NOT_HERE}")
 
 SHAPES = [(1, 1, 1), (1, 16, 2), (5, 3, 3), (7, 33, 65), (6, 16, 32), (13, 40, 768), (64, 130, 257)]
 
@@ -33,6 +41,7 @@ def operands(m, n, k, seed=0):
     return a, w, scales, bias
 
 
+@RUNS_HERE
 @pytest.mark.parametrize("m, n, k", SHAPES)
 @pytest.mark.parametrize("relu", [False, True])
 def test_float32_output_matches_exact_integer_products(m, n, k, relu):
@@ -44,6 +53,7 @@ def test_float32_output_matches_exact_integer_products(m, n, k, relu):
     assert ((got.double() - want).abs().max() / want.abs().max().clamp_min(1e-30)).item() < 1e-6
 
 
+@RUNS_HERE
 def test_worst_case_codes_are_exact():
     """255 * -128 twice in a row overflows vpmaddubsw's int16 pair sum; here the sums stay exact."""
     k, n = 512, 16
@@ -56,6 +66,7 @@ def test_worst_case_codes_are_exact():
     assert torch.equal(got, torch.zeros(3, n))
 
 
+@RUNS_HERE
 @pytest.mark.parametrize("out_dtype", [torch.uint8, torch.int8])
 @pytest.mark.parametrize("relu", [False, True])
 def test_quantized_output_is_the_quantize_formula_of_the_float_result(out_dtype, relu):
@@ -73,6 +84,7 @@ def test_quantized_output_is_the_quantize_formula_of_the_float_result(out_dtype,
     assert (got.int() - exact_codes.int()).abs().max().item() <= 1
 
 
+@RUNS_HERE
 def test_bfloat16_output_is_the_rounded_float_result():
     a, w, scales, bias = operands(11, 50, 64, seed=2)
     packed = native.pack_int8_weight(w)
@@ -81,6 +93,7 @@ def test_bfloat16_output_is_the_rounded_float_result():
     assert got.dtype == torch.bfloat16 and torch.equal(got, want)
 
 
+@RUNS_HERE
 def test_nan_bias_stays_nan_through_relu():
     a, w, scales, bias = operands(2, 16, 8, seed=3)
     bias[5] = float("nan")
@@ -88,6 +101,7 @@ def test_nan_bias_stays_nan_through_relu():
     assert torch.isnan(got[:, 5]).all() and not torch.isnan(got[:, :5]).any()
 
 
+@RUNS_HERE
 def test_strided_rows_read_and_write_in_place():
     a, w, scales, bias = operands(6, 24, 40, seed=4)
     wide = torch.zeros(6, 100, dtype=torch.uint8)
@@ -99,6 +113,7 @@ def test_strided_rows_read_and_write_in_place():
     assert (out[:, :3] == -1).all() and (out[:, 27:] == -1).all()
 
 
+@RUNS_HERE
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_thread_counts_agree(threads):
     a, w, scales, bias = operands(50, 200, 300, seed=5)
@@ -139,6 +154,7 @@ def test_bad_arguments_are_clear_errors(change, message):
                              args["relu"], args["out"], args["out_scale"], args["out_zero_point"], None, 1)
 
 
+@RUNS_HERE
 @pytest.mark.parametrize("geometry", [
     dict(k=3, stride=1, pad=1, dilation=1), dict(k=3, stride=2, pad=1, dilation=1), dict(k=1, stride=2, pad=0, dilation=1),
     dict(k=7, stride=2, pad=3, dilation=1), dict(k=3, stride=1, pad=2, dilation=2), dict(k=1, stride=1, pad=0, dilation=1),
@@ -164,6 +180,7 @@ def test_convolution_rows_gathered_from_the_image(geometry):
     assert ((got.double() - want).abs().max() / want.abs().max()).item() < 1e-6
 
 
+@RUNS_HERE
 @pytest.mark.parametrize("kind", ["uint8", "float32"])
 @pytest.mark.parametrize("relu", [False, True])
 def test_residual_added_before_relu(kind, relu):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch_onednn_helpers import BF16_TOLERANCE, FP32_TOLERANCE, context, reference, rel_err, run
+from torch_onednn_helpers import (BF16_TOLERANCE, FP32_TOLERANCE, context, reference, rel_err, run,
+                                  runs_at_selected_level)
 
 from ipexconvert.ir.postops import PostOp
 from ipexconvert.backends.cpu.isa import selected_isa
@@ -12,6 +13,9 @@ from ipexconvert.backends.cpu.self_check import torch_ops as probe
 from ipexconvert.backends.cpu.kernels._torch_onednn import isa_allows, plan_post_ops
 from ipexconvert.backends.cpu.kernels.conv2d import torch_onednn_conv2d
 
+# Where torch's oneDNN cannot run (below avx2: IPEXCONVERT_MAX_ISA=generic) the factory declines every node
+# (test_declines checks that at any level); the tests that run its kernel skip there.
+RUNS_HERE = runs_at_selected_level("torch_onednn_conv2d", torch_onednn_conv2d.runs_at)
 HAS_BF16 = "bfloat16" in probe.checked_dtypes() and isa_allows(selected_isa(), "bfloat16")
 DTYPES = ["float32", pytest.param("bfloat16", marks=pytest.mark.skipif(not HAS_BF16, reason="no native bf16"))]
 
@@ -62,6 +66,7 @@ def make(shape: str, post_ops: list, dtype: str, channels_last: bool, operand: s
     return attrs, tensors, cast
 
 
+@RUNS_HERE
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("channels_last", [True, False], ids=["channels_last", "contiguous"])
 @pytest.mark.parametrize("post_ops", list(POST_OPS), ids=list(POST_OPS))
@@ -79,6 +84,7 @@ def test_matches_reference(shape, post_ops, channels_last, dtype):
     assert rel_err(got, reference("conv2d", attrs, exact)) < tolerance
 
 
+@RUNS_HERE
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("operand", OPERAND_SHAPES)
 @pytest.mark.parametrize("post_ops", ["add-relu", "mul-relu"])
@@ -89,6 +95,7 @@ def test_broadcast_operands(post_ops, operand, dtype):
     assert rel_err(run(kernel, tensors, {}), reference("conv2d", attrs, exact)) < tolerance
 
 
+@RUNS_HERE
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("post_ops", ["relu", "add-relu"])
 @pytest.mark.parametrize("shape", ["3x3", "odd-strided-dilated-grouped"])

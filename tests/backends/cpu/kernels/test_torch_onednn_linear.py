@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch_onednn_helpers import BF16_TOLERANCE, FP32_TOLERANCE, context, reference, rel_err, run
+from torch_onednn_helpers import (BF16_TOLERANCE, FP32_TOLERANCE, context, reference, rel_err, run,
+                                  runs_at_selected_level)
 
 from ipexconvert.backends.cpu.isa import selected_isa
 from ipexconvert.backends.cpu.self_check import torch_ops as probe
 from ipexconvert.backends.cpu.kernels._torch_onednn import isa_allows
 from ipexconvert.backends.cpu.kernels import linear as linear_kernels
 from ipexconvert.backends.cpu.kernels._torch_onednn import mkl_runs_float32_linear
+from ipexconvert.backends.cpu.kernels._runs_at import torch_onednn_float
 from ipexconvert.backends.cpu.kernels.linear import WIDE_FROM_ROWS, build_linear_kernel, torch_onednn_linear
 
+# build_linear_kernel runs torch's oneDNN linear whatever the MKL policy: it needs what every torch oneDNN kernel
+# does (avx2 up), not the registered factory's policy (torch_onednn_linear.runs_at). Below avx2
+# (IPEXCONVERT_MAX_ISA=generic) it declines every node (test_declines), and the tests that run its kernel skip.
+RUNS_HERE = runs_at_selected_level("torch's oneDNN linear (build_linear_kernel)", torch_onednn_float)
 HAS_BF16 = "bfloat16" in probe.checked_dtypes() and isa_allows(selected_isa(), "bfloat16")
 DTYPES = ["float32", pytest.param("bfloat16", marks=pytest.mark.skipif(not HAS_BF16, reason="no native bf16"))]
 
@@ -56,6 +62,7 @@ def make(shape: str, post_ops: str, dtype: str, batch: int | None = None):
     return attrs, tensors, [None if t is None else t.to(getattr(torch, dtype)) for t in tensors]
 
 
+@RUNS_HERE
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("post_ops", list(POST_OPS))
 @pytest.mark.parametrize("shape", list(SHAPES))
@@ -70,6 +77,7 @@ def test_matches_reference(shape, post_ops, dtype):
     assert rel_err(got, reference("linear", attrs, exact)) < tolerance
 
 
+@RUNS_HERE
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("post_ops", ["gelu", "add"])
 def test_dynamic_batch_one_kernel(post_ops, dtype):
@@ -88,6 +96,10 @@ def test_registered_factory_takes_bf16_and_float32_only_where_mkl_does_not(monke
     monkeypatch.setenv("IPEXCONVERT_MKL_FP32", "1")
     assert torch_onednn_linear(context("linear", attrs, fp32, {1, 2})) is None
     monkeypatch.setenv("IPEXCONVERT_MKL_FP32", "0")
+    level = selected_isa()
+    why = torch_onednn_linear.runs_at(level)
+    if why is not None:  # generic: below avx2 the factory declines every node (test_declines)
+        pytest.skip(f"torch_onednn_linear cannot run at the selected ISA level {level}: {why}")
     assert torch_onednn_linear(context("linear", attrs, fp32, {1, 2})) is not None
     if HAS_BF16:
         bf16 = [t.bfloat16() for t in fp32]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import pytest
 import torch
@@ -14,6 +14,14 @@ from ipexconvert.backends.cpu.self_check import torch_ops as probe
 from ipexconvert.runtime.kernels import Kernel, NodeContext
 
 BF16_TOLERANCE, FP32_TOLERANCE = 2e-2, 1e-4
+
+
+def runs_at_selected_level(what: str, runs_at: Callable[[str], Optional[str]]) -> pytest.MarkDecorator:
+    """Skips a test of `what` where `runs_at` (a factory's, kernels/_runs_at.py) says it cannot run at the selected
+    ISA level (IPEXCONVERT_MAX_ISA=generic: torch's oneDNN needs avx2), giving its reason."""
+    level = selected_isa()
+    why = runs_at(level)
+    return pytest.mark.skipif(why is not None, reason=f"{what} cannot run at the selected ISA level {level}: {why}")
 
 
 def spec_of(t: Optional[torch.Tensor], dynamic_batch: bool) -> Optional[TensorSpec]:
@@ -96,7 +104,7 @@ def torch_operators_only(monkeypatch):
 def float_linear_kernel(dtype: str) -> str:
     """The kernel a float linear of this dtype ("float32" / "bfloat16", computed as such) loads onto here: MKL for
     float32 on Intel CPUs; else our direct oneDNN matmul at the avx512_bf16 level (bf16 unless it widens to
-    MKL), torch's oneDNN operator elsewhere."""
+    MKL), torch's oneDNN operator elsewhere from avx2 up, the reference below (generic)."""
     from ipexconvert.backends.cpu.isa import selected_isa
     from ipexconvert.backends.cpu.kernels import _runs_at
     from ipexconvert.backends.cpu.kernels._torch_onednn import mkl_runs_float32_linear
@@ -107,4 +115,6 @@ def float_linear_kernel(dtype: str) -> str:
         return "torch_mkl:linear"
     if _runs_at.onednn_direct_float_linear(isa) is None and not widens_many_rows(isa, dtype):
         return "onednn_direct:linear"
+    if _runs_at.torch_onednn_float(isa) is not None:  # below avx2 (generic): no oneDNN, and no native float linear
+        return "reference:linear"
     return "torch_onednn:linear"
