@@ -134,7 +134,7 @@ def onednn_direct_linear(ctx: NodeContext) -> Optional[Kernel]:
     would run here: bf16 where it is not widened to MKL, float32 where MKL does not run it. Bias and one unary
     post-op fused, the rest in torch. It saves the operator's per-call cost (~37 us): on Zen 5, 0.97-0.98 of the
     torch operator's time over BERT-base and MiniLM (bf16 and float32; `benchmarks/ab.py ART --without
-    onednn_direct_linear`)."""
+    onednn_direct_linear`). bf16 decode rows (up to GEMV_ROWS) at avx512_bf16 run bf16_gemv instead."""
     if ctx.device != "cpu" or ctx.nan_safe or ctx.input_specs[0].rank < 2:
         return None
     dtype = node_dtype(ctx)
@@ -149,6 +149,15 @@ def onednn_direct_linear(ctx: NodeContext) -> Optional[Kernel]:
                                       None if bias is None else bias.float().contiguous(), dtype, dtype,
                                       post_op=fused.unary, multiplier=fused.multiplier)
     run = linear_run(linear, getattr(torch, dtype), fused.tail, "onednn_direct:linear")
+    few = _native_bf16(ctx, weight.contiguous(), bias) if dtype == "bfloat16" and ctx.isa == "avx512_bf16" else None
+    if few is not None:  # decode rows: bf16_gemv (a Qwen2-0.5B step's GEMVs at 0.74 of the read bandwidth on a
+        # Zen 4, oneDNN's bf16 matmul at 0.62; Intel's avx512_bf16 CPUs take them in build_linear_kernel's by_rows)
+        many = run
+
+        def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+            x = inputs[0]
+            rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
+            return few(inputs, dims) if rows <= GEMV_ROWS else many(inputs, dims)
     held = consumed(ctx) if fused.multiplier_slot is None else consumed(ctx) | {fused.multiplier_slot}
     return Kernel(run, "onednn_direct:linear", held, fresh_output=True, keeps_nan=False)
 
