@@ -38,7 +38,7 @@ nb::dict cpu_features_dict() {
     d["avx512_vnni"] = f.avx512_vnni; d["avx512_bf16"] = f.avx512_bf16;
     d["amx_tile"] = f.amx_tile; d["amx_bf16"] = f.amx_bf16; d["amx_int8"] = f.amx_int8;
     d["xcr0"] = f.xcr0; d["os_ymm"] = f.os_ymm; d["os_zmm"] = f.os_zmm; d["os_tiles"] = f.os_tiles;
-    d["amx_permission"] = f.amx_permission;
+    d["amx_permission"] = f.amx_permission; d["intel"] = f.intel;
     return d;
 }
 

@@ -48,6 +48,7 @@ CpuFeatures detect() {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return f;
     const unsigned max_leaf = eax;
+    f.intel = ebx == 0x756e6547u && edx == 0x49656e69u && ecx == 0x6c65746eu;  // "Genu" "ineI" "ntel"
 
     bool osxsave = false;
     if (__get_cpuid(1, &eax, &ebx, &ecx, &edx)) {

@@ -48,6 +48,28 @@ def test_matches_float64_within_one_bf16_rounding(level, kernel, m, n, k):
 
 
 @pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("side_by_side", [1, 8])
+@pytest.mark.parametrize("m, n, k", SHAPES)
+def test_both_weight_read_orders_match_float64(level, side_by_side, m, n, k):
+    """bf16_gemv reads weight rows side by side (8: Intel's default) or one at a time (1: elsewhere); whichever this
+    CPU's vendor picks, the other one must be right too (CI runs one vendor)."""
+    torch.manual_seed(m * n + k + side_by_side)
+    x, w, bias = torch.randn(m, k).bfloat16(), torch.randn(n, k).bfloat16(), torch.randn(n)
+    out, alone = torch.empty(m, n, dtype=torch.bfloat16), torch.empty(m, n, dtype=torch.bfloat16)
+    native.raw.bf16_gemv(x, w, bias, out, level, 2, side_by_side)
+    want = reference(x, w, bias)
+    assert ((out.double() - want).abs() <= want.abs() * 2.0 ** -8 + 1e-4 * (k ** 0.5)).all()
+    native.raw.bf16_gemv(x, w, bias, alone, level, 1, side_by_side)
+    assert torch.equal(out, alone)
+
+
+def test_weight_read_order_is_1_or_8():
+    x, w, out = torch.zeros(1, 16).bfloat16(), torch.zeros(4, 16).bfloat16(), torch.empty(1, 4, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="side_by_side must be 1 or 8"):
+        native.raw.bf16_gemv(x, w, None, out, None, 1, 4)
+
+
+@pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("kernel", ["bf16_gemv", "bf16_gemm"])
 def test_rounds_sums_to_nearest_even_keeps_subnormals_and_nan(level, kernel):
     """The float32 sum is rounded to bf16 once, to nearest with ties to even (1 + 2^-8 is a tie between 1 and

@@ -31,6 +31,8 @@ struct CpuFeatures {
     bool os_ymm = false, os_zmm = false, os_tiles = false;
     // Linux granted AMX tile-data use to this process (arch_prctl).
     bool amx_permission = false;
+    // CPUID leaf 0's vendor is "GenuineIntel" (kernels whose best memory access pattern differs by vendor).
+    bool intel = false;
 };
 
 // Detected once per process (the AMX permission request happens here, also once).

@@ -5,12 +5,14 @@
 // the 2-core read bandwidth (Xeon, AVX-512 BF16, no AMX); here each 16 weights are one load, a widening to
 // float32 (a shift) and one FMA per row, well under the memory time.
 //
-// One output channel at a time: its weight row is read front to back, 64 k a step in four accumulators per row
-// of x (one accumulator's FMA chain would bound the loop), against the rows' x widened to float32 once per call
-// in a per-thread scratch, and summed across lanes at the end. Streaming 8 weight rows side by side (the first
-// version) read at half the bandwidth on a Zen 4: 11-15 against 24-29 GB/s one row at a time at k = 896, where the
-// rows are 1792 bytes apart (benchmarks/results/session53-bf16-gemv-streams-zen4.md); software prefetching on
-// top of one stream made it slower.
+// Two ways to read the weight, picked by the binding per CPU vendor (args.h rows_side_by_side): on Intel, blocks of
+// 8 output channels whose weight rows stream side by side, 16 k a step, each prefetched 2 KiB ahead (a Xeon with
+// AMX, 2 cores: 0.85-0.87 of the one-pass sum, one row at a time 0.69-0.72); elsewhere one output channel at a
+// time, its weight row read front to back, 64 k a step in four accumulators per row of x (one accumulator's FMA
+// chain would bound the loop): on a Zen 4 rows side by side, 1.8 KB apart, read at half the bandwidth (11-15
+// against 24-29 GB/s at k = 896) and a software prefetch on top of one stream slowed it
+// (benchmarks/results/session53-bf16-gemv-streams-zen4.md). Either way x's rows are widened to float32 once per
+// call in a per-thread scratch and the sums taken across lanes at the end.
 #include "common.h"
 #include "vec16.h"
 
@@ -19,6 +21,37 @@ namespace IPXC_NS {
 namespace {
 
 constexpr int64_t kMinMacsPerTask = 1 << 15;
+constexpr int64_t kPrefetchAhead = 1024;  // bf16 values: 2 KiB (4 KiB measured the same)
+
+// y[r, n0 + c] for c < CB, rows r < MR: CB weight rows side by side (the Intel way).
+template <int MR, int CB>
+void channel_block(const Bf16GemvArgs& a, const float* xf, int64_t k16, int64_t n0) {
+    V16 acc[CB][MR];
+    for (int c = 0; c < CB; ++c)
+        for (int r = 0; r < MR; ++r) acc[c][r] = v_zero();
+    const uint16_t* w[CB];
+    for (int c = 0; c < CB; ++c) w[c] = a.w + (n0 + c) * a.k;
+    int64_t k0 = 0;
+    for (; k0 + 16 <= a.k; k0 += 16) {
+        V16 xv[MR];
+        for (int r = 0; r < MR; ++r) xv[r] = v_load(xf + r * k16 + k0);
+        for (int c = 0; c < CB; ++c) {
+            // A block's rows are one contiguous run of CB * k values, each row short (896 values: 28 lines): the
+            // hardware prefetcher alone does not ramp up on such streams, so fetch 2 KiB ahead (into the next rows).
+            if ((k0 & 31) == 0) __builtin_prefetch(w[c] + k0 + kPrefetchAhead);
+            const V16 wv = v_load(w[c] + k0);
+            for (int r = 0; r < MR; ++r) acc[c][r] = v_fma(xv[r], wv, acc[c][r]);
+        }
+    }
+    for (int c = 0; c < CB; ++c) {
+        const float b = a.bias ? a.bias[n0 + c] : 0.0f;
+        for (int r = 0; r < MR; ++r) {
+            float sum = v_sum(acc[c][r]);
+            for (int64_t k = k0; k < a.k; ++k) sum += xf[r * k16 + k] * bf16_to_f32(w[c][k]);
+            a.y[r * a.y_stride + n0 + c] = f32_to_bf16(sum + b);
+        }
+    }
+}
 
 // Runs of 16 k in flight per row of x: rows x runs accumulators, plus a weight and an x vector, must fit the
 // registers (AVX2: 16 ymm, two per V16).
@@ -61,16 +94,28 @@ void channel(const Bf16GemvArgs& a, const float* xf, int64_t k16, int64_t n) {
 
 template <int MR>
 void rows(const Bf16GemvArgs& a) {
+    constexpr int CB = MR <= 2 ? 8 : 4;  // side by side: CB x MR accumulators, 16 or fewer (AVX2: 32 ymm)
+    const int64_t cb = a.rows_side_by_side > 1 ? CB : 1;  // output channels a block
     const int64_t k16 = (a.k + 15) / 16 * 16;
-    const int64_t work = a.k * MR;
-    parallel(a.n, work >= kMinMacsPerTask ? 1 : kMinMacsPerTask / work, a.threads, [&](int64_t begin, int64_t end) {
+    const int64_t blocks = (a.n + cb - 1) / cb;
+    const int64_t work = cb * a.k * MR;
+    parallel(blocks, work >= kMinMacsPerTask ? 1 : kMinMacsPerTask / work, a.threads, [&](int64_t begin, int64_t end) {
         float* xf = scratch_floats(MR * k16);
         for (int r = 0; r < MR; ++r) {
             bf16_row_to_f32(a.x + r * a.x_stride, xf + r * k16, a.k);
             for (int64_t k = a.k; k < k16; ++k) xf[r * k16 + k] = 0.0f;
         }
-        for (int64_t n = begin; n < end; ++n) channel<MR>(a, xf, k16, n);
-    }, stream_chunk(a.k * 2));
+        for (int64_t blk = begin; blk < end; ++blk) {
+            const int64_t n0 = blk * cb;
+            if (cb == 1) {
+                channel<MR>(a, xf, k16, n0);
+            } else if (n0 + CB <= a.n) {
+                channel_block<MR, CB>(a, xf, k16, n0);
+            } else {
+                for (int64_t c = n0; c < a.n; ++c) channel<MR>(a, xf, k16, c);
+            }
+        }
+    }, stream_chunk(cb * a.k * 2));
 }
 
 void bf16_gemv(const Bf16GemvArgs& a) {

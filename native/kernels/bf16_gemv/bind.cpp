@@ -12,7 +12,7 @@ constexpr int64_t kMaxRows = 4;
 // for bf16_gemv); w bfloat16 [n, k] contiguous; bias float32 [n] or None; out bfloat16 [..., n] contiguous with
 // x's rows. `gemm`: run bf16_gemm (any number of rows) instead of bf16_gemv.
 void bf16_linear(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::handle out_obj, const OptStr& max_isa,
-                 int threads, bool gemm) {
+                 int threads, bool gemm, std::optional<int> side_by_side = std::nullopt) {
     const TensorArg x(x_obj, "x"), w(w_obj, "w"), out(out_obj, "out");
     const auto bias = optional_tensor(bias_obj, "bias");
     if (!x.on_cpu() || !w.on_cpu() || !out.on_cpu() || (bias && !bias->on_cpu()))
@@ -43,14 +43,17 @@ void bf16_linear(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::ha
     a.y = static_cast<uint16_t*>(out.data());
     a.y_stride = a.n;
     a.threads = threads;
+    if (side_by_side && *side_by_side != 1 && *side_by_side != 8) fail("side_by_side must be 1 or 8");
+    a.rows_side_by_side = side_by_side ? *side_by_side : cpu_features().intel ? 8 : 1;
     if (gemm)
         run(lookup_bf16_gemm(select(max_isa)), "bf16_gemm", a);
     else
         run(lookup_bf16_gemv(select(max_isa)), "bf16_gemv", a);
 }
 
-void bf16_gemv(nb::handle x, nb::handle w, nb::handle bias, nb::handle out, const OptStr& max_isa, int threads) {
-    bf16_linear(x, w, bias, out, max_isa, threads, false);
+void bf16_gemv(nb::handle x, nb::handle w, nb::handle bias, nb::handle out, const OptStr& max_isa, int threads,
+               std::optional<int> side_by_side) {
+    bf16_linear(x, w, bias, out, max_isa, threads, false, side_by_side);
 }
 
 void bf16_gemm(nb::handle x, nb::handle w, nb::handle bias, nb::handle out, const OptStr& max_isa, int threads) {
@@ -61,8 +64,10 @@ void bf16_gemm(nb::handle x, nb::handle w, nb::handle bias, nb::handle out, cons
 
 void bind_bf16_gemv(nb::module_& m) {
     m.def("bf16_gemv", &bf16_gemv, "x"_a, "w"_a, "bias"_a.none(), "out"_a, "max_isa"_a.none(), "threads"_a,
+          "side_by_side"_a = nb::none(),
           "out = x @ w^T + bias for up to 4 rows of bfloat16 x and a bfloat16 [n, k] weight, summed in float32, rounded "
-          "to bfloat16 once");
+          "to bfloat16 once; side_by_side: weight rows read side by side (8) or one at a time (1), default by CPU "
+          "vendor (8 on Intel)");
     m.def("bf16_gemm", &bf16_gemm, "x"_a, "w"_a, "bias"_a.none(), "out"_a, "max_isa"_a.none(), "threads"_a,
           "out = x @ w^T + bias for any number of rows of bfloat16 x and a bfloat16 [n, k] weight (a prompt), summed "
           "in float32 on widened panels of the weight, rounded to bfloat16 once");
