@@ -149,15 +149,13 @@ def onednn_direct_linear(ctx: NodeContext) -> Optional[Kernel]:
                                       None if bias is None else bias.float().contiguous(), dtype, dtype,
                                       post_op=fused.unary, multiplier=fused.multiplier)
     run = linear_run(linear, getattr(torch, dtype), fused.tail, "onednn_direct:linear")
-    few = _native_bf16(ctx, weight.contiguous(), bias) if dtype == "bfloat16" and ctx.isa == "avx512_bf16" else None
-    if few is not None:  # decode rows: bf16_gemv (a Qwen2-0.5B step's GEMVs at 0.74 of the read bandwidth on a
-        # Zen 4, oneDNN's bf16 matmul at 0.62; Intel's avx512_bf16 CPUs take them in build_linear_kernel's by_rows)
-        many = run
-
-        def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-            x = inputs[0]
-            rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
-            return few(inputs, dims) if rows <= GEMV_ROWS else many(inputs, dims)
+    # decode rows: our GEMVs, which read the plain weight at the bandwidth (a Qwen2-0.5B step's GEMVs on a Zen 4:
+    # bf16_gemv 0.74 of it where oneDNN's bf16 matmul read 0.62; f32_gemv: a float32 step 104 -> 80 ms, capped to AVX2 113 -> 72).
+    # Intel's avx512_bf16 CPUs take bf16 decode rows in build_linear_kernel's by_rows, and float32 goes to MKL there.
+    few = (_native_bf16(ctx, weight.contiguous(), bias) if dtype == "bfloat16" and ctx.isa == "avx512_bf16"
+           else _native_f32(ctx, weight.contiguous(), bias) if dtype == "float32" else None)
+    if few is not None:
+        run = decode_rows_first(few, run)
     held = consumed(ctx) if fused.multiplier_slot is None else consumed(ctx) | {fused.multiplier_slot}
     return Kernel(run, "onednn_direct:linear", held, fresh_output=True, keeps_nan=False)
 
@@ -214,7 +212,9 @@ def build_linear_kernel(ctx: NodeContext) -> Optional[Kernel]:
 
     fused = with_tail(run, plan.tail)
     if not widens_many_rows(ctx.isa, dtype):
-        return Kernel(fused, "torch_onednn:linear", consumed(ctx), keeps_nan=False)
+        few = _native_f32(ctx, weight.contiguous(), bias) if dtype == "float32" else None  # (non-Intel CPUs)
+        return Kernel(fused if few is None else decode_rows_first(few, fused), "torch_onednn:linear", consumed(ctx),
+                      keeps_nan=False)
     weight_bf16, wide_bias = weight.contiguous(), None if bias is None else bias.float()
 
     def widened(inputs: list, dims: dict[str, int]) -> torch.Tensor:
@@ -252,6 +252,32 @@ def _native_bf16(ctx: NodeContext, weight: torch.Tensor, bias: Optional[torch.Te
         out = torch.empty(x.shape[:-1] + (n,), dtype=torch.bfloat16)
         call = lib.bf16_gemv if rows <= GEMV_ROWS else lib.bf16_gemm
         call(x, weight, wide_bias, out, isa, torch.get_num_threads())  # checks x's columns against the weight
+        return out
+
+    return with_tail(run, tuple(ctx.attrs.post_ops))
+
+
+def decode_rows_first(few, many):
+    """A kernel function running `few` (one of our GEMVs) for up to GEMV_ROWS rows of x, `many` for more."""
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x = inputs[0]
+        rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
+        return few(inputs, dims) if rows <= GEMV_ROWS else many(inputs, dims)
+    return run
+
+
+def _native_f32(ctx: NodeContext, weight: torch.Tensor, bias: Optional[torch.Tensor]):
+    """f32_gemv for up to GEMV_ROWS rows of float32 x on the plain [out, in] weight, post-ops in torch after it, or
+    None without the native build."""
+    if not native_lib.available() or not hasattr(native_lib.raw, "f32_gemv"):
+        return None
+    lib, isa, n = native_lib.raw, ctx.isa, weight.shape[0]
+    bias = None if bias is None else bias.float().contiguous()
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x = inputs[0].float().contiguous()
+        out = torch.empty(x.shape[:-1] + (n,), dtype=torch.float32)
+        lib.f32_gemv(x, weight, bias, out, isa, torch.get_num_threads())  # checks x's columns against the weight
         return out
 
     return with_tail(run, tuple(ctx.attrs.post_ops))
