@@ -12,6 +12,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "ipxc/dispatch.h"
@@ -83,6 +85,23 @@ inline const void* additive_mask(const TensorArg& m, const int64_t (&want)[4], D
 }
 
 // A float32 vector of n elements, one per element of x's last dim (norm weight/bias, ...).
+// A linear layer's input x [..., k] of a decode GEMV (bf16_gemv, f32_gemv): contiguous, or 2-D with contiguous rows
+// of any stride at least k apart; at most max_rows rows. Returns {rows, stride between rows}.
+inline std::pair<int64_t, int64_t> linear_input_rows(const TensorArg& x, int64_t k, int64_t max_rows,
+                                                     const char* kernel) {
+    if (x.shape(x.ndim() - 1) != k) fail("x " + x.shape_str() + " must have k = " + std::to_string(k) + " columns");
+    const int64_t m = k > 0 ? x.size() / k : 0;
+    if (m > max_rows)
+        fail("x has " + std::to_string(m) + " rows; " + kernel + " takes at most " + std::to_string(max_rows));
+    int64_t stride = k;
+    if (!x.is_contiguous()) {  // rows of a 2-D tensor: each row contiguous, rows apart by at least k
+        if (x.ndim() != 2 || (x.stride(1) != 1 && k > 1) || (m > 1 && x.stride(0) < k))
+            fail("x " + x.shape_str() + " must be contiguous or 2-D with contiguous rows");
+        if (m > 1) stride = x.stride(0);
+    }
+    return {m, stride};
+}
+
 inline const float* f32_vector(const TensorArg& t, int64_t n) {
     check_cpu_contiguous(t);
     if (!t.is_f32()) fail(std::string(t.name()) + " has dtype " + t.dtype_str() + "; it must be float32");

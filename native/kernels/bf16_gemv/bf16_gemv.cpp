@@ -8,13 +8,11 @@
 // Two ways to read the weight, picked by the binding per CPU vendor (args.h rows_side_by_side): on Intel, blocks of
 // 8 output channels whose weight rows stream side by side, 16 k a step, each prefetched 2 KiB ahead (a Xeon with
 // AMX, 2 cores: 0.85-0.87 of the one-pass sum, one row at a time 0.69-0.72); elsewhere one output channel at a
-// time, its weight row read front to back, 64 k a step in four accumulators per row of x (one accumulator's FMA
-// chain would bound the loop): on a Zen 4 rows side by side, 1.8 KB apart, read at half the bandwidth (11-15
-// against 24-29 GB/s at k = 896) and a software prefetch on top of one stream slowed it
-// (benchmarks/results/session53-bf16-gemv-streams-zen4.md). Either way x's rows are widened to float32 once per
-// call in a per-thread scratch and the sums taken across lanes at the end.
+// time, its weight row read front to back (gemv_row.h; on a Zen 4 rows side by side read at half the bandwidth).
+// Either way x's rows are widened to float32 once per call in a per-thread scratch.
 #include "common.h"
 #include "vec16.h"
+#include "gemv_row.h"
 
 namespace ipxc {
 namespace IPXC_NS {
@@ -53,43 +51,13 @@ void channel_block(const Bf16GemvArgs& a, const float* xf, int64_t k16, int64_t 
     }
 }
 
-// Runs of 16 k in flight per row of x: rows x runs accumulators, plus a weight and an x vector, must fit the
-// registers (AVX2: 16 ymm, two per V16).
-template <int MR>
-constexpr int runs_in_flight() {
-#if IPXC_V16_AVX2
-    return MR == 1 ? 4 : MR == 2 ? 2 : 1;
-#else
-    return 4;
-#endif
-}
-
 // y[r, n] for rows r < MR of one output channel n; xf: the rows of x in float32, k16 floats apart (zeros past k).
 template <int MR>
 void channel(const Bf16GemvArgs& a, const float* xf, int64_t k16, int64_t n) {
-    constexpr int U = runs_in_flight<MR>();
-    V16 acc[MR][U];
-    for (int r = 0; r < MR; ++r)
-        for (int u = 0; u < U; ++u) acc[r][u] = v_zero();
-    const uint16_t* w = a.w + n * a.k;
-    int64_t k0 = 0;
-    for (; k0 + 16 * U <= a.k; k0 += 16 * U)
-        for (int u = 0; u < U; ++u) {
-            const V16 wv = v_load(w + k0 + 16 * u);
-            for (int r = 0; r < MR; ++r) acc[r][u] = v_fma(v_load(xf + r * k16 + k0 + 16 * u), wv, acc[r][u]);
-        }
-    for (; k0 + 16 <= a.k; k0 += 16) {
-        const V16 wv = v_load(w + k0);
-        for (int r = 0; r < MR; ++r) acc[r][0] = v_fma(v_load(xf + r * k16 + k0), wv, acc[r][0]);
-    }
+    float sums[MR];
+    gemv_row::dots<MR>(a.w + n * a.k, a.k, xf, k16, sums);
     const float b = a.bias ? a.bias[n] : 0.0f;
-    for (int r = 0; r < MR; ++r) {
-        V16 total = acc[r][0];
-        for (int u = 1; u < U; ++u) total = v_add(total, acc[r][u]);
-        float sum = v_sum(total);
-        for (int64_t k = k0; k < a.k; ++k) sum += xf[r * k16 + k] * bf16_to_f32(w[k]);
-        a.y[r * a.y_stride + n] = f32_to_bf16(sum + b);
-    }
+    for (int r = 0; r < MR; ++r) a.y[r * a.y_stride + n] = f32_to_bf16(sums[r] + b);
 }
 
 template <int MR>

@@ -25,15 +25,7 @@ void f32_gemv(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::handl
     if (w.ndim() != 2) fail("w " + w.shape_str() + " must be [n, k]");
     F32GemvArgs a;
     a.n = w.shape(0), a.k = w.shape(1);
-    if (x.shape(x.ndim() - 1) != a.k) fail("x " + x.shape_str() + " must have k = " + std::to_string(a.k) + " columns");
-    a.m = a.k > 0 ? x.size() / a.k : 0;
-    if (a.m > kMaxRows) fail("x has " + std::to_string(a.m) + " rows; f32_gemv takes at most 4");
-    a.x_stride = a.k;
-    if (!x.is_contiguous()) {  // rows of a 2-D tensor: each row contiguous, rows apart by at least k
-        if (x.ndim() != 2 || (x.stride(1) != 1 && a.k > 1) || (a.m > 1 && x.stride(0) < a.k))
-            fail("x " + x.shape_str() + " must be contiguous or 2-D with contiguous rows");
-        if (a.m > 1) a.x_stride = x.stride(0);
-    }
+    std::tie(a.m, a.x_stride) = linear_input_rows(x, a.k, kMaxRows, "f32_gemv");
     if (out.shape(out.ndim() - 1) != a.n || out.size() != a.m * a.n)
         fail("out " + out.shape_str() + " must hold " + std::to_string(a.m) + " rows of " + std::to_string(a.n));
     a.bias = f32_vector(bias, a.n);

@@ -144,15 +144,16 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
                       P3=post[3], RUN=run_k, BLOCK_N=block_n, SPLIT=splits > 1, SPLIT_ROWS=split_rows,
                       PROLOGUE=PROLOGUES[prologue], HAS_NORM_WEIGHT=norm is not None, GDC=pdl, launch_pdl=pdl,
                       num_warps=tile.warps)
-        weights_args = (flat, words, scales, scales if zeros is None else zeros, scales if bias is None else bias,
+        shared = (flat, words, scales, scales if zeros is None else zeros, scales if bias is None else bias,
                         a, b, out, work, tickets, scales if norm is None else norm, n, k, k_words, scales.shape[1],
                         attrs.group_size, split_words, splits)
         tail = (width, eps, a.stride(0), a.stride(1), b.stride(0), b.stride(1))
         if int8_rows:
-            _triton.jit().woq_rows_dp4a[(blocks, splits, rows)](*weights_args[:11], x_codes, *weights_args[11:], *tail,
+            # (x_codes follows the norm weight, the 11th argument)
+            _triton.jit().woq_rows_dp4a[(blocks, splits, rows)](*shared[:11], x_codes, *shared[11:], *tail,
                                                                 ASM=not _triton.interpreted(), **common)
         else:
-            _triton.jit().woq_rows[(blocks, splits, rows)](*weights_args, code_mask, *tail, **common)
+            _triton.jit().woq_rows[(blocks, splits, rows)](*shared, code_mask, *tail, **common)
         return out.view(out_shape)
 
     name = ("triton:woq_linear_rows" if prologue is None else f"triton:{prologue}_woq_linear_rows") \
