@@ -125,6 +125,7 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
     weight_inputs = [codes, scales, zeros, bias] + ([norm] if prologue is not None else [])
     pdl = _triton.pdl_enabled(codes.device)
     int8_rows = attrs.activations == "int8"
+    asm = not _triton.interpreted()  # dp4a as PTX (the interpreter runs none): decided at load, not per call
     # woq_rows_dp4a's x codes (rows x k bytes, stored in the order its words take them)
     x_codes = torch.empty(MAX_ROWS * k if int8_rows else 1, dtype=torch.int8, device=codes.device)
 
@@ -151,7 +152,7 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
         if int8_rows:
             # (x_codes follows the norm weight, the 11th argument)
             _triton.jit().woq_rows_dp4a[(blocks, splits, rows)](*shared[:11], x_codes, *shared[11:], *tail,
-                                                                ASM=not _triton.interpreted(), **common)
+                                                                ASM=asm, **common)
         else:
             _triton.jit().woq_rows[(blocks, splits, rows)](*shared, code_mask, *tail, **common)
         return out.view(out_shape)
