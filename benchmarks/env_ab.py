@@ -8,6 +8,8 @@ benchmarks/results/session52-woq-prefetchnta.patch (IPXC_EXP_NTA) or session52-d
 
     python benchmarks/env_ab.py decode MODEL.ipxc --env IPXC_EXP_NTA=1 [--rounds 30] [--prompt 512]
         bound decode steps (what generate() runs) after a random prompt; each round 1 untimed and 6 timed steps per side
+    python benchmarks/env_ab.py decode MODEL.ipxc --env IPEXCONVERT_MKL_FP32=0 --at-load
+        the same for a variable read when the kernels are chosen: the artifact loaded twice, once with it set
     python benchmarks/env_ab.py attention --env IPXC_EXP_OLD=1 [--evict-mb 512] [--rounds 200]
         24 layers of Qwen2-0.5B decode attention (14 heads over 2 kv heads, 64 dims, 530 float32 positions), the
         caches evicted by a write of --evict-mb before each timed pass (0: warm, the pass run once before)
@@ -75,6 +77,9 @@ def main() -> None:
     ap.add_argument("--prompt", type=int, default=512, help="cached positions before the timed steps (decode)")
     ap.add_argument("--evict-mb", type=int, default=512, help="MB written before each timed pass (attention)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--at-load", action="store_true",
+                    help="for a variable read when kernels are chosen (at load): two copies of the workload, one made "
+                         "with it set, timed in the same interleaved rounds")
     args = ap.parse_args()
     name, _, value = args.env.partition("=")
     if not name or not value:
@@ -82,16 +87,25 @@ def main() -> None:
     if args.workload == "decode" and not args.artifact:
         ap.error("decode needs an artifact")
     torch.set_num_threads(args.threads)
-    timed, unit = (decode_workload if args.workload == "decode" else attention_workload)(args)
+    workload = decode_workload if args.workload == "decode" else attention_workload
+
+    def switch(side: str) -> None:
+        if side == "set":
+            os.environ[name] = value
+        else:
+            os.environ.pop(name, None)
+
+    timers = {}
+    for side in (("unset", "set") if args.at_load else ("unset",)):
+        switch(side)
+        timers[side], unit = workload(args)
+    timers.setdefault("set", timers["unset"])
     rounds = args.rounds or (30 if args.workload == "decode" else 200)
     samples = {"unset": [], "set": []}
     for r in range(rounds):
         for side in (("unset", "set") if r % 2 == 0 else ("set", "unset")):
-            if side == "set":
-                os.environ[name] = value
-            else:
-                os.environ.pop(name, None)
-            samples[side].append(timed())
+            switch(side)
+            samples[side].append(timers[side]())
     os.environ.pop(name, None)
     ratios = [a / b for a, b in zip(samples["set"], samples["unset"])]
     print(f"{args.workload} {args.artifact or ''} {args.threads} threads, {rounds} rounds: {name} unset "
