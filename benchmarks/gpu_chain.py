@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 
 from ipexconvert.backends.cuda.kernels import woq_linear
-from ipexconvert.backends.cuda.kernels._triton_jit import woq_input, woq_run_weights
+from ipexconvert.backends.cuda.kernels._triton_jit import woq_program_slice, woq_run_sums, woq_run_weights
 from ipexconvert.ir.opdef import get_op
 from ipexconvert.ir.spec import TensorSpec
 from ipexconvert.runtime.kernels import NodeContext
@@ -40,8 +40,6 @@ def woq_chain(x_ptr, words_ptr, scales_ptr, work_ptr, ticket_ptr, counter_ptr, d
     scales are the i-th [N, k_words] / [N, groups] of words_ptr / scales_ptr."""
     PER_WORD: tl.constexpr = 8
     WORDS: tl.constexpr = RUN // PER_WORD
-    LOW: tl.constexpr = 19
-    BASE_BITS: tl.constexpr = 0x41800000  # 16.0
     per_stage = blocks * splits
     total = per_stage * stages
     item = tl.atomic_add(counter_ptr, 1)
@@ -50,12 +48,8 @@ def woq_chain(x_ptr, words_ptr, scales_ptr, work_ptr, ticket_ptr, counter_ptr, d
         rest = item % per_stage
         block = rest % blocks
         part = rest // blocks
-        n = block * BLOCK_N + tl.arange(0, BLOCK_N)
-        n_ok = n < N
-        n64 = n.to(tl.int64)
-        w = tl.arange(0, WORDS)
-        word_begin = part * split_words
-        word_end = tl.minimum(k_words, word_begin + split_words)
+        n, n_ok, n64, w, word_begin, word_end = woq_program_slice(block, part, N, k_words, split_words, BLOCK_N,
+                                                                  WORDS)
         stage_words = words_ptr + stage.to(tl.int64) * N * k_words
         stage_scales = scales_ptr + stage.to(tl.int64) * N * groups
         words, scale, offset = woq_run_weights(stage_words, stage_scales, stage_scales, n64, n_ok, w, word_begin,
@@ -70,18 +64,8 @@ def woq_chain(x_ptr, words_ptr, scales_ptr, work_ptr, ticket_ptr, counter_ptr, d
             next_words, next_scale, next_offset = woq_run_weights(
                 stage_words, stage_scales, stage_scales, n64, n_ok, w, word + WORDS, word_end, k_words, groups,
                 group_size, 4, 8, False, PER_WORD)
-            start = word * PER_WORD
-            run = tl.zeros([BLOCK_N, WORDS], tl.float32)
-            x_sum = tl.zeros([WORDS], tl.float32)
-            for t in tl.static_range(PER_WORD):
-                x = woq_input(x_row, x_row, start + w * PER_WORD + t, K, 1.0, 0, False)
-                x_sum += x
-                if LOW >= 4 * t:
-                    moved = words << (LOW - 4 * t)
-                else:
-                    moved = words >> (4 * t - LOW)
-                code = ((moved & code_mask) | BASE_BITS).to(tl.float32, bitcast=True)
-                run += code * x[None, :]
+            run, x_sum = woq_run_sums(words, x_row, x_row, word * PER_WORD + w * PER_WORD, K, 1.0, code_mask, 4, 0,
+                                      False)
             acc += (run - offset[:, None] * x_sum[None, :]) * scale[:, None]
             words, scale, offset = next_words, next_scale, next_offset
         y = tl.sum(acc, axis=1)
@@ -107,8 +91,6 @@ def woq_chain_whole(x_ptr, words_ptr, scales_ptr, counter_ptr, done_ptr, N, K, k
     """woq_chain without a split of k: an item is BLOCK_N whole rows (WORDS >= k_words words each), its codes and
     per-word scales loaded at once before it waits, its outputs stored by itself: no partial sums, no ticket."""
     PER_WORD: tl.constexpr = 8
-    LOW: tl.constexpr = 19
-    BASE_BITS: tl.constexpr = 0x41800000  # 16.0
     total = blocks * stages
     item = tl.atomic_add(counter_ptr, 1)
     while item < total:
@@ -131,17 +113,8 @@ def woq_chain_whole(x_ptr, words_ptr, scales_ptr, counter_ptr, done_ptr, N, K, k
             while ready < blocks:
                 ready = tl.atomic_add(done_ptr + stage - 1, 0, sem="acquire")
         x_row = x_ptr + stage.to(tl.int64) * K
-        run = tl.zeros([BLOCK_N, WORDS], tl.float32)
-        x_sum = tl.zeros([WORDS], tl.float32)
-        for t in tl.static_range(PER_WORD):
-            x = tl.load(x_row + w * PER_WORD + t, mask=w_ok, other=0.0).to(tl.float32)
-            x_sum += x
-            if LOW >= 4 * t:
-                moved = words << (LOW - 4 * t)
-            else:
-                moved = words >> (4 * t - LOW)
-            code = ((moved & code_mask) | BASE_BITS).to(tl.float32, bitcast=True)
-            run += code * x[None, :]
+        # words past k_words read x[0] against zero codes and zero scales: they add nothing
+        run, x_sum = woq_run_sums(words, x_row, x_row, tl.where(w_ok, w * PER_WORD, 0), K, 1.0, code_mask, 4, 0, False)
         y = tl.sum((run - 24.0 * x_sum[None, :]) * scale, axis=1)  # 16 + the symmetric zero point 8
         tl.store(x_ptr + (stage.to(tl.int64) + 1) * K + n, y.to(x_ptr.dtype.element_ty), mask=n_ok)
         tl.debug_barrier()  # the block's outputs are written before it counts as done

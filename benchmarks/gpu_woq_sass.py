@@ -28,7 +28,7 @@ POINTERS = {"x_ptr": "*bf16", "words_ptr": "*i32", "scales_ptr": "*fp32", "zeros
 
 
 def sass_of(block_n: int, warps: int, bits: int, run: int) -> str:
-    constants = dict(BITS=bits, ZERO=8 if bits == 4 else 0, HAS_ZEROS=False, HAS_BIAS=False, INT8_ROWS=False,
+    constants = dict(BITS=bits, ZERO=8 if bits == 4 else 0, HAS_ZEROS=False, HAS_BIAS=False,
                      SPLIT_ROWS=16, HAS_A=False, HAS_B=False, P0=0, P1=0, P2=0, P3=0, RUN=run, BLOCK_N=block_n,
                      SPLIT=True, PROLOGUE=0, HAS_NORM_WEIGHT=False, GDC=False)
     names = list(inspect.signature(_triton_jit.woq_rows.fn).parameters)

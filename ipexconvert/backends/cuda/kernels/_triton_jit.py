@@ -565,6 +565,39 @@ def woq_row_scan(x_row, norm_ptr, K, eps, PROLOGUE: tl.constexpr, HAS_NORM_WEIGH
 
 
 @triton.jit
+def woq_program_slice(block, part, N, k_words, split_words, BLOCK_N: tl.constexpr, WORDS: tl.constexpr):
+    """What a woq_rows / woq_rows_dp4a program computes: columns n (n_ok inside N; n64 for addresses), a run's word
+    offsets w, and its words [word_begin, word_end) of k (the part-th split)."""
+    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
+    word_begin = part * split_words
+    return n, n < N, n.to(tl.int64), tl.arange(0, WORDS), word_begin, tl.minimum(k_words, word_begin + split_words)
+
+
+@triton.jit
+def woq_run_sums(words, x_row, norm_ptr, first_k, K, inv_rms, code_mask, BITS: tl.constexpr, PROLOGUE: tl.constexpr,
+                 HAS_NORM_WEIGHT: tl.constexpr):
+    """woq_rows' float sums over code words [columns, words] whose first code is input first_k [words] of x:
+    sum (BASE + c) * x per column and word, and sum x per word. A code c becomes BASE + c exactly with one shift and
+    one mask-and-or: moved under the exponent bits of BASE = 2^(23 - LOW), whose last mantissa bit is worth 1."""
+    PER_WORD: tl.constexpr = 32 // BITS
+    LOW: tl.constexpr = 19 if BITS == 4 else 15
+    BASE_BITS: tl.constexpr = 0x41800000 if BITS == 4 else 0x43800000  # 16.0, 256.0
+    run = tl.zeros(words.shape, tl.float32)
+    x_sum = tl.zeros(first_k.shape, tl.float32)
+    for t in tl.static_range(PER_WORD):
+        x = woq_input(x_row, norm_ptr, first_k + t, K, inv_rms, PROLOGUE, HAS_NORM_WEIGHT)
+        x_sum += x
+        if LOW >= BITS * t:
+            moved = words << (LOW - BITS * t)
+        else:
+            moved = words >> (BITS * t - LOW)
+        # code_mask comes as an argument: a constant would be rematerialized into a register per use
+        code = ((moved & code_mask) | BASE_BITS).to(tl.float32, bitcast=True)
+        run += code * x[None, :]
+    return run, x_sum
+
+
+@triton.jit
 def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, work_ptr, ticket_ptr,
              norm_ptr, N, K, k_words, groups, group_size, split_words, splits, code_mask, x_row_stride, eps,
              a_row_stride, a_col_stride, b_row_stride, b_col_stride,
@@ -595,14 +628,7 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     row = tl.program_id(2).to(tl.int64)
     PER_WORD: tl.constexpr = 32 // BITS
     WORDS: tl.constexpr = RUN // PER_WORD  # words of a run
-    LOW: tl.constexpr = 19 if BITS == 4 else 15
-    BASE_BITS: tl.constexpr = 0x41800000 if BITS == 4 else 0x43800000  # 16.0, 256.0
-    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
-    n_ok = n < N
-    n64 = n.to(tl.int64)
-    w = tl.arange(0, WORDS)
-    word_begin = part * split_words
-    word_end = tl.minimum(k_words, word_begin + split_words)
+    n, n_ok, n64, w, word_begin, word_end = woq_program_slice(block, part, N, k_words, split_words, BLOCK_N, WORDS)
     words, scale, offset = woq_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, word_begin, word_end,
                                            k_words, groups, group_size, BITS, ZERO, HAS_ZEROS, PER_WORD)
     if GDC:
@@ -614,19 +640,8 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
         next_words, next_scale, next_offset = woq_run_weights(
             words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, word + WORDS, word_end, k_words, groups, group_size,
             BITS, ZERO, HAS_ZEROS, PER_WORD)
-        start = word * PER_WORD
-        run = tl.zeros([BLOCK_N, WORDS], tl.float32)
-        x_sum = tl.zeros([WORDS], tl.float32)
-        for t in tl.static_range(PER_WORD):
-            x = woq_input(x_row, norm_ptr, start + w * PER_WORD + t, K, inv_rms, PROLOGUE, HAS_NORM_WEIGHT)
-            x_sum += x
-            if LOW >= BITS * t:
-                moved = words << (LOW - BITS * t)
-            else:
-                moved = words >> (BITS * t - LOW)
-            # code_mask comes as an argument: a constant would be rematerialized into a register per use
-            code = ((moved & code_mask) | BASE_BITS).to(tl.float32, bitcast=True)
-            run += code * x[None, :]
+        run, x_sum = woq_run_sums(words, x_row, norm_ptr, word * PER_WORD + w * PER_WORD, K, inv_rms, code_mask,
+                                  BITS, PROLOGUE, HAS_NORM_WEIGHT)
         acc += (run - offset[:, None] * x_sum[None, :]) * scale[:, None]
         words, scale, offset = next_words, next_scale, next_offset
     if GDC:
@@ -685,12 +700,7 @@ def woq_rows_dp4a(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_pt
     row = tl.program_id(2).to(tl.int64)
     PER_WORD: tl.constexpr = 32 // BITS
     WORDS: tl.constexpr = RUN // PER_WORD
-    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
-    n_ok = n < N
-    n64 = n.to(tl.int64)
-    w = tl.arange(0, WORDS)
-    word_begin = part * split_words
-    word_end = tl.minimum(k_words, word_begin + split_words)
+    n, n_ok, n64, w, word_begin, word_end = woq_program_slice(block, part, N, k_words, split_words, BLOCK_N, WORDS)
     words, scale, zero = dp4a_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, word_begin, word_end,
                                           k_words, groups, group_size, BITS, ZERO, HAS_ZEROS, PER_WORD)
     if GDC:
