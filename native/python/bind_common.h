@@ -84,7 +84,6 @@ inline const void* additive_mask(const TensorArg& m, const int64_t (&want)[4], D
     return m.data();
 }
 
-// A float32 vector of n elements, one per element of x's last dim (norm weight/bias, ...).
 // A linear layer's input x [..., k] of a decode GEMV (bf16_gemv, f32_gemv): contiguous, or 2-D with contiguous rows
 // of any stride at least k apart; at most max_rows rows. Returns {rows, stride between rows}.
 inline std::pair<int64_t, int64_t> linear_input_rows(const TensorArg& x, int64_t k, int64_t max_rows,
@@ -102,6 +101,7 @@ inline std::pair<int64_t, int64_t> linear_input_rows(const TensorArg& x, int64_t
     return {m, stride};
 }
 
+// A float32 vector of n elements, one per element of x's last dim (norm weight/bias, ...).
 inline const float* f32_vector(const TensorArg& t, int64_t n) {
     check_cpu_contiguous(t);
     if (!t.is_f32()) fail(std::string(t.name()) + " has dtype " + t.dtype_str() + "; it must be float32");
@@ -112,6 +112,35 @@ inline const float* f32_vector(const TensorArg& t, int64_t n) {
 }
 
 inline const float* f32_vector(const std::optional<TensorArg>& t, int64_t n) { return t ? f32_vector(*t, n) : nullptr; }
+
+// The operands of out = x @ w^T + bias in the plain-weight GEMV bindings (bf16_gemv, bf16_gemm, f32_gemv), checked
+// against each other before a kernel reads them: x, w and out CPU tensors of 2 or more dims and of one dtype
+// (bfloat16 where bf16, else float32); w [n, k] and out contiguous, out holding x's rows of n; x as
+// linear_input_rows takes it (at most max_rows rows); bias float32 [n] or None.
+struct LinearOperands {
+    int64_t m, x_stride, n, k;
+    const float* bias;
+};
+
+inline LinearOperands linear_operands(const TensorArg& x, const TensorArg& w, const TensorArg& out,
+                                      const std::optional<TensorArg>& bias, bool bf16, int64_t max_rows,
+                                      const char* kernel) {
+    if (!x.on_cpu() || !w.on_cpu() || !out.on_cpu() || (bias && !bias->on_cpu()))
+        fail("x, w, bias and out must be CPU tensors");
+    for (const TensorArg* t : {&x, &w, &out})
+        if ((bf16 ? !t->is_bf16() : !t->is_f32()) || t->ndim() < 2)
+            fail(std::string(t->name()) + " must be a " + (bf16 ? "bfloat16" : "float32") +
+                 " tensor of 2 or more dims, got " + t->dtype_str() + " " + t->shape_str());
+    check_cpu_contiguous(w);
+    check_cpu_contiguous(out);
+    if (w.ndim() != 2) fail("w " + w.shape_str() + " must be [n, k]");
+    LinearOperands o{0, 0, w.shape(0), w.shape(1), nullptr};
+    std::tie(o.m, o.x_stride) = linear_input_rows(x, o.k, max_rows, kernel);
+    if (out.shape(out.ndim() - 1) != o.n || out.size() != o.m * o.n)
+        fail("out " + out.shape_str() + " must hold " + std::to_string(o.m) + " rows of " + std::to_string(o.n));
+    o.bias = f32_vector(bias, o.n);
+    return o;
+}
 
 // rows x cols with cols = the last dim.
 inline void rows_cols(const TensorArg& x, int64_t* rows, int64_t* cols) {

@@ -14,23 +14,10 @@ constexpr int64_t kMaxRows = 4;
 void bf16_linear(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::handle out_obj, const OptStr& max_isa,
                  int threads, bool gemm, std::optional<int> side_by_side = std::nullopt) {
     const TensorArg x(x_obj, "x"), w(w_obj, "w"), out(out_obj, "out");
-    const auto bias = optional_tensor(bias_obj, "bias");
-    if (!x.on_cpu() || !w.on_cpu() || !out.on_cpu() || (bias && !bias->on_cpu()))
-        fail("x, w, bias and out must be CPU tensors");
-    for (const TensorArg* t : {&x, &w, &out})
-        if (!t->is_bf16() || t->ndim() < 2)
-            fail(std::string(t->name()) + " must be a bfloat16 tensor of 2 or more dims, got " + t->dtype_str() + " " +
-                 t->shape_str());
-    check_cpu_contiguous(w);
-    check_cpu_contiguous(out);
-    if (w.ndim() != 2) fail("w " + w.shape_str() + " must be [n, k]");
+    const LinearOperands o = linear_operands(x, w, out, optional_tensor(bias_obj, "bias"), true,
+                                             gemm ? std::numeric_limits<int64_t>::max() : kMaxRows, "bf16_gemv");
     Bf16GemvArgs a;
-    a.n = w.shape(0), a.k = w.shape(1);
-    std::tie(a.m, a.x_stride) = linear_input_rows(x, a.k, gemm ? std::numeric_limits<int64_t>::max() : kMaxRows,
-                                                  "bf16_gemv");
-    if (out.shape(out.ndim() - 1) != a.n || out.size() != a.m * a.n)
-        fail("out " + out.shape_str() + " must hold " + std::to_string(a.m) + " rows of " + std::to_string(a.n));
-    a.bias = f32_vector(bias, a.n);
+    a.m = o.m, a.n = o.n, a.k = o.k, a.x_stride = o.x_stride, a.bias = o.bias;
     a.x = static_cast<const uint16_t*>(x.data());
     a.w = static_cast<const uint16_t*>(w.data());
     a.y = static_cast<uint16_t*>(out.data());

@@ -134,7 +134,8 @@ def onednn_direct_linear(ctx: NodeContext) -> Optional[Kernel]:
     would run here: bf16 where it is not widened to MKL, float32 where MKL does not run it. Bias and one unary
     post-op fused, the rest in torch. It saves the operator's per-call cost (~37 us): on Zen 5, 0.97-0.98 of the
     torch operator's time over BERT-base and MiniLM (bf16 and float32; `benchmarks/ab.py ART --without
-    onednn_direct_linear`). bf16 decode rows (up to GEMV_ROWS) at avx512_bf16 run bf16_gemv instead."""
+    onednn_direct_linear`). Decode rows (up to GEMV_ROWS) run our GEMVs instead: bf16 at avx512_bf16 bf16_gemv,
+    float32 f32_gemv."""
     if ctx.device != "cpu" or ctx.nan_safe or ctx.input_specs[0].rank < 2:
         return None
     dtype = node_dtype(ctx)
