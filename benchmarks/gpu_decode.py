@@ -10,6 +10,7 @@ sum over 4 GiB), which with the bytes of weights a token reads gives each system
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -97,11 +98,35 @@ def profile_decode(model, prompt_tokens: int, gpu: torch.device, steps: int = 20
         print(f"{e.self_device_time_total / steps / 1000:8.3f} ms {e.count // steps:5d}x  {e.key[:110]}")
 
 
+class _Skipped:
+    """A Triton kernel that launches nothing: `kernel[grid](...)` returns at once."""
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: None
+
+
+@contextlib.contextmanager
+def skipping(kernels: list[str]):
+    """Within: the named kernels of backends/cuda/kernels/_triton_jit launch nothing (an ablation: the decode step
+    captured meanwhile lacks them, so its time says what they cost with their boundaries; its tokens mean nothing)."""
+    module = _triton.jit()
+    kept = {name: getattr(module, name) for name in kernels}
+    for name in kernels:
+        setattr(module, name, _Skipped())
+    try:
+        yield
+    finally:
+        for name, kernel in kept.items():
+            setattr(module, name, kernel)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", choices=sorted(SHAPES), default="tinyllama-1.1b")
     ap.add_argument("--dtypes", default="bf16", help=f"comma-separated, of {', '.join(SETTINGS)}; NAME+pdl / NAME+nopdl "
-                    "loads NAME with or without programmatic dependent launch (backends/cuda/kernels/_triton.PDL)")
+                    "loads NAME with or without programmatic dependent launch (backends/cuda/kernels/_triton.PDL); "
+                    "NAME+skip=K1/K2: an ablation, the step captured without those _triton_jit kernels (e.g. "
+                    "rope_kv_write_heads, attention_rows): what they cost, boundaries included (garbage tokens)")
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
@@ -114,7 +139,8 @@ def main() -> None:
     args.cache.mkdir(parents=True, exist_ok=True)
     models, rows = {}, {}
     for name in args.dtypes.split(","):
-        setting, _, variant = name.partition("+")  # "+pdl", "+nopdl": _triton.PDL on or off
+        setting, _, variant = name.partition("+")  # "+pdl", "+nopdl": _triton.PDL on or off; "+skip=K1/K2"
+        skipped = variant.partition("skip=")[2].split("/") if variant.startswith("skip=") else []
         path = args.cache / f"{args.shape}.{setting}.ipxc"
         if not path.exists():
             start = time.perf_counter()
@@ -123,13 +149,17 @@ def main() -> None:
                                  output=path, eos_token_ids=[0], **SETTINGS[setting])
             print(f"{path}: converted in {time.perf_counter() - start:.0f} s", flush=True)
         start = time.perf_counter()
-        if variant:
+        if variant in ("pdl", "nopdl"):
             _triton.PDL = variant == "pdl"  # (the factories read it at load)
         model = ipexconvert.load_artifact(path, device="cuda")
         load = time.perf_counter() - start
         assert model.static_cache is not None, model.static_cache_refusal
         start = time.perf_counter()
-        model.generate(torch.arange(1, 9)[None], max_new_tokens=4, stop_at_eos=False)  # the decode step's capture
+        with skipping(skipped):
+            model.generate(torch.arange(1, 9)[None], max_new_tokens=4, stop_at_eos=False)  # the decode step's capture
+            if skipped:  # captured again at the rounds' cache capacity while the kernels are skipped
+                model.generate(torch.randint(1, 1000, (1, args.prompt_tokens)), max_new_tokens=args.new_tokens,
+                               stop_at_eos=False)
         first = time.perf_counter() - start
         models[name] = model
         rows[f"ipexconvert {name}"] = {"load_s": load, "first_generate_s": first, "prefill": [], "decode": [],
@@ -146,7 +176,8 @@ def main() -> None:
         for name, model in models.items():
             result = model.generate(prompt, max_new_tokens=args.new_tokens, stop_at_eos=False)
             tokens[name.partition("+")[0]] = tokens.get(name.partition("+")[0], result.new_ids)
-            if result.new_ids != tokens[name.partition("+")[0]]:  # a launch variant must not change the tokens
+            # a launch variant must not change the tokens (an ablation does)
+            if "skip=" not in name and result.new_ids != tokens[name.partition("+")[0]]:
                 print(f"round {r}: {name}'s greedy tokens differ from {name.partition('+')[0]}'s", flush=True)
             rows[f"ipexconvert {name}"]["prefill"].append(result.prefill_seconds)
             rows[f"ipexconvert {name}"]["decode"].append(result.decode_ms_per_token / 1000)

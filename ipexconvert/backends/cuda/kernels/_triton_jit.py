@@ -823,15 +823,18 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
                    q_sb, q_sh, q_sl, k_sb, k_sh, k_ss, v_sb, v_sh, v_ss, m_sb, m_sh, m_sl, m_ss, o_sb, o_sh, o_sl,
                    kv_heads, L, S, s_split, splits, scale,
                    GROUP: tl.constexpr, M: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BLOCK_S: tl.constexpr,
-                   MASK: tl.constexpr, SPLITS: tl.constexpr, HALF: tl.constexpr, ROWS: tl.constexpr):
+                   MASK: tl.constexpr, SPLITS: tl.constexpr, HALF: tl.constexpr, ROWS: tl.constexpr,
+                   R: tl.constexpr):
     """softmax(q k^T * scale + mask) v for the few query rows of a decode step (ir/ops/sdpa.py): program (i, j)
     takes the GROUP query heads that share key/value head i % kv_heads of batch i // kv_heads, all L rows of them
     (M >= GROUP * L rows, padded for tl.dot) over the j-th s_split keys, with a running max and sum in float32
     (online softmax). HALF (16-bit q, k, v): the products on tensor cores from the stored values, the softmax
     weights rounded to v's dtype for the second product (as flash attention does); else float32 FMA. MASK: 0
-    none, 1 bool (True keeps), 2 additive. SPLITS > 1 (a power of two >= splits): each program stores its max,
-    sum and weighted values in work; the last of a head group's programs to finish (ticket, which it resets)
-    reads all of them at once and combines them. A row whose keys are all removed gives 0 (the op's rule).
+    none, 1 bool (True keeps), 2 additive. SPLITS > 1 (a power of two >= splits): each program stores the
+    weighted values, max and sum of its R real rows (R, a power of two >= GROUP * L: the padding of M is not
+    stored) in work; the last of a head group's programs to finish (ticket, which it resets) reads all of them at
+    once and combines them. work holds the values first, rows of DV floats (16-byte aligned: whole-vector loads),
+    then the maxima and the sums, each [groups, SPLITS, R]. A row whose keys are all removed gives 0 (the op's rule).
     ROWS: k and v are int8 rows (ir/ops/_kv_int8.py: D or DV codes, then a float32 scale): the products run on
     the codes (exact in any float type), a key row's scale multiplies its scores, a value row's its softmax
     weights, as the CPU's decode_attention does."""
@@ -898,28 +901,31 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
             acc = acc * rescale[:, None] + tl.dot(weights, v.to(tl.float32), input_precision="ieee")
         top = new_top
     if SPLITS > 1:
-        row = (group * SPLITS + part) * M + i  # work [groups, SPLITS, M, DV + 2]: acc, then max and sum
-        tl.store(work_ptr + row * (DV + 2) + DV, top)
-        tl.store(work_ptr + row * (DV + 2) + DV + 1, total)
-        tl.store(work_ptr + row[:, None] * (DV + 2) + dv[None, :], acc)
+        stats = tl.num_programs(0) * SPLITS * R  # rows of partials: the maxima start at stats * DV, the sums after
+        row = (group * SPLITS + part) * R + i  # (rows i >= R are padding: row_ok masks them)
+        tl.store(work_ptr + row[:, None] * DV + dv[None, :], acc, mask=row_ok[:, None])
+        tl.store(work_ptr + stats * DV + row, top, mask=row_ok)
+        tl.store(work_ptr + stats * (DV + 1) + row, total, mask=row_ok)
         tl.debug_barrier()  # every thread's partial is written before the ticket is taken
         ticket = tl.atomic_add(ticket_ptr + group, 1, sem="acq_rel")
         if ticket == splits - 1:
             j = tl.arange(0, SPLITS)
-            rows = (group * SPLITS + j[:, None]) * M + i[None, :]  # [SPLITS, M]
-            used = (j < splits)[:, None]
+            r = tl.arange(0, R)
+            r_ok = r < GROUP * L
+            rows = (group * SPLITS + j[:, None]) * R + r[None, :]  # [SPLITS, R]
+            used = (j < splits)[:, None] & r_ok[None, :]
             # .cg: from L2, where the other programs' partials are
-            tops = tl.load(work_ptr + rows * (DV + 2) + DV, mask=used, other=float("-inf"), cache_modifier=".cg")
-            sums = tl.load(work_ptr + rows * (DV + 2) + DV + 1, mask=used, other=0.0, cache_modifier=".cg")
-            accs = tl.load(work_ptr + rows[:, :, None] * (DV + 2) + dv[None, None, :], mask=used[:, :, None],
-                           other=0.0, cache_modifier=".cg")
-            top = tl.max(tops, axis=0)
-            base = tl.where(top == float("-inf"), 0.0, top)
-            weight = tl.exp(tops - base[None, :])
-            total = tl.sum(weight * sums, axis=0)
-            acc = tl.sum(weight[:, :, None] * accs, axis=0)
+            tops = tl.load(work_ptr + stats * DV + rows, mask=used, other=float("-inf"), cache_modifier=".cg")
+            sums = tl.load(work_ptr + stats * (DV + 1) + rows, mask=used, other=0.0, cache_modifier=".cg")
+            accs = tl.load(work_ptr + rows[:, :, None] * DV + dv[None, None, :], mask=used[:, :, None], other=0.0,
+                           cache_modifier=".cg")
+            best = tl.max(tops, axis=0)
+            shift = tl.where(best == float("-inf"), 0.0, best)
+            weight = tl.exp(tops - shift[None, :])
+            summed = tl.sum(weight * sums, axis=0)
+            combined = tl.sum(weight[:, :, None] * accs, axis=0)
             tl.atomic_xchg(ticket_ptr + group, 0)
-            attention_finish(acc, total, b, head, line, row_ok, dv, out_ptr, o_sb, o_sh, o_sl)
+            attention_finish(combined, summed, b, kvh * GROUP + r // L, r % L, r_ok, dv, out_ptr, o_sb, o_sh, o_sl)
     else:
         attention_finish(acc, total, b, head, line, row_ok, dv, out_ptr, o_sb, o_sh, o_sl)
 

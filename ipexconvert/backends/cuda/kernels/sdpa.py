@@ -86,7 +86,9 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
         padded = triton.next_power_of_2(splits)
         if groups not in tickets:
             tickets[groups] = torch.zeros(groups, dtype=torch.int32, device=q.device)
-        work = torch.empty(groups * padded * m * (dv + 2) if splits > 1 else 1, dtype=torch.float32, device=q.device)
+        real = triton.next_power_of_2(group * rows)  # the rows a split's partials keep (m pads them for tl.dot)
+        work = torch.empty(groups * padded * real * (dv + 2) if splits > 1 else 1, dtype=torch.float32,
+                           device=q.device)
         out = torch.empty((b, rows, heads, dv), dtype=q.dtype, device=q.device).transpose(1, 2)
         kind, mask_strides = 0, (0, 0, 0, 0)
         if mask is not None:
@@ -100,7 +102,7 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
             kv_heads, rows, keys, s_split, splits, scale,
             GROUP=group, M=m, D=d, DV=dv, BLOCK_S=BLOCK_S, MASK=kind, SPLITS=padded if splits > 1 else 1,
             HALF=q.dtype in (torch.bfloat16, torch.float16) and (rows_cache or (k.dtype == q.dtype == v.dtype)),
-            ROWS=int(rows_cache), num_warps=WARPS, num_stages=STAGES)
+            ROWS=int(rows_cache), R=real, num_warps=WARPS, num_stages=STAGES)
         return out
 
     return Kernel(run, "triton:sdpa_rows")
