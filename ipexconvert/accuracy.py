@@ -51,9 +51,13 @@ def _sample_cosines(g: torch.Tensor, w: torch.Tensor) -> Optional[torch.Tensor]:
     return torch.where(norms > 0, dots / norms.clamp_min(1e-300), same.double())
 
 
+NEIGHBOUR_ROWS = 2048  # rows nearest_neighbours compares at most (a square matrix of them: 32 MiB)
+
+
 def nearest_neighbours(x: torch.Tensor) -> torch.Tensor:
-    """Each row's nearest other row by cosine."""
-    unit = torch.nn.functional.normalize(x, dim=1)
+    """Each row's nearest other row by cosine, among the first NEIGHBOUR_ROWS rows (for those rows only: a model with
+    a batch of 100,000 outputs would otherwise make a 80 GB matrix)."""
+    unit = torch.nn.functional.normalize(x[:NEIGHBOUR_ROWS], dim=1)
     similarity = unit @ unit.T
     similarity.fill_diagonal_(-float("inf"))
     return similarity.argmax(dim=1)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ipexconvert.accuracy import ELEMENTWISE, PER_SAMPLE, compare_output, describe_failure, measure
+from ipexconvert.accuracy import (ELEMENTWISE, NEIGHBOUR_ROWS, PER_SAMPLE, compare_output, describe_failure, measure,
+                                  nearest_neighbours)
 
 
 def embeddings(n=8, dim=64, seed=0):
@@ -56,6 +57,16 @@ def test_top1_and_neighbour_agreement():
     row[top], row[(top + 1) % 10] = row[(top + 1) % 10].item(), row[top].item()
     assert compare_output("logits", swapped, want).top1_agreement == pytest.approx(5 / 6)
     assert compare_output("two", want[:2], want[:2]).neighbour_agreement is None  # needs 3 samples
+
+
+def test_neighbours_are_found_among_a_bounded_number_of_rows():
+    """A batch of many outputs (a model declaring a huge static batch) is compared on its first NEIGHBOUR_ROWS rows:
+    the similarity matrix stays NEIGHBOUR_ROWS square instead of growing with the square of the batch."""
+    many = embeddings(n=NEIGHBOUR_ROWS + 500, dim=4, seed=2)
+    found = nearest_neighbours(many)
+    assert found.shape == (NEIGHBOUR_ROWS,)
+    assert torch.equal(found, nearest_neighbours(many[:NEIGHBOUR_ROWS]))
+    assert compare_output("embeddings", many.clone(), many).neighbour_agreement == 1.0
 
 
 def test_shapes_without_samples_and_zero_outputs():

@@ -31,6 +31,9 @@ def import_onnx(model: Any, request: ImportRequest, say: Callable[[str], None]) 
         path = Path(model)
         proto, location = model_file.load(path), str(path)
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if not proto.graph.output:
+        raise UserInputError(f"{location}: the ONNX graph declares no outputs",
+                             "export it with the outputs it computes")
     opset = model_file.default_opset(proto)
     model_file.check_ops(proto, opset)
     module = OnnxGraphModule(proto, opset)

@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 import torch
 
+from ...errors import UserInputError
 from . import tensors
 
 
@@ -36,7 +37,14 @@ def runner(sess) -> Callable[[list[torch.Tensor]], tuple[torch.Tensor, ...]]:
 
     def run(inputs: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
         feeds = {n: t.detach().contiguous().numpy() for n, t in zip(names, inputs)}
-        return tuple(tensors.from_numpy(np.asarray(o)) for o in sess.run(None, feeds))
+        try:
+            outputs = sess.run(None, feeds)
+        except Exception as e:  # ORT's own error types: the model does not run as ONNX Runtime reads it
+            raise UserInputError("ONNX Runtime, the reference this conversion is checked against, cannot run the "
+                                 f"model: {' '.join(str(e).split())[:300]}",
+                                 "check the model with onnxruntime.InferenceSession; where ONNX Runtime is not "
+                                 "installed, ipexconvert checks against its own reading of the graph") from None
+        return tuple(tensors.from_numpy(np.asarray(o)) for o in outputs)
 
     return run
 

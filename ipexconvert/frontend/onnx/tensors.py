@@ -6,6 +6,7 @@ import onnx
 import torch
 from onnx import numpy_helper
 
+from ...errors import UserInputError
 from .ops._registry import Unconvertible
 
 DTYPES: dict[int, torch.dtype] = {
@@ -34,7 +35,12 @@ def dtype_of(elem_type: int) -> torch.dtype:
 
 def to_torch(proto: onnx.TensorProto) -> torch.Tensor:
     dtype = dtype_of(proto.data_type)
-    array = numpy_helper.to_array(proto)
+    try:
+        array = numpy_helper.to_array(proto)
+    except Exception as e:  # data of another size than the dims say (onnx.checker does not compare them)
+        raise UserInputError(f"ONNX tensor {proto.name!r} holds data that does not fit its dims {list(proto.dims)} "
+                             f"({type(e).__name__}: {' '.join(str(e).split())[:200]})",
+                             "the file is damaged or its exporter wrote it wrong: export the model again") from None
     if proto.data_type == onnx.TensorProto.BFLOAT16:  # ml_dtypes' bfloat16: reinterpret the 16-bit words
         return torch.from_numpy(np.ascontiguousarray(array).view(np.int16).copy()).view(torch.bfloat16)
     return torch.from_numpy(np.array(array, copy=True)).to(dtype)

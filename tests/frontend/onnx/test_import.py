@@ -88,6 +88,35 @@ def test_a_file_that_is_not_onnx_is_refused(tmp_path):
         import_model(tmp_path / "missing.onnx", ImportRequest())
 
 
+def test_an_initializer_whose_data_does_not_fit_its_dims_is_refused(tmp_path):
+    """onnx.checker refuses data shorter than the dims, not longer; the import refuses it, naming the tensor."""
+    model = mlp()
+    weight = next(t for t in model.graph.initializer if t.name == "W")
+    weight.dims[:] = [16, 4]  # 64 values declared, 128 stored
+    path = tmp_path / "damaged.onnx"
+    path.write_bytes(model.SerializeToString())
+    with pytest.raises(UserInputError, match="ONNX tensor 'W' holds data that does not fit its dims"):
+        import_model(path, ImportRequest())
+
+
+def test_a_graph_without_outputs_is_refused():
+    model = mlp()
+    del model.graph.output[:]
+    with pytest.raises(UserInputError, match="declares no outputs"):
+        import_model(model, ImportRequest())
+
+
+def test_onnx_runtime_failing_to_run_the_model_is_a_clear_error():
+    """The oracle's own failure (a model ONNX Runtime loads but cannot run on these inputs) is the user's error to
+    see, not ONNX Runtime's exception type."""
+    pytest.importorskip("onnxruntime")
+    from ipexconvert.frontend.onnx import onnx_runtime
+    run = onnx_runtime.runner(onnx_runtime.session(mlp()))
+    assert run([torch.randn(3, 8)])[0].shape == (3, 16)
+    with pytest.raises(UserInputError, match="ONNX Runtime, the reference this conversion is checked against, cannot"):
+        run([torch.randn(3, 5)])  # 5 features where the Gemm takes 8
+
+
 def _with_external_weights(tmp_path: Path, location: str, length: int | None = None) -> Path:
     model = mlp()
     for t in model.graph.initializer:
