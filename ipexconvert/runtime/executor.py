@@ -7,7 +7,8 @@ Nodes computed from constants and dynamic dims alone (BERT's position ids and ma
 Llama's rotary tables) run once per set of dims: their results are kept for the next call with
 the same dims (at most _DIMS_CACHE_SIZE sets and _DIMS_CACHE_BYTES in all). Every op an artifact may hold is pure (ir/ops/aten.py
 refuses random and mutating ATen ops), so the same dims give the same values; a kept value is
-never a model output and never overwritten by an in-place kernel.
+never a model output and never overwritten by an in-place kernel, an output viewing one is returned
+as a copy, and the prelude (which runs before every other step) frees no value those steps read.
 """
 from __future__ import annotations
 
@@ -167,6 +168,9 @@ class Executor:
         self.main = [step for step in self.steps if not step.dims_only]
         read_by_main = {s for step in self.main for s in step.inputs if s is not None}
         self._kept_slots = sorted({s for step in self.prelude for s in step.outputs} & read_by_main)
+        for step in self.prelude:  # the prelude runs first: a value a main step reads, though that step comes before
+            step.free_after = [s for s in step.free_after if s not in read_by_main]  # the value's last reader in
+        # graph order (a prelude step), must outlive the prelude
         self._dims_cache: dict[tuple, tuple[list[torch.Tensor], int]] = {}  # dims -> (values, bytes)
         self._dims_lock = threading.Lock()  # a model may be called from several threads (guards _bound's evictions too)
         self._bound: dict[tuple, BoundPlan] = {}  # (varying dims, the other dims, threads) -> plan
@@ -229,6 +233,7 @@ class Executor:
         env = list(self.base_env)
         for s, t in zip(self.input_slots, inputs):
             env[s] = t
+        kept_memory: set[int] = set()
         with torch.inference_mode():
             if self.prelude:
                 key = tuple(sorted(dims.items()))
@@ -239,8 +244,13 @@ class Executor:
                 else:
                     for s, t in zip(self._kept_slots, entry[0]):
                         env[s] = t
+                kept_memory = {env[s].untyped_storage().data_ptr() for s in self._kept_slots
+                               if isinstance(env[s], torch.Tensor)}
             _run_steps(self.main, env, dims, totals, sync)
-        return [env[s] for s in self.output_slots]
+            # an output that is a view of a kept value (a main step's view of it) is the caller's to write into:
+            # a copy, so the next call with these dims does not read what the caller wrote
+            return [t.clone() if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() in kept_memory else t
+                    for t in (env[s] for s in self.output_slots)]
 
     def _keep(self, key: tuple, values: list) -> None:
         """Keep one set's values, dropping the oldest sets to stay within the count and byte limits."""

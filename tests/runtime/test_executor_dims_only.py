@@ -118,3 +118,27 @@ def test_byte_limit_keeps_fewer_sets_or_none(monkeypatch):
             want = module(x)
         assert ((got - want).abs().max() / want.abs().max()).item() < 1e-5
     assert not executor._dims_cache
+
+
+class ReadBeforeLastDimsOnlyReader(nn.Module):
+    """ids (dims-only) read first by a node that is not (its output is a model output) and last by one that is:
+    the prelude, which runs first, must not free ids, and the output, a view of the kept ids, is the caller's."""
+
+    def forward(self, x):
+        ids = torch.arange(x.shape[1])
+        first = ids.unsqueeze(0)
+        table = (ids.float() * 2).cos()
+        return x * table[None, :, None], first
+
+
+def test_a_value_main_reads_outlives_the_prelude_and_an_output_viewing_it_is_a_copy():
+    module = ReadBeforeLastDimsOnlyReader()
+    executor = executor_for(module)
+    x = torch.randn(2, 5, 8)
+    y, first = executor.run([x], {"seq": 5})
+    assert torch.equal(first, torch.arange(5)[None])
+    with torch.inference_mode():
+        first.zero_()  # the caller writes into what it got back
+    y_again, first_again = executor.run([x], {"seq": 5})
+    assert torch.equal(first_again, torch.arange(5)[None]) and torch.equal(y_again, y)
+    torch.testing.assert_close(y, module(x)[0])
