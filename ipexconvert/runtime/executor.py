@@ -168,9 +168,10 @@ class Executor:
         self.main = [step for step in self.steps if not step.dims_only]
         read_by_main = {s for step in self.main for s in step.inputs if s is not None}
         self._kept_slots = sorted({s for step in self.prelude for s in step.outputs} & read_by_main)
-        for step in self.prelude:  # the prelude runs first: a value a main step reads, though that step comes before
-            step.free_after = [s for s in step.free_after if s not in read_by_main]  # the value's last reader in
-        # graph order (a prelude step), must outlive the prelude
+        # The prelude runs before every main step: a value a main step reads outlives it, even where that value's
+        # last reader in graph order is a prelude step.
+        for step in self.prelude:
+            step.free_after = [s for s in step.free_after if s not in read_by_main]
         self._dims_cache: dict[tuple, tuple[list[torch.Tensor], int]] = {}  # dims -> (values, bytes)
         self._dims_lock = threading.Lock()  # a model may be called from several threads (guards _bound's evictions too)
         self._bound: dict[tuple, BoundPlan] = {}  # (varying dims, the other dims, threads) -> plan
