@@ -931,6 +931,75 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
 
 
 @triton.jit
+def attention_head(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, q_sb, q_sh, k_sb, k_sh, k_ss, v_sb, v_sh, v_ss,
+                   m_sb, m_sh, m_ss, o_sb, o_sh, heads, group, S, scale,
+                   D: tl.constexpr, DV: tl.constexpr, BLOCK_S: tl.constexpr, MASK: tl.constexpr,
+                   HALF: tl.constexpr):
+    """softmax(q k^T * scale + mask) v for one query row of one head a program (grid: batch * heads), over all S
+    keys of its key/value head (head // group) in blocks of BLOCK_S, the next block's keys, values and mask loaded
+    while this one computes. One phase: no split of the keys, so no partials, ticket or combine (the end of
+    attention_rows' split costs ~4 us a call on an H200); the key/value heads are read by each of their query heads
+    (from L2 after the first). The products in float32 FMA from the stored values (exact for 16-bit ones), a
+    running max and sum in float32 (online softmax); HALF (16-bit q, k, v): the softmax weights rounded to v's dtype
+    before they weight v, as attention_rows' tensor-core product takes them. MASK: 0 none, 1 bool (True keeps),
+    2 additive. A row whose keys are all removed gives 0 (the op's rule)."""
+    bh = tl.program_id(0)
+    b = (bh // heads).to(tl.int64)
+    h = (bh % heads).to(tl.int64)
+    kvh = h // group
+    d = tl.arange(0, D)
+    dv = tl.arange(0, DV)
+    q = tl.load(q_ptr + b * q_sb + h * q_sh + d).to(tl.float32)
+    k_rows = k_ptr + b * k_sb + kvh * k_sh
+    v_rows = v_ptr + b * v_sb + kvh * v_sh
+    m_row = mask_ptr + b * m_sb + h * m_sh
+    s = tl.arange(0, BLOCK_S)
+    ok = s < S
+    k = tl.load(k_rows + s[:, None] * k_ss + d[None, :], mask=ok[:, None], other=0.0)
+    v = tl.load(v_rows + s[:, None] * v_ss + dv[None, :], mask=ok[:, None], other=0.0)
+    m = head_mask(m_row, s, ok, m_ss, MASK)
+    top = tl.max(tl.full([BLOCK_S], float("-inf"), tl.float32), axis=0)
+    total = tl.sum(tl.zeros([BLOCK_S], tl.float32), axis=0)
+    acc = tl.zeros([DV], tl.float32)
+    for s0 in range(0, S, BLOCK_S):
+        after = s0 + BLOCK_S + s
+        after_ok = after < S
+        k_after = tl.load(k_rows + after[:, None] * k_ss + d[None, :], mask=after_ok[:, None], other=0.0)
+        v_after = tl.load(v_rows + after[:, None] * v_ss + dv[None, :], mask=after_ok[:, None], other=0.0)
+        m_after = head_mask(m_row, after, after_ok, m_ss, MASK)
+        scores = tl.sum(k.to(tl.float32) * q[None, :], axis=1) * scale
+        if MASK == 1:
+            scores = tl.where(m != 0, scores, float("-inf"))
+        elif MASK == 2:
+            scores += m
+        scores = tl.where(ok, scores, float("-inf"))
+        new_top = tl.maximum(top, tl.max(scores, axis=0))
+        base = tl.where(new_top == float("-inf"), 0.0, new_top)  # no key yet: exp(-inf - 0) = 0, never NaN
+        p = tl.exp(scores - base)
+        rescale = tl.exp(top - base)
+        total = total * rescale + tl.sum(p, axis=0)
+        if HALF:
+            p = p.to(v.dtype).to(tl.float32)
+        acc = acc * rescale + tl.sum(p[:, None] * v.to(tl.float32), axis=0)
+        top = new_top
+        k, v, m, ok = k_after, v_after, m_after, after_ok
+    y = tl.where(total > 0, acc / tl.where(total > 0, total, 1.0), 0.0)
+    tl.store(out_ptr + b * o_sb + h * o_sh + dv, y.to(out_ptr.dtype.element_ty))
+
+
+@triton.jit
+def head_mask(m_row, s, ok, m_ss, MASK: tl.constexpr):
+    """attention_head's mask values for keys s: the bool mask as int8 (0 removes), the additive one as float32;
+    0 without a mask."""
+    if MASK == 1:
+        return tl.load(m_row + s * m_ss, mask=ok, other=0).to(tl.int8)
+    elif MASK == 2:
+        return tl.load(m_row + s * m_ss, mask=ok, other=0.0).to(tl.float32)
+    else:
+        return tl.zeros(s.shape, tl.int8)
+
+
+@triton.jit
 def row_codes(rows, ok, D: tl.constexpr):
     """The D int8 codes of int8 KV cache rows (rows: a pointer to each row, 4-byte aligned) as int32 [rows, D], read
     as 32-bit words: a row of 68 bytes is no multiple of 16, so byte loads would be one instruction a code."""
