@@ -11,6 +11,7 @@ from ...ir import Program
 from ...ir.graph import Node
 from .kernels._triton import triton_missing
 from .kernels.woq_linear_rope_kv_write import fits
+from .prologues import joined_program
 
 PROJECTIONS = ("woq_linear", "prologue_woq_linear")
 ENABLED = True  # read at load (benchmarks/gpu_decode.py's "+noepilogue" loads without the rewrite)
@@ -44,9 +45,4 @@ def fuse_rope_epilogues(program: Program, level: str) -> Program:
                                  attrs={**attrs, "prologue": prologue},
                                  inputs=[*producer.inputs[:5], norm_weight, *node.inputs[1:]], source=node.source)
         absorbed.add(producer.name)
-    if not joined:
-        return program
-    fused = Program(graph.model_copy(deep=True), program.weights)
-    fused.graph.nodes = [joined.get(n.name, n) for n in graph.nodes if n.name not in absorbed]
-    fused.prune()
-    return fused
+    return joined_program(program, joined, absorbed)
