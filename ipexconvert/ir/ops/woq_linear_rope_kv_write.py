@@ -38,7 +38,7 @@ def projection(inputs: list, attrs: WoqLinearRopeKvWriteAttrs, dims) -> tuple:
 class WoqLinearRopeKvWriteOp(OpDef):
     name = "woq_linear_rope_kv_write"
     Attrs = WoqLinearRopeKvWriteAttrs
-    arity = Arity(11, 11, frozenset({3, 4, 5}))
+    arity = Arity(11, 11, frozenset({3, 4, 5}), post_op_operands=True)  # (the projection takes none: infer says so)
     internal = True
 
     @classmethod

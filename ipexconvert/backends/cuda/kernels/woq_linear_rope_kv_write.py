@@ -43,6 +43,9 @@ def fits(head_dim: int, cache_dtype: str, activations: str, post_ops: list) -> b
 
 @register_kernel("cuda", "woq_linear_rope_kv_write", runs_at=triton_missing)
 def triton_woq_linear_rope_kv_write(ctx: NodeContext) -> Optional[Kernel]:
+    """Up to 4 rows in one woq_rows launch whose last program of each column block rotates the q and k heads it
+    holds and writes q and the caches (the projection never goes to memory, no rope_kv_write kernel); more rows (a
+    prompt): the projection's path, then rope_kv_write's kernel. Float activations and a float cache."""
     attrs = ctx.attrs
     x_spec, cache_spec = ctx.input_specs[0], ctx.input_specs[8]
     kv_heads, head_dim = cache_spec.shape[1], cache_spec.shape[3]
