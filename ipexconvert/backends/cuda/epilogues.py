@@ -2,7 +2,8 @@
 prologue_woq_linear with its rms_norm) whose value only a rope_kv_write reads becomes one woq_linear_rope_kv_write
 node (ir/ops/woq_linear_rope_kv_write.py): the GEMV's last program of each column block rotates the heads it holds
 and writes q, k and v where rope_kv_write would, so a decode step has one kernel fewer a layer (on an H200 the 22
-rope_kv_write kernels of a TinyLlama step cost 35 us a token: benchmarks/results/session55-gpu-decode-attention-h200.md).
+rope_kv_write kernels of a TinyLlama step cost 35 us a token:
+benchmarks/results/session55-gpu-decode-attention-h200.md).
 Only where the fused kernel takes the layer (kernels/woq_linear_rope_kv_write.fits) and Triton is here: the op has
 no other GPU kernel. The artifact keeps the plain ops; a CPU runs them as written."""
 from __future__ import annotations

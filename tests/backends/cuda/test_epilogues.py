@@ -24,7 +24,8 @@ def _program(prologue: bool = True, activations: str = "float", also_output: boo
                "scales": torch.rand(N, K // 128, generator=g) * 0.02, "bias": torch.randn(N, generator=g),
                "norm_w": torch.rand(K, generator=g) + 0.5}
     inputs = {"x": torch.randn(1, 1, K, generator=g), "cos": torch.randn(1, 1, 1, D, generator=g),
-              "sin": torch.randn(1, 1, 1, D, generator=g), "cache_k": torch.randn(1, KV_HEADS, CAPACITY, D, generator=g),
+              "sin": torch.randn(1, 1, 1, D, generator=g),
+              "cache_k": torch.randn(1, KV_HEADS, CAPACITY, D, generator=g),
               "cache_v": torch.randn(1, KV_HEADS, CAPACITY, D, generator=g), "position": torch.tensor(3)}
     woq = {"bits": 4, "group_size": 128, "activations": activations}
     if prologue:
