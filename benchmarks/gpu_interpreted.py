@@ -1,0 +1,95 @@
+"""The GPU backend's Triton kernels on a machine without a GPU: each factory run under Triton's interpreter
+(TRITON_INTERPRET=1, CPU tensors, numpy arithmetic) against its op's reference, to check a kernel's arithmetic
+before a GPU is at hand. Not a timing (the interpreter is slow) and not the GPU's code generation (compile for
+sm_90 with benchmarks/gpu_woq_sass.py for that); bf16 tensor-core products (tl.dot) are not right under the
+interpreter, so attention runs in float32 here. Needs Triton, e.g. `pip install --target /tmp/tripkg triton`:
+
+    TRITON_INTERPRET=1 PYTHONPATH=/tmp/tripkg python benchmarks/gpu_interpreted.py
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+
+from ipexconvert.backends.cuda.kernels import sdpa, woq_linear
+from ipexconvert.ir import TensorSpec, get_op
+from ipexconvert.runtime.kernels import NodeContext
+
+G = torch.Generator().manual_seed(0)
+
+
+def context(op_name: str, attrs, inputs: list, constant_slots: range = range(0)) -> NodeContext:
+    op = get_op(op_name)
+    specs = tuple(None if t is None else TensorSpec.of(t) for t in inputs)
+    constants = tuple(t if i in constant_slots else None for i, t in enumerate(inputs))
+    return NodeContext(op=op_name, attrs=attrs, constants=constants, input_specs=specs,
+                       output_specs=tuple(op.infer(specs, attrs)), device="cuda", isa="sm_90")
+
+
+def attention_cases():
+    """(name, relative error) of sdpa's decode kernel: GQA, masks none / bool with a fully masked row / additive."""
+    op = get_op("sdpa")
+    attrs = op.parse_attrs({"enable_gqa": True})
+    for b, heads, kv_heads, rows, keys, mask_kind in [(1, 32, 4, 1, 544, "additive"), (2, 8, 2, 2, 300, "bool"),
+                                                       (1, 4, 4, 3, 200, None), (1, 16, 1, 4, 700, "additive")]:
+        q = torch.randn(b, heads, rows, 64, generator=G)
+        k, v = (torch.randn(b, kv_heads, keys, 64, generator=G) for _ in range(2))
+        mask = None
+        if mask_kind == "additive":
+            mask = torch.zeros(b, 1, rows, keys)
+            mask[..., keys - 7:] = float("-inf")
+        elif mask_kind == "bool":
+            mask = torch.rand(b, 1, rows, keys, generator=G) > 0.3
+            mask[0] = False
+        inputs = [q, k, v, mask]
+        got = sdpa.triton_sdpa(context("sdpa", attrs, inputs)).fn(inputs, {})
+        want = op.reference(inputs, attrs, {})
+        yield f"sdpa b{b} h{heads}/{kv_heads} rows {rows} keys {keys} mask {mask_kind}", got, want
+
+
+def woq_cases():
+    """woq_linear and prologue_woq_linear's decode kernel: int4 / int8, zero points, bias, a residual post-op."""
+    for op_name, prologue, bits, dtype in [("woq_linear", None, 4, torch.float32), ("woq_linear", None, 8, torch.float32),
+                                           ("prologue_woq_linear", "rms_norm", 4, torch.bfloat16),
+                                           ("prologue_woq_linear", "silu_mul", 4, torch.float32)]:
+        op = get_op(op_name)
+        n, k = 40, 256
+        width = 2 * k if prologue == "silu_mul" else k
+        x = torch.randn(1, 2, width, generator=G).to(dtype)
+        codes = (torch.randint(0, 256, (n, k // 2), dtype=torch.uint8, generator=G) if bits == 4
+                 else torch.randint(-127, 128, (n, k), dtype=torch.int8, generator=G))
+        scales = torch.rand(n, k // 128, generator=G) * 0.05
+        zeros = torch.randint(0, 16, (n, k // 128), dtype=torch.uint8, generator=G) if bits == 4 else None
+        bias = torch.randn(n, generator=G)
+        own = [x, codes, scales, zeros, bias] + ([None] if prologue == "silu_mul" else
+                                                  [torch.rand(k, generator=G) + 0.5] if prologue else [])
+        residual = torch.randn(1, 2, n, generator=G).to(dtype)
+        attrs = op.parse_attrs({"bits": bits, "group_size": 128, "post_ops": [{"kind": "add", "operand": len(own)}],
+                                **({"prologue": prologue} if prologue else {}),
+                                **({"eps": 1e-6} if prologue == "rms_norm" else {})})
+        inputs = [*own, residual]
+        ctx = context(op_name, attrs, inputs, range(1, len(own)))
+        factory = woq_linear.triton_woq_linear if prologue is None else woq_linear.triton_prologue_woq_linear
+        got = factory(ctx).fn([x] + [None] * (len(own) - 1) + [residual], {})
+        yield f"{op_name} {prologue or ''} int{bits} {str(dtype)[6:]}", got, op.reference(inputs, attrs, {})
+
+
+BUDGETS = {torch.float32: 1e-5, torch.bfloat16: 2e-2}  # of max |reference|
+
+
+def main() -> None:
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        sys.exit("run with TRITON_INTERPRET=1 (and Triton on PYTHONPATH)")
+    failed = 0
+    for name, got, want in [*attention_cases(), *woq_cases()]:
+        error = ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
+        ok = got.shape == want.shape and error <= BUDGETS[want.dtype]
+        failed += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: relative error {error:.1e}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
