@@ -55,7 +55,8 @@ def attention_cases():
 
 def woq_cases():
     """woq_linear and prologue_woq_linear's decode kernel: int4 / int8, zero points, bias, a residual post-op."""
-    for op_name, prologue, bits, dtype in [("woq_linear", None, 4, torch.float32), ("woq_linear", None, 8, torch.float32),
+    for op_name, prologue, bits, dtype in [("woq_linear", None, 4, torch.float32),
+                                           ("woq_linear", None, 8, torch.float32),
                                            ("prologue_woq_linear", "rms_norm", 4, torch.bfloat16),
                                            ("prologue_woq_linear", "silu_mul", 4, torch.float32)]:
         op = get_op(op_name)
