@@ -184,10 +184,11 @@ def main() -> None:
         tokens = {}
         for name, model in models.items():
             result = model.generate(prompt, max_new_tokens=args.new_tokens, stop_at_eos=False)
-            tokens[name.partition("+")[0]] = tokens.get(name.partition("+")[0], result.new_ids)
+            setting, _, variant = name.partition("+")
+            tokens.setdefault(setting, result.new_ids)
             # a launch variant must not change the tokens (an ablation does)
-            if "skip=" not in name and result.new_ids != tokens[name.partition("+")[0]]:
-                print(f"round {r}: {name}'s greedy tokens differ from {name.partition('+')[0]}'s", flush=True)
+            if not variant.startswith("skip=") and result.new_ids != tokens[setting]:
+                print(f"round {r}: {name}'s greedy tokens differ from {setting}'s", flush=True)
             rows[f"ipexconvert {name}"]["prefill"].append(result.prefill_seconds)
             rows[f"ipexconvert {name}"]["decode"].append(result.decode_ms_per_token / 1000)
         prefill, decode = eager_decode(eager, prompt, args.new_tokens, gpu)

@@ -29,7 +29,8 @@ def context(op_name: str, attrs, inputs: list, constant_slots: range = range(0))
 
 
 def attention_cases():
-    """(name, relative error) of sdpa's decode kernel: GQA, masks none / bool with a fully masked row / additive."""
+    """(name, the kernel's output, the reference's) for sdpa's decode kernel: GQA, masks none / bool with a fully
+    masked row / additive."""
     op = get_op("sdpa")
     attrs = op.parse_attrs({"enable_gqa": True})
     for b, heads, kv_heads, rows, keys, mask_kind in [(1, 32, 4, 1, 544, "additive"), (2, 8, 2, 2, 300, "bool"),
@@ -55,7 +56,8 @@ def attention_cases():
 
 
 def woq_cases():
-    """woq_linear and prologue_woq_linear's decode kernel: int4 / int8, zero points, bias, a residual post-op."""
+    """The same for woq_linear and prologue_woq_linear's decode kernel: int4 / int8, zero points, bias, a residual
+    post-op."""
     for op_name, prologue, bits, dtype in [("woq_linear", None, 4, torch.float32),
                                            ("woq_linear", None, 8, torch.float32),
                                            ("prologue_woq_linear", "rms_norm", 4, torch.bfloat16),

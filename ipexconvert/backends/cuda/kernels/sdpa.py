@@ -78,7 +78,8 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
         b, heads, rows, d = q.shape
         kv_heads, keys, dv = k.shape[1], k.shape[2], v.shape[-1] - SCALE_BYTES * rows_cache
         group = heads // kv_heads
-        m = max(16, triton.next_power_of_2(group * rows))
+        real = triton.next_power_of_2(group * rows)  # the rows a split's partials keep
+        m = max(16, real)  # the rows a program computes: padded for tl.dot
         if (m > MAX_ROWS or keys == 0 or b * kv_heads == 0 or d < 16 or dv < 16 or d & (d - 1) or dv & (dv - 1)
                 or k.shape[-1] != d + SCALE_BYTES * rows_cache
                 or q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1):
@@ -92,7 +93,6 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
         padded = triton.next_power_of_2(splits)
         if groups not in tickets:
             tickets[groups] = torch.zeros(groups, dtype=torch.int32, device=q.device)
-        real = triton.next_power_of_2(group * rows)  # the rows a split's partials keep (m pads them for tl.dot)
         work = torch.empty(groups * padded * real * (dv + 2) if splits > 1 else 1, dtype=torch.float32,
                            device=q.device)
         out = torch.empty((b, rows, heads, dv), dtype=q.dtype, device=q.device).transpose(1, 2)
