@@ -62,3 +62,38 @@ def assert_strided_views_threads_and_scale(dtype, level, threshold, reference_dt
     assert strided.transpose(1, 2).is_contiguous()  # the [batch, seq, heads, head_dim] buffer
     scaled = native.attention(q, k, v, mask, scale=0.05, max_isa=level)
     assert normalised_error(scaled, reference(q, k, v, mask, scale=0.05, dtype=reference_dtype)) <= threshold
+
+
+def assert_rows_the_mask_removes_are_zero(dtype, level):
+    """A query row whose every key the mask removes (-inf everywhere) comes out as 0, or as the zero point's code when
+    quantized, as the sdpa op promises; the kernel stores it so itself. Shared masks (one row per sequence: a whole
+    sequence removed), per-query masks (single rows removed, the block's other rows kept), fp32 and bf16 masks. A
+    row the mask keeps but whose scores are NaN stays NaN: the mask decides, not the arithmetic."""
+    torch.manual_seed(11)
+    batch, heads, q_len, kv_len, head_dim = 2, 3, 37, 45, 64
+    q = torch.randn(batch, heads, q_len, head_dim).to(dtype)
+    k, v = (torch.randn(batch, heads, kv_len, head_dim).to(dtype) for _ in range(2))
+    shared = torch.zeros(batch, 1, 1, kv_len)
+    shared[1] = float("-inf")  # sequence 1 keeps no key
+    shared[0, ..., 20:] = float("-inf")
+    per_query = torch.randn(batch, heads, q_len, kv_len)
+    per_query[0, 1, 5] = float("-inf")  # single rows, inside and at the end of a block of queries
+    per_query[1, 2, 16:18] = float("-inf")
+    per_query[1, 0, 36] = float("-inf")
+    per_query[0, 2, :, 30:] = float("-inf")  # keys every row of a head masks: the rest of the row decides
+    per_query[0, 2, 7, :30] = float("-inf")
+    for mask in (shared, shared.bfloat16(), per_query, per_query.bfloat16()):
+        removed = (mask == float("-inf")).all(-1, keepdim=True).expand(batch, heads, q_len, 1)
+        assert removed.any() and not removed.all()
+        got = native.attention(q, k, v, mask, threads=2, max_isa=level)
+        assert torch.equal(got.masked_select(removed), torch.zeros_like(got.masked_select(removed)))
+        kept = ~removed.expand_as(got)
+        assert torch.isfinite(got[kept]).all()
+        want = reference(q, k, v, mask, dtype=torch.float64 if dtype == torch.float32 else torch.float32)
+        assert normalised_error(got[kept], want[kept]) <= (1e-5 if dtype == torch.float32 else 1e-2)
+        codes = native.attention(q, k, v, mask, quantize_to=(0.05, 117, torch.uint8), max_isa=level)
+        assert torch.equal(codes.masked_select(removed), torch.full_like(codes.masked_select(removed), 117))
+    q_nan = q.clone()
+    q_nan[0, 0, 3] = float("nan")
+    got = native.attention(q_nan, k, v, shared, max_isa=level)
+    assert got[0, 0, 3].isnan().all() and torch.isfinite(got[0, 0, :3]).all()

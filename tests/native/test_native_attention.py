@@ -103,6 +103,10 @@ def test_bad_quantize_arguments_are_refused_clearly():
         native.attention(q, q, q, quantize_to=(0.1, 0, torch.uint8), quantize_multipliers=torch.ones(64))
 
 
+
+def test_rows_the_mask_removes_entirely_are_zero(level):
+    attention_cases.assert_rows_the_mask_removes_are_zero(torch.bfloat16, level)
+
 def test_bad_arguments_are_refused_clearly():
     q = torch.randn(1, 2, 8, 64).bfloat16()
     with pytest.raises(ValueError, match="multiple of 32"):

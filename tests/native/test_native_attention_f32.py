@@ -115,6 +115,10 @@ def test_quantized_output_is_bit_identical_to_quantizing_the_fp32_output(shape, 
     assert_quantized_output_matches(shape, torch.float32, code_dtype, zero_point, multipliers, level)
 
 
+
+def test_rows_the_mask_removes_entirely_are_zero(level):
+    attention_cases.assert_rows_the_mask_removes_are_zero(torch.float32, level)
+
 def test_bad_arguments_are_refused_clearly():
     q = torch.randn(1, 2, 8, 64)
     with pytest.raises(ValueError, match="not a multiple of 16"):

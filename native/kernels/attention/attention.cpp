@@ -10,8 +10,9 @@
 // order torch's flash attention uses, with the same error). Q is read in place (its rows may be
 // strided, e.g. a slice of a packed QKV projection); O rows are written through their strides,
 // as bf16 or, for the int8 layer after attention, as the codes the quantize node would have made
-// of those bf16 values. Keys are padded to a multiple of 32 with zeros that the softmax leaves
-// out. While one head computes, the next head's q/k/v rows are prefetched into L2 (they are
+// of those bf16 values; a row whose every key the mask removes is stored as 0 (as the op
+// promises). Keys are padded to a multiple of 32 with zeros that the softmax leaves out. While
+// one head computes, the next head's q/k/v rows are prefetched into L2 (they are
 // strided slices of a tensor too big for it, and missing on them cost a third of the time).
 #include "attention_simd.h"
 #include "common.h"
@@ -177,7 +178,7 @@ void fill_bias(const M* mask, int64_t mask_row_stride, int64_t rows, int64_t kv_
 // Keys [0, n) that can carry weight under a bias row (kv_pad long, -inf past kv_len): past the last
 // key it does not set to -inf every score is e^-inf = 0, so the head computes nothing there (a padded
 // batch's padding: most of a batch of short sentences). kv_len when every key is masked (such rows
-// come out as 0: the caller zeroes them).
+// are stored as 0).
 int64_t live_keys(const float* bias, int64_t kv_pad, int64_t kv_len) {
     const __m512 minus_inf = _mm512_set1_ps(-__builtin_inff());
     int64_t j = kv_pad;
@@ -259,6 +260,9 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, int64_t next_b, int64_
         if (kb < kv_pad / 16) score_keys<2>(q_block, q_stride, packed_k, kb, chunks, epilogue);
         alignas(64) float inv_sum[kRows];
         softmax_block(scores, kv_pad, row_max, rows, probs, inv_sum);
+        bool removed[kRows] = {};  // rows the mask removes entirely (their softmax is NaN): stored as 0
+        for (int64_t r = 0; mask && r < rows; ++r)
+            removed[r] = !(inv_sum[r] > 0.0f) && removes_every_key(bias + r * bias_stride, kv_len);
         for (int64_t db = 0; db < blocks;) {  // blocks = head_dim / 16 is even
             const int64_t group = blocks - db >= 4 ? 4 : 2;
             if (group == 4)
@@ -267,7 +271,8 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, int64_t next_b, int64_
                 weigh_values<2>(probs, kv_pad, packed_v, db, blocks, c_tiles);
             for (int64_t r = 0; r < rows; ++r)
                 for (int64_t j = 0; j < group; ++j) {
-                    const __m512 o = _mm512_mul_ps(_mm512_loadu_ps(c_tiles + j * 256 + r * 16), _mm512_set1_ps(inv_sum[r]));
+                    const __m512 o = removed[r] ? _mm512_setzero_ps()
+                                                : _mm512_mul_ps(_mm512_loadu_ps(c_tiles + j * 256 + r * 16), _mm512_set1_ps(inv_sum[r]));
                     const int64_t at = (q0 + r) * a.out_strides[2] + (db + j) * 16;
                     if (a.quantized)
                         _mm_storeu_si128(reinterpret_cast<__m128i*>(out_codes + at),

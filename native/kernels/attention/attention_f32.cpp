@@ -8,8 +8,9 @@
 // registers (kRows rows x kScoreVectors vectors of 16 keys), P = e^(S * scale + mask - rowmax) in
 // place, O = P V in registers (kRows rows x up to kValueVectors vectors of 16 dims) and stores
 // O / rowsum, as fp32 or, for an int8 layer after attention, as the codes the quantize node would
-// make of it. q/k/v rows may be strided (slices of a packed QKV projection), out rows too (a
-// [batch, seq, heads, head_dim] buffer). The bf16 kernel (attention.cpp) has the same shape; this
+// make of it; a row whose every key the mask removes is stored as 0 (as the op promises). q/k/v
+// rows may be strided (slices of a packed QKV projection), out rows too (a [batch, seq, heads,
+// head_dim] buffer). The bf16 kernel (attention.cpp) has the same shape; this
 // one keeps every value in fp32, so it serves fp32 models, where torch's CPU attention runs at
 // about a quarter of the FMA peak at BERT and MiniLM shapes.
 #include <type_traits>
@@ -121,8 +122,8 @@ constexpr int value_vectors(int v) { return v < kValueVectors ? v : kValueVector
 
 // Keys [0, n) that can carry weight for mask rows [0, rows): past the last key some row does not mask with -inf,
 // every score is e^-inf = 0, so the block computes nothing there (a causal prompt's future keys, a padded
-// batch's padding). kv_len without a mask, and for a block whose every row is masked out entirely (then the
-// rows come out as before: the caller zeroes such rows).
+// batch's padding). kv_len without a mask, and for a block whose every row is masked out entirely (such rows are
+// stored as 0).
 // Rows go last to first (a causal block's last row reaches furthest, so the others stop at once), each scanned
 // from its end 16 keys a compare while all 16 are -inf: a 512-token causal prompt scanned one key at a time
 // cost ~15 % of its attention.
@@ -161,9 +162,11 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
         const float* q_rows[kRows];
         for (int64_t r = 0; r < kRows; ++r)  // a tail block repeats its last row: computed, never stored
             q_rows[r] = q + (q0 + (r < rows ? r : rows - 1)) * a.q_strides[2];
+        bool removed[kRows] = {};  // rows the mask removes entirely: stored as 0 (their softmax is NaN)
         // Output row r, dims [col, col + 16): fp32, or the codes the quantize node would make of them.
         const auto store = [&](int64_t r, int64_t col, V16 o) {
             const int64_t at = (q0 + r) * a.out_strides[2] + col;
+            if (removed[r]) o = v_zero();
             if (a.quantized)
                 store_codes(quantize, o, h * d + col, out_codes + at);
             else
@@ -178,9 +181,12 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, float* scratch) {
         if constexpr (kScoreVectors == 4)
             if (j0 < live_pad) score_keys<2>(q_rows, kt, kv_pad, d, j0, scores);  // the last 32 keys
         float inv_sum[kRows] = {};
-        for (int64_t r = 0; r < rows; ++r)
-            inv_sum[r] = softmax_row(scores + r * kv_pad, block_mask ? block_mask + r * a.mask_strides[2] : nullptr,
-                                     a.scale, live, live_pad);
+        for (int64_t r = 0; r < rows; ++r) {
+            const M* row_mask = block_mask ? block_mask + r * a.mask_strides[2] : nullptr;
+            inv_sum[r] = softmax_row(scores + r * kv_pad, row_mask, a.scale, live, live_pad);
+            // (past `live` every row's mask is -inf, so the first live keys decide)
+            removed[r] = row_mask && !(inv_sum[r] > 0.0f) && removes_every_key(row_mask, live);
+        }
         if (rows < kRows) std::memset(scores + rows * kv_pad, 0, sizeof(float) * (kRows - rows) * kv_pad);
         // O in steps of up to kValueVectors vectors of head dims, the count a template argument (the step's
         // accumulators stay in registers).

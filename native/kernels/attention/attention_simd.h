@@ -40,6 +40,16 @@ inline float scale_mask_max(float* __restrict s, const M* __restrict mask, float
     return v_reduce_max(v_max(max_a, max_b));
 }
 
+// Whether a query row's n mask values are all -inf: the mask removes every key, and the op says such a row comes
+// out as 0 (ir/ops/sdpa.py). Asked only of rows whose softmax sum came out NaN (then the row max was -inf or NaN),
+// so a plain loop.
+template <class M>
+inline bool removes_every_key(const M* mask, int64_t n) {
+    for (int64_t j = 0; j < n; ++j)
+        if (load(mask[j]) != -__builtin_inff()) return false;
+    return true;
+}
+
 // Pass 2: e = exp(s - max) with the caller's e^x, handed to store(j, e[j .. j + 16), e[j + 16 .. j + 32))
 // as two V16; returns the lane-wise sums of the unrounded values. store may overwrite s[j, j + 32) (no
 // restrict on s).

@@ -7,8 +7,10 @@ kernels (benchmarks/results/native-attention.md); they also read q/k/v straight 
 QKV projection's slices (strided views) and write their output into a [batch, seq, heads,
 head_dim] buffer, so the transpose + reshape after it are free views.
 
-Rows a mask removes entirely come out as 0 (ir/ops/sdpa.py), checked per call on the mask. Covered: bfloat16 q/k/v with head_dim a multiple of 32, or float32 with head_dim a multiple of
-16, of rank 4 with one head count, no causal flag, an additive float32/bfloat16 mask or none.
+Rows a mask removes entirely come out as 0 (ir/ops/sdpa.py): the kernels store them so (a check
+per call in Python cost ~57 us a layer at BERT-base b1). Covered: bfloat16 q/k/v with head_dim a
+multiple of 32, or float32 with head_dim a multiple of 16, of rank 4 with one head count, no
+causal flag, an additive float32/bfloat16 mask or none.
 Everything else (bool masks, other dtypes, a CPU below the kernel's level) runs the op's
 reference, i.e. torch's attention. A quantized sdpa (fold_attention_quantize) gets the
 int8/uint8 codes straight from the kernel's output rows.
@@ -28,7 +30,6 @@ from ....ir.opdef import get_op
 from ....ir.ops._quant import QTORCH
 from ....ir.ops._kv_int8 import from_cache
 from ....ir.ops.kv_append import NARROWER_CACHES
-from ....ir.ops.sdpa import fully_masked_rows
 from ....runtime import kernels
 from ....runtime.bound_plan import RecordedStep
 from ....runtime.kernels import Kernel, NodeContext
@@ -36,12 +37,6 @@ from . import _native, _runs_at
 
 _MASK_DTYPES = ("float32", "bfloat16")
 
-
-def _zero_masked_rows_in_place(out: torch.Tensor, mask: torch.Tensor, zero) -> None:
-    """Rows of `out` whose every key the mask removes become `zero`, in place (the kernels' output layout stays)."""
-    fully = fully_masked_rows(mask)
-    if bool(fully.any()):
-        out.masked_fill_(fully, zero)
 # q/k/v dtype -> (native kernel, the multiple head_dim must be)
 _KERNELS = {"bfloat16": ("attention", 32), "float32": ("attention_f32", 16)}
 
@@ -92,8 +87,6 @@ def native_sdpa(ctx: NodeContext):
         batch, heads, q_len, _ = q.shape
         out = torch.empty(batch, q_len, heads, head_dim, dtype=out_dtype).permute(0, 2, 1, 3)
         lib.attention(q, k, v, mask, out, scale, isa, torch.get_num_threads(), **q_args)
-        if mask is not None:  # rows whose every key is masked: 0 (its code, when quantized), as the op says
-            _zero_masked_rows_in_place(out, mask, a.quantize.zero_point if a.quantize is not None else 0)
         return out
 
     return Kernel(run, _native.kernel_name("sdpa", kernel, ctx.isa), frozenset({4}) if has_multiplier else frozenset())
@@ -154,8 +147,6 @@ def native_decode_sdpa(ctx: NodeContext):
             lib.decode_attention(q, k, v, out, mask, scale, isa, torch.get_num_threads())
             return out
         lib.attention(q, k, v, mask, out, scale, isa, torch.get_num_threads())
-        if mask is not None:  # rows whose every key is masked: 0, as the op says
-            _zero_masked_rows_in_place(out, mask, 0)
         if out.dtype != inputs[0].dtype:  # a widened bf16 prompt, rounded once (the heads-last strides stay)
             out = out.to(inputs[0].dtype)
         return out
