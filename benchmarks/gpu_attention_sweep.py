@@ -6,7 +6,6 @@ configuration: 20 calls captured in one CUDA graph, the graph replayed 20 times,
 measurements (so launch gaps count as in a decode step's graph).
 
     python benchmarks/gpu_attention_sweep.py [--keys 544,1920] [--heads 32 --kv-heads 4 --head-dim 64] [--defaults-only]
-        [--head]  (attention_head, one phase a query head, beside attention_rows)
 """
 from __future__ import annotations
 
@@ -59,8 +58,6 @@ def main() -> None:
     ap.add_argument("--kv-heads", type=int, default=4)
     ap.add_argument("--head-dim", type=int, default=64)
     ap.add_argument("--defaults-only", action="store_true", help="time sdpa.py's own constants only")
-    ap.add_argument("--head", action="store_true", help="also time attention_head (one program a query head, one "
-                    "phase) over HEAD_BLOCK_S x HEAD_WARPS, bf16 cache, against attention_rows' defaults")
     args = ap.parse_args()
     gpu = torch.device("cuda")
     g = torch.Generator().manual_seed(0)
@@ -84,24 +81,12 @@ def main() -> None:
                 assert torch.allclose(got, want, atol=2e-2, rtol=2e-2), (config, (got - want).abs().max())
                 results.append((per_call_us(kernel, inputs), config))
             sdpa.BLOCK_S, sdpa.PROGRAMS, sdpa.MAX_SPLITS, sdpa.WARPS, sdpa.STAGES = default
-            if args.head and cache == "bf16":
-                head_default = (sdpa.HEAD_KEYS, sdpa.HEAD_BLOCK_S, sdpa.HEAD_WARPS)
-                for block, warps in itertools.product((32, 64, 128, 256), (2, 4, 8)):
-                    sdpa.HEAD_KEYS, sdpa.HEAD_BLOCK_S, sdpa.HEAD_WARPS = 1 << 30, block, warps
-                    kernel = kernel_for(*inputs)
-                    got = kernel.fn(inputs, {}).float()
-                    assert torch.allclose(got, want, atol=2e-2, rtol=2e-2), (block, warps, (got - want).abs().max())
-                    results.append((per_call_us(kernel, inputs), ("head", block, warps)))
-                sdpa.HEAD_KEYS, sdpa.HEAD_BLOCK_S, sdpa.HEAD_WARPS = head_default
             base = next(t for t, c in results if c == default)
             results.sort()
             print(f"\n{keys} keys, {cache} cache: defaults {base:.2f} us; fastest:")
-            for t, c in results[:6] + [r for r in results[6:] if r[1][0] == "head"][:3]:
-                if c[0] == "head":
-                    print(f"  {t:6.2f} us  attention_head HEAD_BLOCK_S {c[1]:3d} HEAD_WARPS {c[2]}")
-                else:
-                    print(f"  {t:6.2f} us  BLOCK_S {c[0]:3d} PROGRAMS {c[1]:3d} MAX_SPLITS {c[2]:2d} WARPS {c[3]} "
-                          f"STAGES {c[4]}")
+            for t, c in results[:6]:
+                print(f"  {t:6.2f} us  BLOCK_S {c[0]:3d} PROGRAMS {c[1]:3d} MAX_SPLITS {c[2]:2d} WARPS {c[3]} "
+                      f"STAGES {c[4]}")
 
 
 if __name__ == "__main__":

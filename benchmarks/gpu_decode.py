@@ -24,7 +24,7 @@ from qwen2_module import SETTINGS, SHAPES, Qwen2Shaped  # noqa: E402
 
 import ipexconvert  # noqa: E402
 from ipexconvert.backends.cuda import epilogues  # noqa: E402
-from ipexconvert.backends.cuda.kernels import _triton, sdpa  # noqa: E402
+from ipexconvert.backends.cuda.kernels import _triton  # noqa: E402
 from ipexconvert.examples.decoder_cache import decoder_dynamic_dims, decoder_example_inputs  # noqa: E402
 
 
@@ -127,9 +127,8 @@ def main() -> None:
     ap.add_argument("--dtypes", default="bf16", help=f"comma-separated, of {', '.join(SETTINGS)}; NAME+pdl / NAME+nopdl "
                     "loads NAME with or without programmatic dependent launch (backends/cuda/kernels/_triton.PDL); "
                     "NAME+skip=K1/K2: an ablation, the step captured without those _triton_jit kernels (e.g. "
-                    "rope_kv_write_heads, attention_rows): what they cost, boundaries included (garbage tokens); NAME+head: "
-                    "the decode steps' attention on attention_head (sdpa.HEAD_KEYS); NAME+noepilogue: loaded without "
-                    "backends/cuda/epilogues.py's rewrite")
+                    "rope_kv_write_heads, attention_rows): what they cost, boundaries included (garbage tokens); "
+                    "NAME+noepilogue: loaded without backends/cuda/epilogues.py's rewrite")
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
@@ -144,9 +143,6 @@ def main() -> None:
     for name in args.dtypes.split(","):
         setting, _, variant = name.partition("+")  # "+pdl", "+nopdl": _triton.PDL on or off; "+skip=K1/K2"
         skipped = variant.partition("skip=")[2].split("/") if variant.startswith("skip=") else []
-        head_keys = sdpa.HEAD_KEYS
-        if variant == "head":  # attention_head for every decode step's attention (sdpa.HEAD_KEYS, read per call)
-            sdpa.HEAD_KEYS = 1 << 30
         path = args.cache / f"{args.shape}.{setting}.ipxc"
         if not path.exists():
             start = time.perf_counter()
@@ -165,10 +161,9 @@ def main() -> None:
         start = time.perf_counter()
         with skipping(skipped):
             model.generate(torch.arange(1, 9)[None], max_new_tokens=4, stop_at_eos=False)  # the decode step's capture
-            if skipped or variant == "head":  # captured again at the rounds' cache capacity meanwhile
+            if skipped:  # captured again at the rounds' cache capacity while the kernels are skipped
                 model.generate(torch.randint(1, 1000, (1, args.prompt_tokens)), max_new_tokens=args.new_tokens,
                                stop_at_eos=False)
-        sdpa.HEAD_KEYS = head_keys
         first = time.perf_counter() - start
         models[name] = model
         rows[f"ipexconvert {name}"] = {"load_s": load, "first_generate_s": first, "prefill": [], "decode": [],

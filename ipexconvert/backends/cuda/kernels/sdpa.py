@@ -52,10 +52,6 @@ PROGRAMS = 64  # about this many programs a call: the keys are split among them,
 # within 0.1 us bf16; benchmarks/results/session45-gpu-attention-sweep-h200.log)
 MAX_SPLITS = 32
 WARPS, STAGES = 4, 3  # Triton's defaults (benchmarks/gpu_attention_sweep.py tries others)
-# One query row over at most HEAD_KEYS keys: attention_head, a program a query head, one phase (no split of the
-# keys, so no combine), HEAD_BLOCK_S keys a step with HEAD_WARPS warps. (Not yet measured on a GPU: 0 keeps
-# attention_rows everywhere; benchmarks/gpu_attention_sweep.py --head compares the two.)
-HEAD_KEYS, HEAD_BLOCK_S, HEAD_WARPS = 0, 128, 4
 
 
 @register_kernel("cuda", "sdpa", runs_at=triton_missing)
@@ -84,8 +80,6 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
                 or k.shape[-1] != d + SCALE_BYTES * rows_cache
                 or q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1):
             return fallback(inputs, dims)
-        if rows == 1 and not rows_cache and keys <= HEAD_KEYS:
-            return head_run(q, k, v, mask, b, heads, kv_heads, keys, d, dv)
         groups = b * kv_heads
         splits = max(1, min(MAX_SPLITS, triton.cdiv(keys, BLOCK_S), round(PROGRAMS / groups)))
         s_split = triton.cdiv(triton.cdiv(keys, splits), BLOCK_S) * BLOCK_S
@@ -109,22 +103,6 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
             GROUP=group, M=m, D=d, DV=dv, BLOCK_S=BLOCK_S, MASK=kind, SPLITS=padded if splits > 1 else 1,
             HALF=q.dtype in (torch.bfloat16, torch.float16) and (rows_cache or (k.dtype == q.dtype == v.dtype)),
             ROWS=int(rows_cache), R=real, num_warps=WARPS, num_stages=STAGES)
-        return out
-
-    def head_run(q, k, v, mask, b, heads, kv_heads, keys, d, dv):
-        out = torch.empty((b, 1, heads, dv), dtype=q.dtype, device=q.device).transpose(1, 2)
-        kind, mask_strides = 0, (0, 0, 0)
-        if mask is not None:
-            kind = 1 if mask.dtype == torch.bool else 2
-            strides = mask.expand(b, heads, 1, keys).stride()
-            mask_strides = (strides[0], strides[1], strides[3])
-        scale = attrs.scale if attrs.scale is not None else d ** -0.5
-        _triton.jit().attention_head[(b * heads,)](
-            q, k, v, q if mask is None else mask, out, q.stride(0), q.stride(1), k.stride(0), k.stride(1),
-            k.stride(2), v.stride(0), v.stride(1), v.stride(2), *mask_strides, out.stride(0), out.stride(1),
-            heads, heads // kv_heads, keys, scale, D=d, DV=dv, BLOCK_S=HEAD_BLOCK_S, MASK=kind,
-            HALF=q.dtype in (torch.bfloat16, torch.float16) and k.dtype == q.dtype == v.dtype,
-            num_warps=HEAD_WARPS)
         return out
 
     return Kernel(run, "triton:sdpa_rows")
