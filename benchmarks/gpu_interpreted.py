@@ -13,7 +13,7 @@ import sys
 
 import torch
 
-from ipexconvert.backends.cuda.kernels import sdpa, woq_linear
+from ipexconvert.backends.cuda.kernels import sdpa, woq_linear, woq_linear_rope_kv_write
 from ipexconvert.ir import TensorSpec, get_op
 from ipexconvert.runtime.kernels import NodeContext
 
@@ -45,9 +45,9 @@ def attention_cases():
             mask = torch.rand(b, 1, rows, keys, generator=G) > 0.3
             mask[0] = False
         inputs = [q, k, v, mask]
-        got = sdpa.triton_sdpa(context("sdpa", attrs, inputs)).fn(inputs, {})
+        kernel = sdpa.triton_sdpa(context("sdpa", attrs, inputs))
         want = op.reference(inputs, attrs, {})
-        yield f"sdpa b{b} h{heads}/{kv_heads} rows {rows} keys {keys} mask {mask_kind}", got, want
+        yield f"sdpa b{b} h{heads}/{kv_heads} rows {rows} keys {keys} mask {mask_kind}", kernel.fn(inputs, {}), want
 
 
 def woq_cases():
@@ -79,14 +79,40 @@ def woq_cases():
         yield f"{op_name} {prologue or ''} int{bits} {str(dtype)[6:]}", got, op.reference(inputs, attrs, {})
 
 
-BUDGETS = {torch.float32: 1e-5, torch.bfloat16: 2e-2}  # of max |reference|
+def rope_epilogue_cases():
+    """woq_linear_rope_kv_write: the merged q/k/v GEMV writing q and the caches (decode rows), and a prompt's path."""
+    op = get_op("woq_linear_rope_kv_write")
+    for batch, seq, heads, kv_heads, prologue, cache_dtype in [(1, 1, 4, 2, "rms_norm", torch.float32),
+                                                                (2, 1, 14, 2, None, torch.bfloat16),
+                                                                (1, 6, 4, 2, "rms_norm", torch.float32)]:
+        k, d = 256, 64
+        n = (heads + 2 * kv_heads) * d
+        x = torch.randn(batch, seq, k, generator=G) * 2
+        codes = torch.randint(0, 256, (n, k // 2), dtype=torch.uint8, generator=G)
+        scales = torch.rand(n, k // 128, generator=G) * 0.05
+        bias = torch.randn(n, generator=G)
+        norm = torch.rand(k, generator=G) + 0.5 if prologue else None
+        cos, sin = (torch.randn(1, 1, seq, d, generator=G) for _ in range(2))
+        caches = [torch.randn(batch, kv_heads, 16, d, generator=G).to(cache_dtype) for _ in range(2)]
+        inputs = [x, codes, scales, None, bias, norm, cos, sin, *caches, torch.tensor(5)]
+        attrs = op.parse_attrs({"bits": 4, "group_size": 128, "prologue": prologue,
+                                **({"eps": 1e-6} if prologue else {})})
+        kernel = woq_linear_rope_kv_write.triton_woq_linear_rope_kv_write(
+            context(op.name, attrs, inputs, range(1, 6)))
+        want = op.reference([t.clone() if isinstance(t, torch.Tensor) else t for t in inputs], attrs, {})
+        got = kernel.fn([x, *[None] * 5, cos, sin, *[c.clone() for c in caches], torch.tensor(5)], {})
+        for name, g, w in zip(("q", "cache_key", "cache_value"), got, want):
+            yield f"woq_linear_rope_kv_write b{batch} s{seq} h{heads}/{kv_heads} {prologue} {name}", g, w
+
+
+BUDGETS = {torch.float32: 1e-5, torch.bfloat16: 2e-2}  # of max |reference| (by the reference's dtype)
 
 
 def main() -> None:
     if os.environ.get("TRITON_INTERPRET") != "1":
         sys.exit("run with TRITON_INTERPRET=1 (and Triton on PYTHONPATH)")
     failed = 0
-    for name, got, want in [*attention_cases(), *woq_cases()]:
+    for name, got, want in [*attention_cases(), *woq_cases(), *rope_epilogue_cases()]:
         error = ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
         ok = got.shape == want.shape and error <= BUDGETS[want.dtype]
         failed += not ok

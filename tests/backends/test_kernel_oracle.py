@@ -514,6 +514,24 @@ CASES: dict[str, dict[str, Case]] = {
             (In((6, 128)), const([24, 64], "uint8", "codes"), const([24, 2], fill="positive", scale=0.05), None, None,
              const([128], fill="positive")), budget="gemm"),
     },
+    "woq_linear_rope_kv_write": {  # a merged q/k/v projection and its rope_kv_write (made at load on the GPU)
+        "bf16-int4-g128-rms-norm-bias-decode": Case(  # 4 query heads, 2 key/value heads of 64: 512 columns
+            {"bits": 4, "group_size": 128, "prologue": "rms_norm", "eps": 1e-6},
+            (In((1, 1, 512), "bfloat16", scale=3.0), const([512, 256], "uint8", "codes"),
+             const([512, 4], fill="positive", scale=0.02), None, const([512]), const([512], "bfloat16", "positive"),
+             In((1, 1, 1, 64)), In((1, 1, 1, 64)), In((1, 2, 9, 64), "bfloat16"), In((1, 2, 9, 64), "bfloat16"),
+             In((), "int64", "position")), budget="gemm"),
+        "f32-int4-asymmetric-g32-plain-2-rows": Case(
+            {"bits": 4, "group_size": 32},
+            (In((2, 1, 128)), const([384, 64], "uint8", "codes"), const([384, 4], fill="positive", scale=0.05),
+             const([384, 4], "uint8", "nibbles"), None, None, In((1, 1, 1, 64)), In((1, 1, 1, 64)),
+             In((2, 2, 9, 64)), In((2, 2, 9, 64)), In((), "int64", "position")), budget="gemm"),
+        "f32-int4-g128-rms-norm-prompt": Case(  # 6 rows: the projection, then rope_kv_write's kernel
+            {"bits": 4, "group_size": 128, "prologue": "rms_norm", "eps": 1e-6},
+            (In((1, 6, 256)), const([512, 128], "uint8", "codes"), const([512, 2], fill="positive", scale=0.02),
+             None, None, const([256], fill="positive"), In((1, 1, 6, 64)), In((1, 1, 6, 64)), In((1, 2, 12, 64)),
+             In((1, 2, 12, 64)), In((), "int64", "position")), budget="gemm"),
+    },
     "woq_linear": {  # x, codes, scales, zero points, bias (weight-only int8 / int4)
         "f32-int4-asymmetric-g32-bias-silu": Case(
             {"bits": 4, "group_size": 32, "post_ops": [{"kind": "silu"}]},

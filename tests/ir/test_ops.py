@@ -69,6 +69,11 @@ def _rope_kv_write(q, k, v, c, s, cache_key, cache_value, position: int):
             torch.cat([cache_value[:, :, :position], v, cache_value[:, :, end:]], dim=2))
 
 
+def _merged(qkv, q_end: int, k_end: int):
+    """q, k and v: the column ranges of a merged projection."""
+    return qkv[..., :q_end], qkv[..., q_end:k_end], qkv[..., k_end:]
+
+
 def _ln(x, w, b, eps=1e-5):
     return F.layer_norm(x, x.shape[-1:], w, b, eps)
 
@@ -368,6 +373,22 @@ CASES: list[Case] = [
          {"bits": 8, "group_size": 8, "prologue": "silu_mul"},
          lambda x, q, s, z, b, w: F.linear(F.silu(x[..., :8]) * x[..., 8:], q.float() * s),
          symbolic={0: {0: "batch", 1: "seq"}}),
+    Case("woq_linear_rope_kv_write-rms-norm-bias", "woq_linear_rope_kv_write",
+         [randn(1, 2, 8), randint(256, 48, 4).to(torch.uint8), randn(48, 2).abs() * 0.1, None, randn(48),
+          randn(8).abs(), randn(1, 1, 2, 8), randn(1, 1, 2, 8), randn(1, 1, 7, 8), randn(1, 1, 7, 8), torch.tensor(2)],
+         {"bits": 4, "group_size": 4, "prologue": "rms_norm", "eps": 1e-6},
+         lambda x, q, s, z, b, w, c, sn, ck, cv, p: _rope_kv_write(
+             *_merged(F.linear(F.rms_norm(x, (8,), w, 1e-6),
+                               (torch.stack([q & 15, q >> 4], -1).reshape(48, 8).float() - 8) * s.repeat_interleave(4, 1),
+                               b), 32, 40), c, sn, ck, cv, 2),
+         symbolic={0: {0: "batch", 1: "seq"}, 6: {2: "seq"}, 7: {2: "seq"}, 8: {0: "batch", 2: "capacity"},
+                   9: {0: "batch", 2: "capacity"}}),
+    Case("woq_linear_rope_kv_write-plain-int8", "woq_linear_rope_kv_write",
+         [randn(1, 1, 8), randint(255, 48, 8).sub(127).to(torch.int8), randn(48, 1).abs() * 0.01, None, None, None,
+          randn(1, 1, 1, 8), randn(1, 1, 1, 8), randn(1, 1, 4, 8), randn(1, 1, 4, 8), torch.tensor(3)],
+         {"bits": 8, "group_size": 8},
+         lambda x, q, s, z, b, w, c, sn, ck, cv, p: _rope_kv_write(*_merged(F.linear(x, q.float() * s), 32, 40), c, sn,
+                                                                    ck, cv, 3)),
     # ---- aten fallback ---------------------------------------------------------------------------
     Case("aten-cumsum", "aten", [randn(2, 5)], {"target": "aten.cumsum.default", "args": [{"$in": 0}, 1]},
          lambda x: torch.cumsum(x, 1)),

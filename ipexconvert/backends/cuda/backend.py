@@ -48,13 +48,17 @@ class CudaBackend:
 
     def prepare_program(self, program: Program, widen_bf16: Optional[bool]) -> tuple[Program, Optional[str]]:
         from ..cpu import compute_precision
+        from .epilogues import fuse_rope_epilogues
         from .prologues import fuse_prologues
 
+        def fused(p: Program) -> Program:
+            return fuse_rope_epilogues(fuse_prologues(p), self.level())
+
         if not compute_precision.has_bf16(program.graph):
-            return fuse_prologues(program), None
+            return fused(program), None
         if widen_bf16:
-            return fuse_prologues(compute_precision.widen_bf16(program)), "float32"
-        return fuse_prologues(program), "bfloat16"
+            return fused(compute_precision.widen_bf16(program)), "float32"
+        return fused(program), "bfloat16"
 
     def place_constant(self, tensor: torch.Tensor, spec: TensorSpec) -> torch.Tensor:
         on_gpu = tensor.to(self.gpu)

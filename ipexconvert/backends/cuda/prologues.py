@@ -35,9 +35,15 @@ def fuse_prologues(program: Program) -> Program:
                                  inputs=[producer.inputs[0], *node.inputs[1:5], norm_weight, *node.inputs[5:]],
                                  source=node.source)
         absorbed.add(producer.name)
+    return joined_program(program, joined, absorbed)
+
+
+def joined_program(program: Program, joined: dict[str, Node], absorbed: set[str]) -> Program:
+    """A copy of the program (the weights shared) with each node named in `joined` replaced by its joined node and
+    the `absorbed` nodes gone, unused values pruned; the program itself when nothing was joined."""
     if not joined:
         return program
-    fused = Program(graph.model_copy(deep=True), program.weights)
-    fused.graph.nodes = [joined.get(n.name, n) for n in graph.nodes if n.name not in absorbed]
+    fused = Program(program.graph.model_copy(deep=True), program.weights)
+    fused.graph.nodes = [joined.get(n.name, n) for n in program.graph.nodes if n.name not in absorbed]
     fused.prune()
     return fused

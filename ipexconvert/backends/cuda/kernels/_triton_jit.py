@@ -601,11 +601,13 @@ def woq_run_sums(words, x_row, norm_ptr, first_k, K, inv_rms, code_mask, BITS: t
 def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, out_ptr, work_ptr, ticket_ptr,
              norm_ptr, N, K, k_words, groups, group_size, split_words, splits, code_mask, x_row_stride, eps,
              a_row_stride, a_col_stride, b_row_stride, b_col_stride,
+             cos_ptr, sin_ptr, table_batch, table_seq, position_ptr, key_ptr, value_ptr, seq, heads, kv_heads,
+             capacity,
              BITS: tl.constexpr, ZERO: tl.constexpr, HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr,
              HAS_A: tl.constexpr, HAS_B: tl.constexpr,
              P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
              RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, SPLIT_ROWS: tl.constexpr,
-             PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr, GDC: tl.constexpr):
+             PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr, GDC: tl.constexpr, ROPE_HALF: tl.constexpr):
     """One row of x [rows, K] (float activations) times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py).
     Program (i, j, m) computes BLOCK_N outputs of row m over the j-th split_words words of codes, reading the codes
     as int32 words (8 int4 codes a word, k = 8 w + s at bits 4 s; 4 int8 codes, k = 4 w + s at bits 8 s), one run of
@@ -618,7 +620,8 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     PROLOGUE (ir/ops/prologue_woq_linear.py): 1, x is rms_norm(x) * norm weight (every program reads the row's sum
     of squares first); 2, x is silu(gate) * up of a row [gate | up] (x_row_stride = 2 K); either rounded to x's
     dtype, as the op it replaces stores it.
-    SPLIT, the partial sums' reduction and the end: woq_split_finish.
+    SPLIT, the partial sums' reduction: woq_split_sum; the end: woq_finish, or with ROPE_HALF > 0
+    (ir/ops/woq_linear_rope_kv_write.py: out is the merged q/k/v projection's q output) woq_rope_finish.
     GDC (launched with programmatic dependent launch, Hopper and later): the program may start while the kernel
     before it still runs; it loads its first run of codes (no kernel writes weights), then waits for that kernel
     (gdc_wait: until it has finished and its writes are visible) before it reads x or writes anything, and lets
@@ -646,9 +649,15 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
         words, scale, offset = next_words, next_scale, next_offset
     if GDC:
         tl.extra.cuda.gdc_launch_dependents()
-    woq_split_finish(tl.sum(acc, axis=1), row, n, n_ok, N, part, splits, work_ptr, ticket_ptr, bias_ptr, a_ptr,
-                     b_ptr, out_ptr, a_row_stride, a_col_stride, b_row_stride, b_col_stride,
-                     SPLIT, SPLIT_ROWS, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3)
+    y, last = woq_split_sum(tl.sum(acc, axis=1), row, n, n_ok, N, part, splits, work_ptr, ticket_ptr, SPLIT,
+                            SPLIT_ROWS)
+    if last:
+        if ROPE_HALF > 0:
+            woq_rope_finish(y, row, n, n_ok, bias_ptr, cos_ptr, sin_ptr, table_batch, table_seq, position_ptr, out_ptr,
+                            key_ptr, value_ptr, seq, heads, kv_heads, capacity, HAS_BIAS, ROPE_HALF)
+        else:
+            woq_finish(y, row, n, n_ok, N, bias_ptr, a_ptr, b_ptr, out_ptr, a_row_stride, a_col_stride,
+                       b_row_stride, b_col_stride, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3)
 
 
 @triton.jit
@@ -694,7 +703,7 @@ def woq_rows_dp4a(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_pt
     x of all its columns: as many divisions as multiply-adds, measured slower than the float kernel), and stored as
     bytes in x_codes [rows, K] in the order the words take them (int4: word 2 w the even k of code word w, word
     2 w + 1 the odd ones); every program of a split writes the same bytes there, and reads them back as int32 words
-    after a barrier. The row's step multiplies the finished sum. Splits and the end: woq_split_finish."""
+    after a barrier. The row's step multiplies the finished sum. Splits: woq_split_sum; the end: woq_finish."""
     block = tl.program_id(0)
     part = tl.program_id(1)
     row = tl.program_id(2).to(tl.int64)
@@ -743,9 +752,11 @@ def woq_rows_dp4a(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_pt
         words, scale, zero = next_words, next_scale, next_zero
     if GDC:
         tl.extra.cuda.gdc_launch_dependents()
-    woq_split_finish(tl.sum(acc, axis=1) * row_scale, row, n, n_ok, N, part, splits, work_ptr, ticket_ptr, bias_ptr,
-                     a_ptr, b_ptr, out_ptr, a_row_stride, a_col_stride, b_row_stride, b_col_stride,
-                     SPLIT, SPLIT_ROWS, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3)
+    y, last = woq_split_sum(tl.sum(acc, axis=1) * row_scale, row, n, n_ok, N, part, splits, work_ptr, ticket_ptr,
+                            SPLIT, SPLIT_ROWS)
+    if last:
+        woq_finish(y, row, n, n_ok, N, bias_ptr, a_ptr, b_ptr, out_ptr, a_row_stride, a_col_stride, b_row_stride,
+                   b_col_stride, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3)
 
 
 @triton.jit
@@ -767,23 +778,23 @@ def dp4a_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, word, end_w
 
 
 @triton.jit
-def woq_split_finish(y, row, n, n_ok, N, part, splits, work_ptr, ticket_ptr, bias_ptr, a_ptr, b_ptr, out_ptr,
-                     a_row_stride, a_col_stride, b_row_stride, b_col_stride,
-                     SPLIT: tl.constexpr, SPLIT_ROWS: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_A: tl.constexpr,
-                     HAS_B: tl.constexpr, P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr):
-    """The end of a woq_rows / woq_rows_dp4a program with partial sums y of its column block. SPLIT (splits > 1):
-    each program stores its partial sums in work [splits, rows, N]; the last program of a column block and row to
-    finish (counted in ticket, which it resets) reads them SPLIT_ROWS at a time ([SPLIT_ROWS, BLOCK_N] a load, a
-    power of two up to 32: one trip to L2 for up to 32 splits, not one per split) and adds them in an order fixed by
-    the compiled kernel (the same sum every call), then finishes (woq_finish)."""
-    block = tl.program_id(0)
+def woq_split_sum(y, row, n, n_ok, N, part, splits, work_ptr, ticket_ptr, SPLIT: tl.constexpr,
+                  SPLIT_ROWS: tl.constexpr):
+    """(the column block's sums, whether this program finishes it) for a woq_rows / woq_rows_dp4a program with
+    partial sums y of its column block. SPLIT (splits > 1): each program stores its partial sums in work [splits,
+    rows, N]; the last program of a column block and row to finish (counted in ticket, which it resets) reads them
+    SPLIT_ROWS at a time ([SPLIT_ROWS, BLOCK_N] a load, a power of two up to 32: one trip to L2 for up to 32
+    splits, not one per split) and adds them in an order fixed by the compiled kernel (the same sum every call);
+    it alone finishes. Without SPLIT every program finishes its own."""
     if SPLIT:
+        block = tl.program_id(0)
         rows = tl.num_programs(2)
         slot = row * N + n
         tl.store(work_ptr + part * rows * N + slot, y, mask=n_ok)
         tl.debug_barrier()  # every thread's partial is written before the ticket is taken
         ticket = tl.atomic_add(ticket_ptr + row * tl.num_programs(0) + block, 1, sem="acq_rel")
-        if ticket == splits - 1:
+        last = ticket == splits - 1
+        if last:
             y = tl.zeros(y.shape, tl.float32)
             for j0 in range(0, splits, SPLIT_ROWS):  # .cg: from L2, where the other programs' partials are
                 j = j0 + tl.arange(0, SPLIT_ROWS)
@@ -791,11 +802,50 @@ def woq_split_finish(y, row, n, n_ok, N, part, splits, work_ptr, ticket_ptr, bia
                                 mask=(j < splits)[:, None] & n_ok[None, :], other=0.0, cache_modifier=".cg")
                 y += tl.sum(parts, axis=0)
             tl.atomic_xchg(ticket_ptr + row * tl.num_programs(0) + block, 0)
-            woq_finish(y, row, n, n_ok, N, bias_ptr, a_ptr, b_ptr, out_ptr, a_row_stride, a_col_stride,
-                       b_row_stride, b_col_stride, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3)
+        return y, last
     else:
-        woq_finish(y, row, n, n_ok, N, bias_ptr, a_ptr, b_ptr, out_ptr, a_row_stride, a_col_stride,
-                   b_row_stride, b_col_stride, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3)
+        return y, True
+
+
+@triton.jit
+def woq_rope_finish(y, row, n, n_ok, bias_ptr, cos_ptr, sin_ptr, table_batch, table_seq, position_ptr, q_out_ptr,
+                    key_ptr, value_ptr, seq, heads, kv_heads, capacity, HAS_BIAS: tl.constexpr, HALF: tl.constexpr):
+    """woq_rows' end for one row of a merged q/k/v projection (ir/ops/woq_linear_rope_kv_write.py), whose column
+    block holds whole heads of 2 HALF (the launcher checks): the bias, one rounding to the projection's dtype (q's),
+    then rope_kv_write_heads' work on the heads in registers: q and k rotated, x * cos + cat(-x2, x1) * sin in
+    float32, q into q_out [b, heads, seq, d], k and v into the caches [b, kv_heads, capacity, d] at position +
+    token, each rounded once to its destination's dtype. row: token t of batch b, row = b * seq + t."""
+    if HAS_BIAS:
+        y = y + tl.load(bias_ptr + n, mask=n_ok, other=0.0)
+    y = y.to(q_out_ptr.dtype.element_ty).to(tl.float32)  # as the projection node stored it
+    H: tl.constexpr = y.shape[0] // (2 * HALF)  # heads in the block
+    x1, x2 = tl.split(tl.permute(tl.reshape(y, [H, 2, HALF]), (0, 2, 1)))  # each head's halves, [H, HALF]
+    head = (tl.program_id(0) * H + tl.arange(0, H)).to(tl.int64)  # of the q | k | v heads
+    b = row // seq
+    t = row % seq
+    lo = tl.arange(0, HALF)
+    table = b * table_batch + t * table_seq
+    c1 = tl.load(cos_ptr + table + lo).to(tl.float32)[None, :]
+    c2 = tl.load(cos_ptr + table + HALF + lo).to(tl.float32)[None, :]
+    s1 = tl.load(sin_ptr + table + lo).to(tl.float32)[None, :]
+    s2 = tl.load(sin_ptr + table + HALF + lo).to(tl.float32)[None, :]
+    rotated = (head < heads + kv_heads)[:, None]  # q and k; v is copied
+    y1 = tl.where(rotated, x1 * c1 - x2 * s1, x1)
+    y2 = tl.where(rotated, x2 * c2 + x1 * s2, x2)
+    position = tl.load(position_ptr) + t
+    is_q = (head < heads)[:, None]
+    is_k = ((head >= heads) & (head < heads + kv_heads))[:, None]
+    is_v = ((head >= heads + kv_heads) & (head < heads + 2 * kv_heads))[:, None]
+    q_dst = q_out_ptr + (((b * heads + head) * seq + t) * 2 * HALF)[:, None] + lo[None, :]
+    tl.store(q_dst, y1.to(q_dst.dtype.element_ty), mask=is_q)
+    tl.store(q_dst + HALF, y2.to(q_dst.dtype.element_ty), mask=is_q)
+    k_dst = key_ptr + (((b * kv_heads + head - heads) * capacity + position) * 2 * HALF)[:, None] + lo[None, :]
+    tl.store(k_dst, y1.to(k_dst.dtype.element_ty), mask=is_k)
+    tl.store(k_dst + HALF, y2.to(k_dst.dtype.element_ty), mask=is_k)
+    v_dst = value_ptr + (((b * kv_heads + head - heads - kv_heads) * capacity + position) * 2 * HALF)[:, None] \
+        + lo[None, :]
+    tl.store(v_dst, y1.to(v_dst.dtype.element_ty), mask=is_v)
+    tl.store(v_dst + HALF, y2.to(v_dst.dtype.element_ty), mask=is_v)
 
 
 @triton.jit

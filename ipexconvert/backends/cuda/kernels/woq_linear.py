@@ -83,9 +83,11 @@ def triton_prologue_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
     return woq_rows_kernel(ctx, PrologueWoqLinearOp.compile(ctx.attrs), prologue=ctx.attrs.prologue)
 
 
-def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Optional[Kernel]:
-    """The woq_rows kernel of a woq_linear (prologue None) or a prologue_woq_linear node: its weights (and norm
-    weight) are inputs 1-4 (and 5), its post-op operands after them."""
+def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
+    """(launch, the weights as the kernel reads them, the node's own input count, x's row width) for the woq_rows
+    kernel of a woq_linear-like node, or None where it does not apply (computed weights, runs of less than a word).
+    launch(x, rows, post-op operands, rope) runs it on up to MAX_ROWS rows of x and returns the output; rope (the
+    epilogue of woq_linear_rope_kv_write: a RopeWrite) writes q, k and v there instead of the projection."""
     attrs = ctx.attrs
     codes, scales, zeros, bias = ctx.constants[1:5]
     if codes is None or scales is None or (ctx.input_specs[3] is not None and zeros is None) \
@@ -129,15 +131,11 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
     # woq_rows_dp4a's x codes (rows x k bytes, stored in the order its words take them)
     x_codes = torch.empty(MAX_ROWS * k if int8_rows else 1, dtype=torch.int8, device=codes.device)
 
-    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        x = inputs[0]
-        rows = x.numel() // width if width else 0
-        if rows == 0 or rows > MAX_ROWS:
-            return reference([x, *weight_inputs, *inputs[weights:]], dims)
+    def launch(x: torch.Tensor, rows: int, post_operands: list, rope) -> torch.Tensor:
         out_shape = (*x.shape[:-1], n)
         flat = x.reshape(rows, width).contiguous()
-        out = torch.empty((rows, n), dtype=x.dtype, device=x.device)
-        operands = [_as_rows(inputs[i], out_shape, rows, n) for i in operand_slots]
+        out = torch.empty((rows, n), dtype=x.dtype, device=x.device) if rope is None else rope.q_out
+        operands = [_as_rows(post_operands[i - weights], out_shape, rows, n) for i in operand_slots]
         a = operands[0] if operands else out
         b = operands[1] if len(operands) > 1 else out
         common = dict(BITS=attrs.bits, ZERO=zero, HAS_ZEROS=zeros is not None, HAS_BIAS=bias is not None,
@@ -153,10 +151,31 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
             # (x_codes follows the norm weight, the 11th argument)
             _triton.jit().woq_rows_dp4a[(blocks, splits, rows)](*shared[:11], x_codes, *shared[11:], *tail,
                                                                 ASM=asm, **common)
-        else:
-            _triton.jit().woq_rows[(blocks, splits, rows)](*shared, code_mask, *tail, **common)
-        return out.view(out_shape)
+            return out.view(out_shape)
+        rope_args = (scales, scales, 0, 0, tickets, scales, scales, 1, 0, 0, 0) if rope is None else rope.args
+        _triton.jit().woq_rows[(blocks, splits, rows)](*shared, code_mask, *tail, *rope_args,
+                                                       ROPE_HALF=0 if rope is None else rope.half, **common)
+        return out.view(out_shape) if rope is None else out
 
+    return launch, weight_inputs, weights, width
+
+
+def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Optional[Kernel]:
+    """The woq_rows kernel of a woq_linear (prologue None) or a prologue_woq_linear node: its weights (and norm
+    weight) are inputs 1-4 (and 5), its post-op operands after them."""
+    launcher = woq_rows_launcher(ctx, prologue)
+    if launcher is None:
+        return None
+    launch, weight_inputs, weights, width = launcher
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x = inputs[0]
+        rows = x.numel() // width if width else 0
+        if rows == 0 or rows > MAX_ROWS:
+            return reference([x, *weight_inputs, *inputs[weights:]], dims)
+        return launch(x, rows, inputs[weights:], None)
+
+    int8_rows = ctx.attrs.activations == "int8"
     name = ("triton:woq_linear_rows" if prologue is None else f"triton:{prologue}_woq_linear_rows") \
         + ("_dp4a" if int8_rows else "")
     return Kernel(run, name, frozenset(range(1, weights)), fresh_output=True)
