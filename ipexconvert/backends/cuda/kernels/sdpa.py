@@ -5,7 +5,8 @@ kernel (_triton_jit.attention_rows): the keys split among programs, online softm
 as it is (bool or additive, broadcast), the fully-masked-row rule and the heads-last output layout in the same
 pass; an int8 KV cache (--kv-cache int8) read as its rows' codes and scales. torch's path takes three kernels
 and more for the same (attention, its reduction, the fill). Other shapes (a prompt), quantizing and causal
-nodes take the torch path below.
+nodes take the torch path below. sdpa_woq_linear runs the same kernel with its splits left uncombined
+(rows_launcher's partials) for the output projection to combine.
 
 torch: torch's attention (flash / memory-efficient / cuDNN, torch picks per shape), with the
 fully-masked-row rule applied without asking the GPU whether any row is fully masked (a captured graph
