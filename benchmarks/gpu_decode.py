@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from qwen2_module import SETTINGS, SHAPES, Qwen2Shaped  # noqa: E402
 
 import ipexconvert  # noqa: E402
-from ipexconvert.backends.cuda import epilogues  # noqa: E402
+from ipexconvert.backends.cuda import attention_prologues, epilogues  # noqa: E402
 from ipexconvert.backends.cuda.kernels import _triton  # noqa: E402
 from ipexconvert.examples.decoder_cache import decoder_dynamic_dims, decoder_example_inputs  # noqa: E402
 
@@ -128,7 +128,8 @@ def main() -> None:
                     "loads NAME with or without programmatic dependent launch (backends/cuda/kernels/_triton.PDL); "
                     "NAME+skip=K1/K2: an ablation, the step captured without those _triton_jit kernels (e.g. "
                     "rope_kv_write_heads, attention_rows): what they cost, boundaries included (garbage tokens); "
-                    "NAME+noepilogue: loaded without backends/cuda/epilogues.py's rewrite")
+                    "NAME+noepilogue / NAME+noattentionprologue: loaded without backends/cuda/epilogues.py's / "
+                    "attention_prologues.py's rewrite")
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
@@ -154,8 +155,9 @@ def main() -> None:
         if variant in ("pdl", "nopdl"):
             _triton.PDL = variant == "pdl"  # (the factories read it at load)
         epilogues.ENABLED = variant != "noepilogue"  # (read at load)
+        attention_prologues.ENABLED = variant != "noattentionprologue"
         model = ipexconvert.load_artifact(path, device="cuda")
-        epilogues.ENABLED = True
+        epilogues.ENABLED = attention_prologues.ENABLED = True
         load = time.perf_counter() - start
         assert model.static_cache is not None, model.static_cache_refusal
         start = time.perf_counter()

@@ -13,7 +13,7 @@ import sys
 
 import torch
 
-from ipexconvert.backends.cuda.kernels import sdpa, woq_linear, woq_linear_rope_kv_write
+from ipexconvert.backends.cuda.kernels import sdpa, sdpa_woq_linear, woq_linear, woq_linear_rope_kv_write
 from ipexconvert.ir import TensorSpec, get_op
 from ipexconvert.runtime.kernels import NodeContext
 
@@ -105,6 +105,35 @@ def rope_epilogue_cases():
             yield f"woq_linear_rope_kv_write b{batch} s{seq} h{heads}/{kv_heads} {prologue} {name}", g, w
 
 
+def attention_projection_cases():
+    """sdpa_woq_linear: one query row's attention combined by its output projection as it reads it (several key
+    splits, one, a fully masked row, a residual post-op), and a prompt's rows on the two kernels in turn."""
+    op = get_op("sdpa_woq_linear")
+    for heads, kv_heads, rows, keys, mask_kind in [(8, 2, 1, 544, "additive"), (4, 4, 1, 40, None),
+                                                   (8, 1, 1, 300, "bool"), (4, 2, 3, 200, "additive")]:
+        d, n = 64, 48
+        k = heads * d
+        q = torch.randn(1, heads, rows, d, generator=G)
+        keys_, values = (torch.randn(1, kv_heads, keys, d, generator=G) for _ in range(2))
+        mask = None
+        if mask_kind == "additive":
+            mask = torch.zeros(1, 1, rows, keys)
+            mask[..., keys - 7:] = float("-inf")
+        elif mask_kind == "bool":
+            mask = torch.rand(1, 1, rows, keys, generator=G) > 0.3
+            mask[..., :] = False  # every key removed: the row is 0
+        codes = torch.randint(0, 256, (n, k // 2), dtype=torch.uint8, generator=G)
+        scales = torch.rand(n, k // 128, generator=G) * 0.05
+        residual = torch.randn(1, rows, n, generator=G)
+        inputs = [q, keys_, values, mask, codes, scales, None, None, residual]
+        attrs = op.parse_attrs({"bits": 4, "group_size": 128, "attention": {"enable_gqa": True},
+                                "post_ops": [{"kind": "add", "operand": 8}]})
+        kernel = sdpa_woq_linear.triton_sdpa_woq_linear(context(op.name, attrs, inputs, range(4, 8)))
+        got = kernel.fn([q, keys_, values, mask, None, None, None, None, residual], {})
+        yield f"sdpa_woq_linear h{heads}/{kv_heads} rows {rows} keys {keys} mask {mask_kind}", got, \
+            op.reference(inputs, attrs, {})
+
+
 BUDGETS = {torch.float32: 1e-5, torch.bfloat16: 2e-2}  # of max |reference| (by the reference's dtype)
 
 
@@ -112,7 +141,7 @@ def main() -> None:
     if os.environ.get("TRITON_INTERPRET") != "1":
         sys.exit("run with TRITON_INTERPRET=1 (and Triton on PYTHONPATH)")
     failed = 0
-    for name, got, want in [*attention_cases(), *woq_cases(), *rope_epilogue_cases()]:
+    for name, got, want in [*attention_cases(), *woq_cases(), *rope_epilogue_cases(), *attention_projection_cases()]:
         error = ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
         ok = got.shape == want.shape and error <= BUDGETS[want.dtype]
         failed += not ok

@@ -532,6 +532,27 @@ CASES: dict[str, dict[str, Case]] = {
              None, None, const([256], fill="positive"), In((1, 1, 6, 64)), In((1, 1, 6, 64)), In((1, 2, 12, 64)),
              In((1, 2, 12, 64)), In((), "int64", "position")), budget="gemm"),
     },
+    "sdpa_woq_linear": {  # an attention and the output projection reading its heads merged (made at load on the GPU)
+        "bf16-int4-g128-gqa-decode-padding-mask-residual-add": Case(  # 8 query heads of 64, 2 kv heads, 9 key splits
+            {"bits": 4, "group_size": 128, "attention": {"enable_gqa": True}, "post_ops": [{"kind": "add", "operand": 8}]},
+            (In((1, 8, 1, 64), "bfloat16"), In((1, 2, 544, 64), "bfloat16"), In((1, 2, 544, 64), "bfloat16"),
+             In((1, 1, 1, 544), fill="padding_mask"), const([96, 256], "uint8", "codes"),
+             const([96, 4], fill="positive", scale=0.02), None, None, In((1, 1, 96), "bfloat16")), budget="gemm"),
+        "f32-int8-gqa-decode-one-split-keep-mask": Case(  # 40 keys: one split; the keep mask removes a row's keys
+            {"bits": 8, "group_size": 128, "attention": {"enable_gqa": True, "scale": 0.2}},
+            (In((1, 4, 1, 64)), In((1, 2, 40, 64)), In((1, 2, 40, 64)), In((1, 1, 1, 40), "bool", "keep_mask"),
+             const([40, 256], "int8", "weight"), const([40, 2], fill="positive", scale=0.01), None, const([40])),
+            budget="gemm"),
+        "f32-int4-gqa-decode-int8-cache": Case(  # --kv-cache int8: the attention over int8 rows
+            {"bits": 4, "group_size": 64, "attention": {"enable_gqa": True}},
+            (In((1, 4, 1, 64)), In((1, 2, 300, 68), "int8", "int8_rows"), In((1, 2, 300, 68), "int8", "int8_rows"),
+             None, const([32, 128], "uint8", "codes"), const([32, 4], fill="positive", scale=0.02),
+             const([32, 4], "uint8", "nibbles"), None), budget="gemm"),
+        "f32-int4-gqa-prompt-rows": Case(  # 5 query rows: sdpa's and woq_linear's kernels in turn
+            {"bits": 4, "group_size": 128, "attention": {"enable_gqa": True}},
+            (In((1, 4, 5, 32)), In((1, 2, 5, 32)), In((1, 2, 5, 32)), None, const([24, 64], "uint8", "codes"),
+             const([24, 1], fill="positive", scale=0.05), None, None), budget="gemm"),
+    },
     "woq_linear": {  # x, codes, scales, zero points, bias (weight-only int8 / int4)
         "f32-int4-asymmetric-g32-bias-silu": Case(
             {"bits": 4, "group_size": 32, "post_ops": [{"kind": "silu"}]},

@@ -389,6 +389,14 @@ CASES: list[Case] = [
          {"bits": 8, "group_size": 8},
          lambda x, q, s, z, b, w, c, sn, ck, cv, p: _rope_kv_write(*_merged(F.linear(x, q.float() * s), 32, 40), c, sn,
                                                                     ck, cv, 3)),
+    Case("sdpa_woq_linear-gqa-additive-mask-residual-add", "sdpa_woq_linear",
+         [randn(1, 4, 1, 8), randn(1, 2, 5, 8), randn(1, 2, 5, 8), randn(1, 1, 1, 5), randint(256, 3, 16).to(torch.uint8),
+          randn(3, 2).abs() * 0.1, None, randn(3), randn(1, 1, 3)],
+         {"bits": 4, "group_size": 16, "attention": {"enable_gqa": True}, "post_ops": [{"kind": "add", "operand": 8}]},
+         lambda q, k, v, m, c, s, z, b, r: F.linear(
+             F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True).transpose(1, 2).reshape(1, 1, 32),
+             (torch.stack([c & 15, c >> 4], -1).reshape(3, 32).float() - 8) * s.repeat_interleave(16, 1), b) + r,
+         symbolic={0: {0: "batch"}, 1: {0: "batch"}, 2: {0: "batch"}, 8: {0: "batch"}}),
     # ---- aten fallback ---------------------------------------------------------------------------
     Case("aten-cumsum", "aten", [randn(2, 5)], {"target": "aten.cumsum.default", "args": [{"$in": 0}, 1]},
          lambda x: torch.cumsum(x, 1)),

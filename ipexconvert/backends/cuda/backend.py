@@ -48,11 +48,12 @@ class CudaBackend:
 
     def prepare_program(self, program: Program, widen_bf16: Optional[bool]) -> tuple[Program, Optional[str]]:
         from ..cpu import compute_precision
+        from .attention_prologues import fuse_attention_prologues
         from .epilogues import fuse_rope_epilogues
         from .prologues import fuse_prologues
 
         def fused(p: Program) -> Program:
-            return fuse_rope_epilogues(fuse_prologues(p), self.level())
+            return fuse_attention_prologues(fuse_rope_epilogues(fuse_prologues(p), self.level()), self.level())
 
         if not compute_precision.has_bf16(program.graph):
             return fused(program), None

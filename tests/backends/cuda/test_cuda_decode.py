@@ -91,11 +91,15 @@ def test_logits_on_the_gpu_match_the_cpu_teacher_forced(artifacts, dtype):
     prompt = _prompt(1, 12, seed=3)
     tokens = cpu.generate(prompt, max_new_tokens=16, stop_at_eos=False).new_ids[0]
     growing, static = GrowingCache(cpu.decoder), gpu.static_cache
-    assert {s.kernel_name for s in static.runner.executor.steps if s.op == "sdpa"} == {"triton:sdpa_rows"}, dtype
+    attention = {(s.op, s.kernel_name) for s in static.runner.executor.steps if s.op in ("sdpa", "sdpa_woq_linear")}
+    # the attention on its Triton kernel, or joined with a weight-only output projection (attention_prologues.py)
+    assert attention and attention <= {("sdpa", "triton:sdpa_rows"),
+                                       ("sdpa_woq_linear", "triton:sdpa_woq_linear_rows")}, dtype
     assert {s.kernel_name for s in static.runner.executor.steps if s.op == "rope_kv_write"} <= {
         "triton:rope_kv_write_in_place"}, dtype
     if dtype.endswith("llama"):
         integer = "_dp4a" if "a8" in dtype else ""
+        assert (("sdpa_woq_linear", "triton:sdpa_woq_linear_rows") in attention) == (integer == ""), attention
         assert {s.kernel_name for s in static.runner.executor.steps if s.op == "prologue_woq_linear"} == {
             f"triton:rms_norm_woq_linear_rows{integer}", f"triton:silu_mul_woq_linear_rows{integer}"}
     a = growing.start(prompt, 28, torch.device("cpu"))

@@ -574,18 +574,52 @@ def woq_program_slice(block, part, N, k_words, split_words, BLOCK_N: tl.constexp
 
 
 @triton.jit
-def woq_run_sums(words, x_row, norm_ptr, first_k, K, inv_rms, code_mask, BITS: tl.constexpr, PROLOGUE: tl.constexpr,
-                 HAS_NORM_WEIGHT: tl.constexpr):
+def attention_weights(parts_ptr, first_k, stats, splits, GROUP: tl.constexpr, SPLITS: tl.constexpr, R: tl.constexpr,
+                      DV: tl.constexpr):
+    """For inputs first_k [words] of an output projection whose x is the heads merged after attention_rows (PARTIALS:
+    its key splits' partials in parts, one query row), each word's head's partial rows [SPLITS, words], the splits'
+    softmax weights exp(max_j - max) and their weighted sum: what the attention's last program would combine with."""
+    j = tl.arange(0, SPLITS)
+    head = first_k // DV  # (a word's codes lie in one head: DV is a multiple of the codes a word)
+    rows = ((head // GROUP)[None, :] * SPLITS + j[:, None]) * R + (head % GROUP)[None, :]
+    used = (j < splits)[:, None] & (head >= 0)[None, :]
+    tops = tl.load(parts_ptr + stats * DV + rows, mask=used, other=float("-inf"))
+    sums = tl.load(parts_ptr + stats * (DV + 1) + rows, mask=used, other=0.0)
+    best = tl.max(tops, axis=0)
+    weight = tl.exp(tops - tl.where(best == float("-inf"), 0.0, best)[None, :])
+    return rows, used, weight, tl.sum(weight * sums, axis=0)
+
+
+@triton.jit
+def attention_input(parts_ptr, like_ptr, rows, used, weight, summed, k, DV: tl.constexpr):
+    """x[k] [words] of that projection: the splits' values combined and divided as attention_finish does, rounded to
+    x's dtype (like_ptr's) as the attention node stores it; 0 where the mask removed every key."""
+    accs = tl.load(parts_ptr + rows * DV + (k % DV)[None, :], mask=used, other=0.0)
+    y = tl.where(summed > 0, tl.sum(weight * accs, axis=0) / tl.where(summed > 0, summed, 1.0), 0.0)
+    return y.to(like_ptr.dtype.element_ty).to(tl.float32)
+
+
+@triton.jit
+def woq_run_sums(words, x_row, norm_ptr, first_k, K, inv_rms, code_mask, kv_stats, kv_splits, BITS: tl.constexpr,
+                 PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr, KV_GROUP: tl.constexpr,
+                 KV_SPLITS: tl.constexpr, KV_R: tl.constexpr, KV_DV: tl.constexpr):
     """woq_rows' float sums over code words [columns, words] whose first code is input first_k [words] of x:
     sum (BASE + c) * x per column and word, and sum x per word. A code c becomes BASE + c exactly with one shift and
-    one mask-and-or: moved under the exponent bits of BASE = 2^(23 - LOW), whose last mantissa bit is worth 1."""
+    one mask-and-or: moved under the exponent bits of BASE = 2^(23 - LOW), whose last mantissa bit is worth 1.
+    PROLOGUE 3: x is combined from attention partials in norm_ptr (attention_weights; KV_* their layout)."""
     PER_WORD: tl.constexpr = 32 // BITS
     LOW: tl.constexpr = 19 if BITS == 4 else 15
     BASE_BITS: tl.constexpr = 0x41800000 if BITS == 4 else 0x43800000  # 16.0, 256.0
     run = tl.zeros(words.shape, tl.float32)
     x_sum = tl.zeros(first_k.shape, tl.float32)
+    if PROLOGUE == 3:  # the splits' weights once a run: a word's codes share a head
+        rows, used, weight, summed = attention_weights(norm_ptr, first_k, kv_stats, kv_splits, KV_GROUP, KV_SPLITS,
+                                                       KV_R, KV_DV)
     for t in tl.static_range(PER_WORD):
-        x = woq_input(x_row, norm_ptr, first_k + t, K, inv_rms, PROLOGUE, HAS_NORM_WEIGHT)
+        if PROLOGUE == 3:
+            x = attention_input(norm_ptr, x_row, rows, used, weight, summed, first_k + t, KV_DV)
+        else:
+            x = woq_input(x_row, norm_ptr, first_k + t, K, inv_rms, PROLOGUE, HAS_NORM_WEIGHT)
         x_sum += x
         if LOW >= BITS * t:
             moved = words << (LOW - BITS * t)
@@ -602,12 +636,13 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
              norm_ptr, N, K, k_words, groups, group_size, split_words, splits, code_mask, x_row_stride, eps,
              a_row_stride, a_col_stride, b_row_stride, b_col_stride,
              cos_ptr, sin_ptr, table_batch, table_seq, position_ptr, key_ptr, value_ptr, seq, heads, kv_heads,
-             capacity,
+             capacity, kv_stats, kv_splits,
              BITS: tl.constexpr, ZERO: tl.constexpr, HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr,
              HAS_A: tl.constexpr, HAS_B: tl.constexpr,
              P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
              RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, SPLIT_ROWS: tl.constexpr,
-             PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr, GDC: tl.constexpr, ROPE_HALF: tl.constexpr):
+             PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr, GDC: tl.constexpr, ROPE_HALF: tl.constexpr,
+             KV_GROUP: tl.constexpr, KV_SPLITS: tl.constexpr, KV_R: tl.constexpr, KV_DV: tl.constexpr):
     """One row of x [rows, K] (float activations) times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py).
     Program (i, j, m) computes BLOCK_N outputs of row m over the j-th split_words words of codes, reading the codes
     as int32 words (8 int4 codes a word, k = 8 w + s at bits 4 s; 4 int8 codes, k = 4 w + s at bits 8 s), one run of
@@ -619,7 +654,9 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     most ~2^-24 * 31 * sum|x| (int4; 511 for int8), a few times float32's own accumulation error.
     PROLOGUE (ir/ops/prologue_woq_linear.py): 1, x is rms_norm(x) * norm weight (every program reads the row's sum
     of squares first); 2, x is silu(gate) * up of a row [gate | up] (x_row_stride = 2 K); either rounded to x's
-    dtype, as the op it replaces stores it.
+    dtype, as the op it replaces stores it. 3 (ir/ops/sdpa_woq_linear.py): x is one query row's attention over the
+    heads merged, combined from attention_rows' partials (PARTIALS) in norm_ptr as it is read (attention_input;
+    kv_stats, kv_splits and KV_*: their layout), rounded to x_ptr's dtype.
     SPLIT, the partial sums' reduction: woq_split_sum; the end: woq_finish, or with ROPE_HALF > 0
     (ir/ops/woq_linear_rope_kv_write.py: out is the merged q/k/v projection's q output) woq_rope_finish.
     GDC (launched with programmatic dependent launch, Hopper and later): the program may start while the kernel
@@ -644,7 +681,8 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
             words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, word + WORDS, word_end, k_words, groups, group_size,
             BITS, ZERO, HAS_ZEROS, PER_WORD)
         run, x_sum = woq_run_sums(words, x_row, norm_ptr, word * PER_WORD + w * PER_WORD, K, inv_rms, code_mask,
-                                  BITS, PROLOGUE, HAS_NORM_WEIGHT)
+                                  kv_stats, kv_splits, BITS, PROLOGUE, HAS_NORM_WEIGHT, KV_GROUP, KV_SPLITS, KV_R,
+                                  KV_DV)
         acc += (run - offset[:, None] * x_sum[None, :]) * scale[:, None]
         words, scale, offset = next_words, next_scale, next_offset
     if GDC:
@@ -874,7 +912,7 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
                    kv_heads, L, S, s_split, splits, scale,
                    GROUP: tl.constexpr, M: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BLOCK_S: tl.constexpr,
                    MASK: tl.constexpr, SPLITS: tl.constexpr, HALF: tl.constexpr, ROWS: tl.constexpr,
-                   R: tl.constexpr):
+                   R: tl.constexpr, PARTIALS: tl.constexpr):
     """softmax(q k^T * scale + mask) v for the few query rows of a decode step (ir/ops/sdpa.py): program (i, j)
     takes the GROUP query heads that share key/value head i % kv_heads of batch i // kv_heads, all L rows of them
     (M >= GROUP * L rows, padded for tl.dot) over the j-th s_split keys, with a running max and sum in float32
@@ -887,7 +925,9 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
     then the maxima and the sums, each [groups, SPLITS, R]. A row whose keys are all removed gives 0 (the op's rule).
     ROWS: k and v are int8 rows (ir/ops/_kv_int8.py: D or DV codes, then a float32 scale): the products run on
     the codes (exact in any float type), a key row's scale multiplies its scores, a value row's its softmax
-    weights, as the CPU's decode_attention does."""
+    weights, as the CPU's decode_attention does.
+    PARTIALS: every program stores its partials (whatever SPLITS) and nothing is combined here: the output
+    projection after it combines them as it reads its input (attention_weights, sdpa_woq_linear)."""
     group = tl.program_id(0)
     part = tl.program_id(1)
     b = (group // kv_heads).to(tl.int64)
@@ -950,32 +990,33 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
         else:
             acc = acc * rescale[:, None] + tl.dot(weights, v.to(tl.float32), input_precision="ieee")
         top = new_top
-    if SPLITS > 1:
+    if SPLITS > 1 or PARTIALS:
         stats = tl.num_programs(0) * SPLITS * R  # rows of partials: the maxima start at stats * DV, the sums after
         row = (group * SPLITS + part) * R + i  # (rows i >= R are padding: row_ok masks them)
         tl.store(work_ptr + row[:, None] * DV + dv[None, :], acc, mask=row_ok[:, None])
         tl.store(work_ptr + stats * DV + row, top, mask=row_ok)
         tl.store(work_ptr + stats * (DV + 1) + row, total, mask=row_ok)
-        tl.debug_barrier()  # every thread's partial is written before the ticket is taken
-        ticket = tl.atomic_add(ticket_ptr + group, 1, sem="acq_rel")
-        if ticket == splits - 1:
-            j = tl.arange(0, SPLITS)
-            r = tl.arange(0, R)
-            r_ok = r < GROUP * L
-            rows = (group * SPLITS + j[:, None]) * R + r[None, :]  # [SPLITS, R]
-            used = (j < splits)[:, None] & r_ok[None, :]
-            # .cg: from L2, where the other programs' partials are
-            tops = tl.load(work_ptr + stats * DV + rows, mask=used, other=float("-inf"), cache_modifier=".cg")
-            sums = tl.load(work_ptr + stats * (DV + 1) + rows, mask=used, other=0.0, cache_modifier=".cg")
-            accs = tl.load(work_ptr + rows[:, :, None] * DV + dv[None, None, :], mask=used[:, :, None], other=0.0,
-                           cache_modifier=".cg")
-            best = tl.max(tops, axis=0)
-            shift = tl.where(best == float("-inf"), 0.0, best)
-            weight = tl.exp(tops - shift[None, :])
-            summed = tl.sum(weight * sums, axis=0)
-            combined = tl.sum(weight[:, :, None] * accs, axis=0)
-            tl.atomic_xchg(ticket_ptr + group, 0)
-            attention_finish(combined, summed, b, kvh * GROUP + r // L, r % L, r_ok, dv, out_ptr, o_sb, o_sh, o_sl)
+        if not PARTIALS:
+            tl.debug_barrier()  # every thread's partial is written before the ticket is taken
+            ticket = tl.atomic_add(ticket_ptr + group, 1, sem="acq_rel")
+            if ticket == splits - 1:
+                j = tl.arange(0, SPLITS)
+                r = tl.arange(0, R)
+                r_ok = r < GROUP * L
+                rows = (group * SPLITS + j[:, None]) * R + r[None, :]  # [SPLITS, R]
+                used = (j < splits)[:, None] & r_ok[None, :]
+                # .cg: from L2, where the other programs' partials are
+                tops = tl.load(work_ptr + stats * DV + rows, mask=used, other=float("-inf"), cache_modifier=".cg")
+                sums = tl.load(work_ptr + stats * (DV + 1) + rows, mask=used, other=0.0, cache_modifier=".cg")
+                accs = tl.load(work_ptr + rows[:, :, None] * DV + dv[None, None, :], mask=used[:, :, None], other=0.0,
+                               cache_modifier=".cg")
+                best = tl.max(tops, axis=0)
+                shift = tl.where(best == float("-inf"), 0.0, best)
+                weight = tl.exp(tops - shift[None, :])
+                summed = tl.sum(weight * sums, axis=0)
+                combined = tl.sum(weight[:, :, None] * accs, axis=0)
+                tl.atomic_xchg(ticket_ptr + group, 0)
+                attention_finish(combined, summed, b, kvh * GROUP + r // L, r % L, r_ok, dv, out_ptr, o_sb, o_sh, o_sl)
     else:
         attention_finish(acc, total, b, head, line, row_ok, dv, out_ptr, o_sb, o_sh, o_sl)
 

@@ -5,7 +5,8 @@ kernel (_triton_jit.attention_rows): the keys split among programs, online softm
 as it is (bool or additive, broadcast), the fully-masked-row rule and the heads-last output layout in the same
 pass; an int8 KV cache (--kv-cache int8) read as its rows' codes and scales. torch's path takes three kernels
 and more for the same (attention, its reduction, the fill). Other shapes (a prompt), quantizing and causal
-nodes take the torch path below.
+nodes take the torch path below. sdpa_woq_linear runs the same kernel with its splits left uncombined
+(rows_launcher's partials) for the output projection to combine.
 
 torch: torch's attention (flash / memory-efficient / cuDNN, torch picks per shape), with the
 fully-masked-row rule applied without asking the GPU whether any row is fully masked (a captured graph
@@ -15,6 +16,7 @@ to the activations' dtype and which rows it removes are found once per mask tens
 every layer of an encoder reads the same mask, so the other layers reuse the first one's."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
@@ -54,23 +56,33 @@ MAX_SPLITS = 32
 WARPS, STAGES = 4, 3  # Triton's defaults (benchmarks/gpu_attention_sweep.py tries others)
 
 
-@register_kernel("cuda", "sdpa", runs_at=triton_missing)
-def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
-    attrs = ctx.attrs
-    if attrs.quantize is not None or attrs.is_causal:
-        return None
-    import triton  # (runs_at has said it is here)
+@dataclass(frozen=True)
+class SplitPartials:
+    """What attention_rows leaves with PARTIALS for the output projection to combine (woq_rows' PROLOGUE 3): each
+    split's values, maxima and sums in parts (stats rows each), splits of them (padded to a power of two), the
+    query heads a key/value head serves (group), the rows a group's partials keep (real) and the value dim."""
+    parts: torch.Tensor
+    stats: int
+    splits: int
+    padded: int
+    group: int
+    real: int
+    dv: int
 
-    fallback = torch_path(attrs, with_triton=True)
+
+def rows_launcher(attrs):
+    """launch(q, k, v, mask, partials) for attention_rows: the output (heads-last memory), or with partials a
+    SplitPartials and no combine; None where the kernel does not take these inputs (then torch's path)."""
+    import triton  # (the caller's runs_at has said it is here)
+
     tickets: dict[int, torch.Tensor] = {}  # per number of head groups; the last program of a group resets its own
 
-    def run(inputs: list, dims: dict[str, int]):
-        q, k, v, mask = inputs[:4]
+    def launch(q, k, v, mask, partials: bool = False):
         if q.dim() != 4 or q.shape[1] % k.shape[1] or (not attrs.enable_gqa and q.shape[1] != k.shape[1]):
-            return fallback(inputs, dims)
+            return None
         rows_cache = k.dtype == torch.int8  # an int8 cache's rows: codes and a float32 scale each
         if rows_cache and not (v.dtype == torch.int8 and scales_aligned(k) and scales_aligned(v)):
-            return fallback(inputs, dims)
+            return None
         b, heads, rows, d = q.shape
         kv_heads, keys, dv = k.shape[1], k.shape[2], v.shape[-1] - SCALE_BYTES * rows_cache
         group = heads // kv_heads
@@ -79,7 +91,7 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
         if (m > MAX_ROWS or keys == 0 or b * kv_heads == 0 or d < 16 or dv < 16 or d & (d - 1) or dv & (dv - 1)
                 or k.shape[-1] != d + SCALE_BYTES * rows_cache
                 or q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1):
-            return fallback(inputs, dims)
+            return None
         groups = b * kv_heads
         splits = max(1, min(MAX_SPLITS, triton.cdiv(keys, BLOCK_S), round(PROGRAMS / groups)))
         s_split = triton.cdiv(triton.cdiv(keys, splits), BLOCK_S) * BLOCK_S
@@ -87,7 +99,7 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
         padded = triton.next_power_of_2(splits)
         if groups not in tickets:
             tickets[groups] = torch.zeros(groups, dtype=torch.int32, device=q.device)
-        work = torch.empty(groups * padded * real * (dv + 2) if splits > 1 else 1, dtype=torch.float32,
+        work = torch.empty(groups * padded * real * (dv + 2) if splits > 1 or partials else 1, dtype=torch.float32,
                            device=q.device)
         out = torch.empty((b, rows, heads, dv), dtype=q.dtype, device=q.device).transpose(1, 2)
         kind, mask_strides = 0, (0, 0, 0, 0)
@@ -100,10 +112,25 @@ def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
             q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
             v.stride(0), v.stride(1), v.stride(2), *mask_strides, out.stride(0), out.stride(1), out.stride(2),
             kv_heads, rows, keys, s_split, splits, scale,
-            GROUP=group, M=m, D=d, DV=dv, BLOCK_S=BLOCK_S, MASK=kind, SPLITS=padded if splits > 1 else 1,
+            GROUP=group, M=m, D=d, DV=dv, BLOCK_S=BLOCK_S, MASK=kind, SPLITS=padded,
             HALF=q.dtype in (torch.bfloat16, torch.float16) and (rows_cache or (k.dtype == q.dtype == v.dtype)),
-            ROWS=int(rows_cache), R=real, num_warps=WARPS, num_stages=STAGES)
-        return out
+            ROWS=int(rows_cache), R=real, PARTIALS=partials, num_warps=WARPS, num_stages=STAGES)
+        return SplitPartials(work, groups * padded * real, splits, padded, group, real, dv) if partials else out
+
+    return launch
+
+
+@register_kernel("cuda", "sdpa", runs_at=triton_missing)
+def triton_sdpa(ctx: NodeContext) -> Optional[Kernel]:
+    attrs = ctx.attrs
+    if attrs.quantize is not None or attrs.is_causal:
+        return None
+    fallback = torch_path(attrs, with_triton=True)
+    launch = rows_launcher(attrs)
+
+    def run(inputs: list, dims: dict[str, int]):
+        out = launch(*inputs[:4])
+        return fallback(inputs, dims) if out is None else out
 
     return Kernel(run, "triton:sdpa_rows")
 

@@ -29,7 +29,8 @@ from ._triton import triton_missing
 from ._triton_int8 import _as_rows, post_op_codes
 
 MAX_ROWS = 4
-PROLOGUES = {None: 0, "rms_norm": 1, "silu_mul": 2}  # woq_rows' PROLOGUE
+PROLOGUES = {None: 0, "rms_norm": 1, "silu_mul": 2, "attention": 3}  # woq_rows' PROLOGUE
+NORMED = ("rms_norm", "silu_mul")  # the prologues of prologue_woq_linear: a sixth input (the norm weight or None)
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,10 @@ def triton_prologue_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
 def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
     """(launch, the weights as the kernel reads them, the node's own input count, x's row width) for the woq_rows
     kernel of a woq_linear-like node, or None where it does not apply (computed weights, runs of less than a word).
-    launch(x, rows, post-op operands, rope) runs it on up to MAX_ROWS rows of x and returns the output; rope (the
-    epilogue of woq_linear_rope_kv_write: a RopeWrite) writes q, k and v there instead of the projection."""
+    launch(x, rows, post-op operands, rope, attention) runs it on up to MAX_ROWS rows of x and returns the output;
+    rope (the epilogue of woq_linear_rope_kv_write: a RopeWrite) writes q, k and v there instead of the projection;
+    attention (prologue "attention", sdpa_woq_linear: an sdpa.SplitPartials) is x of one row, combined as it is read
+    (x is then the query: its dtype and batch/row dims)."""
     attrs = ctx.attrs
     codes, scales, zeros, bias = ctx.constants[1:5]
     if codes is None or scales is None or (ctx.input_specs[3] is not None and zeros is None) \
@@ -103,8 +106,8 @@ def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
     post, operand_slots = fitted
     n, k = scales.shape[0], scales.shape[1] * attrs.group_size
     width = 2 * k if prologue == "silu_mul" else k  # x's row: [gate | up] for silu_mul
-    weights = 5 if prologue is None else 6  # the node's own inputs
-    norm = ctx.constants[5] if prologue is not None else None
+    weights = 6 if prologue in NORMED else 5  # the node's own inputs
+    norm = ctx.constants[5] if prologue in NORMED else None
     norm = None if norm is None else norm.float().contiguous()
     eps = effective_eps(attrs.eps) if prologue == "rms_norm" else 0.0
     tile = TILES[attrs.activations]  # (read once: the sweep changes the table between factories)
@@ -131,9 +134,9 @@ def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
     # woq_rows_dp4a's x codes (rows x k bytes, stored in the order its words take them)
     x_codes = torch.empty(MAX_ROWS * k if int8_rows else 1, dtype=torch.int8, device=codes.device)
 
-    def launch(x: torch.Tensor, rows: int, post_operands: list, rope) -> torch.Tensor:
-        out_shape = (*x.shape[:-1], n)
-        flat = x.reshape(rows, width).contiguous()
+    def launch(x: torch.Tensor, rows: int, post_operands: list, rope, attention=None) -> torch.Tensor:
+        out_shape = (*x.shape[:-1], n) if attention is None else (x.shape[0], x.shape[2], n)
+        flat = x.reshape(rows, width).contiguous() if attention is None else x
         out = torch.empty((rows, n), dtype=x.dtype, device=x.device) if rope is None else rope.q_out
         operands = [_as_rows(post_operands[i - weights], out_shape, rows, n) for i in operand_slots]
         a = operands[0] if operands else out
@@ -143,8 +146,9 @@ def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
                       P3=post[3], RUN=run_k, BLOCK_N=block_n, SPLIT=splits > 1, SPLIT_ROWS=split_rows,
                       PROLOGUE=PROLOGUES[prologue], HAS_NORM_WEIGHT=norm is not None, GDC=pdl, launch_pdl=pdl,
                       num_warps=tile.warps)
+        side = norm if attention is None else attention.parts  # (the partials take the norm weight's place)
         shared = (flat, words, scales, scales if zeros is None else zeros, scales if bias is None else bias,
-                        a, b, out, work, tickets, scales if norm is None else norm, n, k, k_words, scales.shape[1],
+                        a, b, out, work, tickets, scales if side is None else side, n, k, k_words, scales.shape[1],
                         attrs.group_size, split_words, splits)
         tail = (width, eps, a.stride(0), a.stride(1), b.stride(0), b.stride(1))
         if int8_rows:
@@ -153,8 +157,11 @@ def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
                                                                 ASM=asm, **common)
             return out.view(out_shape)
         rope_args = (scales, scales, 0, 0, tickets, scales, scales, 1, 0, 0, 0) if rope is None else rope.args
-        _triton.jit().woq_rows[(blocks, splits, rows)](*shared, code_mask, *tail, *rope_args,
-                                                       ROPE_HALF=0 if rope is None else rope.half, **common)
+        kv = (0, 1, 1, 1, 1, 1) if attention is None else (attention.stats, attention.splits, attention.group,
+                                                           attention.padded, attention.real, attention.dv)
+        _triton.jit().woq_rows[(blocks, splits, rows)](*shared, code_mask, *tail, *rope_args, *kv[:2],
+                                                       ROPE_HALF=0 if rope is None else rope.half, KV_GROUP=kv[2],
+                                                       KV_SPLITS=kv[3], KV_R=kv[4], KV_DV=kv[5], **common)
         return out.view(out_shape) if rope is None else out
 
     return launch, weight_inputs, weights, width
