@@ -20,6 +20,7 @@ from ._triton import triton_missing
 from .sdpa import rows_launcher, triton_sdpa
 from .woq_linear import triton_woq_linear, woq_rows_launcher
 
+
 def fits(head_dim: int, bits: int, activations: str) -> bool:
     """Whether the fused path can take such a layer: float activations, and a word of codes inside one head."""
     return activations == "float" and head_dim % (32 // bits) == 0
