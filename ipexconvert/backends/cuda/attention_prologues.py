@@ -7,8 +7,6 @@ Only where the fused kernel can take the layer (kernels/sdpa_woq_linear.fits) an
 the plain ops; a CPU runs them as written."""
 from __future__ import annotations
 
-from typing import Optional
-
 from ...ir import Program
 from ...ir.graph import Graph, Node
 from ...ir.ops._common import same_dim
@@ -17,7 +15,7 @@ from ...ir.ops.sdpa_woq_linear import OWN_INPUTS, WOQ_INPUTS
 from ...ir.postops import shift_operands
 from .kernels._triton import triton_missing
 from .kernels.sdpa_woq_linear import fits
-from .prologues import joined_program
+from .prologues import SoleReaders, joined_program
 
 HEADS_LAST = [0, 2, 1, 3]
 ENABLED = True  # read at load (benchmarks/gpu_decode.py's "+noattentionprologue" loads without the rewrite)
@@ -29,24 +27,15 @@ def fuse_attention_prologues(program: Program, level: str) -> Program:
     if not ENABLED or triton_missing(level) is not None:
         return program
     graph = program.graph
-    producers, users = graph.producers(), graph.users()
-    outputs = set(graph.outputs)
-
-    def only_reader(value: str, op: str) -> Optional[Node]:
-        """The node of `op` that makes `value`, when nothing else reads it."""
-        node = producers.get(value)
-        if node is None or node.op != op or value in outputs or len(users.get(value, [])) != 1:
-            return None
-        return node
-
+    sole = SoleReaders(graph)
     joined: dict[str, Node] = {}  # woq_linear node name -> its replacement
     absorbed: set[str] = set()  # the sdpa, permute and reshape node names
     for node in graph.nodes:
-        if node.op != "woq_linear" or node.inputs.count(node.inputs[0]) != 1:
+        if node.op != "woq_linear":
             continue
-        reshape = only_reader(node.inputs[0], "reshape")
-        permute = reshape and only_reader(reshape.inputs[0], "permute")
-        sdpa = permute and only_reader(permute.inputs[0], "sdpa")
+        reshape = sole.producer(node.inputs[0], ("reshape",))
+        permute = reshape and sole.producer(reshape.inputs[0], ("permute",))
+        sdpa = permute and sole.producer(permute.inputs[0], ("sdpa",))
         if not sdpa or permute.attrs.get("perm") != HEADS_LAST or not merges_heads(graph, sdpa, reshape) \
                 or not takes(graph, sdpa, node):
             continue

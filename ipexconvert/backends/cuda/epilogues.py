@@ -12,7 +12,7 @@ from ...ir import Program
 from ...ir.graph import Node
 from .kernels._triton import triton_missing
 from .kernels.woq_linear_rope_kv_write import fits
-from .prologues import joined_program
+from .prologues import SoleReaders, joined_program
 
 PROJECTIONS = ("woq_linear", "prologue_woq_linear")
 ENABLED = True  # read at load (benchmarks/gpu_decode.py's "+noepilogue" loads without the rewrite)
@@ -23,16 +23,14 @@ def fuse_rope_epilogues(program: Program, level: str) -> Program:
     if not ENABLED or triton_missing(level) is not None:
         return program
     graph = program.graph
-    producers, users = graph.producers(), graph.users()
-    outputs = set(graph.outputs)
+    sole = SoleReaders(graph)
     joined: dict[str, Node] = {}  # rope_kv_write node name -> its replacement
     absorbed: set[str] = set()  # the projections' node names
     for node in graph.nodes:
         if node.op != "rope_kv_write" or len(node.inputs) != 6:  # (three separate projections: not this form)
             continue
-        qkv = node.inputs[0]
-        producer = producers.get(qkv)
-        if producer is None or producer.op not in PROJECTIONS or qkv in outputs or len(users.get(qkv, [])) != 1:
+        producer = sole.producer(node.inputs[0], PROJECTIONS)
+        if producer is None:
             continue
         attrs = producer.attrs
         prologue = attrs.get("prologue")

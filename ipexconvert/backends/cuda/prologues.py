@@ -5,24 +5,40 @@ attention's and the MLP's input norms, the gate before the down projection): at 
 of its own, and the GEMV reads its input anyway. The artifact keeps the plain ops; a CPU runs them as written."""
 from __future__ import annotations
 
+from typing import Optional
+
 from ...ir import Program
-from ...ir.graph import Node
+from ...ir.graph import Graph, Node
 from ...ir.postops import shift_operands
+
+
+class SoleReaders:
+    """Which node makes a value that nothing but one node reads (once), and is no graph output: what each load-time
+    rewrite of this backend (prologues, epilogues.py, attention_prologues.py) may absorb into its reader."""
+
+    def __init__(self, graph: Graph):
+        self.producers, self.users, self.outputs = graph.producers(), graph.users(), set(graph.outputs)
+
+    def producer(self, value: str, ops: tuple[str, ...]) -> Optional[Node]:
+        """The node (of one of `ops`) that makes `value`, when one reader alone reads it; else None."""
+        node = self.producers.get(value)
+        readers = self.users.get(value, [])
+        if node is None or node.op not in ops or value in self.outputs or len(readers) != 1:  # (read twice: 2)
+            return None
+        return node
 
 
 def fuse_prologues(program: Program) -> Program:
     """A copy of the program with the pairs joined (the weights shared); the program itself when none is found."""
     graph = program.graph
-    producers, users = graph.producers(), graph.users()
-    outputs = set(graph.outputs)
+    sole = SoleReaders(graph)
     joined: dict[str, Node] = {}  # woq_linear node name -> its replacement
     absorbed: set[str] = set()  # the producers' node names
     for node in graph.nodes:
         if node.op != "woq_linear":
             continue
-        x = node.inputs[0]
-        producer = producers.get(x)
-        if producer is None or x in outputs or len(users.get(x, [])) != 1 or node.inputs.count(x) != 1:
+        producer = sole.producer(node.inputs[0], ("rms_norm", "silu_mul"))
+        if producer is None:
             continue
         if producer.op == "rms_norm" and len(producer.attrs.get("normalized_shape", [])) == 1:
             norm_weight, extra = producer.inputs[1], {"prologue": "rms_norm", "eps": producer.attrs.get("eps")}
