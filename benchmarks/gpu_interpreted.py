@@ -109,9 +109,10 @@ def attention_projection_cases():
     """sdpa_woq_linear: one query row's attention combined by its output projection as it reads it (several key
     splits, one, a fully masked row, a residual post-op), and a prompt's rows on the two kernels in turn."""
     op = get_op("sdpa_woq_linear")
-    for heads, kv_heads, rows, keys, mask_kind in [(8, 2, 1, 544, "additive"), (4, 4, 1, 40, None),
-                                                   (8, 1, 1, 300, "bool"), (4, 2, 3, 200, "additive")]:
-        d, n = 64, 48
+    for heads, kv_heads, rows, keys, mask_kind, d, bits, group in [
+            (8, 2, 1, 544, "additive", 64, 4, 128), (4, 4, 1, 40, None, 64, 4, 128), (8, 1, 1, 300, "bool", 64, 4, 128),
+            (4, 2, 3, 200, "additive", 64, 4, 128), (4, 2, 1, 260, None, 128, 8, 128), (6, 2, 1, 100, None, 32, 4, 32)]:
+        n = 48
         k = heads * d
         q = torch.randn(1, heads, rows, d, generator=G)
         keys_, values = (torch.randn(1, kv_heads, keys, d, generator=G) for _ in range(2))
@@ -122,16 +123,17 @@ def attention_projection_cases():
         elif mask_kind == "bool":
             mask = torch.rand(1, 1, rows, keys, generator=G) > 0.3
             mask[..., :] = False  # every key removed: the row is 0
-        codes = torch.randint(0, 256, (n, k // 2), dtype=torch.uint8, generator=G)
-        scales = torch.rand(n, k // 128, generator=G) * 0.05
+        codes = (torch.randint(0, 256, (n, k // 2), dtype=torch.uint8, generator=G) if bits == 4
+                 else torch.randint(-127, 128, (n, k), dtype=torch.int8, generator=G))
+        scales = torch.rand(n, k // group, generator=G) * 0.05
         residual = torch.randn(1, rows, n, generator=G)
         inputs = [q, keys_, values, mask, codes, scales, None, None, residual]
-        attrs = op.parse_attrs({"bits": 4, "group_size": 128, "attention": {"enable_gqa": True},
+        attrs = op.parse_attrs({"bits": bits, "group_size": group, "attention": {"enable_gqa": True},
                                 "post_ops": [{"kind": "add", "operand": 8}]})
         kernel = sdpa_woq_linear.triton_sdpa_woq_linear(context(op.name, attrs, inputs, range(4, 8)))
         got = kernel.fn([q, keys_, values, mask, None, None, None, None, residual], {})
-        yield f"sdpa_woq_linear h{heads}/{kv_heads} rows {rows} keys {keys} mask {mask_kind}", got, \
-            op.reference(inputs, attrs, {})
+        name = f"sdpa_woq_linear h{heads}/{kv_heads} d{d} int{bits} g{group} rows {rows} keys {keys} mask {mask_kind}"
+        yield name, got, op.reference(inputs, attrs, {})
 
 
 BUDGETS = {torch.float32: 1e-5, torch.bfloat16: 2e-2}  # of max |reference| (by the reference's dtype)
