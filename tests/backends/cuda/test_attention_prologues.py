@@ -42,7 +42,8 @@ def _program(kind: str = "fusable") -> tuple[Program, dict]:
     moved_shape = [1, HEADS, 1, D] if kind == "heads-not-moved" else [1, 1, HEADS, D]
     values.update(heads=TensorSpec(dtype=heads_dtype, shape=[1, HEADS, 1, D]),
                   moved=TensorSpec(dtype=heads_dtype, shape=moved_shape),
-                  merged=TensorSpec(dtype=heads_dtype, shape=[1, 1, K]), out=TensorSpec(dtype="float32", shape=[1, 1, N]))
+                  merged=TensorSpec(dtype=heads_dtype, shape=[1, 1, K]),
+                  out=TensorSpec(dtype="float32", shape=[1, 1, N]))
     outputs = ["out"] + (["heads"] if kind == "attention-also-an-output" else [])
     graph = Graph(inputs=list(inputs), outputs=outputs, nodes=nodes, values=values, constants=list(weights))
     return Program(graph, weights), inputs
