@@ -172,7 +172,8 @@ class Executor:
         # last reader in graph order is a prelude step.
         for step in self.prelude:
             step.free_after = [s for s in step.free_after if s not in read_by_main]
-        self._dims_cache: dict[tuple, tuple[list[torch.Tensor], int]] = {}  # dims -> (values, bytes)
+        # dims -> (values, bytes, their storages' addresses: an output viewing one is copied, _execute)
+        self._dims_cache: dict[tuple, tuple[list[torch.Tensor], int, frozenset[int]]] = {}
         self._dims_lock = threading.Lock()  # a model may be called from several threads (guards _bound's evictions too)
         self._bound: dict[tuple, BoundPlan] = {}  # (varying dims, the other dims, threads) -> plan
 
@@ -234,36 +235,38 @@ class Executor:
         env = list(self.base_env)
         for s, t in zip(self.input_slots, inputs):
             env[s] = t
-        kept_memory: set[int] = set()
+        kept_memory: frozenset[int] = frozenset()
         with torch.inference_mode():
             if self.prelude:
                 key = tuple(sorted(dims.items()))
                 entry = self._dims_cache.get(key)
                 if entry is None:
                     _run_steps(self.prelude, env, dims, totals, sync)
-                    self._keep(key, [env[s] for s in self._kept_slots])
+                    entry = self._keep(key, [env[s] for s in self._kept_slots])
                 else:
                     for s, t in zip(self._kept_slots, entry[0]):
                         env[s] = t
-                kept_memory = {env[s].untyped_storage().data_ptr() for s in self._kept_slots
-                               if isinstance(env[s], torch.Tensor)}
+                kept_memory = frozenset() if entry is None else entry[2]  # (values not kept: fresh every call)
             _run_steps(self.main, env, dims, totals, sync)
             # an output that is a view of a kept value (a main step's view of it) is the caller's to write into:
             # a copy, so the next call with these dims does not read what the caller wrote
             return [t.clone() if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() in kept_memory else t
                     for t in (env[s] for s in self.output_slots)]
 
-    def _keep(self, key: tuple, values: list) -> None:
-        """Keep one set's values, dropping the oldest sets to stay within the count and byte limits."""
+    def _keep(self, key: tuple, values: list) -> tuple | None:
+        """Keep one set's values, dropping the oldest sets to stay within the count and byte limits; the entry kept,
+        or None where the values are too big to keep."""
         size = sum(t.untyped_storage().nbytes() for t in values if isinstance(t, torch.Tensor))
         if size > _DIMS_CACHE_BYTES:
-            return  # too big to keep: these dims run their dims-only steps on every call
+            return None  # too big to keep: these dims run their dims-only steps on every call
+        entry = (values, size, frozenset(t.untyped_storage().data_ptr() for t in values if isinstance(t, torch.Tensor)))
         with self._dims_lock:
-            total = sum(b for _, b in self._dims_cache.values())
+            total = sum(e[1] for e in self._dims_cache.values())
             while self._dims_cache and (len(self._dims_cache) >= _DIMS_CACHE_SIZE
                                         or total + size > _DIMS_CACHE_BYTES):
                 total -= self._dims_cache.pop(next(iter(self._dims_cache)))[1]  # the oldest
-            self._dims_cache[key] = (values, size)
+            self._dims_cache[key] = entry
+        return entry
 
 
 def _run_steps(steps: list[Step], env: list, dims: dict[str, int], totals: dict[str, float] | None,

@@ -100,13 +100,13 @@ def test_byte_limit_keeps_fewer_sets_or_none(monkeypatch):
     module = Positions()
     executor = executor_for(module)
     executor.run([torch.randn(2, 8, 8)], {"seq": 8})
-    (_, one_set), = executor._dims_cache.values()
+    (_, one_set, _), = executor._dims_cache.values()
     executor._dims_cache.clear()
 
     monkeypatch.setattr(executor_module, "_DIMS_CACHE_BYTES", one_set * 2 + 1)
     for seq in (8, 7, 6, 5):  # smaller lengths, smaller sets: the limit holds whatever the mix
         executor.run([torch.randn(2, seq, 8)], {"seq": seq})
-        assert sum(b for _, b in executor._dims_cache.values()) <= one_set * 2 + 1
+        assert sum(e[1] for e in executor._dims_cache.values()) <= one_set * 2 + 1
     assert 2 <= len(executor._dims_cache) < 4
 
     monkeypatch.setattr(executor_module, "_DIMS_CACHE_BYTES", 1)
