@@ -101,6 +101,8 @@ def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
     codes = codes.contiguous()
     if fitted is None or run_k < 32 // attrs.bits or codes.storage_offset() % 4:
         return None  # a run must fill whole int32 words of codes (8 int4 or 4 int8 codes), words aligned
+    if prologue == "attention" and attrs.activations != "float":
+        return None  # (woq_rows_dp4a has no attention prologue)
     import triton  # (runs_at has said it is here)
 
     post, operand_slots = fitted
