@@ -21,7 +21,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from ....ir.ops.woq_linear import round_rows_to_int8, unpack_int4
+from ....ir.ops.woq_linear import round_rows_to_int8
 from ....ir.postops import BINARY_POST_OPS, UNARY_POST_OPS
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from .. import native_lib
@@ -44,13 +44,17 @@ def pack_woq_weight(codes: torch.Tensor, scales: torch.Tensor, zero_points: Opti
     n, cols = codes.shape
     groups = scales.shape[1]
     n16 = -(-n // _BLOCK) * _BLOCK
-    padded = torch.zeros((n16, cols), dtype=codes.dtype)
-    padded[:n] = codes
-    if integer_layout and bits == 8:
-        packed = padded.view(n16 // _BLOCK, _BLOCK, cols // 4, 4).transpose(1, 2).contiguous()
-    elif integer_layout:
-        octets = unpack_int4(padded).view(n16 // _BLOCK, _BLOCK, cols // 4, 2, 4).transpose(1, 2)
-        packed = (octets[..., 0, :] | (octets[..., 1, :] << 4)).contiguous()
+    padded = codes.contiguous()
+    if n16 != n or padded.storage_offset() % 4:  # (the integer layouts read the rows as int32 words)
+        padded = torch.zeros((n16, cols), dtype=codes.dtype)
+        padded[:n] = codes
+    if integer_layout:
+        # a k-quad (8-bit) or k-octet (4-bit) of a channel is 4 bytes: the blocks transposed as int32 words
+        words = padded.view(torch.int32).view(n16 // _BLOCK, _BLOCK, cols // 4).transpose(1, 2)
+        words = words.clone(memory_format=torch.contiguous_format)  # (a copy even where the view is contiguous)
+        if bits == 4:
+            _octet_nibbles_(words)
+        packed = words.view(padded.dtype).view(n16 // _BLOCK, cols // 4, _BLOCK, 4)
     else:
         packed = padded.view(n16 // _BLOCK, _BLOCK, cols).transpose(1, 2).contiguous()
     planes = 1 if zero_points is None else 2
@@ -60,6 +64,18 @@ def pack_woq_weight(codes: torch.Tensor, scales: torch.Tensor, zero_points: Opti
         qparams[:n, :, 1] = zero_points.float()
     qparams = qparams.view(n16 // _BLOCK, _BLOCK, groups, planes).permute(0, 2, 3, 1).contiguous()
     return packed, qparams, bits == 4
+
+
+def _octet_nibbles_(words: torch.Tensor) -> None:
+    """In place, each int32 word of 8 codes as the bytes hold them (nibbles from the low end: code 8o .. 8o + 7, k
+    even in a byte's low nibble) -> path 5's octet (nibbles 8o, 8o + 4, 8o + 1, 8o + 5, ...: byte b = code(8o + b) |
+    code(8o + 4 + b) << 4): bytes 1 and 2 swapped, then the middle nibbles of each half (a perfect shuffle)."""
+    moved = torch.empty_like(words)
+    for mask, shift in ((0x0000FF00, 8), (0x00F000F0, 4)):
+        torch.bitwise_right_shift(words, shift, out=moved)
+        moved.bitwise_xor_(words).bitwise_and_(mask)  # the bits to swap, at their lower place
+        words.bitwise_xor_(moved)
+        words.bitwise_xor_(moved.bitwise_left_shift_(shift))
 
 
 # Integer paths of woq_gemm for layers with int8 activations: path -> (native kernel, bits, k and group multiple).
