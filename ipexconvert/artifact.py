@@ -33,6 +33,7 @@ import json
 import os
 import stat
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -62,6 +63,7 @@ _CONTENT_DOMAIN = b"ipexconvert-content/2\n"
 _SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
                        "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool"}
 
+HASH_THREADS = max(1, min(4, os.cpu_count() or 1))  # threads that hash tensors while the next ones are read
 _RECREATE = "re-create it with `ipexconvert optimize`"
 _CORRUPT_FIX = "re-create it with `ipexconvert optimize`; if it was copied, copy it again"
 _MODIFIED_FIX = "the file is corrupt or was modified; re-create the artifact, and do not edit .ipxc files by hand"
@@ -274,15 +276,18 @@ class _ArtifactFile:
             raise ArtifactError(f"{self.path} holds {total / 2**30:.1f} GiB of weights, more than this machine's memory",
                                 "load it on a machine with more memory; if the file is not yours, do not trust it")
         tensors: dict[str, torch.Tensor] = {}
-        hashes: dict[str, str] = {}
-        for name, entry in sorted(entries.items(), key=lambda kv: kv[1].start):  # one sequential pass over the file
-            raw = torch.empty(entry.end - entry.start, dtype=torch.uint8)
-            self._read_into(memoryview(raw.numpy()), entry.start)
-            hashes[name] = hashlib.sha256(raw.numpy()).hexdigest()
-            if entry.dtype == "bool" and bool((raw > 1).any()):
-                raise self._corrupt(f"bool tensor {name!r} holds bytes other than 0 and 1")
-            tensors[name] = raw.view(dtypes.to_torch(entry.dtype)).reshape(entry.shape)
-        return tensors, hashes
+        hashing: dict[str, Future] = {}
+        # Each tensor is hashed on a helper thread while the next one is read (hashlib and the read release the
+        # GIL): a 263 MB int4 decoder's load spent 0.45 s hashing after 0.30 s of reading.
+        with ThreadPoolExecutor(max_workers=HASH_THREADS) as pool:
+            for name, entry in sorted(entries.items(), key=lambda kv: kv[1].start):  # one sequential pass over the file
+                raw = torch.empty(entry.end - entry.start, dtype=torch.uint8)
+                self._read_into(memoryview(raw.numpy()), entry.start)
+                hashing[name] = pool.submit(_sha256, raw.numpy())
+                if entry.dtype == "bool" and bool((raw > 1).any()):
+                    raise self._corrupt(f"bool tensor {name!r} holds bytes other than 0 and 1")
+                tensors[name] = raw.view(dtypes.to_torch(entry.dtype)).reshape(entry.shape)
+        return tensors, {name: future.result() for name, future in hashing.items()}
 
     def _read_into(self, buffer: memoryview, offset: int) -> None:
         done = 0
@@ -291,6 +296,10 @@ class _ArtifactFile:
             if n <= 0:
                 raise self._corrupt(f"the file ended at byte {offset + done} while reading tensors (truncated while loading?)")
             done += n
+
+
+def _sha256(data) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def _physical_memory() -> int:
