@@ -24,7 +24,7 @@ from qwen2_module import SETTINGS, SHAPES, Qwen2Shaped  # noqa: E402
 
 import ipexconvert  # noqa: E402
 from ipexconvert.backends.cuda import attention_prologues, epilogues  # noqa: E402
-from ipexconvert.backends.cuda.kernels import _triton  # noqa: E402
+from ipexconvert.backends.cuda.kernels import _triton, woq_linear  # noqa: E402
 from ipexconvert.examples.decoder_cache import decoder_dynamic_dims, decoder_example_inputs  # noqa: E402
 
 
@@ -129,7 +129,9 @@ def main() -> None:
                     "NAME+skip=K1/K2: an ablation, the step captured without those _triton_jit kernels (e.g. "
                     "rope_kv_write_heads, attention_rows): what they cost, boundaries included (garbage tokens); "
                     "NAME+noepilogue / NAME+noattentionprologue: loaded without backends/cuda/epilogues.py's / "
-                    "attention_prologues.py's rewrite")
+                    "attention_prologues.py's rewrite; NAME+notable: decode steps captured without position tables "
+                    "(runtime/position_table.py); NAME+tile=BLOCK_N/WARPS/PROGRAMS: the float woq_rows tile "
+                    "(backends/cuda/kernels/woq_linear.TILES) at load")
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
@@ -156,8 +158,15 @@ def main() -> None:
             _triton.PDL = variant == "pdl"  # (the factories read it at load)
         epilogues.ENABLED = variant != "noepilogue"  # (read at load)
         attention_prologues.ENABLED = variant != "noattentionprologue"
+        tiles = dict(woq_linear.TILES)
+        if variant.startswith("tile="):
+            block_n, warps, programs = (int(v) for v in variant.partition("=")[2].split("/"))
+            woq_linear.TILES["float"] = woq_linear.Tile(block_n=block_n, chunk=128, warps=warps, programs=programs)
         model = ipexconvert.load_artifact(path, device="cuda")
         epilogues.ENABLED = attention_prologues.ENABLED = True
+        woq_linear.TILES.update(tiles)
+        assert model.static_cache is not None, model.static_cache_refusal
+        model.static_cache.runner.position_tables = variant != "notable"
         load = time.perf_counter() - start
         assert model.static_cache is not None, model.static_cache_refusal
         start = time.perf_counter()

@@ -203,8 +203,9 @@ class Executor:
         return outputs
 
     def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], persistent: frozenset[int] = frozenset(),
-            capture: bool = True, check_guards: bool = True) -> list[torch.Tensor]:
-        """persistent, capture and check_guards matter to runners that capture the plan (backends/cuda/graphs.py);
+            capture: bool = True, check_guards: bool = True, positions: Optional[dict[int, int]] = None,
+            borrow_outputs: bool = False) -> list[torch.Tensor]:
+        """persistent, capture, check_guards, positions and borrow_outputs matter to runners that capture the plan (backends/cuda/graphs.py);
         the executor runs every call as it comes, its kernels checking their inputs as they run."""
         return self._execute(inputs, dims, None)
 
@@ -226,12 +227,37 @@ class Executor:
             outputs.extend(results)
         return totals
 
+    @property
+    def kept_slots(self) -> list[int]:
+        """The slots of the dims-only values the main steps read (kept per set of dims)."""
+        return list(self._kept_slots)
+
+    def env_for(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> Optional[list]:
+        """A slot list holding the constants, these inputs and the dims-only values kept for these dims (None where
+        none are kept: a call with these dims has not run, or they were too big to keep)."""
+        env = list(self.base_env)
+        for s, t in zip(self.input_slots, inputs):
+            env[s] = t
+        if self.prelude:
+            entry = self._dims_cache.get(tuple(sorted(dims.items())))
+            if entry is None:
+                return None
+            for s, t in zip(self._kept_slots, entry[0]):
+                env[s] = t
+        return env
+
+    def run_main(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], main: list[Step]) -> list[torch.Tensor]:
+        """run() with these main steps in place of the plan's own (the same plan with some steps replaced, e.g. by
+        a position table's gather: runtime/position_table.py)."""
+        return self._execute(inputs, dims, None, main=main)
+
     def kept_values(self, dims: dict[str, int]) -> list:
         """The dims-only values kept for these dims (a captured CUDA graph reads them: its owner holds them)."""
         entry = self._dims_cache.get(tuple(sorted(dims.items())))
         return [] if entry is None else list(entry[0])
 
-    def _execute(self, inputs, dims, totals: dict[str, float] | None, sync=None) -> list[torch.Tensor]:
+    def _execute(self, inputs, dims, totals: dict[str, float] | None, sync=None,
+                 main: Optional[list[Step]] = None) -> list[torch.Tensor]:
         env = list(self.base_env)
         for s, t in zip(self.input_slots, inputs):
             env[s] = t
@@ -247,7 +273,7 @@ class Executor:
                     for s, t in zip(self._kept_slots, entry[0]):
                         env[s] = t
                 kept_memory = frozenset() if entry is None else entry[2]  # (values not kept: fresh every call)
-            _run_steps(self.main, env, dims, totals, sync)
+            _run_steps(self.main if main is None else main, env, dims, totals, sync)
             # an output that is a view of a kept value (a main step's view of it) is the caller's to write into:
             # a copy, so the next call with these dims does not read what the caller wrote
             return [t.clone() if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() in kept_memory else t

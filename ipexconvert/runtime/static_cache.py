@@ -176,6 +176,7 @@ class StaticCache:
         ids = graph.values[record.input_ids].shape
         self.batch_dim = ids[0] if isinstance(ids[0], str) else None
         self.seq_dim, self.past_dim, self.position = ids[1], record.cache_dim, position
+        self.position_at = self.names.index(position)
         unbound = set(graph.dims) - {self.batch_dim, self.seq_dim, self.past_dim}
         if unbound:
             raise NotStatic(f"the graph has dims other than the batch, the new tokens and the cache: {sorted(unbound)}")
@@ -218,13 +219,14 @@ class StaticCache:
         for step in range(count):
             host, wait = _copy_to_host(chosen)
             if step + 1 < count:
-                logits = self._run(chosen.unsqueeze(1), capture=True, check_guards=False)
+                # (the arg-max below is queued before the next step overwrites a GPU's logits: no copy of them)
+                logits = self._run(chosen.unsqueeze(1), capture=True, check_guards=False, borrow=True)
                 chosen = logits[:, -1].argmax(-1)
             wait()
             yield host
         self.runner.raise_tripped()  # the unchecked steps' guards (an id outside a table), read once
 
-    def _run(self, ids: torch.Tensor, capture: bool, check_guards: bool = True) -> torch.Tensor:
+    def _run(self, ids: torch.Tensor, capture: bool, check_guards: bool = True, borrow: bool = False) -> torch.Tensor:
         batch, seq = ids.shape
         capacity = self.buffers[self.caches[0]].shape[2]
         if self.written + seq > capacity:
@@ -233,8 +235,10 @@ class StaticCache:
         dims = {self.seq_dim: seq, self.past_dim: capacity - seq}
         if self.batch_dim is not None:
             dims[self.batch_dim] = batch
+        # the position takes the values 0 .. capacity - seq: a GPU's runner tabulates the steps that read it alone
         outputs = self.runner.run([given[n] for n in self.names], dims, persistent=self.persistent, capture=capture,
-                                  check_guards=check_guards)
+                                  check_guards=check_guards, positions={self.position_at: capacity - seq + 1},
+                                  borrow_outputs=borrow)
         for past, at in self.present_at.items():  # on a GPU the same buffers, written in place
             self.buffers[past] = outputs[at]
         self.written += seq

@@ -24,6 +24,7 @@ from typing import Optional, Sequence
 import torch
 
 from ...ir.ops.aten_allowlist import forget_checked_indices
+from ...runtime.position_table import PositionTable
 from . import run_scope
 from .guards import raise_tripped
 
@@ -40,6 +41,10 @@ class Captured:
     staging: dict = field(default_factory=dict)  # input position -> pinned host buffer for CPU inputs
     copied: Optional[torch.cuda.Event] = None  # recorded after the last call's copies out of `staging`
     clone_outputs: list = field(default_factory=list)  # per output: False where it is a persistent input's buffer
+    # the table of the steps that read one scalar input alone (runtime/position_table.py), which that input's
+    # value must have a row in for a replay; None: the graph runs those steps
+    table: Optional[PositionTable] = None
+    table_input: int = -1
 
     def load_inputs(self, inputs: Sequence[torch.Tensor]) -> None:
         """Copy the call's inputs into the static buffers without waiting for the GPU: a CPU input goes
@@ -64,6 +69,7 @@ class GraphRunner:
     def __init__(self, executor, gpu: torch.device, max_graphs: int = MAX_GRAPHS):
         self.executor, self.gpu, self.max_graphs = executor, gpu, max_graphs
         self.bf16_compute = executor.bf16_compute
+        self.position_tables = True  # captures use position tables where a caller names a position (run's positions)
         self._graphs: "OrderedDict[tuple, Captured]" = OrderedDict()
         self._pool = torch.cuda.graph_pool_handle()
         self._lock = threading.Lock()  # one replay at a time: the static buffers are shared
@@ -79,20 +85,28 @@ class GraphRunner:
                     self._guards.append(guard)
 
     def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], persistent: frozenset[int] = frozenset(),
-            capture: bool = True, check_guards: bool = True) -> list[torch.Tensor]:
+            capture: bool = True, check_guards: bool = True, positions: Optional[dict[int, int]] = None,
+            borrow_outputs: bool = False) -> list[torch.Tensor]:
         """persistent: positions of inputs that are GPU buffers the caller keeps and passes on every call (a
         static KV cache, written in place by the plan): the graph reads and writes them where they are, and an
         output that is one of them is returned as is. capture=False: run eagerly, capturing nothing (a prompt's
         one-off shapes). check_guards=False: the guards' flags are not read after a replay (reading them waits for
-        the GPU); the caller vouches for the inputs and reads them later (raise_tripped)."""
+        the GPU); the caller vouches for the inputs and reads them later (raise_tripped). positions: {input
+        position: n} for a scalar int64 input given on the CPU that takes the values 0 .. n - 1 with these shapes
+        (a static cache's position): the captured graph gathers the results of the steps that read it alone from
+        a table made at the capture (runtime/position_table.py); a call with a value outside runs eagerly.
+        borrow_outputs: a replay returns its output buffers themselves, not copies (the caller has queued all its
+        reads of them on this stream before its next call, which overwrites them: the greedy loop's arg-max)."""
         key = tuple((t.shape, t.dtype, t.data_ptr() if i in persistent else None) for i, t in enumerate(inputs))
         with self._lock, torch.inference_mode():
             checked = self._checked_on_host(inputs)
             entry = self._graphs.get(key)
             if entry is None and capture:
-                return self._first_run(key, inputs, dims, persistent)
+                return self._first_run(key, inputs, dims, persistent, positions or {})
             if entry is not None:
                 self._graphs.move_to_end(key)
+            if entry is not None and entry.table is not None and not entry.table.holds(inputs[entry.table_input]):
+                entry = None  # (a value the table has no row for: the steps run)
             if entry is None or entry.graph is None:  # eager: may rerun the per-dims steps too, whose guards are read here
                 run_scope.begin_run()
                 outputs = self.executor.run(self._on_gpu(inputs), dims)
@@ -100,7 +114,8 @@ class GraphRunner:
                 return outputs
             entry.load_inputs(inputs)
             entry.graph.replay()
-            outputs = [t.clone() if fresh else t for t, fresh in zip(entry.static_outputs, entry.clone_outputs)]
+            outputs = [t.clone() if fresh and not borrow_outputs else t
+                       for t, fresh in zip(entry.static_outputs, entry.clone_outputs)]
             if not checked and check_guards:
                 raise_tripped(self._guards)
             return outputs
@@ -153,7 +168,8 @@ class GraphRunner:
     def _on_gpu(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         return [t.to(self.gpu, non_blocking=True) for t in inputs]
 
-    def _first_run(self, key: tuple, inputs, dims, persistent: frozenset[int] = frozenset()) -> list[torch.Tensor]:
+    def _first_run(self, key: tuple, inputs, dims, persistent: frozenset[int] = frozenset(),
+                   positions: Optional[dict[int, int]] = None) -> list[torch.Tensor]:
         """Warm up on a side stream (its results are this call's answer), then capture. A plan writing into
         persistent inputs runs twice here: it must write the same values both times (a KV cache write does)."""
         static_inputs = [t if i in persistent and t.device == self.gpu else t.to(self.gpu, copy=True).contiguous()
@@ -170,7 +186,13 @@ class GraphRunner:
         # The static buffers get new contents on every replay: an index check the warm-up made on one of
         # them must not let a capture skip it (the check stays for the values fixed per set of dims).
         forget_checked_indices(static_inputs)
-        entry = self._capture(static_inputs, dims)
+        table, table_input = None, -1
+        for index, rows in (positions or {}).items() if self.position_tables else ():
+            if table is None and inputs[index].device.type == "cpu":  # (a replay checks the value on the CPU)
+                table, table_input = PositionTable.build(self.executor, index, rows, static_inputs, dims,
+                                                         gather=table_row), index
+        entry = self._capture(static_inputs, dims, None if table is None else table.main)
+        entry.table, entry.table_input = table, table_input
         persistent_memory = {static_inputs[i].data_ptr() for i in persistent}
         entry.clone_outputs = [t.data_ptr() not in persistent_memory for t in entry.static_outputs]
         self._graphs[key] = entry
@@ -178,14 +200,16 @@ class GraphRunner:
             self._graphs.popitem(last=False)
         return outputs
 
-    def _capture(self, static_inputs: list[torch.Tensor], dims) -> Captured:
+    def _capture(self, static_inputs: list[torch.Tensor], dims, main: Optional[list] = None) -> Captured:
+        """main: the plan's main steps with some replaced (a position table's gather), else its own."""
         graph = torch.cuda.CUDAGraph()
         first: list[BaseException] = []  # the kernel's own error (the capture's end reports a later one)
         run_scope.begin_run()
         try:
             with torch.cuda.graph(graph, pool=self._pool):
                 try:
-                    static_outputs = self.executor.run(static_inputs, dims)
+                    static_outputs = self.executor.run(static_inputs, dims) if main is None else \
+                        self.executor.run_main(static_inputs, dims, main)
                 except Exception as e:
                     first.append(e)
                     raise
@@ -195,3 +219,23 @@ class GraphRunner:
             text = " ".join(" ".join([str(getattr(cause, "problem", cause)), *getattr(cause, "__notes__", [])]).split())
             return Captured(None, capture_error=text[:300] or type(cause).__name__)
         return Captured(graph, static_inputs, list(static_outputs), self.executor.kept_values(dims))
+
+
+def table_row(table: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+    """Row `position` (a 0-d int64 GPU tensor, clamped into the table) of a position table [rows, bytes] (bytes a
+    multiple of 16): one Triton kernel (torch's index_select, and the clamp before it, are two)."""
+    from .kernels import _triton
+
+    if _triton.triton_missing("") is not None:
+        from ...runtime.position_table import torch_row_gather
+
+        return torch_row_gather(table, position)
+    import triton
+
+    rows, width = table.shape
+    out = torch.empty(width, dtype=torch.uint8, device=table.device)
+    words = width // 4
+    block = min(1024, triton.next_power_of_2(words))
+    _triton.jit().table_row[(triton.cdiv(words, block),)](table.view(torch.int32), position, out.view(torch.int32),
+                                                          rows, words, BLOCK=block)
+    return out

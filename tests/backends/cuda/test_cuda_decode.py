@@ -171,3 +171,27 @@ def test_programmatic_dependent_launch_changes_no_logit(artifacts, monkeypatch):
         runs[pdl] = (torch.stack(logits).cpu(), gpu.generate(prompt, max_new_tokens=24, stop_at_eos=False).new_ids)
     assert torch.equal(runs[True][0], runs[False][0])
     assert runs[True][1] == runs[False][1]
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "int4-bf16-llama"])
+def test_the_position_table_changes_no_logit(artifacts, dtype, monkeypatch):
+    """The captured decode step gathers its position's rows (the mask, and the learned positions' ids or the rotary
+    rows) from a table made at the capture (runtime/position_table.py): the same bits as the step that computes them,
+    step after step, and the same greedy tokens."""
+    from ipexconvert.runtime import position_table
+
+    runs = {}
+    prompt = _prompt(1, 12, seed=6)
+    gpu_device = torch.device("cuda", torch.cuda.current_device())
+    for tabulated in (False, True):
+        monkeypatch.setattr(position_table, "MAX_TABLE_BYTES", (64 << 20) if tabulated else 0)
+        gpu = ipexconvert.load_artifact(artifacts[dtype], device="cuda")
+        static = gpu.static_cache
+        logits = [static.start(prompt, 40, gpu_device)[:, -1].clone()]
+        for token in range(3, 27):
+            logits.append(static.advance(torch.tensor([[token]]))[:, -1].clone())
+        made = [e.table is not None for e in static.runner._graphs.values() if e.graph is not None]
+        assert made == [tabulated], made
+        runs[tabulated] = (torch.stack(logits).cpu(), gpu.generate(prompt, max_new_tokens=24, stop_at_eos=False).new_ids)
+    assert torch.equal(runs[True][0], runs[False][0])
+    assert runs[True][1] == runs[False][1]

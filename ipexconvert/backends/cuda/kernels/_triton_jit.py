@@ -1050,3 +1050,29 @@ def silu_mul_rows(a_ptr, b_ptr, out_ptr, n, a_row_stride, b_row_stride, BLOCK: t
     a = tl.load(a_ptr + row * a_row_stride + c, mask=inside, other=0.0).to(tl.float32)
     b = tl.load(b_ptr + row * b_row_stride + c, mask=inside, other=0.0).to(tl.float32)
     tl.store(out_ptr + row * n + c, (silu(a) * b).to(out_ptr.dtype.element_ty), mask=inside)
+
+
+@triton.jit
+def table_row(table_ptr, position_ptr, out_ptr, rows, row_words, BLOCK: tl.constexpr):
+    """out [row_words] = row p of table [rows, row_words] (int32 words), p read from position_ptr and clamped into
+    the table (backends/cuda/graphs.py: a position table's gather, runtime/position_table.py)."""
+    p = tl.minimum(tl.maximum(tl.load(position_ptr), 0), rows - 1)
+    at = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = at < row_words
+    tl.store(out_ptr + at, tl.load(table_ptr + p * row_words + at, mask=inside), mask=inside)
+
+
+@triton.jit
+def embedding_rows(ids_ptr, weight_ptr, out_ptr, flag_ptr, rows, width, BLOCK: tl.constexpr):
+    """out[i, :] = weight[id_i, :] (program (i, j): BLOCK columns of row i), id_i clamped into [0, rows); an id
+    outside sets flag (a guard's, backends/cuda/guards.py) to 1."""
+    i = tl.program_id(0)
+    wanted = tl.load(ids_ptr + i).to(tl.int64)
+    bad = (wanted < 0) | (wanted >= rows)
+    row = tl.minimum(tl.maximum(wanted, 0), rows - 1)
+    if bad:
+        tl.store(flag_ptr, 1)
+    at = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    inside = at < width
+    values = tl.load(weight_ptr + row * width + at, mask=inside)
+    tl.store(out_ptr + i.to(tl.int64) * width + at, values, mask=inside)
