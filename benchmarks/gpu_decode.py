@@ -24,7 +24,7 @@ from qwen2_module import SETTINGS, SHAPES, Qwen2Shaped  # noqa: E402
 
 import ipexconvert  # noqa: E402
 from ipexconvert.backends.cuda import attention_prologues, epilogues  # noqa: E402
-from ipexconvert.backends.cuda.kernels import _triton, woq_linear  # noqa: E402
+from ipexconvert.backends.cuda.kernels import _triton, sdpa, woq_linear  # noqa: E402
 from ipexconvert.examples.decoder_cache import decoder_dynamic_dims, decoder_example_inputs  # noqa: E402
 
 
@@ -130,7 +130,7 @@ def main() -> None:
                     "rope_kv_write_heads, attention_rows): what they cost, boundaries included (garbage tokens); "
                     "NAME+noepilogue / NAME+noattentionprologue: loaded without backends/cuda/epilogues.py's / "
                     "attention_prologues.py's rewrite; NAME+notable: decode steps captured without position tables "
-                    "(runtime/position_table.py); NAME+tile=BLOCK_N/WARPS/PROGRAMS: the float woq_rows tile "
+                    "(runtime/position_table.py); NAME+noattentionpdl: attention_rows launched without PDL; NAME+tile=BLOCK_N/WARPS/PROGRAMS: the float woq_rows tile "
                     "(backends/cuda/kernels/woq_linear.TILES) at load")
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--new-tokens", type=int, default=32)
@@ -158,6 +158,7 @@ def main() -> None:
             _triton.PDL = variant == "pdl"  # (the factories read it at load)
         epilogues.ENABLED = variant != "noepilogue"  # (read at load)
         attention_prologues.ENABLED = variant != "noattentionprologue"
+        sdpa.ATTENTION_PDL = variant != "noattentionpdl"  # (read at load)
         tiles = dict(woq_linear.TILES)
         if variant.startswith("tile="):
             block_n, warps, programs = (int(v) for v in variant.partition("=")[2].split("/"))
@@ -165,6 +166,7 @@ def main() -> None:
         model = ipexconvert.load_artifact(path, device="cuda")
         epilogues.ENABLED = attention_prologues.ENABLED = True
         woq_linear.TILES.update(tiles)
+        sdpa.ATTENTION_PDL = True
         assert model.static_cache is not None, model.static_cache_refusal
         model.static_cache.runner.position_tables = variant != "notable"
         load = time.perf_counter() - start

@@ -136,6 +136,26 @@ def attention_projection_cases():
         yield name, got, op.reference(inputs, attrs, {})
 
 
+def gather_cases():
+    """The decode step's position table row (backends/cuda/graphs.table_row) and embedding lookup
+    (kernels/embedding.embedding_rows): copies, so equal to the bit; an id outside the table clamped and flagged."""
+    from ipexconvert.backends.cuda.graphs import table_row
+    from ipexconvert.backends.cuda.kernels.embedding import embedding_rows
+
+    table = torch.randint(0, 256, (37, 1568), dtype=torch.uint8, generator=G)
+    for position in (0, 20, 36, 99):
+        got = table_row(table, torch.tensor(position))
+        yield f"table_row {position} of 37", got.float(), table[min(position, 36)].float()
+    weight = torch.randn(100, 2048, generator=G).to(torch.bfloat16)
+    for ids in ([[3, 99, 0]], [[5, 100, -1]]):
+        flag = torch.zeros((), dtype=torch.bool)
+        ids = torch.tensor(ids)
+        got = embedding_rows(weight, ids, flag)
+        inside = bool(((ids >= 0) & (ids < 100)).all())
+        yield f"embedding_rows {ids.tolist()} flag {bool(flag)}", got if bool(flag) != inside else got * 2, \
+            weight[ids.clamp(0, 99)]
+
+
 BUDGETS = {torch.float32: 1e-5, torch.bfloat16: 2e-2}  # of max |reference| (by the reference's dtype)
 
 
@@ -143,7 +163,8 @@ def main() -> None:
     if os.environ.get("TRITON_INTERPRET") != "1":
         sys.exit("run with TRITON_INTERPRET=1 (and Triton on PYTHONPATH)")
     failed = 0
-    for name, got, want in [*attention_cases(), *woq_cases(), *rope_epilogue_cases(), *attention_projection_cases()]:
+    for name, got, want in [*attention_cases(), *woq_cases(), *rope_epilogue_cases(), *attention_projection_cases(),
+                           *gather_cases()]:
         error = ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
         ok = got.shape == want.shape and error <= BUDGETS[want.dtype]
         failed += not ok

@@ -912,7 +912,7 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
                    kv_heads, L, S, s_split, splits, scale,
                    GROUP: tl.constexpr, M: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BLOCK_S: tl.constexpr,
                    MASK: tl.constexpr, SPLITS: tl.constexpr, HALF: tl.constexpr, ROWS: tl.constexpr,
-                   R: tl.constexpr, PARTIALS: tl.constexpr):
+                   R: tl.constexpr, PARTIALS: tl.constexpr, GDC: tl.constexpr):
     """softmax(q k^T * scale + mask) v for the few query rows of a decode step (ir/ops/sdpa.py): program (i, j)
     takes the GROUP query heads that share key/value head i % kv_heads of batch i // kv_heads, all L rows of them
     (M >= GROUP * L rows, padded for tl.dot) over the j-th s_split keys, with a running max and sum in float32
@@ -927,7 +927,12 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
     the codes (exact in any float type), a key row's scale multiplies its scores, a value row's its softmax
     weights, as the CPU's decode_attention does.
     PARTIALS: every program stores its partials (whatever SPLITS) and nothing is combined here: the output
-    projection after it combines them as it reads its input (attention_weights, sdpa_woq_linear)."""
+    projection after it combines them as it reads its input (attention_weights, sdpa_woq_linear).
+    GDC (programmatic dependent launch, as woq_rows): a program waits for the kernel before it (the q/k/v
+    projection that wrote q and the cache's new row) before it reads anything, and lets the next kernel launch once
+    its keys are done (that kernel reads nothing of this one's before its own wait)."""
+    if GDC:
+        tl.extra.cuda.gdc_wait()
     group = tl.program_id(0)
     part = tl.program_id(1)
     b = (group // kv_heads).to(tl.int64)
@@ -990,6 +995,8 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
         else:
             acc = acc * rescale[:, None] + tl.dot(weights, v.to(tl.float32), input_precision="ieee")
         top = new_top
+    if GDC:
+        tl.extra.cuda.gdc_launch_dependents()
     if SPLITS > 1 or PARTIALS:
         stats = tl.num_programs(0) * SPLITS * R  # rows of partials: the maxima start at stats * DV, the sums after
         row = (group * SPLITS + part) * R + i  # (rows i >= R are padding: row_ok masks them)

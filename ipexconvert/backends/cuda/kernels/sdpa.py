@@ -54,6 +54,10 @@ PROGRAMS = 64  # about this many programs a call: the keys are split among them,
 # within 0.1 us bf16; benchmarks/results/session45-gpu-attention-sweep-h200.log)
 MAX_SPLITS = 32
 WARPS, STAGES = 4, 3  # Triton's defaults (benchmarks/gpu_attention_sweep.py tries others)
+# Launch attention_rows with programmatic dependent launch where woq_rows is (_triton.pdl_enabled): it waits for the
+# q/k/v projection before reading anything, and the o projection after it loads its first weights meanwhile.
+# Read at load (benchmarks/gpu_decode.py's "+noattentionpdl" turns it off).
+ATTENTION_PDL = True
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,8 @@ def rows_launcher(attrs):
     import triton  # (the caller's runs_at has said it is here)
 
     tickets: dict[int, torch.Tensor] = {}  # per number of head groups; the last program of a group resets its own
+    pdl: dict[torch.device, bool] = {}  # programmatic dependent launch (_triton.pdl_enabled), per GPU
+    use_pdl = ATTENTION_PDL  # (read at load)
 
     def launch(q, k, v, mask, partials: bool = False):
         if q.dim() != 4 or q.shape[1] % k.shape[1] or (not attrs.enable_gqa and q.shape[1] != k.shape[1]):
@@ -107,6 +113,8 @@ def rows_launcher(attrs):
             kind = 1 if mask.dtype == torch.bool else 2
             mask_strides = mask.expand(b, heads, rows, keys).stride()
         scale = attrs.scale if attrs.scale is not None else d ** -0.5
+        if q.device not in pdl:
+            pdl[q.device] = use_pdl and _triton.pdl_enabled(q.device)
         _triton.jit().attention_rows[(groups, splits)](
             q, k, v, q if mask is None else mask, out, work, tickets[groups],
             q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
@@ -114,7 +122,8 @@ def rows_launcher(attrs):
             kv_heads, rows, keys, s_split, splits, scale,
             GROUP=group, M=m, D=d, DV=dv, BLOCK_S=BLOCK_S, MASK=kind, SPLITS=padded,
             HALF=q.dtype in (torch.bfloat16, torch.float16) and (rows_cache or (k.dtype == q.dtype == v.dtype)),
-            ROWS=int(rows_cache), R=real, PARTIALS=partials, num_warps=WARPS, num_stages=STAGES)
+            ROWS=int(rows_cache), R=real, PARTIALS=partials, GDC=pdl[q.device], launch_pdl=pdl[q.device],
+            num_warps=WARPS, num_stages=STAGES)
         return SplitPartials(work, groups * padded * real, splits, padded, group, real, dv) if partials else out
 
     return launch
