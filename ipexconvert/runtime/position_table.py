@@ -20,7 +20,7 @@ import torch
 
 from .executor import Executor, Step, _run_steps
 
-MAX_TABLE_BYTES = 64 << 20  # a table larger than this (a long cache's mask rows) is not made: the steps run per call
+MAX_TABLE_BYTES = 32 << 20  # a table larger than this (a long cache's mask rows: 2 bytes a key a position) is not made
 _ALIGN = 16  # bytes: each tabulated value starts at a multiple of this in a row (any dtype's view of it is aligned)
 
 # (table [rows, row_bytes] uint8, position 0-d int64 tensor) -> that row [row_bytes] (a fresh tensor)

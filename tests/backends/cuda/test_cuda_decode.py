@@ -184,7 +184,7 @@ def test_the_position_table_changes_no_logit(artifacts, dtype, monkeypatch):
     prompt = _prompt(1, 12, seed=6)
     gpu_device = torch.device("cuda", torch.cuda.current_device())
     for tabulated in (False, True):
-        monkeypatch.setattr(position_table, "MAX_TABLE_BYTES", (64 << 20) if tabulated else 0)
+        monkeypatch.setattr(position_table, "MAX_TABLE_BYTES", (32 << 20) if tabulated else 0)
         gpu = ipexconvert.load_artifact(artifacts[dtype], device="cuda")
         static = gpu.static_cache
         logits = [static.start(prompt, 40, gpu_device)[:, -1].clone()]
