@@ -538,11 +538,10 @@ def woq_input(x_row, norm_ptr, k, K, inv_rms, PROLOGUE: tl.constexpr, HAS_NORM_W
 
 @triton.jit
 def woq_row_scan(x_row, norm_ptr, K, eps, PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr,
-                 INT8_ROWS: tl.constexpr):
+                 INT8_ROWS: tl.constexpr, ROW_CHUNK: tl.constexpr):
     """What every program of a woq_rows / woq_rows_dp4a row reads of the whole row first, so that all of them treat x
     alike: (1 / rms of x for PROLOGUE 1, the row's int8 step max |x'| / 127 of x' = x after its prologue, or 1 where
-    that max is 0). A row is read 1024 values at a time: few dependent trips to memory."""
-    ROW_CHUNK: tl.constexpr = 1024
+    that max is 0). A row is read ROW_CHUNK values at a time: few dependent trips to memory."""
     inv_rms = 1.0
     if PROLOGUE == 1:
         squares = tl.zeros([ROW_CHUNK], tl.float32)
@@ -642,7 +641,8 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
              P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
              RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, SPLIT_ROWS: tl.constexpr,
              PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr, GDC: tl.constexpr, ROPE_HALF: tl.constexpr,
-             KV_GROUP: tl.constexpr, KV_SPLITS: tl.constexpr, KV_R: tl.constexpr, KV_DV: tl.constexpr):
+             KV_GROUP: tl.constexpr, KV_SPLITS: tl.constexpr, KV_R: tl.constexpr, KV_DV: tl.constexpr,
+             ROW_CHUNK: tl.constexpr):
     """One row of x [rows, K] (float activations) times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py).
     Program (i, j, m) computes BLOCK_N outputs of row m over the j-th split_words words of codes, reading the codes
     as int32 words (8 int4 codes a word, k = 8 w + s at bits 4 s; 4 int8 codes, k = 4 w + s at bits 8 s), one run of
@@ -674,7 +674,7 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     if GDC:
         tl.extra.cuda.gdc_wait()
     x_row = x_ptr + row * x_row_stride
-    inv_rms, _ = woq_row_scan(x_row, norm_ptr, K, eps, PROLOGUE, HAS_NORM_WEIGHT, False)
+    inv_rms, _ = woq_row_scan(x_row, norm_ptr, K, eps, PROLOGUE, HAS_NORM_WEIGHT, False, ROW_CHUNK)
     acc = tl.zeros([BLOCK_N, WORDS], tl.float32)
     for word in range(word_begin, word_end, WORDS):
         next_words, next_scale, next_offset = woq_run_weights(
@@ -728,7 +728,8 @@ def woq_rows_dp4a(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_pt
                   HAS_A: tl.constexpr, HAS_B: tl.constexpr,
                   P0: tl.constexpr, P1: tl.constexpr, P2: tl.constexpr, P3: tl.constexpr,
                   RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, SPLIT_ROWS: tl.constexpr,
-                  PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr, GDC: tl.constexpr, ASM: tl.constexpr):
+                  PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr, GDC: tl.constexpr, ASM: tl.constexpr,
+                  ROW_CHUNK: tl.constexpr):
     """woq_rows for int8 activations: x' (x after its PROLOGUE, as woq_rows) rounded to its row's int8 grid (max |x'|
     / 127, half to even; every program reads the whole row first) and multiplied with the codes in integers, four
     multiply-adds an instruction (dot4: PTX dp4a). The float kernel spends ~4.7 instructions a multiply-add (a shift,
@@ -753,7 +754,7 @@ def woq_rows_dp4a(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_pt
     if GDC:
         tl.extra.cuda.gdc_wait()
     x_row = x_ptr + row * x_row_stride
-    inv_rms, row_scale = woq_row_scan(x_row, norm_ptr, K, eps, PROLOGUE, HAS_NORM_WEIGHT, True)
+    inv_rms, row_scale = woq_row_scan(x_row, norm_ptr, K, eps, PROLOGUE, HAS_NORM_WEIGHT, True, ROW_CHUNK)
     codes_row = x_codes_ptr + row * K
     CODES_CHUNK: tl.constexpr = 512
     for k0 in range(word_begin * PER_WORD, word_end * PER_WORD, CODES_CHUNK):

@@ -48,6 +48,11 @@ TILES = {"float": Tile(block_n=128, chunk=128, warps=4, programs=512),
          "int8": Tile(block_n=128, chunk=128, warps=4, programs=512)}
 
 
+# Values of x's row a program reads at a time for the row's statistics (rms_norm's sum of squares, int8 activations'
+# largest value), all programs first thing after their wait: one dependent trip to L2 a chunk. Read at load.
+ROW_CHUNK = 1024
+
+
 def k_split_for(n: int, k: int, chunk: int, block_n: int, programs: int) -> int:
     """The inputs each program reads: whole chunks, as few splits of k as give about `programs` programs."""
     def cdiv(a: int, b: int) -> int:
@@ -113,6 +118,7 @@ def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
     norm = None if norm is None else norm.float().contiguous()
     eps = effective_eps(attrs.eps) if prologue == "rms_norm" else 0.0
     tile = TILES[attrs.activations]  # (read once: the sweep changes the table between factories)
+    row_chunk = ROW_CHUNK
     block_n = tile.block_n
     k_split = k_split_for(n, k, run_k * max(1, min(tile.chunk, k) // run_k), block_n, tile.programs)
     splits = -(-k // k_split)
@@ -147,7 +153,7 @@ def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
                       HAS_A=len(operands) > 0, HAS_B=len(operands) > 1, P0=post[0], P1=post[1], P2=post[2],
                       P3=post[3], RUN=run_k, BLOCK_N=block_n, SPLIT=splits > 1, SPLIT_ROWS=split_rows,
                       PROLOGUE=PROLOGUES[prologue], HAS_NORM_WEIGHT=norm is not None, GDC=pdl, launch_pdl=pdl,
-                      num_warps=tile.warps)
+                      ROW_CHUNK=row_chunk, num_warps=tile.warps)
         side = norm if attention is None else attention.parts  # (the partials take the norm weight's place)
         shared = (flat, words, scales, scales if zeros is None else zeros, scales if bias is None else bias,
                         a, b, out, work, tickets, scales if side is None else side, n, k, k_words, scales.shape[1],
