@@ -32,7 +32,7 @@ def sass_of(block_n: int, warps: int, bits: int, run: int, rope_half: int = 0) -
     constants = dict(BITS=bits, ZERO=8 if bits == 4 else 0, HAS_ZEROS=False, HAS_BIAS=False,
                      SPLIT_ROWS=16, HAS_A=False, HAS_B=False, P0=0, P1=0, P2=0, P3=0, RUN=run, BLOCK_N=block_n,
                      SPLIT=True, PROLOGUE=0, HAS_NORM_WEIGHT=False, GDC=False, ROPE_HALF=rope_half,
-                     KV_GROUP=1, KV_SPLITS=1, KV_R=1, KV_DV=1, ROW_CHUNK=1024)
+                     KV_GROUP=1, KV_SPLITS=1, KV_R=1, KV_DV=1, ROW_CHUNK=1024, PREFETCH=False)
     names = list(inspect.signature(_triton_jit.woq_rows.fn).parameters)
     signature = {name: "constexpr" if name in constants else POINTERS.get(name, "i32") for name in names}
     # as a launch marks them: pointers and the integers that are multiples of 16 (K's words, a split's words)

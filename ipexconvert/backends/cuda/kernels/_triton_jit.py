@@ -642,7 +642,7 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
              RUN: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, SPLIT_ROWS: tl.constexpr,
              PROLOGUE: tl.constexpr, HAS_NORM_WEIGHT: tl.constexpr, GDC: tl.constexpr, ROPE_HALF: tl.constexpr,
              KV_GROUP: tl.constexpr, KV_SPLITS: tl.constexpr, KV_R: tl.constexpr, KV_DV: tl.constexpr,
-             ROW_CHUNK: tl.constexpr):
+             ROW_CHUNK: tl.constexpr, PREFETCH: tl.constexpr):
     """One row of x [rows, K] (float activations) times a weight-only quantized W [N, K]^T (ir/ops/woq_linear.py).
     Program (i, j, m) computes BLOCK_N outputs of row m over the j-th split_words words of codes, reading the codes
     as int32 words (8 int4 codes a word, k = 8 w + s at bits 4 s; 4 int8 codes, k = 4 w + s at bits 8 s), one run of
@@ -662,7 +662,9 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     GDC (launched with programmatic dependent launch, Hopper and later): the program may start while the kernel
     before it still runs; it loads its first run of codes (no kernel writes weights), then waits for that kernel
     (gdc_wait: until it has finished and its writes are visible) before it reads x or writes anything, and lets
-    the next kernel launch once its loop is done."""
+    the next kernel launch once its loop is done. PREFETCH (with GDC; the launcher checks the alignment): before the
+    wait it also asks for the rest of its codes to be brought into L2 (l2_prefetch: a range a column), so the loop
+    after the wait reads them from L2 rather than from memory."""
     block = tl.program_id(0)
     part = tl.program_id(1)
     row = tl.program_id(2).to(tl.int64)
@@ -671,6 +673,10 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
     n, n_ok, n64, w, word_begin, word_end = woq_program_slice(block, part, N, k_words, split_words, BLOCK_N, WORDS)
     words, scale, offset = woq_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, word_begin, word_end,
                                            k_words, groups, group_size, BITS, ZERO, HAS_ZEROS, PER_WORD)
+    if PREFETCH:
+        rest = word_begin + WORDS  # (the first run is in registers already)
+        nbytes = tl.maximum(word_end - rest, 0) * 4
+        l2_prefetch((words_ptr + n64 * k_words + rest).to(tl.int64), n * 0 + nbytes, n_ok & (nbytes > 0))
     if GDC:
         tl.extra.cuda.gdc_wait()
     x_row = x_ptr + row * x_row_stride
@@ -696,6 +702,17 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
         else:
             woq_finish(y, row, n, n_ok, N, bias_ptr, a_ptr, b_ptr, out_ptr, a_row_stride, a_col_stride,
                        b_row_stride, b_col_stride, HAS_BIAS, HAS_A, HAS_B, P0, P1, P2, P3)
+
+
+@triton.jit
+def l2_prefetch(addresses, nbytes, on):
+    """Ask for nbytes at each address (an int64 byte address, 16-byte aligned; nbytes a multiple of 16) to be brought
+    into L2 where `on` (Hopper's cp.async.bulk.prefetch.L2: one instruction a range, no register held, no wait). A
+    hint: L2 is where every SM's reads and writes meet, so no value read after it can differ; a kernel launched
+    with programmatic dependent launch asks for its bytes before its wait, while the kernel before it finishes."""
+    return tl.inline_asm_elementwise(
+        "{ .reg .pred p; setp.ne.b32 p, $3, 0; @p cp.async.bulk.prefetch.L2.global [$1], $2; mov.u32 $0, 0; }",
+        "=r,l,r,r", [addresses, nbytes, on.to(tl.int32)], dtype=tl.int32, is_pure=False, pack=1)
 
 
 @triton.jit
@@ -913,7 +930,7 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
                    kv_heads, L, S, s_split, splits, scale,
                    GROUP: tl.constexpr, M: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, BLOCK_S: tl.constexpr,
                    MASK: tl.constexpr, SPLITS: tl.constexpr, HALF: tl.constexpr, ROWS: tl.constexpr,
-                   R: tl.constexpr, PARTIALS: tl.constexpr, GDC: tl.constexpr):
+                   R: tl.constexpr, PARTIALS: tl.constexpr, GDC: tl.constexpr, PREFETCH: tl.constexpr):
     """softmax(q k^T * scale + mask) v for the few query rows of a decode step (ir/ops/sdpa.py): program (i, j)
     takes the GROUP query heads that share key/value head i % kv_heads of batch i // kv_heads, all L rows of them
     (M >= GROUP * L rows, padded for tl.dot) over the j-th s_split keys, with a running max and sum in float32
@@ -931,13 +948,25 @@ def attention_rows(q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, work_ptr, ticket_ptr,
     projection after it combines them as it reads its input (attention_weights, sdpa_woq_linear).
     GDC (programmatic dependent launch, as woq_rows): a program waits for the kernel before it (the q/k/v
     projection that wrote q and the cache's new row) before it reads anything, and lets the next kernel launch once
-    its keys are done (that kernel reads nothing of this one's before its own wait)."""
-    if GDC:
-        tl.extra.cuda.gdc_wait()
+    its keys are done (that kernel reads nothing of this one's before its own wait). PREFETCH (with GDC; rows of k
+    and of v each contiguous, 16-byte aligned: the launcher checks): before the wait it asks for its keys' k and v
+    rows to be brought into L2 (l2_prefetch: one range each), the new row included (a hint: it is read after the
+    wait, from L2, where the projection wrote it)."""
     group = tl.program_id(0)
     part = tl.program_id(1)
     b = (group // kv_heads).to(tl.int64)
     kvh = (group % kv_heads).to(tl.int64)
+    if PREFETCH:
+        first = part * s_split
+        count = tl.maximum(tl.minimum(S, first + s_split) - first, 0)
+        two = tl.arange(0, 2)  # (element 0 asks for the k rows, element 1 for the v rows)
+        k_start = (k_ptr + b * k_sb + kvh * k_sh + first * k_ss).to(tl.int64)
+        v_start = (v_ptr + b * v_sb + kvh * v_sh + first * v_ss).to(tl.int64)
+        row_bytes = tl.where(two == 0, D * (k_ptr.dtype.element_ty.primitive_bitwidth // 8),
+                             DV * (v_ptr.dtype.element_ty.primitive_bitwidth // 8))
+        l2_prefetch(tl.where(two == 0, k_start, v_start), (count * row_bytes).to(tl.int32), two * 0 + count > 0)
+    if GDC:
+        tl.extra.cuda.gdc_wait()
     i = tl.arange(0, M)
     row_ok = i < GROUP * L
     head = kvh * GROUP + i // L

@@ -58,6 +58,9 @@ WARPS, STAGES = 4, 3  # Triton's defaults (benchmarks/gpu_attention_sweep.py tri
 # q/k/v projection before reading anything, and the o projection after it loads its first weights meanwhile.
 # Read at load (benchmarks/gpu_decode.py's "+noattentionpdl" turns it off).
 ATTENTION_PDL = True
+# With it, a program asks for its keys' k and v rows to be brought into L2 before its wait (_triton_jit.l2_prefetch),
+# where the rows are contiguous and aligned. Read at load.
+L2_PREFETCH = True
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ def rows_launcher(attrs):
 
     tickets: dict[int, torch.Tensor] = {}  # per number of head groups; the last program of a group resets its own
     pdl: dict[torch.device, bool] = {}  # programmatic dependent launch (_triton.pdl_enabled), per GPU
-    use_pdl = ATTENTION_PDL  # (read at load)
+    use_pdl, use_prefetch = ATTENTION_PDL, L2_PREFETCH  # (read at load)
 
     def launch(q, k, v, mask, partials: bool = False):
         if q.dim() != 4 or q.shape[1] % k.shape[1] or (not attrs.enable_gqa and q.shape[1] != k.shape[1]):
@@ -115,6 +118,10 @@ def rows_launcher(attrs):
         scale = attrs.scale if attrs.scale is not None else d ** -0.5
         if q.device not in pdl:
             pdl[q.device] = use_pdl and _triton.pdl_enabled(q.device)
+        # l2_prefetch's ranges: a head's rows of k (and of v) one after the other, 16-byte aligned
+        prefetch = (pdl[q.device] and use_prefetch and not rows_cache and k.stride(2) == d and v.stride(2) == dv
+                    and all(t.data_ptr() % 16 == 0 and all(st * t.element_size() % 16 == 0 for st in t.stride()[:3])
+                            for t in (k, v)))
         _triton.jit().attention_rows[(groups, splits)](
             q, k, v, q if mask is None else mask, out, work, tickets[groups],
             q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
@@ -123,6 +130,7 @@ def rows_launcher(attrs):
             GROUP=group, M=m, D=d, DV=dv, BLOCK_S=BLOCK_S, MASK=kind, SPLITS=padded,
             HALF=q.dtype in (torch.bfloat16, torch.float16) and (rows_cache or (k.dtype == q.dtype == v.dtype)),
             ROWS=int(rows_cache), R=real, PARTIALS=partials, GDC=pdl[q.device], launch_pdl=pdl[q.device],
+            PREFETCH=prefetch,
             num_warps=WARPS, num_stages=STAGES)
         return SplitPartials(work, groups * padded * real, splits, padded, group, real, dv) if partials else out
 

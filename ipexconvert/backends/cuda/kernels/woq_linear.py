@@ -51,6 +51,9 @@ TILES = {"float": Tile(block_n=128, chunk=128, warps=4, programs=512),
 # Values of x's row a program reads at a time for the row's statistics (rms_norm's sum of squares, int8 activations'
 # largest value), all programs first thing after their wait: one dependent trip to L2 a chunk. Read at load.
 ROW_CHUNK = 1024
+# With programmatic dependent launch, a program asks for the rest of its codes to be brought into L2 before its wait
+# (_triton_jit.l2_prefetch), where their alignment allows. Read at load.
+L2_PREFETCH = True
 
 
 def k_split_for(n: int, k: int, chunk: int, block_n: int, programs: int) -> int:
@@ -118,7 +121,7 @@ def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
     norm = None if norm is None else norm.float().contiguous()
     eps = effective_eps(attrs.eps) if prologue == "rms_norm" else 0.0
     tile = TILES[attrs.activations]  # (read once: the sweep changes the table between factories)
-    row_chunk = ROW_CHUNK
+    row_chunk, l2_prefetch = ROW_CHUNK, L2_PREFETCH
     block_n = tile.block_n
     k_split = k_split_for(n, k, run_k * max(1, min(tile.chunk, k) // run_k), block_n, tile.programs)
     splits = -(-k // k_split)
@@ -137,6 +140,9 @@ def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
     code_mask = ((1 << attrs.bits) - 1) << (19 if attrs.bits == 4 else 15)  # where woq_rows moves a code
     weight_inputs = [codes, scales, zeros, bias] + ([norm] if prologue is not None else [])
     pdl = _triton.pdl_enabled(codes.device)
+    # each column's range of codes 16-byte aligned and a multiple of 16 bytes (l2_prefetch's cp.async.bulk)
+    prefetch = (l2_prefetch and pdl and codes.data_ptr() % 16 == 0 and (k // (32 // attrs.bits)) % 4 == 0
+                and (k_split // (32 // attrs.bits)) % 4 == 0 and (run_k // (32 // attrs.bits)) % 4 == 0)
     int8_rows = attrs.activations == "int8"
     asm = not _triton.interpreted()  # dp4a as PTX (the interpreter runs none): decided at load, not per call
     # woq_rows_dp4a's x codes (rows x k bytes, stored in the order its words take them)
@@ -169,7 +175,8 @@ def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
                                                            attention.padded, attention.real, attention.dv)
         _triton.jit().woq_rows[(blocks, splits, rows)](*shared, code_mask, *tail, *rope_args, *kv[:2],
                                                        ROPE_HALF=0 if rope is None else rope.half, KV_GROUP=kv[2],
-                                                       KV_SPLITS=kv[3], KV_R=kv[4], KV_DV=kv[5], **common)
+                                                       KV_SPLITS=kv[3], KV_R=kv[4], KV_DV=kv[5], PREFETCH=prefetch,
+                                                       **common)
         return out.view(out_shape) if rope is None else out
 
     return launch, weight_inputs, weights, width
