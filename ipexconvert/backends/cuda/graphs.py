@@ -45,6 +45,7 @@ class Captured:
     # value must have a row in for a replay; None: the graph runs those steps
     table: Optional[PositionTable] = None
     table_input: int = -1
+    table_error: Optional[str] = None  # why a table was asked for and not made (its steps failed)
 
     def load_inputs(self, inputs: Sequence[torch.Tensor]) -> None:
         """Copy the call's inputs into the static buffers without waiting for the GPU: a CPU input goes
@@ -186,13 +187,16 @@ class GraphRunner:
         # The static buffers get new contents on every replay: an index check the warm-up made on one of
         # them must not let a capture skip it (the check stays for the values fixed per set of dims).
         forget_checked_indices(static_inputs)
-        table, table_input = None, -1
+        table, table_input, table_error = None, -1, None
         for index, rows in (positions or {}).items() if self.position_tables else ():
             if table is None and inputs[index].device.type == "cpu":  # (a replay checks the value on the CPU)
-                table, table_input = PositionTable.build(self.executor, index, rows, static_inputs, dims,
-                                                         gather=table_row), index
+                try:
+                    table, table_input = PositionTable.build(self.executor, index, rows, static_inputs, dims,
+                                                             gather=table_row), index
+                except Exception as e:  # a step that will not run per value: the graph runs the steps, as without
+                    table_error = f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
         entry = self._capture(static_inputs, dims, None if table is None else table.main)
-        entry.table, entry.table_input = table, table_input
+        entry.table, entry.table_input, entry.table_error = table, table_input, table_error
         persistent_memory = {static_inputs[i].data_ptr() for i in persistent}
         entry.clone_outputs = [t.data_ptr() not in persistent_memory for t in entry.static_outputs]
         self._graphs[key] = entry

@@ -190,8 +190,8 @@ def test_the_position_table_changes_no_logit(artifacts, dtype, monkeypatch):
         logits = [static.start(prompt, 40, gpu_device)[:, -1].clone()]
         for token in range(3, 27):
             logits.append(static.advance(torch.tensor([[token]]))[:, -1].clone())
-        made = [e.table is not None for e in static.runner._graphs.values() if e.graph is not None]
-        assert made == [tabulated], made
+        captured = [e for e in static.runner._graphs.values() if e.graph is not None]
+        assert [e.table is not None for e in captured] == [tabulated], [e.table_error for e in captured]
         runs[tabulated] = (torch.stack(logits).cpu(), gpu.generate(prompt, max_new_tokens=24, stop_at_eos=False).new_ids)
     assert torch.equal(runs[True][0], runs[False][0])
     assert runs[True][1] == runs[False][1]
