@@ -130,7 +130,7 @@ def main() -> None:
                     "rope_kv_write_heads, attention_rows): what they cost, boundaries included (garbage tokens); "
                     "NAME+noepilogue / NAME+noattentionprologue: loaded without backends/cuda/epilogues.py's / "
                     "attention_prologues.py's rewrite; NAME+notable: decode steps captured without position tables "
-                    "(runtime/position_table.py); NAME+noattentionpdl: attention_rows launched without PDL; NAME+rowchunk=N: woq_linear.ROW_CHUNK; NAME+noprefetch: no L2 prefetch before the PDL wait (woq_rows, attention_rows); NAME+tile=BLOCK_N/WARPS/PROGRAMS: the float woq_rows tile "
+                    "(runtime/position_table.py); NAME+noattentionpdl: attention_rows launched without PDL; NAME+rowchunk=N: woq_linear.ROW_CHUNK; NAME+prefetch / +woqprefetch / +attnprefetch: the codes (woq_rows) and/or the k and v rows (attention_rows) asked into L2 before the PDL wait; NAME+tile=BLOCK_N/WARPS/PROGRAMS: the float woq_rows tile "
                     "(backends/cuda/kernels/woq_linear.TILES) at load")
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--new-tokens", type=int, default=32)
@@ -160,7 +160,8 @@ def main() -> None:
         attention_prologues.ENABLED = variant != "noattentionprologue"
         sdpa.ATTENTION_PDL = variant != "noattentionpdl"  # (read at load)
         tiles = dict(woq_linear.TILES)
-        woq_linear.L2_PREFETCH = sdpa.L2_PREFETCH = variant != "noprefetch"
+        woq_linear.L2_PREFETCH = variant in ("prefetch", "woqprefetch")
+        sdpa.L2_PREFETCH = variant in ("prefetch", "attnprefetch")
         if variant.startswith("rowchunk="):
             woq_linear.ROW_CHUNK = int(variant.partition("=")[2])
         if variant.startswith("tile="):
@@ -170,7 +171,7 @@ def main() -> None:
         epilogues.ENABLED = attention_prologues.ENABLED = True
         woq_linear.TILES.update(tiles)
         woq_linear.ROW_CHUNK = 1024
-        woq_linear.L2_PREFETCH = sdpa.L2_PREFETCH = True
+        woq_linear.L2_PREFETCH = sdpa.L2_PREFETCH = False
         sdpa.ATTENTION_PDL = True
         assert model.static_cache is not None, model.static_cache_refusal
         model.static_cache.runner.position_tables = variant != "notable"
