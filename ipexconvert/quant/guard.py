@@ -1,7 +1,9 @@
 """Accuracy guard: compare the int8 model with float32 on held-out batches; fall back until within budget.
 
 The error is measured per output with one metric (a registry, like the observers):
-- cosine: 1 - mean per-sample cosine similarity (embeddings, hidden states; the default);
+- cosine: 1 - mean per-sample cosine similarity, or the worst sample's 1 - cosine over
+  WORST_SAMPLE_FACTOR where that is larger (embeddings, hidden states; the default): a mean
+  alone let one short sentence fall to 0.996 while the mean stayed at 0.9996;
 - relative: ||int8 - fp32|| / ||fp32|| over the whole output;
 - top1: share of samples whose arg-max class changed (classifier logits; the default for
   image models with [batch, classes] outputs).
@@ -34,9 +36,15 @@ class Metric:
     meaning: str
 
 
+# A sample's cosine may fall this many budgets at most: at a budget of 0.0005, mean >= 0.9995 and worst >= 0.997
+# (issue 21's bar for int8 MiniLM: mean 0.998, worst 0.997); at the default 0.01 the worst may reach 0.94.
+WORST_SAMPLE_FACTOR = 6.0
+
+
 def _cosine_error(got: torch.Tensor, want: torch.Tensor) -> float:
     g, w = got.float().reshape(got.shape[0], -1), want.float().reshape(want.shape[0], -1)
-    return float(1 - torch.nn.functional.cosine_similarity(g, w, dim=1, eps=1e-12).mean())
+    cosine = torch.nn.functional.cosine_similarity(g, w, dim=1, eps=1e-12)
+    return float(torch.maximum(1 - cosine.mean(), (1 - cosine.min()) / WORST_SAMPLE_FACTOR))
 
 
 def _relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
@@ -48,7 +56,8 @@ def _top1_error(got: torch.Tensor, want: torch.Tensor) -> float:
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
-    Metric("cosine", 0.01, _cosine_error, "1 - mean cosine similarity to float32"),
+    Metric("cosine", 0.01, _cosine_error, "1 - mean cosine similarity to float32, or the worst sample's 1 - cosine "
+           f"/ {WORST_SAMPLE_FACTOR:g} where larger"),
     Metric("relative", 0.1, _relative_error, "norm of the difference / norm of the float32 output"),
     Metric("top1", 0.02, _top1_error, "share of samples whose top-1 class changed"),
 )}

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import ipexconvert
-from ipexconvert.quant.guard import METRICS, choose_metric, fewest_passing, guard, worst_error
+from ipexconvert.quant.guard import METRICS, WORST_SAMPLE_FACTOR, choose_metric, fewest_passing, guard, worst_error
 from ipexconvert.quant.options import QuantOptions
 from ipexconvert.quant.plan import LayerPlan, QuantPlan
 from quant_helpers import batches, float_program
@@ -19,6 +19,16 @@ def test_cosine_error():
     want = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
     assert METRICS["cosine"].error(torch.tensor([[2.0, 0.0], [0.0, 3.0]]), want) == pytest.approx(0.5)  # cos 1 and 0
     assert METRICS["cosine"].error(want * 7, want) == pytest.approx(0.0, abs=1e-7)  # scale does not matter
+
+
+def test_cosine_error_counts_the_worst_sample():
+    """Eleven perfect samples and one at cosine 0.94: the mean's error is 0.005, the worst sample's 0.06 over
+    WORST_SAMPLE_FACTOR (6) is 0.01, and that is the error (a mean alone hides one bad sentence)."""
+    want = torch.tensor([[1.0, 0.0]]).repeat(12, 1)
+    got = want.clone()
+    got[5] = torch.tensor([0.94, (1 - 0.94 ** 2) ** 0.5])
+    assert METRICS["cosine"].error(got, want) == pytest.approx(0.06 / WORST_SAMPLE_FACTOR, rel=1e-4)
+    assert METRICS["cosine"].error(got[5:6].repeat(12, 1), want) == pytest.approx(0.06, rel=1e-4)  # all 0.94: the mean
 
 
 def test_relative_error():

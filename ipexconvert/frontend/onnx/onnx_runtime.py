@@ -23,6 +23,7 @@ def session(proto: onnx.ModelProto):
     except ImportError:
         return None
     options = onnxruntime.SessionOptions()
+    options.add_session_config_entry("session.x64quantprecision", "1")  # exact integer kernels without VNNI too
     if any(n.op_type == "QuantizeLinear" for n in proto.graph.node):
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
