@@ -4,7 +4,9 @@
 // derived from every accumulator so nothing is optimised away. MACs per step: vfmadd231ps
 // zmm 16 (fp32), vdpbf16ps zmm 32 (bf16 pairs), vpdpbusd zmm 64 (u8 x s8 quads); AVX2 (what a CPU
 // without AVX-512 has): vfmadd231ps ymm 8, and vpmaddwd + vpaddd ymm 16 (int16 pairs summed into
-// int32: the exact int8 path of our int8_gemm on CPUs without VNNI).
+// int32: the exact int8 path of our int8_gemm on CPUs without VNNI). peak.py builds it twice: with AVX-512 flags,
+// and with AVX2 flags alone (the AVX-512 parts compiled out), since with -mavx512f the compiler may use AVX-512 in any
+// function, the AVX2 ones included: an illegal instruction on an AVX2-only CPU.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -12,12 +14,14 @@ namespace {
 constexpr int kChains = 12;
 
 // The vector type a kernel's chains run in: its set1, add and horizontal sum.
+#ifdef __AVX512F__
 struct Zmm {
     using V = __m512;
     static V set1(float x) { return _mm512_set1_ps(x); }
     static V add(V a, V b) { return _mm512_add_ps(a, b); }
     static float sum(V v) { return _mm512_reduce_add_ps(v); }
 };
+#endif
 struct Ymm {
     using V = __m256;
     static V set1(float x) { return _mm256_set1_ps(x); }
@@ -50,6 +54,7 @@ float run_chains(long iters, int threads, Step step) {
 }  // namespace
 
 extern "C" {
+#ifdef __AVX512F__
 float fp32_fma(long iters, int threads) {
     const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-6f);
     return run_chains<Zmm>(iters, threads, [&](__m512 c) { return _mm512_fmadd_ps(a, c, b); });
@@ -66,6 +71,7 @@ float int8_dot(long iters, int threads) {
         return _mm512_castsi512_ps(_mm512_dpbusd_epi32(_mm512_castps_si512(c), a, b));
     });
 }
+#endif
 
 float fp32_fma_avx2(long iters, int threads) {
     const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-6f);
