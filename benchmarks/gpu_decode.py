@@ -131,7 +131,7 @@ def main() -> None:
                     "NAME+noepilogue / NAME+noattentionprologue: loaded without backends/cuda/epilogues.py's / "
                     "attention_prologues.py's rewrite; NAME+notable: decode steps captured without position tables "
                     "(runtime/position_table.py); NAME+noattentionpdl: attention_rows launched without PDL; NAME+rowchunk=N: woq_linear.ROW_CHUNK; NAME+prefetch / +woqprefetch / +attnprefetch: the codes (woq_rows) and/or the k and v rows (attention_rows) asked into L2 before the PDL wait; NAME+tile=BLOCK_N/WARPS/PROGRAMS: the float woq_rows tile "
-                    "(backends/cuda/kernels/woq_linear.TILES) at load")
+                    "(backends/cuda/kernels/woq_linear.TILES) at load; several joined by +: NAME+attnprefetch+tile=128/4/640")
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
@@ -145,7 +145,8 @@ def main() -> None:
     models, rows = {}, {}
     for name in args.dtypes.split(","):
         setting, _, variant = name.partition("+")  # "+pdl", "+nopdl": _triton.PDL on or off; "+skip=K1/K2"
-        skipped = variant.partition("skip=")[2].split("/") if variant.startswith("skip=") else []
+        parts = variant.split("+") if variant else []  # several at once: NAME+attnprefetch+tile=128/4/640
+        skipped = next((p.partition("skip=")[2].split("/") for p in parts if p.startswith("skip=")), [])
         path = args.cache / f"{args.shape}.{setting}.ipxc"
         if not path.exists():
             start = time.perf_counter()
@@ -154,19 +155,21 @@ def main() -> None:
                                  output=path, eos_token_ids=[0], **SETTINGS[setting])
             print(f"{path}: converted in {time.perf_counter() - start:.0f} s", flush=True)
         start = time.perf_counter()
-        if variant in ("pdl", "nopdl"):
-            _triton.PDL = variant == "pdl"  # (the factories read it at load)
-        epilogues.ENABLED = variant != "noepilogue"  # (read at load)
-        attention_prologues.ENABLED = variant != "noattentionprologue"
-        sdpa.ATTENTION_PDL = variant != "noattentionpdl"  # (read at load)
+        for part in parts:
+            if part in ("pdl", "nopdl"):
+                _triton.PDL = part == "pdl"  # (the factories read it at load)
+        epilogues.ENABLED = "noepilogue" not in parts  # (read at load)
+        attention_prologues.ENABLED = "noattentionprologue" not in parts
+        sdpa.ATTENTION_PDL = "noattentionpdl" not in parts  # (read at load)
         tiles = dict(woq_linear.TILES)
-        woq_linear.L2_PREFETCH = variant in ("prefetch", "woqprefetch")
-        sdpa.L2_PREFETCH = variant in ("prefetch", "attnprefetch")
-        if variant.startswith("rowchunk="):
-            woq_linear.ROW_CHUNK = int(variant.partition("=")[2])
-        if variant.startswith("tile="):
-            block_n, warps, programs = (int(v) for v in variant.partition("=")[2].split("/"))
-            woq_linear.TILES["float"] = woq_linear.Tile(block_n=block_n, chunk=128, warps=warps, programs=programs)
+        woq_linear.L2_PREFETCH = bool({"prefetch", "woqprefetch"} & set(parts))
+        sdpa.L2_PREFETCH = bool({"prefetch", "attnprefetch"} & set(parts))
+        for part in parts:
+            if part.startswith("rowchunk="):
+                woq_linear.ROW_CHUNK = int(part.partition("=")[2])
+            if part.startswith("tile="):
+                block_n, warps, programs = (int(v) for v in part.partition("=")[2].split("/"))
+                woq_linear.TILES["float"] = woq_linear.Tile(block_n=block_n, chunk=128, warps=warps, programs=programs)
         model = ipexconvert.load_artifact(path, device="cuda")
         epilogues.ENABLED = attention_prologues.ENABLED = True
         woq_linear.TILES.update(tiles)
@@ -174,7 +177,7 @@ def main() -> None:
         woq_linear.L2_PREFETCH = sdpa.L2_PREFETCH = False
         sdpa.ATTENTION_PDL = True
         assert model.static_cache is not None, model.static_cache_refusal
-        model.static_cache.runner.position_tables = variant != "notable"
+        model.static_cache.runner.position_tables = "notable" not in parts
         load = time.perf_counter() - start
         assert model.static_cache is not None, model.static_cache_refusal
         start = time.perf_counter()
@@ -201,7 +204,7 @@ def main() -> None:
             setting, _, variant = name.partition("+")
             tokens.setdefault(setting, result.new_ids)
             # a launch variant must not change the tokens (an ablation does)
-            if not variant.startswith("skip=") and result.new_ids != tokens[setting]:
+            if "skip=" not in variant and result.new_ids != tokens[setting]:
                 print(f"round {r}: {name}'s greedy tokens differ from {setting}'s", flush=True)
             rows[f"ipexconvert {name}"]["prefill"].append(result.prefill_seconds)
             rows[f"ipexconvert {name}"]["decode"].append(result.decode_ms_per_token / 1000)
