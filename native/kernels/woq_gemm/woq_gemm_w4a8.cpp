@@ -6,8 +6,10 @@
 // channel c's 32-bit lane holds byte b = code(8o + b) | code(8o + 4 + b) << 4. One 64-byte load is then
 // 16 channels x 8 codes; masking the low nibbles gives 16 lanes of 4 unsigned codes for k 8o..8o+3, the
 // high nibbles those for 8o+4..8o+7, each the unsigned operand of one vpdpbusd against 4 broadcast bytes
-// of x (signed): 128 multiply-adds for 3 instructions plus one vpdpbusd per row, so decode streams the
-// codes at memory speed instead of converting each to a float.
+// of x (signed): 128 multiply-adds for 2 instructions plus one vpdpbusd per row, so decode streams the
+// codes at memory speed instead of converting each to a float. The high nibbles are not shifted down:
+// v & 0xF0 is 16 x the code, its products summed apart and divided by 16 (exactly: a shift of a multiple
+// of 16) once per group, which takes the shift off port 0 beside the vpdpbusd.
 // Per group, exactly in integers, acc = sum xq * q; y += scale * xs * (acc - zero * sum xq) in float32.
 #include <immintrin.h>
 
@@ -25,34 +27,43 @@ constexpr int64_t kOctetBytes = 64;      // one k-octet of a block: 16 channels 
 constexpr int64_t kPrefetchOctets = 32;  // 2 KiB ahead, as woq_gemm.cpp's decode
 constexpr int kChains = 2;               // octets unrolled: 4 independent accumulators per row
 constexpr int64_t kMinMacsPerTask = 1 << 16;
+// Octets whose high-nibble sums (16 x 15 x 128 x 8 per octet at most) fit int32 before they are folded.
+constexpr int64_t kFoldOctets = 1 << 12;
 
 // acc[r] (16 channels) = sum over the group's octets of xq[r] . q, exactly.
 template <int MR>
 static void group_dots(const uint8_t* w, int64_t octets, const int8_t* const* xq, int64_t o0, __m512i* acc) {
-    const __m512i low = _mm512_set1_epi8(0x0F);
-    __m512i dot[MR][2 * kChains];
-    for (int r = 0; r < MR; ++r)
-        for (int c = 0; c < 2 * kChains; ++c) dot[r][c] = _mm512_setzero_si512();
+    const __m512i low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(static_cast<char>(0xF0));
+    __m512i dot[MR][2 * kChains];  // [2c]: low nibbles; [2c + 1]: 16 x the high nibbles
+    for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_si512();
     auto step = [&](int64_t o, int chain) {
         __builtin_prefetch(w + (o + kPrefetchOctets) * kOctetBytes);  // an octet is one 64-byte line
         const __m512i v = _mm512_loadu_si512(w + o * kOctetBytes);
-        const __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+        const __m512i lo = _mm512_and_si512(v, low), hi16 = _mm512_and_si512(v, high);
         for (int r = 0; r < MR; ++r) {
             int32_t x_lo, x_hi;
             std::memcpy(&x_lo, xq[r] + 8 * (o0 + o), sizeof x_lo);
             std::memcpy(&x_hi, xq[r] + 8 * (o0 + o) + 4, sizeof x_hi);
             dot[r][2 * chain] = _mm512_dpbusd_epi32(dot[r][2 * chain], lo, _mm512_set1_epi32(x_lo));
-            dot[r][2 * chain + 1] = _mm512_dpbusd_epi32(dot[r][2 * chain + 1], hi, _mm512_set1_epi32(x_hi));
+            dot[r][2 * chain + 1] = _mm512_dpbusd_epi32(dot[r][2 * chain + 1], hi16, _mm512_set1_epi32(x_hi));
         }
     };
-    int64_t o = 0;
-    for (; o + kChains <= octets; o += kChains)
-        for (int c = 0; c < kChains; ++c) step(o + c, c);
-    for (; o < octets; ++o) step(o, 0);
-    for (int r = 0; r < MR; ++r) {
-        __m512i d = dot[r][0];
-        for (int c = 1; c < 2 * kChains; ++c) d = _mm512_add_epi32(d, dot[r][c]);
-        acc[r] = d;
+    for (int64_t f0 = 0; f0 < octets; f0 += kFoldOctets) {
+        const int64_t f1 = octets - f0 < kFoldOctets ? octets : f0 + kFoldOctets;
+        for (int r = 0; r < MR; ++r)
+            for (int c = 0; c < 2 * kChains; ++c) dot[r][c] = _mm512_setzero_si512();
+        int64_t o = f0;
+        for (; o + kChains <= f1; o += kChains)
+            for (int c = 0; c < kChains; ++c) step(o + c, c);
+        for (; o < f1; ++o) step(o, 0);
+        for (int r = 0; r < MR; ++r) {
+            __m512i lo = dot[r][0], hi16 = dot[r][1];
+            for (int c = 1; c < kChains; ++c) {
+                lo = _mm512_add_epi32(lo, dot[r][2 * c]);
+                hi16 = _mm512_add_epi32(hi16, dot[r][2 * c + 1]);
+            }
+            acc[r] = _mm512_add_epi32(acc[r], _mm512_add_epi32(lo, _mm512_srai_epi32(hi16, 4)));
+        }
     }
 }
 
