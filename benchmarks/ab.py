@@ -5,6 +5,7 @@
     python benchmarks/ab.py ART.ipxc --no-in-place                     # the executor's in-place variants off in B
     python benchmarks/ab.py ART.ipxc --no-view-chains                  # every view node its own step in B
     python benchmarks/ab.py ART.ipxc --no-dims-cache                   # B runs dims-only nodes on every call
+    python benchmarks/ab.py ART.ipxc --no-native-gelu-tail             # B: linears' GELU fused by oneDNN / torch's
     python benchmarks/ab.py ART.ipxc --lowering convolution --dim batch=16   # direct convs never as matmuls in B
     python benchmarks/ab.py ART.ipxc --vs OTHER.ipxc --dim batch=16    # two artifacts, same inputs
     python benchmarks/ab.py NEW.ipxc --vs OLD.ipxc --without FACTORY   # OTHER loaded under a change too
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ipexconvert  # noqa: E402
 from ipexconvert.backends.cpu import onednn_direct as dnnl  # noqa: E402
+from ipexconvert.backends.cpu.kernels import _torch_onednn  # noqa: E402
 import ipexconvert.runtime.executor as executor_module  # noqa: E402
 from ipexconvert.artifact import read_example_inputs  # noqa: E402
 from ipexconvert.bench import resize_inputs, time_interleaved  # noqa: E402
@@ -47,7 +49,10 @@ def load_variant(path: str, args) -> object:
     saved_resolve, saved = executor_module.resolve_kernel, {k: list(v) for k, v in kernels.KERNELS.items()}
     saved_find_chains, saved_dims_only = executor_module.find_chains, executor_module._dims_only_values
     saved_conv = dnnl.raw.Conv if dnnl.raw is not None else None
+    saved_tail = _torch_onednn.NATIVE_TAIL
     try:
+        if args.no_native_gelu_tail:
+            _torch_onednn.NATIVE_TAIL = {}
         if args.lowering:
             dnnl.raw.Conv = functools.partial(saved_conv, lowering=args.lowering)
         if args.without:
@@ -66,6 +71,7 @@ def load_variant(path: str, args) -> object:
         kernels.KERNELS.update(saved)
         if saved_conv is not None:
             dnnl.raw.Conv = saved_conv
+        _torch_onednn.NATIVE_TAIL = saved_tail
 
 
 def main() -> None:
@@ -76,6 +82,9 @@ def main() -> None:
     change.add_argument("--without", action="append", help="kernel factory function name left out in B (repeatable)")
     change.add_argument("--no-in-place", action="store_true", help="B never runs a kernel's in-place variant")
     change.add_argument("--no-view-chains", action="store_true", help="B runs every view node as its own step")
+    change.add_argument("--no-native-gelu-tail", action="store_true",
+                        help="B: a linear's GELU fused into oneDNN's call (or run by torch after MKL's), no native "
+                             "GELU in place after the call")
     change.add_argument("--no-dims-cache", action="store_true",
                         help="B runs the nodes computed from constants and dims alone on every call")
     change.add_argument("--lowering", choices=["auto", "matmul", "convolution"],
@@ -86,6 +95,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     if not (args.vs or args.env or args.without or args.no_in_place or args.no_view_chains or args.no_dims_cache
+            or args.no_native_gelu_tail
             or args.lowering):
         parser.error("give B a change (--env, --without, --no-in-place, --no-view-chains, --no-dims-cache, "
                      "--lowering) or another artifact (--vs)")

@@ -10,6 +10,7 @@ import torch
 from .... import environment
 from ....ir.postops import PostOp, apply_post_ops
 from ....ir.spec import TensorSpec
+from .. import native_lib
 from ..isa import ISA_LEVELS, cpu_vendor
 from ....runtime.kernels import KernelFn, NodeContext
 
@@ -24,6 +25,19 @@ ONEDNN_UNARY: dict[str, tuple[str, str]] = {
     "sigmoid": ("sigmoid", ""),
     "tanh": ("tanh", ""),
 }
+
+
+# Levels where a linear's GELU runs after oneDNN's matmul, as our native GELU in place (with_tail), instead of as
+# oneDNN's fused erf post-op, which cost more than the two together there (benchmarks/gelu_post_op.py; AMD Zen 1,
+# AVX2, 2 threads, float32: the linear + native GELU took 0.91-0.94 of the fused call's time at the MiniLM b32 and
+# BERT-base b1/b8 FFN shapes: benchmarks/results/session60-gelu-post-op.md).
+GELU_UNFUSED_AT = frozenset({"avx2"})
+NATIVE_TAIL = {"gelu": False, "gelu_tanh": True}  # post-op kind -> the native gelu kernel's tanh flag
+
+
+def unfused_unary(isa: str) -> frozenset[str]:
+    """The unary post-op kinds a float linear leaves to its tail at this level (GELU_UNFUSED_AT)."""
+    return frozenset(NATIVE_TAIL) if onednn_level(isa) in GELU_UNFUSED_AT else frozenset()
 
 
 def _switched_on(value: str) -> bool:
@@ -144,17 +158,18 @@ class FusionPlan:
 
 
 def plan_post_ops(post_ops: list[PostOp], binary_ok: Callable[[PostOp], bool],
-                  unary_after_add: frozenset[str]) -> FusionPlan:
+                  unary_after_add: frozenset[str], unfused: frozenset[str] = frozenset()) -> FusionPlan:
     """Fuse the longest prefix oneDNN supports; the remainder becomes the torch tail.
 
     unary_after_add: the unary kinds the .binary op fuses after an add (Inductor fuses
-    add+relu only, and that is what the probe checks).
+    add+relu only, and that is what the probe checks). unfused: unary kinds left to the tail
+    where they run faster after the call (unfused_unary).
     """
     if not post_ops:
         return FusionPlan()
     first, rest = post_ops[0], post_ops[1:]
     if first.operand is None:
-        if first.kind in ONEDNN_UNARY:
+        if first.kind in ONEDNN_UNARY and first.kind not in unfused:
             return FusionPlan(unary=ONEDNN_UNARY[first.kind], tail=tuple(rest))
         return FusionPlan(tail=tuple(post_ops))
     if not binary_ok(first):
@@ -164,11 +179,25 @@ def plan_post_ops(post_ops: list[PostOp], binary_ok: Callable[[PostOp], bool],
     return FusionPlan(binary=first, tail=tuple(rest))
 
 
-def with_tail(fn: KernelFn, tail: tuple[PostOp, ...]) -> KernelFn:
-    """fn followed by the post-ops oneDNN could not take (the reference's own post-op code)."""
+def with_tail(fn: KernelFn, tail: tuple[PostOp, ...], isa: Optional[str] = None) -> KernelFn:
+    """fn followed by the post-ops oneDNN could not take (the reference's own post-op code). Given the level, a
+    leading GELU runs as our native kernel in place on fn's fresh float32/bf16 output (torch's GELU allocates and
+    took 1.5x its time: benchmarks/gelu_post_op.py)."""
     if not tail:
         return fn
     post_ops = list(tail)
+    first = post_ops[0]
+    if isa not in (None, "generic") and first.operand is None and first.kind in NATIVE_TAIL and native_lib.available():
+        lib, tanh, rest = native_lib.raw, NATIVE_TAIL[first.kind], post_ops[1:]
+
+        def run_native_first(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+            y = fn(inputs, dims)
+            if y.dtype not in (torch.float32, torch.bfloat16) or not y.is_contiguous():
+                return apply_post_ops(y, post_ops, inputs)
+            lib.gelu(y, tanh, y, isa, torch.get_num_threads())  # elementwise: in place reads each value once
+            return apply_post_ops(y, rest, inputs) if rest else y
+
+        return run_native_first
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         return apply_post_ops(fn(inputs, dims), post_ops, inputs)

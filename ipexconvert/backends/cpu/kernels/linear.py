@@ -25,7 +25,9 @@ torch_onednn:
   torch.ops.mkldnn._linear_pointwise computes x @ W^T + b with one fused unary post-op;
   its .binary overload fuses an add/mul of a tensor of exactly the output's shape (it
   reshapes that operand to [rows, out] itself, so it cannot broadcast) and takes no
-  unary after it. Post-ops beyond that run in torch after the call.
+  unary after it. Post-ops beyond that run in torch after the call. At the avx2 level GELU is not fused: oneDNN's
+  erf post-op cost 11-21 % of the matmul there, our native GELU in place after the call 3-6 %
+  (_torch_onednn.GELU_UNFUSED_AT); a tail that starts with GELU runs it natively at every level (with_tail).
 
   _reorder_linear_weight wants the weight as [out, in], the layout linear already
   stores (prepack.py makes it contiguous). It cannot tell a transposed square weight
@@ -67,7 +69,7 @@ from .. import native_lib, onednn_direct
 from ..compute_precision import bf16_compute_dtype
 from ..self_check import torch_ops
 from ._torch_onednn import (constant_weight_and_bias, consumed, enabled, isa_allows, mkl_runs_float32_linear,
-                            node_dtype, plan_post_ops, with_tail)
+                            node_dtype, plan_post_ops, unfused_unary, with_tail)
 from . import _runs_at
 from ._onednn_direct_linear import fused_prefix, linear_run
 
@@ -110,7 +112,7 @@ def torch_mkl_linear(ctx: NodeContext) -> Optional[Kernel]:
             return torch.nn.functional.linear(x, weight, bias)
         return mkl_linear(x, packed[1], weight, bias, rows)
 
-    return Kernel(with_tail(run, tuple(ctx.attrs.post_ops)), "torch_mkl:linear", consumed(ctx))
+    return Kernel(with_tail(run, tuple(ctx.attrs.post_ops), ctx.isa), "torch_mkl:linear", consumed(ctx))
 
 
 def _mismatch(ctx: NodeContext, what: str) -> ArtifactError:
@@ -196,7 +198,7 @@ def build_linear_kernel(ctx: NodeContext) -> Optional[Kernel]:
         return (binary_op is not None and p.kind in _BINARY_KINDS and operand.dtype == dtype
                 and operand.rank == out_spec.rank and all(same(a, b) for a, b in zip(operand.shape, out_spec.shape)))
 
-    plan = plan_post_ops(ctx.attrs.post_ops, binary_ok, frozenset())
+    plan = plan_post_ops(ctx.attrs.post_ops, binary_ok, frozenset(), unfused_unary(ctx.isa))
     # The packed layout does not depend on the row count enough to matter; None lets oneDNN choose.
     packed = reorder(weight.contiguous(), None)
 
@@ -211,7 +213,7 @@ def build_linear_kernel(ctx: NodeContext) -> Optional[Kernel]:
         def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
             return binary_op(inputs[0], inputs[slot], packed, bias, kind)
 
-    fused = with_tail(run, plan.tail)
+    fused = with_tail(run, plan.tail, ctx.isa)
     if not widens_many_rows(ctx.isa, dtype):
         few = _native_f32(ctx, weight.contiguous(), bias) if dtype == "float32" else None  # (non-Intel CPUs)
         return Kernel(fused if few is None else decode_rows_first(few, fused), "torch_onednn:linear", consumed(ctx),
@@ -222,7 +224,7 @@ def build_linear_kernel(ctx: NodeContext) -> Optional[Kernel]:
         x = inputs[0]
         return torch.nn.functional.linear(x.float(), weight_bf16.float(), wide_bias).to(x.dtype)
 
-    wide = with_tail(widened, tuple(ctx.attrs.post_ops))
+    wide = with_tail(widened, tuple(ctx.attrs.post_ops), ctx.isa)
     few = _native_bf16(ctx, weight_bf16, bias)
 
     def by_rows(inputs: list, dims: dict[str, int]) -> torch.Tensor:
@@ -255,7 +257,7 @@ def _native_bf16(ctx: NodeContext, weight: torch.Tensor, bias: Optional[torch.Te
         call(x, weight, wide_bias, out, isa, torch.get_num_threads())  # checks x's columns against the weight
         return out
 
-    return with_tail(run, tuple(ctx.attrs.post_ops))
+    return with_tail(run, tuple(ctx.attrs.post_ops), ctx.isa)
 
 
 def decode_rows_first(few, many):
@@ -281,7 +283,7 @@ def _native_f32(ctx: NodeContext, weight: torch.Tensor, bias: Optional[torch.Ten
         lib.f32_gemv(x, weight, bias, out, isa, torch.get_num_threads())  # checks x's columns against the weight
         return out
 
-    return with_tail(run, tuple(ctx.attrs.post_ops))
+    return with_tail(run, tuple(ctx.attrs.post_ops), ctx.isa)
 
 
 @register_kernel("cpu", "linear", runs_at=_runs_at.native_bf16_storage)
