@@ -98,7 +98,7 @@ def main() -> None:
             or args.no_native_gelu_tail
             or args.lowering):
         parser.error("give B a change (--env, --without, --no-in-place, --no-view-chains, --no-dims-cache, "
-                     "--lowering) or another artifact (--vs)")
+                     "--no-native-gelu-tail, --lowering) or another artifact (--vs)")
     torch.set_num_threads(args.threads)
     if args.env:
         os.environ[args.env] = "1"

@@ -55,6 +55,11 @@ def cpu_flags() -> set[str]:
     return set()
 
 
+def kernels_for(isa: str) -> dict:
+    """The peak kernels of this build: dtype -> (function, MACs per step, flag, instruction)."""
+    return KERNELS_AVX2 if isa == "avx2" else KERNELS
+
+
 def build_library(isa: str) -> ctypes.CDLL:
     """peak.cpp as a shared library under benchmarks/.cache for `isa` (rebuilt when the source is newer): built with
     AVX2 flags alone for avx2, since with AVX-512 flags the compiler may use AVX-512 in the AVX2 functions too."""
@@ -70,7 +75,7 @@ def build_library(isa: str) -> ctypes.CDLL:
             flags += ["-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx512vnni", "-mavx512bf16"]
         subprocess.run([compiler, *flags, str(source), "-o", str(library)], check=True)
     lib = ctypes.CDLL(str(library))
-    for name, *_ in (KERNELS_AVX2 if isa == "avx2" else {**KERNELS, **KERNELS_AVX2}).values():
+    for name, *_ in kernels_for(isa).values():
         getattr(lib, name).argtypes = [ctypes.c_long, ctypes.c_int]
         getattr(lib, name).restype = ctypes.c_float
     return lib
@@ -164,7 +169,7 @@ def main() -> None:
     if isa == "auto":
         capped = os.environ.get("IPEXCONVERT_MAX_ISA", "").strip().lower() in ("avx2", "generic")
         isa = "avx2" if capped or "avx512f" not in flags else "avx512"
-    kernels = KERNELS_AVX2 if isa == "avx2" else KERNELS
+    kernels = kernels_for(isa)
     lib = build_library(isa)
     peaks, instructions = {}, {}
     for dtype, (name, macs, flag, instruction) in kernels.items():

@@ -27,7 +27,8 @@ constexpr int64_t kOctetBytes = 64;      // one k-octet of a block: 16 channels 
 constexpr int64_t kPrefetchOctets = 32;  // 2 KiB ahead, as woq_gemm.cpp's decode
 constexpr int kChains = 2;               // octets unrolled: 4 independent accumulators per row
 constexpr int64_t kMinMacsPerTask = 1 << 16;
-// Octets whose high-nibble sums (16 x 15 x 128 x 8 per octet at most) fit int32 before they are folded.
+// Octets whose high-nibble sums fit int32 before they are folded: an octet adds at most 4 products of
+// 16 x 15 and |x| <= 128 to a lane (122880), 4096 of them 503M < 2^31.
 constexpr int64_t kFoldOctets = 1 << 12;
 
 // acc[r] (16 channels) = sum over the group's octets of xq[r] . q, exactly.
