@@ -6,7 +6,8 @@
 
 Peaks: AVX-512 vfmadd231ps (fp32, 16 MACs), vdpbf16ps (bf16, 32) and vpdpbusd (int8, 64), or with
 --isa avx2 (the default when IPEXCONVERT_MAX_ISA=avx2 or without AVX-512) AVX2 vfmadd231ps (fp32 and
-bf16, which computes in fp32 there, 8 MACs) and vpmaddwd + vpaddd (int8's exact int16 path, 16), in 12
+bf16, which computes in fp32 there, 8 MACs) and vpmaddwd + vpaddd (int8's exact int16 path, 16; and for
+comparison vpmaddubsw + vpmaddwd + vpaddd, 32, the u8 x s8 route exact only with 7-bit codes), in 12
 independent chains at --threads threads, median of --rounds (peak/peak.cpp, compiled here with g++).
 Work: the multiply-accumulates of the example model at the case's batch, counted by
 torch.utils.flop_counter (flops / 2: convolutions, linears, matmuls and attention products).
@@ -44,6 +45,9 @@ KERNELS_AVX2 = {
     "fp32": ("fp32_fma_avx2", 8, "avx2", "vfmadd231ps ymm"),
     "bf16": ("fp32_fma_avx2", 8, "avx2", "vfmadd231ps ymm (bf16 computes in fp32)"),
     "int8": ("int8_madd_avx2", 16, "avx2", "vpmaddwd + vpaddd ymm (int16 pairs)"),
+    # Not what we run (no system's dtype): the ceiling of the other AVX2 int8 route, u8 x s8 pairs in int16, which is
+    # exact only with 7-bit activations or weights (what ONNX Runtime's and OpenVINO's AVX2 int8 kernels use).
+    "int8 7-bit": ("int8_maddubs_avx2", 32, "avx2", "vpmaddubsw + vpmaddwd (ones) + vpaddd ymm (7-bit codes)"),
 }
 CHAINS = 12
 

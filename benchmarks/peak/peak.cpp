@@ -78,6 +78,16 @@ float fp32_fma_avx2(long iters, int threads) {
     return run_chains<Ymm>(iters, threads, [&](__m256 c) { return _mm256_fmadd_ps(a, c, b); });
 }
 
+// What an AVX2 int8 path with 7-bit activations or weights (or one that accepts vpmaddubsw's saturation) could peak
+// at: vpmaddubsw's u8 x s8 pairs into int16, vpmaddwd against ones to widen them, vpaddd. 32 MACs a step.
+float int8_maddubs_avx2(long iters, int threads) {
+    const __m256i ones = _mm256_set1_epi16(1), w = _mm256_set1_epi8(3);
+    return run_chains<Ymm>(iters, threads, [&](__m256 c) {
+        const __m256i acc = _mm256_castps_si256(c);
+        return _mm256_castsi256_ps(_mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(acc, w), ones)));
+    });
+}
+
 float int8_madd_avx2(long iters, int threads) {
     const __m256i b = _mm256_set1_epi16(1);
     return run_chains<Ymm>(iters, threads, [&](__m256 c) {  // the product reads the chain: nothing to hoist
