@@ -144,6 +144,10 @@ CASES: dict[str, tuple] = {
     "aten_size_of_the_wrong_dim": ("bert", _aten_size_of_the_wrong_dim, ["(aten) declares output", "[1xseq]"]),
     "qconv2d_input_dropped": ("cnn-int8", _drop_input("qconv2d", 3), ["(qconv2d) reads 3 inputs, but qconv2d takes 4"]),
     "qconv2d_groups_3": ("cnn-int8", _set_attr("qconv2d", "groups", 3), ["(qconv2d)", "does not fit the weight"]),
+    # fuzz seed 61: a 1x1 kernel makes any dilation fit the shapes; int8_gemm's conv geometry refused it mid-run
+    "qconv2d_dilation_2pow31": ("cnn-int8", _set_attr("qconv2d", "dilation", [2**31, 1]),
+                                ["(qconv2d) cannot be run", "less than or equal to 1048576"]),
+    "max_pool2d_stride_2pow40": ("cnn", _set_attr("max_pool2d", "stride", [2**40, 1]), ["(max_pool2d) cannot be run"]),
     "qlinear_output_dtype_getattr": ("bert-int8", _set_attr("qlinear", "output_dtype", "save"), ["(qlinear) cannot be run"]),
     "quantize_multiplier_len0": ("bert-int8", _resize_constant(_quantize_multiplier, [0]), ["multiplier"]),
     "concat_int8_with_uint8": ("cnn-int8", _qconv_output_int8_into_cat, ["(qconv2d) declares output", "int8"]),

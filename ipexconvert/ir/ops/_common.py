@@ -11,9 +11,11 @@ from ..spec import TensorSpec
 
 
 # 2-D window attrs (conv, pool): a stride, dilation or kernel of 0 divides by zero or indexes out of
-# bounds in the kernels, so artifacts holding one are refused when the attrs are parsed.
-Positive2 = Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=2, max_length=2)]
-NonNegative2 = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
+# bounds in the kernels, and one past MAX_WINDOW_ATTR is refused by the native kernels (int8_gemm's conv geometry)
+# or overflows their int arithmetic, so artifacts holding one are refused when the attrs are parsed.
+MAX_WINDOW_ATTR = 1 << 20
+Positive2 = Annotated[list[Annotated[int, Field(ge=1, le=MAX_WINDOW_ATTR)]], Field(min_length=2, max_length=2)]
+NonNegative2 = Annotated[list[Annotated[int, Field(ge=0, le=MAX_WINDOW_ATTR)]], Field(min_length=2, max_length=2)]
 
 
 # A dtype name in attrs (to_dtype's target ...): one of dtypes.py's names (tests/ir/test_validate.py keeps them equal),
