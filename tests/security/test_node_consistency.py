@@ -147,6 +147,11 @@ CASES: dict[str, tuple] = {
     # fuzz seed 61: a 1x1 kernel makes any dilation fit the shapes; int8_gemm's conv geometry refused it mid-run
     "qconv2d_dilation_2pow31": ("cnn-int8", _set_attr("qconv2d", "dilation", [2**31, 1]),
                                 ["(qconv2d) cannot be run", "less than or equal to 1048576"]),
+    # fuzz seed 62: a uint8 input's zero point of -1 reached int8_gemm, which refused it mid-run
+    "qconv2d_x_zero_point_minus_1": ("cnn-int8", _set_attr("qconv2d", "x_zero_point", -1),
+                                     ["(qconv2d) cannot be run", "x_zero_point -1 is not a code of the input"]),
+    "qlinear_x_zero_point_minus_1": ("bert-int8", _set_attr("qlinear", "x_zero_point", -1),
+                                     ["(qlinear) cannot be run", "x_zero_point -1 is not a code of the input"]),
     "max_pool2d_stride_2pow40": ("cnn", _set_attr("max_pool2d", "stride", [2**40, 1]), ["(max_pool2d) cannot be run"]),
     "qlinear_output_dtype_getattr": ("bert-int8", _set_attr("qlinear", "output_dtype", "save"), ["(qlinear) cannot be run"]),
     "quantize_multiplier_len0": ("bert-int8", _resize_constant(_quantize_multiplier, [0]), ["multiplier"]),

@@ -99,16 +99,25 @@ def widen_bf16(program: Program) -> Program:
             renamed[name] = wide
             inputs_first.append(Node(name=f"{wide}.cast", op="to_dtype", inputs=[name], outputs=[wide],
                                      attrs={"dtype": _FP32}))
+    constants = list(graph.constants)
+    for name in graph.outputs:  # a bf16 constant output stays as stored; its readers read a float32 copy
+        if graph.values[name].dtype == _BF16 and name in program.weights and name not in renamed:
+            wide = _fresh(f"{name}.float32", values)
+            values[name], values[wide] = graph.values[name], graph.values[name].with_(dtype=_FP32)
+            weights[name], weights[wide] = program.weights[name], weights[name]
+            constants.append(wide)
+            renamed[name] = wide
     nodes = [n.model_copy(update={"inputs": [renamed.get(v, v) for v in n.inputs]}) for n in nodes]
     for name in graph.outputs:  # and a bf16 output is cast back once on the way out
-        if graph.values[name].dtype == _BF16 and name not in graph.inputs:
+        if graph.values[name].dtype == _BF16 and name not in graph.inputs and name not in program.weights:
             wide = _fresh(f"{name}.float32", values)
             values[wide] = graph.values[name].with_(dtype=_FP32)
             values[name] = graph.values[name]
             nodes = [_rename_output(n, name, wide) for n in nodes]
             outputs_last.append(Node(name=f"{name}.cast", op="to_dtype", inputs=[wide], outputs=[name],
                                      attrs={"dtype": _BF16}))
-    widened = graph.model_copy(update={"values": values, "nodes": inputs_first + nodes + outputs_last})
+    widened = graph.model_copy(update={"values": values, "nodes": inputs_first + nodes + outputs_last,
+                                       "constants": constants})
     widened = widened.model_copy(update={"nodes": _drop_no_op_casts(widened)})
     result = Program(widened, weights)
     result.prune()

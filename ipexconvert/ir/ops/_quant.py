@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from .. import dtypes
 from ..postops import PostOp, apply_post_ops
 from ..spec import TensorSpec
-from ._common import expect_dtype, expect_rank, expect_shape
+from ._common import expect_dtype, expect_rank, expect_shape, require
 
 QRANGE = {"uint8": (0, 255), "int8": (-128, 127)}
 QTORCH = {"uint8": torch.uint8, "int8": torch.int8}
@@ -65,10 +65,15 @@ class Int8LayerAttrs(OutputQuant):
     post_ops: list[PostOp] = Field(default_factory=list)
 
 
-def check_int8_operands(x: TensorSpec, w: TensorSpec, scales: TensorSpec, bias: Optional[TensorSpec]) -> None:
-    """The own inputs of qlinear/qconv2d: codes, int8 weight [O, ...], float32 scales [O], float32 bias [O] or None
-    (SpecError otherwise; the shapes x and the weight must agree on are the op's own check)."""
+def check_int8_operands(x: TensorSpec, w: TensorSpec, scales: TensorSpec, bias: Optional[TensorSpec],
+                        attrs: Int8LayerAttrs) -> None:
+    """The own inputs of qlinear/qconv2d: codes (whose dtype holds attrs.x_zero_point), int8 weight [O, ...], float32
+    scales [O], float32 bias [O] or None (SpecError otherwise; the shapes x and the weight must agree on are the op's
+    own check)."""
     expect_dtype(x, tuple(QRANGE), "the input")
+    lo, hi = QRANGE[x.dtype]
+    require(lo <= attrs.x_zero_point <= hi,
+            f"x_zero_point {attrs.x_zero_point} is not a code of the input {x.describe()} ({lo}..{hi})")
     expect_dtype(w, ("int8",), "the weight")
     expect_rank(w, (2, 4), "the weight")
     expect_dtype(scales, ("float32",), "the weight scales")

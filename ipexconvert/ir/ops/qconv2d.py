@@ -44,7 +44,7 @@ class QConv2dOp(OpDef):
     @classmethod
     def infer(cls, inputs, attrs):
         x, w, scales, bias = inputs[:4]
-        check_int8_operands(x, w, scales, bias)
+        check_int8_operands(x, w, scales, bias, attrs)
         return [conv_output(x, w, bias, attrs, attrs.output_dtype)]
 
     @classmethod

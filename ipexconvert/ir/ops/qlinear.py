@@ -27,7 +27,7 @@ class QLinearOp(OpDef):
     @classmethod
     def infer(cls, inputs, attrs):
         x, w, scales, bias = inputs[:4]
-        check_int8_operands(x, w, scales, bias)
+        check_int8_operands(x, w, scales, bias, attrs)
         return [linear_output(x, w, bias, attrs.output_dtype)]
 
     @classmethod

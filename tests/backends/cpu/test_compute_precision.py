@@ -101,6 +101,25 @@ def test_bf16_inputs_and_outputs_keep_their_dtype():
     torch.testing.assert_close(y, want.to(torch.bfloat16), rtol=0, atol=0)  # fp32 math, rounded once at the end
 
 
+def test_a_bf16_constant_that_is_also_an_output_stays_as_stored():
+    """An artifact may name a constant as a graph output (fuzz seed 62: a bf16 bias). Widened, its readers read a float32
+    copy and the output is the stored bf16 tensor (the output cast had read a value nothing made: None)."""
+    module = Bf16Edges().eval()
+    x = torch.randn(3, 8).to(torch.bfloat16)
+    program = program_from_module(module, {"x": x}, {"x": {0: DynamicDim(name="batch", max=8)}}, ["y"])
+    for name in ("fuse_post_ops", "prepack"):
+        PASSES[name].run(program, PassOptions(dtype="bf16"))
+    bias = next(n for n in program.graph.constants if program.weights[n].dim() == 1)
+    program.graph.outputs.append(bias)
+    widened = compute_precision.widen_bf16(program)
+    assert widened.graph.values[bias].dtype == "bfloat16" and widened.weights[bias].dtype == torch.bfloat16
+    assert all(bias not in n.inputs for n in widened.graph.nodes)  # its reader reads the float32 copy
+    y, b = Executor(program, widen_bf16=True).run([x], {"batch": 3})
+    want = torch.relu(torch.nn.functional.linear(x.float(), module.fc.weight.float(), module.fc.bias.float())) * 2
+    torch.testing.assert_close(y, want.to(torch.bfloat16), rtol=0, atol=0)
+    assert b.dtype == torch.bfloat16 and torch.equal(b, module.fc.bias.to(torch.bfloat16))
+
+
 def test_attrs_naming_bf16_are_widened():
     attrs = {"dtype": "bfloat16", "args": [{"$in": 0}, {"$dtype": "bfloat16"}, [1, "bfloat16"]], "keep": "float16"}
     assert compute_precision._widen_attrs(attrs) == {
