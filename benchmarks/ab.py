@@ -6,6 +6,7 @@
     python benchmarks/ab.py ART.ipxc --no-view-chains                  # every view node its own step in B
     python benchmarks/ab.py ART.ipxc --no-dims-cache                   # B runs dims-only nodes on every call
     python benchmarks/ab.py ART.ipxc --no-native-gelu-tail             # B: linears' GELU fused by oneDNN / torch's
+    python benchmarks/ab.py ART.ipxc --gelu-unfused-everywhere         # B: linears' GELU never fused, native tail
     python benchmarks/ab.py ART.ipxc --lowering convolution --dim batch=16   # direct convs never as matmuls in B
     python benchmarks/ab.py ART.ipxc --vs OTHER.ipxc --dim batch=16    # two artifacts, same inputs
     python benchmarks/ab.py NEW.ipxc --vs OLD.ipxc --without FACTORY   # OTHER loaded under a change too
@@ -49,8 +50,10 @@ def load_variant(path: str, args) -> object:
     saved_resolve, saved = executor_module.resolve_kernel, {k: list(v) for k, v in kernels.KERNELS.items()}
     saved_find_chains, saved_dims_only = executor_module.find_chains, executor_module._dims_only_values
     saved_conv = dnnl.raw.Conv if dnnl.raw is not None else None
-    saved_tail = _torch_onednn.NATIVE_TAIL
+    saved_tail, saved_unfused = _torch_onednn.NATIVE_TAIL, _torch_onednn.GELU_UNFUSED_AT
     try:
+        if args.gelu_unfused_everywhere:
+            _torch_onednn.GELU_UNFUSED_AT = frozenset(_torch_onednn.ISA_LEVELS)
         if args.no_native_gelu_tail:
             _torch_onednn.NATIVE_TAIL = {}
         if args.lowering:
@@ -71,7 +74,7 @@ def load_variant(path: str, args) -> object:
         kernels.KERNELS.update(saved)
         if saved_conv is not None:
             dnnl.raw.Conv = saved_conv
-        _torch_onednn.NATIVE_TAIL = saved_tail
+        _torch_onednn.NATIVE_TAIL, _torch_onednn.GELU_UNFUSED_AT = saved_tail, saved_unfused
 
 
 def main() -> None:
@@ -85,6 +88,9 @@ def main() -> None:
     change.add_argument("--no-native-gelu-tail", action="store_true",
                         help="B: a linear's GELU fused into oneDNN's call (or run by torch after MKL's), no native "
                              "GELU in place after the call")
+    change.add_argument("--gelu-unfused-everywhere", action="store_true",
+                        help="B: a linear's GELU is never handed to oneDNN at any level (GELU_UNFUSED_AT), it runs as "
+                             "our native GELU in place after the call")
     change.add_argument("--no-dims-cache", action="store_true",
                         help="B runs the nodes computed from constants and dims alone on every call")
     change.add_argument("--lowering", choices=["auto", "matmul", "convolution"],
@@ -95,10 +101,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     if not (args.vs or args.env or args.without or args.no_in_place or args.no_view_chains or args.no_dims_cache
-            or args.no_native_gelu_tail
+            or args.no_native_gelu_tail or args.gelu_unfused_everywhere
             or args.lowering):
         parser.error("give B a change (--env, --without, --no-in-place, --no-view-chains, --no-dims-cache, "
-                     "--no-native-gelu-tail, --lowering) or another artifact (--vs)")
+                     "--no-native-gelu-tail, --gelu-unfused-everywhere, --lowering) or another artifact (--vs)")
     torch.set_num_threads(args.threads)
     if args.env:
         os.environ[args.env] = "1"

@@ -130,7 +130,9 @@ def main() -> None:
                     "rope_kv_write_heads, attention_rows): what they cost, boundaries included (garbage tokens); "
                     "NAME+noepilogue / NAME+noattentionprologue: loaded without backends/cuda/epilogues.py's / "
                     "attention_prologues.py's rewrite; NAME+notable: decode steps captured without position tables "
-                    "(runtime/position_table.py); NAME+noattentionpdl: attention_rows launched without PDL; NAME+rowchunk=N: woq_linear.ROW_CHUNK; NAME+prefetch / +woqprefetch / +attnprefetch: the codes (woq_rows) and/or the k and v rows (attention_rows) asked into L2 before the PDL wait; NAME+tile=BLOCK_N/WARPS/PROGRAMS: the float woq_rows tile "
+                    "(runtime/position_table.py); NAME+chain / NAME+nochain: greedy steps chained in one "
+                    "graph that feeds each arg-max to the next step, or one by one (a replay, then the arg-max and "
+                    "copies in and out outside the graph) (runtime/static_cache.CHAINED); NAME+noattentionpdl: attention_rows launched without PDL; NAME+rowchunk=N: woq_linear.ROW_CHUNK; NAME+prefetch / +woqprefetch / +attnprefetch: the codes (woq_rows) and/or the k and v rows (attention_rows) asked into L2 before the PDL wait; NAME+tile=BLOCK_N/WARPS/PROGRAMS: the float woq_rows tile "
                     "(backends/cuda/kernels/woq_linear.TILES) at load; several joined by +: NAME+attnprefetch+tile=128/4/640")
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--new-tokens", type=int, default=32)
@@ -178,6 +180,8 @@ def main() -> None:
         sdpa.ATTENTION_PDL = True
         assert model.static_cache is not None, model.static_cache_refusal
         model.static_cache.runner.position_tables = "notable" not in parts
+        if {"chain", "nochain"} & set(parts):
+            model.static_cache.chained = "chain" in parts
         load = time.perf_counter() - start
         assert model.static_cache is not None, model.static_cache_refusal
         start = time.perf_counter()

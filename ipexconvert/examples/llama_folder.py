@@ -37,6 +37,12 @@ def save_tiny_llama_folder(folder) -> None:
 
 
 if __name__ == "__main__":  # python -m ipexconvert.examples.llama_folder FOLDER
+    import logging
     import sys
 
-    save_tiny_llama_folder(sys.argv[1] if len(sys.argv) > 1 else "tiny-llama-hf")
+    # As in the CLI (cli.py): torchao, which transformers imports when present, logs noise nobody can act on.
+    for noisy in ("torchao", "torch.utils._pytree"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    target = sys.argv[1] if len(sys.argv) > 1 else "tiny-llama-hf"
+    save_tiny_llama_folder(target)
+    print(f"wrote {target}: config.json, model.safetensors, generation_config.json, tokenizer.json")

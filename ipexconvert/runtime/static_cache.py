@@ -16,6 +16,7 @@ generation keeps the growing cache (runtime/decoder.py).
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
 import sympy
@@ -154,6 +155,20 @@ def _sym_dicts(value: Any) -> list[dict]:
 
 
 CAPACITY_STEP = 256  # caches are made with room for a multiple of this many positions
+# greedy() on a runner with greedy_chain (a GPU's): the steps chained in one captured graph that feeds each arg-max to
+# the next step (backends/cuda/graphs.py, GreedyChain); False: a replay, an arg-max and copies in and out a step.
+# Read at load (benchmarks/gpu_decode.py's "+chain" / "+nochain"). Off until measured on a GPU.
+CHAINED = False
+
+
+@dataclass(frozen=True)
+class GreedyFeed:
+    """Where a greedy step's choice goes back in (a runner's greedy_chain: backends/cuda/graphs.py): the ids input
+    [batch, 1] (int64), the position input (0-d int64, one more each step), the logits output [batch, seq, vocab]
+    (its last position read)."""
+    ids_at: int
+    position_at: int
+    logits_at: int
 
 
 class StaticCache:
@@ -183,6 +198,7 @@ class StaticCache:
         self.buffers: dict[str, torch.Tensor] = {}
         self.written = 0  # positions in the buffers
         self.in_use = threading.Lock()  # held by the generation using the buffers (runtime/decoder.py)
+        self.chained = CHAINED
         # greedy() may feed its own arg-max ids back unchecked: only where every id the logits can name is a row of
         # each embedding table the ids index
         tables = [graph.values[n.inputs[0]].shape[0] for n in graph.nodes
@@ -216,6 +232,19 @@ class StaticCache:
         computes token k + 1 while the CPU hands token k over. Needs `pipelines` (the ids go unchecked)."""
         logits = self.start(ids, total, device)
         chosen = logits[:, -1].argmax(-1)
+        chain = self._greedy_chain(chosen) if count > 1 and self.chained else None
+        if chain is not None:  # the GPU's steps back to back, each feeding its own arg-max to the next
+            pending = [_copy_to_host(chosen), chain.step()]
+            self.written += 1
+            for step in range(count):
+                if step + 2 < count:
+                    pending.append(chain.step())
+                    self.written += 1
+                host, wait = pending.pop(0)
+                wait()
+                yield host
+            self.runner.raise_tripped()
+            return
         for step in range(count):
             host, wait = _copy_to_host(chosen)
             if step + 1 < count:
@@ -225,6 +254,22 @@ class StaticCache:
             wait()
             yield host
         self.runner.raise_tripped()  # the unchecked steps' guards (an id outside a table), read once
+
+    def _greedy_chain(self, chosen: torch.Tensor):
+        """The runner's chain of greedy steps from `chosen` [batch] at the next position (backends/cuda/graphs.py),
+        its first step queued; None where the runner has none or these steps do not chain (then step by step)."""
+        chain_of = getattr(self.runner, "greedy_chain", None)
+        if chain_of is None:
+            return None
+        batch, capacity = chosen.shape[0], self.buffers[self.caches[0]].shape[2]
+        given = {self.record.input_ids: chosen.unsqueeze(1), self.position: torch.tensor(self.written, dtype=torch.int64),
+                 **self.buffers}
+        dims = {self.seq_dim: 1, self.past_dim: capacity - 1}
+        if self.batch_dim is not None:
+            dims[self.batch_dim] = batch
+        feed = GreedyFeed(ids_at=self.names.index(self.record.input_ids), position_at=self.position_at,
+                          logits_at=self.logits_at)
+        return chain_of([given[n] for n in self.names], dims, self.persistent, {self.position_at: capacity}, feed)
 
     def _run(self, ids: torch.Tensor, capture: bool, check_guards: bool = True, borrow: bool = False) -> torch.Tensor:
         batch, seq = ids.shape

@@ -252,5 +252,8 @@ def test_the_gpu_runner_forgets_only_the_graphs_on_the_given_buffers():
     runner._graphs = OrderedDict({((shape, torch.int64, None), (shape, torch.float32, 100)): "on 100",
                                   ((shape, torch.int64, None), (shape, torch.float32, 200)): "on 200",
                                   ((shape, torch.int64, None),): "no buffers"})
-    assert runner.forget_buffers({100, 300}) == 1
+    runner._chains = OrderedDict({((shape, torch.int64, None), (shape, torch.float32, 100)): "chain on 100",
+                                  ((shape, torch.int64, None), (shape, torch.float32, 200)): "chain on 200"})
+    assert runner.forget_buffers({100, 300}) == 2  # a greedy chain captured on the buffers goes with them
     assert list(runner._graphs.values()) == ["on 200", "no buffers"]
+    assert list(runner._chains.values()) == ["chain on 200"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import torch
 
@@ -27,6 +27,9 @@ from ...ir.ops.aten_allowlist import forget_checked_indices
 from ...runtime.position_table import PositionTable
 from . import run_scope
 from .guards import raise_tripped
+
+if TYPE_CHECKING:
+    from ...runtime.static_cache import GreedyFeed
 
 MAX_GRAPHS = 16  # sets of shapes kept captured; the least recently used one is dropped beyond that
 
@@ -46,6 +49,7 @@ class Captured:
     table: Optional[PositionTable] = None
     table_input: int = -1
     table_error: Optional[str] = None  # why a table was asked for and not made (its steps failed)
+    history: Optional[torch.Tensor] = None  # a greedy chain's ids [positions, batch] (GreedyFeed; None: no feed)
 
     def load_inputs(self, inputs: Sequence[torch.Tensor]) -> None:
         """Copy the call's inputs into the static buffers without waiting for the GPU: a CPU input goes
@@ -72,6 +76,8 @@ class GraphRunner:
         self.bf16_compute = executor.bf16_compute
         self.position_tables = True  # captures use position tables where a caller names a position (run's positions)
         self._graphs: "OrderedDict[tuple, Captured]" = OrderedDict()
+        self._chains: "OrderedDict[tuple, Captured]" = OrderedDict()  # the same steps + greedy_feed (greedy_chain)
+        self._copier: Optional[torch.cuda.Stream] = None  # a greedy chain's ids go to the CPU on this stream
         self._pool = torch.cuda.graph_pool_handle()
         self._lock = threading.Lock()  # one replay at a time: the static buffers are shared
         # Guards of the steps a replay runs; those of the steps run once per set of dims (ids that are
@@ -121,19 +127,53 @@ class GraphRunner:
                 raise_tripped(self._guards)
             return outputs
 
+    def greedy_chain(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], persistent: frozenset[int],
+                     positions: dict[int, int], feed: "GreedyFeed") -> Optional["GreedyChain"]:
+        """Greedy steps replayed back to back: the plan captured with greedy_feed after it, which writes each step's
+        arg-max into the ids input and a history row and moves the position input on, so that a step after the first
+        is one replay (no copy in, no arg-max outside the graph) and only its ids come out, copied to the CPU on a
+        side stream. `inputs` are the first step's (ids [batch, 1] on the GPU, the position on the CPU, the
+        persistent caches); positions as run's, naming feed's position input (its values bound the history). The
+        first step is queued (captured on first use: the warm-up runs it). None where these shapes run eagerly, or
+        the position is no 0-d CPU value with rows: then run() step by step."""
+        at = feed.position_at
+        position = inputs[at]
+        rows = (positions or {}).get(at, 0)
+        if position.device.type != "cpu" or position.dim() != 0 or not 0 <= int(position) < rows:
+            return None
+        key = tuple((t.shape, t.dtype, t.data_ptr() if i in persistent else None) for i, t in enumerate(inputs))
+        with self._lock, torch.inference_mode():
+            self._checked_on_host(inputs)
+            entry = self._chains.get(key)
+            if entry is None:
+                self._first_run(key, inputs, dims, persistent, positions, feed=(feed, rows))
+                entry = self._chains[key]  # (the warm-up ran the first step and its feed)
+            elif entry.graph is not None:
+                self._chains.move_to_end(key)
+                entry.load_inputs(inputs)
+                entry.graph.replay()
+            if entry.graph is None:
+                return None
+            if self._copier is None:
+                self._copier = torch.cuda.Stream(self.gpu)
+            return GreedyChain(self, entry, int(position), rows)
+
     def forget_buffers(self, addresses: set[int]) -> int:
         """Drop the graphs captured on persistent buffers at these addresses (a static cache about to be remade for
         another batch or capacity): each holds its buffers, so kept they would hold GPU memory for nothing, and a
         new buffer may later take an old address. Returns how many were dropped."""
         with self._lock:
-            stale = [key for key in self._graphs if any(ptr in addresses for _, _, ptr in key if ptr is not None)]
-            for key in stale:
-                del self._graphs[key]
-            if stale and not self._graphs:
+            stale = 0
+            for graphs in (self._graphs, self._chains):
+                keys = [key for key in graphs if any(ptr in addresses for _, _, ptr in key if ptr is not None)]
+                for key in keys:
+                    del graphs[key]
+                stale += len(keys)
+            if stale and not self._graphs and not self._chains:
                 # torch frees a pool with its last graph; a later capture into the old handle fails an allocator
                 # assert (torch 2.11: "use_count > 0"), and those shapes would run eagerly: start a new pool
                 self._pool = torch.cuda.graph_pool_handle()
-            return len(stale)
+            return stale
 
     def raise_tripped(self) -> None:
         """The error of any guard tripped since the flags were last read (runs called with check_guards=False)."""
@@ -163,16 +203,24 @@ class GraphRunner:
 
     def graph_status(self) -> dict[str, str]:
         """Per captured set of input shapes: "graph" or why it runs eagerly."""
-        return {" ".join(str(list(shape)) for shape, _, _ in key): ("graph" if e.graph is not None else f"eager: {e.capture_error}")
-                for key, e in self._graphs.items()}
+        def status(e: Captured) -> str:
+            return "graph" if e.graph is not None else f"eager: {e.capture_error}"
+
+        found = {" ".join(str(list(shape)) for shape, _, _ in key): status(e) for key, e in self._graphs.items()}
+        found.update({" ".join(str(list(shape)) for shape, _, _ in key) + " (greedy chain)": status(e)
+                      for key, e in self._chains.items()})
+        return found
 
     def _on_gpu(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         return [t.to(self.gpu, non_blocking=True) for t in inputs]
 
     def _first_run(self, key: tuple, inputs, dims, persistent: frozenset[int] = frozenset(),
-                   positions: Optional[dict[int, int]] = None) -> list[torch.Tensor]:
+                   positions: Optional[dict[int, int]] = None,
+                   feed: Optional[tuple["GreedyFeed", int]] = None) -> list[torch.Tensor]:
         """Warm up on a side stream (its results are this call's answer), then capture. A plan writing into
-        persistent inputs runs twice here: it must write the same values both times (a KV cache write does)."""
+        persistent inputs runs twice here: it must write the same values both times (a KV cache write does).
+        feed: (a greedy chain's feed, its history rows): the warm-up's feed runs once after it (the chain's first
+        step), the capture ends with it, and the entry is kept among the chains."""
         static_inputs = [t if i in persistent and t.device == self.gpu else t.to(self.gpu, copy=True).contiguous()
                          for i, t in enumerate(inputs)]
         side = torch.cuda.Stream(self.gpu)
@@ -195,17 +243,26 @@ class GraphRunner:
                                                              gather=table_row), index
                 except Exception as e:  # a step that will not run per value: the graph runs the steps, as without
                     table_error = f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
-        entry = self._capture(static_inputs, dims, None if table is None else table.main)
-        entry.table, entry.table_input, entry.table_error = table, table_input, table_error
+        history = None
+        if feed is not None:
+            spec, rows = feed
+            history = torch.zeros((rows, static_inputs[spec.ids_at].shape[0]), dtype=torch.int64, device=self.gpu)
+            greedy_feed(outputs[spec.logits_at], static_inputs[spec.ids_at], history, static_inputs[spec.position_at])
+        entry = self._capture(static_inputs, dims, None if table is None else table.main,
+                              None if feed is None else (feed[0], history))
+        entry.table, entry.table_input, entry.table_error, entry.history = table, table_input, table_error, history
         persistent_memory = {static_inputs[i].data_ptr() for i in persistent}
         entry.clone_outputs = [t.data_ptr() not in persistent_memory for t in entry.static_outputs]
-        self._graphs[key] = entry
-        while len(self._graphs) > self.max_graphs:
-            self._graphs.popitem(last=False)
+        graphs = self._graphs if feed is None else self._chains
+        graphs[key] = entry
+        while len(graphs) > self.max_graphs:
+            graphs.popitem(last=False)
         return outputs
 
-    def _capture(self, static_inputs: list[torch.Tensor], dims, main: Optional[list] = None) -> Captured:
-        """main: the plan's main steps with some replaced (a position table's gather), else its own."""
+    def _capture(self, static_inputs: list[torch.Tensor], dims, main: Optional[list] = None,
+                 feed: Optional[tuple["GreedyFeed", torch.Tensor]] = None) -> Captured:
+        """main: the plan's main steps with some replaced (a position table's gather), else its own. feed: (a greedy
+        chain's feed, its history): greedy_feed after the steps."""
         graph = torch.cuda.CUDAGraph()
         first: list[BaseException] = []  # the kernel's own error (the capture's end reports a later one)
         run_scope.begin_run()
@@ -214,6 +271,10 @@ class GraphRunner:
                 try:
                     static_outputs = self.executor.run(static_inputs, dims) if main is None else \
                         self.executor.run_main(static_inputs, dims, main)
+                    if feed is not None:
+                        spec, history = feed
+                        greedy_feed(static_outputs[spec.logits_at], static_inputs[spec.ids_at], history,
+                                    static_inputs[spec.position_at])
                 except Exception as e:
                     first.append(e)
                     raise
@@ -243,3 +304,51 @@ def table_row(table: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
     _triton.jit().table_row[(triton.cdiv(words, block),)](table.view(torch.int32), position, out.view(torch.int32),
                                                           rows, words, BLOCK=block)
     return out
+
+
+def greedy_feed(logits: torch.Tensor, ids: torch.Tensor, history: torch.Tensor, position: torch.Tensor) -> None:
+    """ids[:, 0] = history[position] = logits[:, -1].argmax(-1) (the lowest id on ties), then position += 1: one
+    Triton kernel (torch's operators take five: the arg-max, two copies, the index and the add), those where Triton
+    is missing."""
+    from .kernels import _triton
+
+    last = logits[:, -1]
+    if _triton.triton_missing("") is not None or last.stride(-1) != 1 or not ids.is_contiguous():
+        chosen = last.argmax(-1)
+        ids.copy_(chosen.view(ids.shape))
+        history.index_copy_(0, position.clamp(0, history.shape[0] - 1).view(1), chosen.view(1, -1))
+        position.add_(1)
+        return
+    _triton.jit().greedy_feed[(1,)](last, last.stride(0), last.shape[-1], ids, history, position, history.shape[0],
+                                    BATCH=last.shape[0], BLOCK=4096, num_warps=8)
+
+
+class GreedyChain:
+    """Greedy steps of one captured graph with greedy_feed at its end (GraphRunner.greedy_chain), its first step
+    already queued: step() queues the next replay (after the first) and the copy of that step's ids to the CPU on the
+    runner's side stream, so the GPU runs the steps back to back while the CPU reads each step's ids."""
+
+    def __init__(self, runner: GraphRunner, entry: Captured, position: int, rows: int):
+        self.runner, self.entry, self.position, self.rows = runner, entry, position, rows
+        self.queued = True  # the first step (run by greedy_chain)
+
+    def step(self) -> tuple[torch.Tensor, Callable[[], None]]:
+        """(the next step's ids [batch] in pinned CPU memory, a wait for them), that step queued."""
+        if self.position >= self.rows:
+            raise ValueError(f"position {self.position} is past the {self.rows} the chain was made for")
+        with self.runner._lock:
+            if not self.queued:
+                self.entry.graph.replay()
+            self.queued = False
+            ready = torch.cuda.Event()
+            ready.record()
+            copier = self.runner._copier
+            copier.wait_event(ready)
+            history = self.entry.history
+            host = torch.empty(history.shape[1], dtype=history.dtype, pin_memory=True)
+            with torch.cuda.stream(copier):
+                host.copy_(history[self.position], non_blocking=True)
+                done = torch.cuda.Event()
+                done.record(copier)
+        self.position += 1
+        return host, done.synchronize

@@ -195,3 +195,23 @@ def test_the_position_table_changes_no_logit(artifacts, dtype, monkeypatch):
         runs[tabulated] = (torch.stack(logits).cpu(), gpu.generate(prompt, max_new_tokens=24, stop_at_eos=False).new_ids)
     assert torch.equal(runs[True][0], runs[False][0])
     assert runs[True][1] == runs[False][1]
+
+
+@pytest.mark.parametrize("dtype, batch", [("fp32", 1), ("fp32", 2), ("int4-bf16-llama", 1)])
+def test_chained_greedy_steps_give_the_step_by_step_tokens(artifacts, dtype, batch, monkeypatch):
+    """Greedy generation replays one graph that feeds each step's arg-max to the next (GreedyChain): the same tokens as
+    a replay, an arg-max and copies a step, at every length (2: the chain's first step alone), and again when the
+    captured chain is replayed by a later generation."""
+    from ipexconvert.runtime import static_cache
+
+    prompt = _prompt(batch, 11, seed=batch)
+    runs = {}
+    for chained in (False, True):
+        monkeypatch.setattr(static_cache, "CHAINED", chained)
+        gpu = ipexconvert.load_artifact(artifacts[dtype], device="cuda")
+        runs[chained] = [gpu.generate(prompt, max_new_tokens=n, stop_at_eos=False).new_ids for n in (30, 2, 1, 17)]
+        status = gpu.static_cache.runner.graph_status()
+        assert any(key.endswith("(greedy chain)") for key in status) == chained, status
+        assert set(status.values()) == {"graph"}, status
+    assert runs[True] == runs[False]
+    assert runs[True][3] == [row[:17] for row in runs[True][0]]

@@ -1113,3 +1113,31 @@ def embedding_rows(ids_ptr, weight_ptr, out_ptr, flag_ptr, rows, width, BLOCK: t
     inside = at < width
     values = tl.load(weight_ptr + row * width + at, mask=inside)
     tl.store(out_ptr + i.to(tl.int64) * width + at, values, mask=inside)
+
+
+@triton.jit
+def greedy_feed(logits_ptr, row_stride, vocab, ids_ptr, history_ptr, position_ptr, rows, BATCH: tl.constexpr,
+                BLOCK: tl.constexpr):
+    """A greedy decode step's end, inside its CUDA graph (backends/cuda/graphs.py, GreedyChain): per row b of logits
+    [BATCH, vocab] (row stride row_stride, columns contiguous) the arg-max, the lowest id on ties and NaN counting as
+    the largest value (as torch.argmax); written as the next step's ids [BATCH] and as history [rows, BATCH] row p,
+    p = *position (clamped into [0, rows)); then *position = p + 1. One program: the position moves on after every
+    row has been written."""
+    p = tl.load(position_ptr)
+    slot = tl.minimum(tl.maximum(p, 0), rows - 1)
+    for b in tl.static_range(BATCH):
+        row = logits_ptr + b * row_stride  # (batch <= 4 rows of one vocabulary: no int32 overflow)
+        best_v = tl.full([], -float("inf"), tl.float32)
+        best_i = tl.full([], 0, tl.int32)
+        for start in range(0, vocab, BLOCK):
+            at = start + tl.arange(0, BLOCK)
+            v = tl.load(row + at, mask=at < vocab, other=-float("inf")).to(tl.float32)
+            v = tl.where(v != v, float("inf"), v)
+            m = tl.max(v, 0)
+            i = tl.argmax(v, 0)  # (the first of the block's largest)
+            take = m > best_v  # strictly: an equal value later in the row is not taken
+            best_i = tl.where(take, start + i, best_i)
+            best_v = tl.where(take, m, best_v)
+        tl.store(ids_ptr + b, best_i.to(tl.int64))
+        tl.store(history_ptr + slot * BATCH + b, best_i.to(tl.int64))
+    tl.store(position_ptr, p + 1)
