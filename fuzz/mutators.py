@@ -964,7 +964,9 @@ def post_ops(rng, parts):
     ops = node["attrs"]["post_ops"]
     if not isinstance(ops, list):
         ops = node["attrs"]["post_ops"] = []
-    n_in = len(node.get("inputs") or [])
+    inputs = node.get("inputs")
+    n_in = len(inputs) if isinstance(inputs, list) else 0  # (an earlier mutation may have made it anything)
+    entries = [op for op in ops if isinstance(op, dict)]
     action = rng.choice(["add_binary", "add_unary", "kind", "operand", "many", "clear"])
     if action == "add_binary":
         ops.append({"kind": rng.choice(["add", "mul", "relu", "sub"]),
@@ -972,10 +974,10 @@ def post_ops(rng, parts):
     elif action == "add_unary":
         ops.append({"kind": rng.choice(["relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "add", "nope", ""]),
                     "operand": None})
-    elif action == "kind" and ops:
-        rng.choice(ops)["kind"] = rng.choice(["add", "mul", "relu", "nope", "", None, 1, "__import__"])
-    elif action == "operand" and ops:
-        rng.choice(ops)["operand"] = rng.choice([0, 1, 2, 3, n_in, -1, 2**31, None, True])
+    elif action == "kind" and entries:
+        rng.choice(entries)["kind"] = rng.choice(["add", "mul", "relu", "nope", "", None, 1, "__import__"])
+    elif action == "operand" and entries:
+        rng.choice(entries)["operand"] = rng.choice([0, 1, 2, 3, n_in, -1, 2**31, None, True])
     elif action == "many":
         ops.extend([{"kind": "relu", "operand": None}] * rng.choice([10, 1000]))
     else:
