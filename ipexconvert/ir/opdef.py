@@ -45,6 +45,10 @@ class OpDef:
     # Made by the runtime at load (e.g. runtime/static_cache.py), never written in an artifact: the loader
     # refuses an artifact holding one (their kernels trust what the runtime guarantees, e.g. a write position).
     internal: ClassVar[bool] = False
+    # The loader checks this op's shape rule at one sample point of the dims only (ir/validate.py: aten runs on meta
+    # tensors and needs sizes): the executor checks such a node's outputs against their declared shapes on every
+    # call whose shapes the sample did not fix (runtime/executor.py, declared_shapes).
+    shapes_sampled: ClassVar[bool] = False
 
     # ---- semantics -----------------------------------------------------
     @classmethod

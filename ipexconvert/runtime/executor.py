@@ -12,6 +12,8 @@ as a copy, and the prelude (which runs before every other step) frees no value t
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import threading
 import time
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ from ..backends import get_backend
 from ..backends.base import Backend
 from ..errors import ArtifactError
 from ..ir import Program
+from ..ir.dims import compile_int
 from ..ir.opdef import get_op
 from .bound_plan import BoundPlan
 from .kernels import Kernel, NodeContext, resolve_kernel
@@ -116,12 +119,15 @@ class Executor:
                     input_specs=tuple(None if v is None else graph.values[v] for v in node.inputs),
                     output_specs=tuple(graph.values[v] for v in node.outputs), device=device, isa=isa,
                     nan_safe=nan_safe)
-                return resolve_kernel(ctx, avoid_kernels)
+                kernel = resolve_kernel(ctx, avoid_kernels)
             except (KeyError, ValueError) as e:  # unknown op, bad attrs (pydantic), refused aten target
                 detail = " ".join(str(e.args[0] if isinstance(e, KeyError) else e).split())
                 raise ArtifactError(f"node {node.name} ({node.op}) cannot be run: {detail}",
                                     "if a newer ipexconvert wrote this artifact, upgrade; otherwise re-create it "
                                     "with `ipexconvert optimize`") from None
+            if get_op(node.op).shapes_sampled and graph.dims:
+                kernel = declared_shapes(kernel, node, ctx.output_specs)
+            return kernel
 
         for i, node in enumerate(graph.nodes):
             if i in in_chain:
@@ -293,6 +299,29 @@ class Executor:
                 total -= self._dims_cache.pop(next(iter(self._dims_cache)))[1]  # the oldest
             self._dims_cache[key] = entry
         return entry
+
+
+def declared_shapes(kernel: Kernel, node, specs: Sequence) -> Kernel:
+    """kernel, checking on each call that it made as many outputs as the node declares, each of its declared shape at
+    the call's dims, where those depend on the dims (symbolic sizes, or `$sym` arguments): the loader compared them
+    at one sample point only (OpDef.shapes_sampled), and the kernels after this node trust the declared shapes."""
+    shapes = [[d if isinstance(d, int) else compile_int(d) for d in spec.shape] for spec in specs]
+    if all(isinstance(d, int) for shape in shapes for d in shape) and "$sym" not in json.dumps(node.attrs):
+        return kernel
+    fn = kernel.fn
+
+    def checked(inputs: list, dims: dict[str, int]):
+        result = fn(inputs, dims)
+        made = list(result) if isinstance(result, (tuple, list)) else [result]
+        wanted = [[d if isinstance(d, int) else d(dims) for d in shape] for shape in shapes]
+        got = [list(t.shape) if isinstance(t, torch.Tensor) else None for t in made]
+        if got != wanted:
+            raise ArtifactError(f"node {node.name} ({node.attrs.get('target', node.op)}) made outputs of shapes {got} "
+                                f"where the artifact declares {wanted} at {dims}",
+                                "re-create the artifact with `ipexconvert optimize`")
+        return result
+
+    return dataclasses.replace(kernel, fn=checked, in_place=None, bind=None, bind_varying=None)
 
 
 def _run_steps(steps: list[Step], env: list, dims: dict[str, int], totals: dict[str, float] | None,

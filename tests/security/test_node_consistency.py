@@ -91,6 +91,12 @@ def _qconv_output_int8_into_cat(graph: dict) -> None:
     qconv["attrs"]["output_dtype"] = "int8"
 
 
+def _cat_along_minus_batch(graph: dict) -> None:
+    """cat(.., dim=-batch): at the loader's sample point of the dims it joins the declared dim, at another batch
+    another one, so the next kernel would get a shape its node does not declare."""
+    node_of(graph, "aten", lambda n: n["attrs"]["target"] == "aten.cat.default")["attrs"]["args"][1] = {"$sym": "-batch"}
+
+
 class _resize_constant:
     """The constant `pick(graph)` names, cut to `shape` in the file and in the graph: a consistent file whose
     weight does not fit its node."""
@@ -156,6 +162,9 @@ CASES: dict[str, tuple] = {
     "qlinear_output_dtype_getattr": ("bert-int8", _set_attr("qlinear", "output_dtype", "save"), ["(qlinear) cannot be run"]),
     "quantize_multiplier_len0": ("bert-int8", _resize_constant(_quantize_multiplier, [0]), ["multiplier"]),
     "concat_int8_with_uint8": ("cnn-int8", _qconv_output_int8_into_cat, ["(qconv2d) declares output", "int8"]),
+    # fuzz seed 65: loads (right at the sample point), refused when run at batch 1 (qconv2d's own ValueError before)
+    "aten_cat_dim_minus_batch": ("cnn-int8", _cat_along_minus_batch,
+                                 ["(aten.cat.default) made outputs of shapes", "where the artifact declares"]),
 }
 
 

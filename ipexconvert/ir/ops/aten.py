@@ -141,6 +141,7 @@ def _input_slots(value: Any) -> set[int]:
 class AtenOp(OpDef):
     name = "aten"
     Attrs = AtenAttrs
+    shapes_sampled = True
 
     @classmethod
     def input_arity(cls, attrs: AtenAttrs) -> Arity:
