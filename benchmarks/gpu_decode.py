@@ -132,7 +132,7 @@ def main() -> None:
                     "attention_prologues.py's rewrite; NAME+notable: decode steps captured without position tables "
                     "(runtime/position_table.py); NAME+chain / NAME+nochain: greedy steps chained in one "
                     "graph that feeds each arg-max to the next step, or one by one (a replay, then the arg-max and "
-                    "copies in and out outside the graph) (runtime/static_cache.CHAINED); NAME+noattentionpdl: attention_rows launched without PDL; NAME+rowchunk=N: woq_linear.ROW_CHUNK; NAME+prefetch / +woqprefetch / +attnprefetch: the codes (woq_rows) and/or the k and v rows (attention_rows) asked into L2 before the PDL wait; NAME+tile=BLOCK_N/WARPS/PROGRAMS: the float woq_rows tile "
+                    "copies in and out outside the graph) (runtime/static_cache.CHAINED); NAME+noattentionpdl: attention_rows launched without PDL; NAME+rowchunk=N: woq_linear.ROW_CHUNK; NAME+prefetch / +woqprefetch / +attnprefetch / +noattnprefetch: the codes (woq_rows) and/or the k and v rows (attention_rows) asked into L2 before the PDL wait (the latter on by default), or the latter not; NAME+tile=BLOCK_N/WARPS/PROGRAMS: the float woq_rows tile "
                     "(backends/cuda/kernels/woq_linear.TILES) at load; several joined by +: NAME+attnprefetch+tile=128/4/640")
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--new-tokens", type=int, default=32)
@@ -145,6 +145,7 @@ def main() -> None:
     module = Qwen2Shaped(**SHAPES[args.shape])
     args.cache.mkdir(parents=True, exist_ok=True)
     models, rows = {}, {}
+    defaults = {"woq_prefetch": woq_linear.L2_PREFETCH, "attn_prefetch": sdpa.L2_PREFETCH}  # each variant from these
     for name in args.dtypes.split(","):
         setting, _, variant = name.partition("+")  # "+pdl", "+nopdl": _triton.PDL on or off; "+skip=K1/K2"
         parts = variant.split("+") if variant else []  # several at once: NAME+attnprefetch+tile=128/4/640
@@ -164,8 +165,9 @@ def main() -> None:
         attention_prologues.ENABLED = "noattentionprologue" not in parts
         sdpa.ATTENTION_PDL = "noattentionpdl" not in parts  # (read at load)
         tiles = dict(woq_linear.TILES)
-        woq_linear.L2_PREFETCH = bool({"prefetch", "woqprefetch"} & set(parts))
-        sdpa.L2_PREFETCH = bool({"prefetch", "attnprefetch"} & set(parts))
+        woq_linear.L2_PREFETCH = bool({"prefetch", "woqprefetch"} & set(parts)) or defaults["woq_prefetch"]
+        sdpa.L2_PREFETCH = (bool({"prefetch", "attnprefetch"} & set(parts)) or defaults["attn_prefetch"]) \
+            and "noattnprefetch" not in parts
         for part in parts:
             if part.startswith("rowchunk="):
                 woq_linear.ROW_CHUNK = int(part.partition("=")[2])
@@ -176,7 +178,7 @@ def main() -> None:
         epilogues.ENABLED = attention_prologues.ENABLED = True
         woq_linear.TILES.update(tiles)
         woq_linear.ROW_CHUNK = 1024
-        woq_linear.L2_PREFETCH = sdpa.L2_PREFETCH = False
+        woq_linear.L2_PREFETCH, sdpa.L2_PREFETCH = defaults["woq_prefetch"], defaults["attn_prefetch"]
         sdpa.ATTENTION_PDL = True
         assert model.static_cache is not None, model.static_cache_refusal
         model.static_cache.runner.position_tables = "notable" not in parts

@@ -313,7 +313,8 @@ def greedy_feed(logits: torch.Tensor, ids: torch.Tensor, history: torch.Tensor, 
     from .kernels import _triton
 
     last = logits[:, -1]
-    if _triton.triton_missing("") is not None or last.stride(-1) != 1 or not ids.is_contiguous():
+    if (_triton.triton_missing("") is not None or not (last.is_cuda or _triton.interpreted()) or last.stride(-1) != 1
+            or not ids.is_contiguous()):
         chosen = last.argmax(-1)
         ids.copy_(chosen.view(ids.shape))
         history.index_copy_(0, position.clamp(0, history.shape[0] - 1).view(1), chosen.view(1, -1))

@@ -30,7 +30,9 @@ ONEDNN_UNARY: dict[str, tuple[str, str]] = {
 # Levels where a linear's GELU runs after oneDNN's matmul, as our native GELU in place (with_tail), instead of as
 # oneDNN's fused erf post-op, which cost more than the two together there (benchmarks/gelu_post_op.py; AMD Zen 1,
 # AVX2, 2 threads, float32: the linear + native GELU took 0.91-0.94 of the fused call's time at the MiniLM b32 and
-# BERT-base b1/b8 FFN shapes: benchmarks/results/session60-gelu-post-op.md).
+# BERT-base b1/b8 FFN shapes: benchmarks/results/session60-gelu-post-op.md). On the AMX host the bf16 call with the
+# fused GELU was faster at 128 rows (BERT-base b1: native after it 1.19 x) and slower at 1024-4096 rows (0.77-0.83 x):
+# amx keeps it fused for the b1 case (benchmarks/results/session62-gpuhost-amx-gelu-post-op.md).
 GELU_UNFUSED_AT = frozenset({"avx2"})
 NATIVE_TAIL = {"gelu": False, "gelu_tanh": True}  # post-op kind -> the native gelu kernel's tanh flag
 

@@ -60,7 +60,11 @@ WARPS, STAGES = 4, 3  # Triton's defaults (benchmarks/gpu_attention_sweep.py tri
 ATTENTION_PDL = True
 # With it, a program asks for its keys' k and v rows to be brought into L2 before its wait (_triton_jit.l2_prefetch),
 # where the rows are contiguous and aligned. Read at load.
-L2_PREFETCH = False  # off: TinyLlama int4 decode 0.916 ms a token with both on, 0.899 without (H200, session 58)
+# On: TinyLlama int4 decode on an H100 0.914 against 0.922 ms a token (session 59, two machines) and 0.898 against
+# 0.912 with chained greedy steps (session 62, benchmarks/results/session62-gpu-decode-chain-h100.md), the same tokens.
+# (Session 58 measured it only together with woq_linear's prefetch on an H200: 0.916 against 0.899, the GEMVs'
+# prefetch costing 0.04 on its own on the H100; this one alone is not measured on an H200 yet.)
+L2_PREFETCH = True
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,8 @@ def test_declines(monkeypatch):
     assert onednn_direct_qlinear(context("qlinear", attrs, tensors, {1, 2, 3}, isa="avx512")) is None  # no VNNI
     assert onednn_direct_qlinear(context("qlinear", attrs, tensors, {2, 3})) is None  # weight not a constant
     signed = [quantize(torch.randn(2, 3, 33), X_SCALE, 0, "int8"), *tensors[1:]]
-    assert onednn_direct_qlinear(context("qlinear", attrs, signed, {1, 2, 3})) is None  # uint8 activations only
+    signed_attrs = dict(attrs, x_zero_point=0)  # (an int8 input's zero point is an int8 code)
+    assert onednn_direct_qlinear(context("qlinear", signed_attrs, signed, {1, 2, 3})) is None  # uint8 activations only
     monkeypatch.setenv("IPEXCONVERT_ONEDNN_DIRECT", "0")
     assert resolve_kernel(context("qlinear", attrs, tensors, {1, 2, 3})).name == "torch_onednn:qlinear"
 

@@ -49,7 +49,14 @@ def test_a_leading_gelu_runs_natively_in_place(tail, dtype):
         return made[-1]
 
     got = with_tail(fn, tail, level)([x, operand], {})
-    want = apply_post_ops(x.clone(), list(tail), [x, operand])
+    # What we promise at NaN, +inf and -inf (the formula's x * (1 + erf(x / sqrt 2)) / 2 at -inf is NaN; tanh GELU is
+    # fed 0 there), not what one torch build's GELU gives (torch 2.11's AVX-512 GELU makes NaN of +inf); torch's
+    # GELU for the rest, then the tail after it.
+    finite = x.clone()
+    finite[0, :3] = 0.0
+    want = apply_post_ops(finite, [tail[0]], [finite, operand])
+    want[0, :3] = torch.tensor([float("nan"), float("inf"), 0.0 if tail[0].kind == "gelu_tanh" else float("nan")])
+    want = apply_post_ops(want, list(tail[1:]), [want, operand])
     assert got.dtype == dtype
     if len(tail) == 1:
         assert got.data_ptr() == made[0].data_ptr()  # in place on the output

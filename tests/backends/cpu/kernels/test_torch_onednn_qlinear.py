@@ -89,7 +89,8 @@ def test_declines(monkeypatch):
     assert torch_onednn_qlinear(context("qlinear", attrs, tensors, {1, 2, 3}, isa="avx512")) is None  # no VNNI
     assert torch_onednn_qlinear(context("qlinear", attrs, tensors, {2, 3})) is None  # weight not a constant
     signed = [quantize(torch.randn(2, 3, 33), X_SCALE, 0, "int8"), *tensors[1:]]
-    assert torch_onednn_qlinear(context("qlinear", attrs, signed, {1, 2, 3})) is None  # oneDNN takes uint8 only
+    signed_attrs = dict(attrs, x_zero_point=0)  # (an int8 input's zero point is an int8 code)
+    assert torch_onednn_qlinear(context("qlinear", signed_attrs, signed, {1, 2, 3})) is None  # oneDNN takes uint8 only
     monkeypatch.setenv("IPEXCONVERT_ONEDNN", "0")
     ctx = context("qlinear", attrs, tensors, {1, 2, 3})
     assert torch_onednn_qlinear(ctx) is None
