@@ -262,17 +262,15 @@ class StaticCache:
         chain_of = getattr(self.runner, "greedy_chain", None)
         if chain_of is None:
             return None
-        batch, capacity = chosen.shape[0], self.buffers[self.caches[0]].shape[2]
-        given = {self.record.input_ids: chosen.unsqueeze(1), self.position: torch.tensor(self.written, dtype=torch.int64),
-                 **self.buffers}
-        dims = {self.seq_dim: 1, self.past_dim: capacity - 1}
-        if self.batch_dim is not None:
-            dims[self.batch_dim] = batch
+        inputs, dims, positions = self._step_inputs(chosen.unsqueeze(1))
         feed = GreedyFeed(ids_at=self.names.index(self.record.input_ids), position_at=self.position_at,
                           logits_at=self.logits_at)
-        return chain_of([given[n] for n in self.names], dims, self.persistent, {self.position_at: capacity}, feed)
+        return chain_of(inputs, dims, self.persistent, positions, feed)
 
-    def _run(self, ids: torch.Tensor, capture: bool, check_guards: bool = True, borrow: bool = False) -> torch.Tensor:
+    def _step_inputs(self, ids: torch.Tensor) -> tuple[list, dict[str, int], dict[int, int]]:
+        """(the graph's inputs for `ids` [batch, seq] at the next position, its dims, {the position input: the values
+        it takes}) for the runner; the position takes 0 .. capacity - seq, so a GPU's runner tabulates the steps that
+        read it alone."""
         batch, seq = ids.shape
         capacity = self.buffers[self.caches[0]].shape[2]
         if self.written + seq > capacity:
@@ -281,10 +279,13 @@ class StaticCache:
         dims = {self.seq_dim: seq, self.past_dim: capacity - seq}
         if self.batch_dim is not None:
             dims[self.batch_dim] = batch
-        # the position takes the values 0 .. capacity - seq: a GPU's runner tabulates the steps that read it alone
-        outputs = self.runner.run([given[n] for n in self.names], dims, persistent=self.persistent, capture=capture,
-                                  check_guards=check_guards, positions={self.position_at: capacity - seq + 1},
-                                  borrow_outputs=borrow)
+        return [given[n] for n in self.names], dims, {self.position_at: capacity - seq + 1}
+
+    def _run(self, ids: torch.Tensor, capture: bool, check_guards: bool = True, borrow: bool = False) -> torch.Tensor:
+        inputs, dims, positions = self._step_inputs(ids)
+        outputs = self.runner.run(inputs, dims, persistent=self.persistent, capture=capture, check_guards=check_guards,
+                                  positions=positions, borrow_outputs=borrow)
+        seq = ids.shape[1]
         for past, at in self.present_at.items():  # on a GPU the same buffers, written in place
             self.buffers[past] = outputs[at]
         self.written += seq

@@ -104,7 +104,7 @@ class GraphRunner:
         a table made at the capture (runtime/position_table.py); a call with a value outside runs eagerly.
         borrow_outputs: a replay returns its output buffers themselves, not copies (the caller has queued all its
         reads of them on this stream before its next call, which overwrites them: the greedy loop's arg-max)."""
-        key = tuple((t.shape, t.dtype, t.data_ptr() if i in persistent else None) for i, t in enumerate(inputs))
+        key = _key(inputs, persistent)
         with self._lock, torch.inference_mode():
             checked = self._checked_on_host(inputs)
             entry = self._graphs.get(key)
@@ -141,7 +141,7 @@ class GraphRunner:
         rows = (positions or {}).get(at, 0)
         if position.device.type != "cpu" or position.dim() != 0 or not 0 <= int(position) < rows:
             return None
-        key = tuple((t.shape, t.dtype, t.data_ptr() if i in persistent else None) for i, t in enumerate(inputs))
+        key = _key(inputs, persistent)
         with self._lock, torch.inference_mode():
             self._checked_on_host(inputs)
             entry = self._chains.get(key)
@@ -284,6 +284,12 @@ class GraphRunner:
             text = " ".join(" ".join([str(getattr(cause, "problem", cause)), *getattr(cause, "__notes__", [])]).split())
             return Captured(None, capture_error=text[:300] or type(cause).__name__)
         return Captured(graph, static_inputs, list(static_outputs), self.executor.kept_values(dims))
+
+
+def _key(inputs: Sequence[torch.Tensor], persistent: frozenset[int]) -> tuple:
+    """A captured graph's key: each input's shape and dtype, and a persistent input's address (its buffer is read
+    where it is)."""
+    return tuple((t.shape, t.dtype, t.data_ptr() if i in persistent else None) for i, t in enumerate(inputs))
 
 
 def table_row(table: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
