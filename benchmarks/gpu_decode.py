@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from qwen2_module import SETTINGS, SHAPES, Qwen2Shaped  # noqa: E402
 
 import ipexconvert  # noqa: E402
-from ipexconvert.backends.cuda import attention_prologues, epilogues  # noqa: E402
+from ipexconvert.backends.cuda import attention_prologues, epilogues, float_projections  # noqa: E402
 from ipexconvert.backends.cuda.kernels import _triton, sdpa, woq_linear  # noqa: E402
 from ipexconvert.examples.decoder_cache import decoder_dynamic_dims, decoder_example_inputs  # noqa: E402
 
@@ -128,8 +128,9 @@ def main() -> None:
                     "loads NAME with or without programmatic dependent launch (backends/cuda/kernels/_triton.PDL); "
                     "NAME+skip=K1/K2: an ablation, the step captured without those _triton_jit kernels (e.g. "
                     "rope_kv_write_heads, attention_rows): what they cost, boundaries included (garbage tokens); "
-                    "NAME+noepilogue / NAME+noattentionprologue: loaded without backends/cuda/epilogues.py's / "
-                    "attention_prologues.py's rewrite; NAME+notable: decode steps captured without position tables "
+                    "NAME+noepilogue / NAME+noattentionprologue / NAME+nofloatprojections: loaded without "
+                    "backends/cuda/epilogues.py's / attention_prologues.py's / float_projections.py's rewrite; "
+                    "NAME+bf16tile=BLOCK_N/WARPS/PROGRAMS, NAME+floatrun=N: the bits-16 woq_rows tile and run (bf16); NAME+notable: decode steps captured without position tables "
                     "(runtime/position_table.py); NAME+chain / NAME+nochain: greedy steps chained in one "
                     "graph that feeds each arg-max to the next step, or one by one (a replay, then the arg-max and "
                     "copies in and out outside the graph) (runtime/static_cache.CHAINED); NAME+noattentionpdl: attention_rows launched without PDL; NAME+rowchunk=N: woq_linear.ROW_CHUNK; NAME+prefetch / +woqprefetch / +attnprefetch / +noattnprefetch: the codes (woq_rows) and/or the k and v rows (attention_rows) asked into L2 before the PDL wait (the latter on by default), or the latter not; NAME+tile=BLOCK_N/WARPS/PROGRAMS: the float woq_rows tile "
@@ -145,7 +146,8 @@ def main() -> None:
     module = Qwen2Shaped(**SHAPES[args.shape])
     args.cache.mkdir(parents=True, exist_ok=True)
     models, rows = {}, {}
-    defaults = {"woq_prefetch": woq_linear.L2_PREFETCH, "attn_prefetch": sdpa.L2_PREFETCH}  # each variant from these
+    defaults = {"woq_prefetch": woq_linear.L2_PREFETCH, "attn_prefetch": sdpa.L2_PREFETCH,
+                "float_run": woq_linear.FLOAT_RUN}  # each variant from these
     for name in args.dtypes.split(","):
         setting, _, variant = name.partition("+")  # "+pdl", "+nopdl": _triton.PDL on or off; "+skip=K1/K2"
         parts = variant.split("+") if variant else []  # several at once: NAME+attnprefetch+tile=128/4/640
@@ -163,6 +165,7 @@ def main() -> None:
                 _triton.PDL = part == "pdl"  # (the factories read it at load)
         epilogues.ENABLED = "noepilogue" not in parts  # (read at load)
         attention_prologues.ENABLED = "noattentionprologue" not in parts
+        float_projections.ENABLED = "nofloatprojections" not in parts
         sdpa.ATTENTION_PDL = "noattentionpdl" not in parts  # (read at load)
         tiles = dict(woq_linear.TILES)
         woq_linear.L2_PREFETCH = bool({"prefetch", "woqprefetch"} & set(parts)) or defaults["woq_prefetch"]
@@ -171,11 +174,15 @@ def main() -> None:
         for part in parts:
             if part.startswith("rowchunk="):
                 woq_linear.ROW_CHUNK = int(part.partition("=")[2])
-            if part.startswith("tile="):
+            if part.startswith(("tile=", "bf16tile=")):
                 block_n, warps, programs = (int(v) for v in part.partition("=")[2].split("/"))
-                woq_linear.TILES["float"] = woq_linear.Tile(block_n=block_n, chunk=128, warps=warps, programs=programs)
+                woq_linear.TILES["bf16" if part.startswith("bf16") else "float"] = woq_linear.Tile(
+                    block_n=block_n, chunk=128, warps=warps, programs=programs)
+            if part.startswith("floatrun="):
+                woq_linear.FLOAT_RUN = int(part.partition("=")[2])
         model = ipexconvert.load_artifact(path, device="cuda")
-        epilogues.ENABLED = attention_prologues.ENABLED = True
+        epilogues.ENABLED = attention_prologues.ENABLED = float_projections.ENABLED = True
+        woq_linear.FLOAT_RUN = defaults["float_run"]
         woq_linear.TILES.update(tiles)
         woq_linear.ROW_CHUNK = 1024
         woq_linear.L2_PREFETCH, sdpa.L2_PREFETCH = defaults["woq_prefetch"], defaults["attn_prefetch"]

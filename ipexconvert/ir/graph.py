@@ -171,7 +171,7 @@ def check_graph(graph: Graph) -> None:
         except (KeyError, ValueError) as e:  # unknown op; pydantic's ValidationError is a ValueError
             detail = " ".join(str(e.args[0] if isinstance(e, KeyError) else e).split())
             raise ArtifactError(f"{where} cannot be run: {detail}", _UPGRADE) from None
-        if get_op(node.op).internal:
+        if get_op(node.op).made_at_load(attrs):
             fail(f"{where} is made by the runtime at load and never stored in an artifact")
         for value in node.inputs:
             if value is not None and value not in defined:

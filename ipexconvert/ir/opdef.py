@@ -56,6 +56,12 @@ class OpDef:
         return cls.Attrs.model_validate(attrs)
 
     @classmethod
+    def made_at_load(cls, attrs: Any) -> bool:
+        """Whether a node of this op with these attrs is made by the runtime at load only (the loader refuses it in an
+        artifact): every internal op's node, and some attrs of stored ops (woq_linear's bf16 weights)."""
+        return cls.internal
+
+    @classmethod
     def input_arity(cls, attrs: Any) -> Arity:
         """The inputs a node with these attrs reads (checked at load, before any kernel sees the node)."""
         return cls.arity

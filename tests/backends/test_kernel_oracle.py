@@ -82,6 +82,8 @@ def make_tensor(spec: In, g: torch.Generator) -> torch.Tensor:
         t = torch.randint(info.min, info.max + 1, shape, generator=g, dtype=dtype)
     elif spec.fill == "weight":
         t = torch.randint(-127, 128, shape, generator=g, dtype=torch.int8)
+    elif spec.fill == "ones":  # (the unit scales of the GPU's bf16 layers: backends/cuda/float_projections.py)
+        t = torch.ones(shape, dtype=dtype)
     elif spec.fill == "positive":
         t = ((torch.rand(shape, generator=g) + 0.5) * spec.scale).to(dtype)
     elif spec.fill == "halfway":
@@ -509,6 +511,22 @@ CASES: dict[str, dict[str, Case]] = {
             {"bits": 8, "group_size": 128, "prologue": "rms_norm", "activations": "int8"},
             (In((1, 512)), const([24, 512], "int8", "weight"), const([24, 4], fill="positive", scale=0.01), None,
              const([24]), const([512], fill="positive")), budget="gemm"),
+        "bf16-weights-rms-norm-decode": Case(  # bits 16 (bf16 weights), a decode row
+            {"bits": 16, "group_size": 1024, "prologue": "rms_norm", "eps": 1e-6},
+            (In((1, 1, 1024), "bfloat16", scale=3.0), const([72, 1024], "bfloat16", scale=0.05),
+             const([72, 1], fill="positive"), None, None, const([1024], "bfloat16", "positive")), budget="gemm"),
+        "bf16-weights-silu-mul-decode-residual-add": Case(
+            {"bits": 16, "group_size": 256, "prologue": "silu_mul", "post_ops": [{"kind": "add", "operand": 6}]},
+            (In((1, 1, 512), "bfloat16", scale=3.0), const([48, 256], "bfloat16", scale=0.05),
+             const([48, 1], fill="positive"), None, None, None, In((1, 1, 48), "bfloat16")), budget="gemm"),
+        "bf16-weights-unit-scales-rms-norm-prompt-rows": Case(  # bits 16 as made at load, 5 rows: cuBLAS
+            {"bits": 16, "group_size": 256, "prologue": "rms_norm", "eps": 1e-6},
+            (In((5, 256), "bfloat16", scale=3.0), const([40, 256], "bfloat16", scale=0.05), const([40, 1], fill="ones"),
+             None, const([40]), const([256], "bfloat16", "positive")), budget="gemm"),
+        "bf16-weights-unit-scales-silu-mul-prompt-rows": Case(
+            {"bits": 16, "group_size": 128, "prologue": "silu_mul"},
+            (In((7, 256), "bfloat16", scale=3.0), const([40, 128], "bfloat16", scale=0.05), const([40, 1], fill="ones"),
+             None, None, None), budget="gemm"),
         "f32-int4-rms-norm-prompt-rows": Case(  # 6 rows: the reference path on the GPU
             {"bits": 4, "group_size": 64, "prologue": "rms_norm", "eps": 1e-5},
             (In((6, 128)), const([24, 64], "uint8", "codes"), const([24, 2], fill="positive", scale=0.05), None, None,
@@ -521,6 +539,18 @@ CASES: dict[str, dict[str, Case]] = {
              const([512, 4], fill="positive", scale=0.02), None, const([512]), const([512], "bfloat16", "positive"),
              In((1, 1, 1, 64)), In((1, 1, 1, 64)), In((1, 2, 9, 64), "bfloat16"), In((1, 2, 9, 64), "bfloat16"),
              In((), "int64", "position")), budget="gemm"),
+        "bf16-weights-rms-norm-bias-decode": Case(  # bits 16 (bf16 weights): 4 query heads, 2 kv heads of 64
+            {"bits": 16, "group_size": 512, "prologue": "rms_norm", "eps": 1e-6},
+            (In((1, 1, 512), "bfloat16", scale=3.0), const([512, 512], "bfloat16", scale=0.05),
+             const([512, 1], fill="positive"), None, const([512]), const([512], "bfloat16", "positive"),
+             In((1, 1, 1, 64)), In((1, 1, 1, 64)), In((1, 2, 9, 64), "bfloat16"), In((1, 2, 9, 64), "bfloat16"),
+             In((), "int64", "position")), budget="gemm"),
+        "bf16-weights-unit-scales-rms-norm-prompt": Case(  # bits 16 as made at load, 6 rows: cuBLAS, then rope
+            {"bits": 16, "group_size": 256, "prologue": "rms_norm", "eps": 1e-6},
+            (In((1, 6, 256), "bfloat16"), const([512, 256], "bfloat16", scale=0.05), const([512, 1], fill="ones"),
+             None, None, const([256], "bfloat16", "positive"), In((1, 1, 6, 64)), In((1, 1, 6, 64)),
+             In((1, 2, 12, 64), "bfloat16"), In((1, 2, 12, 64), "bfloat16"), In((), "int64", "position")),
+            budget="gemm"),
         "f32-int4-asymmetric-g32-plain-2-rows": Case(
             {"bits": 4, "group_size": 32},
             (In((2, 1, 128)), const([384, 64], "uint8", "codes"), const([384, 4], fill="positive", scale=0.05),
@@ -538,6 +568,11 @@ CASES: dict[str, dict[str, Case]] = {
             (In((1, 8, 1, 64), "bfloat16"), In((1, 2, 544, 64), "bfloat16"), In((1, 2, 544, 64), "bfloat16"),
              In((1, 1, 1, 544), fill="padding_mask"), const([96, 256], "uint8", "codes"),
              const([96, 4], fill="positive", scale=0.02), None, None, In((1, 1, 96), "bfloat16")), budget="gemm"),
+        "bf16-weights-gqa-decode-padding-mask": Case(  # bits 16 (bf16 weights): 8 query heads of 64, 2 kv heads
+            {"bits": 16, "group_size": 512, "attention": {"enable_gqa": True}},
+            (In((1, 8, 1, 64), "bfloat16"), In((1, 2, 544, 64), "bfloat16"), In((1, 2, 544, 64), "bfloat16"),
+             In((1, 1, 1, 544), fill="padding_mask"), const([96, 512], "bfloat16", scale=0.05),
+             const([96, 1], fill="positive"), None, None), budget="gemm"),
         "f32-int8-gqa-decode-one-split-keep-mask": Case(  # 40 keys: one split; the keep mask removes a row's keys
             {"bits": 8, "group_size": 128, "attention": {"enable_gqa": True, "scale": 0.2}},
             (In((1, 4, 1, 64)), In((1, 2, 40, 64)), In((1, 2, 40, 64)), In((1, 1, 1, 40), "bool", "keep_mask"),
@@ -606,6 +641,23 @@ CASES: dict[str, dict[str, Case]] = {
             {"bits": 4, "group_size": 128, "activations": "int8", "post_ops": [{"kind": "add", "operand": 5}]},
             (In((1, 1, 2048), "bfloat16", scale=3.0), const([72, 1024], "uint8", "codes"),
              const([72, 16], fill="positive", scale=0.02), None, None, In((1, 1, 72), "bfloat16")), budget="gemm"),
+        "bf16-weights-decode-split-residual-add": Case(  # bits 16 (the GPU's bf16 layers, made at load): 1 row
+            {"bits": 16, "group_size": 2048, "post_ops": [{"kind": "add", "operand": 5}]},
+            (In((1, 1, 2048), "bfloat16"), const([72, 2048], "bfloat16", scale=0.05),
+             const([72, 1], fill="positive", scale=1.0), None, const([72]), In((1, 1, 72), "bfloat16")),
+            budget="gemm"),
+        "bf16-weights-3-rows-k96-silu": Case(  # bits 16, 3 rows, k of 96 (runs of 32)
+            {"bits": 16, "group_size": 96, "post_ops": [{"kind": "silu"}]},
+            (In((3, 96), "bfloat16"), const([40, 96], "bfloat16", scale=0.1), const([40, 1], fill="positive"),
+             None, None), budget="gemm"),
+        "bf16-weights-prompt-rows": Case(  # bits 16, 6 rows: the GEMM in bf16 (the reference path)
+            {"bits": 16, "group_size": 128},
+            (In((6, 128), "bfloat16"), const([24, 128], "bfloat16", scale=0.1), const([24, 1], fill="positive"),
+             None, const([24])), budget="gemm"),
+        "bf16-weights-unit-scales-prompt-rows-residual-add": Case(  # bits 16 as made at load, 6 rows: cuBLAS addmm
+            {"bits": 16, "group_size": 128, "post_ops": [{"kind": "add", "operand": 5}]},
+            (In((6, 128), "bfloat16"), const([24, 128], "bfloat16", scale=0.1), const([24, 1], fill="ones"),
+             None, None, In((6, 24), "bfloat16")), budget="gemm"),
         "f32-int8-1024-inputs-int8-activations-silu": Case(  # 2 rows, split k, int8 rounding per row
             {"bits": 8, "group_size": 256, "activations": "int8", "post_ops": [{"kind": "silu"}]},
             (In((2, 1024)), const([40, 1024], "int8", "weight"), const([40, 4], fill="positive", scale=0.01), None,

@@ -50,9 +50,13 @@ class CudaBackend:
         from ..cpu import compute_precision
         from .attention_prologues import fuse_attention_prologues
         from .epilogues import fuse_rope_epilogues
+        from .float_projections import float_projections
+        from .kernels._triton import triton_missing
         from .prologues import fuse_prologues
 
         def fused(p: Program) -> Program:
+            if triton_missing(self.level()) is None:  # (bf16 layers as woq_linear: only where its GEMV runs)
+                p = float_projections(p)
             return fuse_attention_prologues(fuse_rope_epilogues(fuse_prologues(p), self.level()), self.level())
 
         if not compute_precision.has_bf16(program.graph):

@@ -18,6 +18,12 @@ activations "int8": each row of x is first rounded to int8 codes with its own sc
 xs = max|x| / 127 (1 for a row of zeros), xq = round_half_even(x / xs), and the layer computes on xq * xs:
 what lets the kernels multiply integers (llama.cpp's Q4_0 / Q8_0 x Q8_0 do the same per block of 32). It adds
 x's rounding (up to max|x| / 254 an element), so the conversion's accuracy check judges it.
+
+bits 16 (made at load, never stored in an artifact): the codes are a bfloat16 weight [N, K] itself, one group a
+row (group_size K), W = codes * scale. The GPU backend turns a decoder's bf16 linear layers into these
+(backends/cuda/float_projections.py, scales of 1.0), so its decode-step GEMV and the joins that follow take them as
+they take int8 / int4 layers. Its reference computes as linear does: x @ codes^T in x's dtype (float32
+accumulation on a GPU), then times the scale, bias and post-ops in float32, one cast to x's dtype.
 """
 from __future__ import annotations
 
@@ -33,12 +39,13 @@ from ..spec import TensorSpec
 from ._common import expect_dtype, expect_rank, like, require, same_dim
 
 SYMMETRIC_INT4_ZERO = 8  # symmetric int4 codes are stored as q + 8 (0..15)
-CODE_DTYPE = {8: "int8", 4: "uint8"}
+CODE_DTYPE = {8: "int8", 4: "uint8", 16: "bfloat16"}
+FLOAT_BITS = 16  # bits of the bf16 weights a GPU runs as woq_linear (made at load only)
 
 
 class WoqLinearAttrs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    bits: Literal[4, 8]
+    bits: Literal[4, 8, 16]
     group_size: int = Field(ge=1, le=1 << 30)
     post_ops: list[PostOp] = Field(default_factory=list)
     activations: Literal["float", "int8"] = "float"
@@ -60,8 +67,9 @@ def weight_shape(codes: TensorSpec, scales: TensorSpec, zero_points: Optional[Te
     k = cols * 2 if bits == 4 else cols
     require(n >= 1 and k >= 1, f"the codes {codes.describe()} are empty")
     require(k % group_size == 0, f"group_size {group_size} does not divide the {k} input features")
-    require(bits == 8 or group_size % 2 == 0, f"group_size {group_size} is odd: 4-bit codes come in pairs of input features")
+    require(bits != 4 or group_size % 2 == 0, f"group_size {group_size} is odd: 4-bit codes come in pairs of input features")
     groups = k // group_size
+    require(bits != FLOAT_BITS or groups == 1, f"bf16 weights take one scale a row, not {groups} groups")
     expect_dtype(scales, ("float32",), "the scales")
     require(_static(scales, "the scales") == [n, groups],
             f"the scales are {scales.describe()}, not [{n}, {groups}] (one per output channel and group)")
@@ -109,6 +117,10 @@ class WoqLinearOp(OpDef):
     arity = Arity(5, 5, frozenset({3, 4}), post_op_operands=True)
 
     @classmethod
+    def made_at_load(cls, attrs) -> bool:
+        return attrs.bits == FLOAT_BITS  # (an artifact stores a bf16 layer as linear)
+
+    @classmethod
     def infer(cls, inputs, attrs):
         x, codes, scales, zero_points, bias = inputs[:5]
         expect_dtype(x, ("float32", "bfloat16"), "the input")
@@ -120,8 +132,12 @@ class WoqLinearOp(OpDef):
     @classmethod
     def reference(cls, inputs, attrs, dims):
         x, codes, scales, zero_points, bias = inputs[:5]
-        w = dequantize(codes, scales, zero_points, attrs.bits, attrs.group_size)
-        rows = round_rows_to_int8(x) if attrs.activations == "int8" else x.float()
-        y = F.linear(rows, w, None if bias is None else bias.float())
+        if attrs.bits == FLOAT_BITS:  # (no float32 copy of the weight: a prompt's GEMM in x's dtype)
+            y = F.linear(x, codes.to(x.dtype)).float() * scales.float().view(-1)
+            y = y if bias is None else y + bias.float()
+        else:
+            w = dequantize(codes, scales, zero_points, attrs.bits, attrs.group_size)
+            rows = round_rows_to_int8(x) if attrs.activations == "int8" else x.float()
+            y = F.linear(rows, w, None if bias is None else bias.float())
         operands = [None if t is None else (t.float() if t.is_floating_point() else t) for t in inputs]
         return apply_post_ops(y, attrs.post_ops, operands).to(x.dtype)

@@ -167,8 +167,9 @@ def native_woq_linear(ctx: NodeContext) -> Optional[Kernel]:
     """Our int8 / int4 weight-only GEMM: decode rows dequantized in registers, prefill through per-thread
     float32 panels; bias fused, post-ops after it in place. bfloat16 activations are widened to float32."""
     x_spec = ctx.input_specs[0]
-    if ctx.device != "cpu" or x_spec is None or x_spec.dtype not in ("float32", "bfloat16"):
-        return None
+    if ctx.device != "cpu" or x_spec is None or x_spec.dtype not in ("float32", "bfloat16") \
+            or ctx.attrs.bits not in (4, 8):
+        return None  # (bits 16, bf16 weights, are made at load by the GPU backend alone)
     codes, scales, zero_points, bias = ctx.constants[1:5]
     if codes is None or scales is None or (ctx.input_specs[3] is not None and zero_points is None) \
             or (ctx.input_specs[4] is not None and bias is None):

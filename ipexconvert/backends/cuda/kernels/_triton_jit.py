@@ -509,7 +509,9 @@ def woq_run_weights(words_ptr, scales_ptr, zeros_ptr, n64, n_ok, w, word, end_wo
     live = n_ok & (n64 * 0 + word < end_word)  # (tensors: the interpreter wants tensor masks)
     group = word * PER_WORD // group_size
     scale = tl.load(scales_ptr + n64 * groups + group, mask=live, other=0.0)
-    if BITS == 8:
+    if BITS == 16:
+        offset = tl.zeros(n64.shape, tl.float32)  # (bf16 weights: the value is the code)
+    elif BITS == 8:
         offset = tl.full(n64.shape, 384.0, tl.float32)  # 256 + the 128 the flipped sign bit adds
     elif HAS_ZEROS:
         offset = tl.load(zeros_ptr + n64 * groups + group, mask=live, other=0).to(tl.float32) + 16.0
@@ -605,6 +607,8 @@ def woq_run_sums(words, x_row, norm_ptr, first_k, K, inv_rms, code_mask, kv_stat
     """woq_rows' float sums over code words [columns, words] whose first code is input first_k [words] of x:
     sum (BASE + c) * x per column and word, and sum x per word. A code c becomes BASE + c exactly with one shift and
     one mask-and-or: moved under the exponent bits of BASE = 2^(23 - LOW), whose last mantissa bit is worth 1.
+    BITS 16 (bf16 weights, two a word, k even in the low half): a weight is its half moved to the top of a float32,
+    sum w * x (x's sum is not needed: no offset).
     PROLOGUE 3: x is combined from attention partials in norm_ptr (attention_weights; KV_* their layout)."""
     PER_WORD: tl.constexpr = 32 // BITS
     LOW: tl.constexpr = 19 if BITS == 4 else 15
@@ -619,14 +623,21 @@ def woq_run_sums(words, x_row, norm_ptr, first_k, K, inv_rms, code_mask, kv_stat
             x = attention_input(norm_ptr, x_row, rows, used, weight, summed, first_k + t, KV_DV)
         else:
             x = woq_input(x_row, norm_ptr, first_k + t, K, inv_rms, PROLOGUE, HAS_NORM_WEIGHT)
-        x_sum += x
-        if LOW >= BITS * t:
-            moved = words << (LOW - BITS * t)
+        if BITS == 16:
+            if t == 0:  # (not named weight: PROLOGUE 3's softmax weights are)
+                w16 = (words << 16).to(tl.float32, bitcast=True)
+            else:
+                w16 = ((words >> 16) << 16).to(tl.float32, bitcast=True)
+            run += w16 * x[None, :]
         else:
-            moved = words >> (BITS * t - LOW)
-        # code_mask comes as an argument: a constant would be rematerialized into a register per use
-        code = ((moved & code_mask) | BASE_BITS).to(tl.float32, bitcast=True)
-        run += code * x[None, :]
+            x_sum += x
+            if LOW >= BITS * t:
+                moved = words << (LOW - BITS * t)
+            else:
+                moved = words >> (BITS * t - LOW)
+            # code_mask comes as an argument: a constant would be rematerialized into a register per use
+            code = ((moved & code_mask) | BASE_BITS).to(tl.float32, bitcast=True)
+            run += code * x[None, :]
     return run, x_sum
 
 
@@ -689,7 +700,10 @@ def woq_rows(x_ptr, words_ptr, scales_ptr, zeros_ptr, bias_ptr, a_ptr, b_ptr, ou
         run, x_sum = woq_run_sums(words, x_row, norm_ptr, word * PER_WORD + w * PER_WORD, K, inv_rms, code_mask,
                                   kv_stats, kv_splits, BITS, PROLOGUE, HAS_NORM_WEIGHT, KV_GROUP, KV_SPLITS, KV_R,
                                   KV_DV)
-        acc += (run - offset[:, None] * x_sum[None, :]) * scale[:, None]
+        if BITS == 16:
+            acc += run * scale[:, None]
+        else:
+            acc += (run - offset[:, None] * x_sum[None, :]) * scale[:, None]
         words, scale, offset = next_words, next_scale, next_offset
     if GDC:
         tl.extra.cuda.gdc_launch_dependents()

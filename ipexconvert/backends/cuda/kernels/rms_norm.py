@@ -29,16 +29,23 @@ def triton_rms_norm(ctx: NodeContext) -> Optional[Kernel]:
     weight = None if weight is None else weight.to(gpu, torch.float32)
 
     def run(inputs: list, dims: dict[str, int]):
-        import triton
-
-        x = inputs[0].contiguous()
-        y = torch.empty_like(x, dtype=dtype)
-        rows = x.numel() // columns if columns else 0
-        if rows:
-            block = triton.next_power_of_2(columns)
-            _triton.jit().rms_norm_rows[(rows,)](x, x if weight is None else weight, y, columns, eps,
-                                                 HAS_WEIGHT=weight is not None, BLOCK=block,
-                                                 num_warps=4 if block <= 2048 else 8)
-        return y
+        return rms_norm_rows(inputs[0], weight, eps, columns, dtype)
 
     return Kernel(run, "triton:rms_norm", frozenset({1}) if weight is not None else frozenset(), fresh_output=True)
+
+
+def rms_norm_rows(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float, columns: int,
+                  dtype: torch.dtype) -> torch.Tensor:
+    """rms_norm of x's rows of `columns` (at most MAX_COLUMNS) times weight (float32, or None) in one Triton kernel,
+    the result in dtype (also woq_linear.float_rows' prologue)."""
+    import triton
+
+    x = x.contiguous()
+    y = torch.empty_like(x, dtype=dtype)
+    rows = x.numel() // columns if columns else 0
+    if rows:
+        block = triton.next_power_of_2(columns)
+        _triton.jit().rms_norm_rows[(rows,)](x, x if weight is None else weight, y, columns, eps,
+                                             HAS_WEIGHT=weight is not None, BLOCK=block,
+                                             num_warps=4 if block <= 2048 else 8)
+    return y

@@ -23,16 +23,20 @@ def _rows(t: torch.Tensor, n: int) -> torch.Tensor:
 
 @register_kernel("cuda", "silu_mul", runs_at=triton_missing)
 def triton_silu_mul(ctx: NodeContext) -> Optional[Kernel]:
-    import triton  # (runs_at has said it is here)
-
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        a, b = halves(inputs[0]) if len(inputs) == 1 else inputs[:2]
-        n = a.shape[-1]
-        out = torch.empty(a.shape, dtype=a.dtype, device=a.device)
-        if out.numel():
-            a_rows, b_rows = _rows(a, n), _rows(b, n)
-            _triton.jit().silu_mul_rows[(a_rows.shape[0], triton.cdiv(n, BLOCK))](
-                a_rows, b_rows, out, n, a_rows.stride(0), b_rows.stride(0), BLOCK=BLOCK, num_warps=4)
-        return out
+        return silu_mul_rows(*(halves(inputs[0]) if len(inputs) == 1 else inputs[:2]))
 
     return Kernel(run, "triton:silu_mul", fresh_output=True)
+
+
+def silu_mul_rows(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """silu(a) * b in a's dtype in one Triton kernel (also woq_linear.float_rows' prologue)."""
+    import triton
+
+    n = a.shape[-1]
+    out = torch.empty(a.shape, dtype=a.dtype, device=a.device)
+    if out.numel():
+        a_rows, b_rows = _rows(a, n), _rows(b, n)
+        _triton.jit().silu_mul_rows[(a_rows.shape[0], triton.cdiv(n, BLOCK))](
+            a_rows, b_rows, out, n, a_rows.stride(0), b_rows.stride(0), BLOCK=BLOCK, num_warps=4)
+    return out

@@ -22,11 +22,14 @@ import torch
 
 from ....ir.ops.prologue_woq_linear import PrologueWoqLinearOp
 from ....ir.ops.rms_norm import effective_eps
-from ....ir.ops.woq_linear import SYMMETRIC_INT4_ZERO, WoqLinearOp
+from ....ir.ops.silu_mul import halves
+from ....ir.ops.woq_linear import FLOAT_BITS, SYMMETRIC_INT4_ZERO, WoqLinearOp
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from . import _triton
 from ._triton import triton_missing
 from ._triton_int8 import _as_rows, post_op_codes
+from .rms_norm import MAX_COLUMNS, rms_norm_rows
+from .silu_mul import silu_mul_rows
 
 MAX_ROWS = 4
 PROLOGUES = {None: 0, "rms_norm": 1, "silu_mul": 2, "attention": 3}  # woq_rows' PROLOGUE
@@ -45,7 +48,13 @@ class Tile:
 # Per activations kind, from benchmarks/gpu_woq_sweep.py on an H200 (float:
 # benchmarks/results/session27-gpu-woq-sweep-*-h200.log, summarized in session27-gpu-decode-tinyllama-h200.md).
 TILES = {"float": Tile(block_n=128, chunk=128, warps=4, programs=512),
-         "int8": Tile(block_n=128, chunk=128, warps=4, programs=512)}
+         "int8": Tile(block_n=128, chunk=128, warps=4, programs=512),
+         "bf16": Tile(block_n=128, chunk=128, warps=4, programs=512)}  # bits 16 (float activations): not swept yet
+
+
+# bf16 weights (bits 16): runs of 64 inputs (32 words a column). TinyLlama bf16 decode on an H200 (session 63,
+# benchmarks/results/session63-gpu-decode-bf16.md): runs of 32 1.356 ms a token, 64 1.186 (cuBLAS before: 1.338).
+FLOAT_RUN = 64
 
 
 # Values of x's row a program reads at a time for the row's statistics (rms_norm's sum of squares, int8 activations'
@@ -106,11 +115,13 @@ def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
         return None  # computed weights: the reference
     fitted = post_op_codes(attrs.post_ops)
     run_k = run_length(attrs.group_size)
+    if attrs.bits == FLOAT_BITS:
+        run_k = min(run_k, FLOAT_RUN)  # (read once, at load)
     codes = codes.contiguous()
     if fitted is None or run_k < 32 // attrs.bits or codes.storage_offset() % 4:
-        return None  # a run must fill whole int32 words of codes (8 int4 or 4 int8 codes), words aligned
-    if prologue == "attention" and attrs.activations != "float":
-        return None  # (woq_rows_dp4a has no attention prologue)
+        return None  # a run must fill whole int32 words of codes (8 int4, 4 int8 or 2 bf16 codes), words aligned
+    if attrs.activations != "float" and (prologue == "attention" or attrs.bits == FLOAT_BITS):
+        return None  # (woq_rows_dp4a has no attention prologue and reads integer codes)
     import triton  # (runs_at has said it is here)
 
     post, operand_slots = fitted
@@ -120,7 +131,7 @@ def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
     norm = ctx.constants[5] if prologue in NORMED else None
     norm = None if norm is None else norm.float().contiguous()
     eps = effective_eps(attrs.eps) if prologue == "rms_norm" else 0.0
-    tile = TILES[attrs.activations]  # (read once: the sweep changes the table between factories)
+    tile = TILES["bf16" if attrs.bits == FLOAT_BITS else attrs.activations]  # (read once: sweeps change the table)
     row_chunk, l2_prefetch = ROW_CHUNK, L2_PREFETCH
     block_n = tile.block_n
     k_split = k_split_for(n, k, run_k * max(1, min(tile.chunk, k) // run_k), block_n, tile.programs)
@@ -137,7 +148,8 @@ def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
     k_words, split_words = k // per_word, k_split // per_word
     split_rows = min(32, triton.next_power_of_2(splits))  # partials the last program reads a load
     zero = SYMMETRIC_INT4_ZERO if attrs.bits == 4 else 0
-    code_mask = ((1 << attrs.bits) - 1) << (19 if attrs.bits == 4 else 15)  # where woq_rows moves a code
+    # where woq_rows moves a code (bf16 weights: unused)
+    code_mask = 0 if attrs.bits == FLOAT_BITS else ((1 << attrs.bits) - 1) << (19 if attrs.bits == 4 else 15)
     weight_inputs = [codes, scales, zeros, bias] + ([norm] if prologue is not None else [])
     pdl = _triton.pdl_enabled(codes.device)
     # each column's range of codes 16-byte aligned and a multiple of 16 bytes (l2_prefetch's cp.async.bulk)
@@ -182,6 +194,42 @@ def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
     return launch, weight_inputs, weights, width
 
 
+def float_rows(ctx: NodeContext, prologue: Optional[str], reference):
+    """A prompt's rows (more than MAX_ROWS) of a bits-16 layer of unit scales (backends/cuda/float_projections.py) as
+    the linear layer ran them before the rewrite: cuBLAS in x's dtype, the bias in it, a residual add as the GEMM's C
+    (one rounding, float32 accumulation: the reference's meaning to its double rounding), after the GPU's kernel of
+    the joined rms_norm or silu_mul. Any other layer: `reference`. callable(inputs, dims), inputs as the node's."""
+    attrs = ctx.attrs
+    codes, scales, _, bias = ctx.constants[1:5]
+    post_ops = attrs.post_ops
+    residual_at = post_ops[0].operand if len(post_ops) == 1 and post_ops[0].kind == "add" else None
+    if attrs.bits != FLOAT_BITS or codes is None or scales is None or ctx.input_specs[0].dtype != "bfloat16" \
+            or not torch.equal(scales, torch.ones_like(scales)) or (post_ops and (residual_at is None or bias is not None)):
+        return reference
+    weight = codes.contiguous()
+    bias = None if bias is None else bias.to(weight.dtype)
+    n, k = weight.shape
+    norm = ctx.constants[5] if prologue == "rms_norm" else None
+    norm = None if norm is None else norm.float().contiguous()
+    if prologue == "rms_norm" and (k > MAX_COLUMNS or (ctx.input_specs[5] is not None and norm is None)):
+        return reference
+    eps = effective_eps(attrs.eps) if prologue == "rms_norm" else 0.0
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x = inputs[0]
+        if prologue == "rms_norm":  # (the GPU's own kernels of the ops joined: rms_norm.py, silu_mul.py)
+            x = rms_norm_rows(x, norm, eps, k, x.dtype)
+        elif prologue == "silu_mul":
+            x = silu_mul_rows(*halves(x))
+        if residual_at is None:
+            return torch.nn.functional.linear(x, weight, bias)
+        r = inputs[residual_at]
+        y = torch.addmm(r.reshape(-1, n), x.reshape(-1, k), weight.t())
+        return y.view(*x.shape[:-1], n)
+
+    return run
+
+
 def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Optional[Kernel]:
     """The woq_rows kernel of a woq_linear (prologue None) or a prologue_woq_linear node: its weights (and norm
     weight) are inputs 1-4 (and 5), its post-op operands after them."""
@@ -189,11 +237,14 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
     if launcher is None:
         return None
     launch, weight_inputs, weights, width = launcher
+    prompt = float_rows(ctx, prologue, None)  # (bits 16: a prompt's GEMM as the linear layer ran it)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
         rows = x.numel() // width if width else 0
         if rows == 0 or rows > MAX_ROWS:
+            if prompt is not None:
+                return prompt(inputs, dims)
             return reference([x, *weight_inputs, *inputs[weights:]], dims)
         return launch(x, rows, inputs[weights:], None)
 

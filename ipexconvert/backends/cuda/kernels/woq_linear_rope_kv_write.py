@@ -19,7 +19,7 @@ from ....ir.spec import TensorSpec
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from ._triton import triton_missing
 from .rope_kv_write import triton_rope_kv_write
-from .woq_linear import MAX_ROWS, TILES, woq_rows_launcher
+from .woq_linear import MAX_ROWS, TILES, float_rows, woq_rows_launcher
 
 CACHE_SLOTS = frozenset({8, 9})  # cache_key, cache_value
 
@@ -56,7 +56,8 @@ def triton_woq_linear_rope_kv_write(ctx: NodeContext) -> Optional[Kernel]:
         return None
     launch, weight_inputs, weights, width = launcher
     op, op_attrs, _ = projection([None] * 6, attrs, None)
-    project = op.compile(op_attrs)  # the prompt's path: dequantized once a call, on cuBLAS
+    # the prompt's path: dequantized once a call, on cuBLAS (bf16 weights: the GEMM in bf16, float_rows)
+    project = float_rows(ctx, attrs.prologue, op.compile(op_attrs))
     n = ctx.output_specs[0].shape[1] * head_dim + 2 * kv_heads * head_dim  # q's heads * d + k and v
     qkv_spec = TensorSpec(dtype=x_spec.dtype, shape=[*x_spec.shape[:-1], n])
     rope_ctx = NodeContext(op="rope_kv_write", attrs=None, constants=(None,) * 6,
