@@ -91,8 +91,8 @@ def woq_cases():
 
 
 def float_prompt_cases():
-    """A prompt's rows (more than the GEMV takes) of bits-16 layers with unit scales, as backends/cuda/float_projections.py
-    makes them: the GEMM in bf16 as the linear layer ran it (woq_linear.float_rows; plain torch, no Triton)."""
+    """A prompt's rows (more than the GEMV takes) of bits-16 layers with unit scales, as
+    backends/cuda/float_projections.py makes them: the GEMM in bf16 as the linear layer ran it (woq_linear.float_rows; plain torch, no Triton)."""
     for op_name, prologue, residual in [("woq_linear", None, True), ("prologue_woq_linear", "rms_norm", False),
                                         ("prologue_woq_linear", "silu_mul", True)]:
         op = get_op(op_name)
@@ -111,7 +111,8 @@ def float_prompt_cases():
                                 **({"eps": 1e-6} if prologue == "rms_norm" else {})})
         inputs = [*own, *extra]
         factory = woq_linear.triton_woq_linear if prologue is None else woq_linear.triton_prologue_woq_linear
-        got = factory(context(op_name, attrs, inputs, range(1, len(own)))).fn([x] + [None] * (len(own) - 1) + extra, {})
+        kernel = factory(context(op_name, attrs, inputs, range(1, len(own))))
+        got = kernel.fn([x] + [None] * (len(own) - 1) + extra, {})
         yield f"{op_name} {prologue or ''} bf16 weights 6 prompt rows residual {residual}", got, \
             op.reference(inputs, attrs, {})
 

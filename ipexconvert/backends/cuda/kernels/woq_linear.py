@@ -20,6 +20,7 @@ from typing import Optional
 
 import torch
 
+from ....ir.ops._common import same_shape
 from ....ir.ops.prologue_woq_linear import PrologueWoqLinearOp
 from ....ir.ops.rms_norm import effective_eps
 from ....ir.ops.silu_mul import halves
@@ -203,8 +204,12 @@ def float_rows(ctx: NodeContext, prologue: Optional[str], reference):
     codes, scales, _, bias = ctx.constants[1:5]
     post_ops = attrs.post_ops
     residual_at = post_ops[0].operand if len(post_ops) == 1 and post_ops[0].kind == "add" else None
+    residual, out = (ctx.input_specs[residual_at] if residual_at is not None else None), ctx.output_specs[0]
+    if post_ops and (residual is None or bias is not None or residual.dtype != out.dtype
+                     or not same_shape(residual.shape, out.shape)):
+        return reference  # (a residual of the output's shape alone: the GEMM's C)
     if attrs.bits != FLOAT_BITS or codes is None or scales is None or ctx.input_specs[0].dtype != "bfloat16" \
-            or not torch.equal(scales, torch.ones_like(scales)) or (post_ops and (residual_at is None or bias is not None)):
+            or not torch.equal(scales, torch.ones_like(scales)):
         return reference
     weight = codes.contiguous()
     bias = None if bias is None else bias.to(weight.dtype)
