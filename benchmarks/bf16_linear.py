@@ -16,15 +16,16 @@ from ipexconvert.backends.cpu import native_lib
 from ipexconvert.decoder_bench import read_bandwidth_gbs
 from timing import interleaved_samples  # benchmarks/ is on sys.path as the script's folder
 
-GEMM_SHAPES = [(240, 256, 256), (480, 512, 512), (512, 4096, 896), (512, 896, 4864)]  # m, n, k
+GEMM_SHAPES = [(240, 256, 256), (480, 512, 512), (512, 4096, 896), (512, 896, 4864),  # m, n, k
+               (512, 9728, 896), (512, 1152, 896)]  # Qwen2-0.5B's merged gate/up and q/k/v
 DECODE_LAYER = [(1152, 896), (896, 896), (9728, 896), (896, 4864)]  # Qwen2-0.5B: qkv, o, gate/up, down
 
 
 def gemm_table(level: str, threads: int) -> None:
     lib = native_lib.raw
-    print("| m x n x k | MKL sgemm, float32 weight (GFLOP/s, median) | bf16_gemm, bf16 weight (GFLOP/s, median) | "
-          "bf16_gemm time / MKL's (median of rounds) |")
-    print("|---|---:|---:|---:|")
+    print("| m x n x k | MKL sgemm, float32 weight (GFLOP/s, median) | torch F.linear float32 (GFLOP/s) | "
+          "bf16_gemm, bf16 weight (GFLOP/s, median) | bf16_gemm time / MKL's (median of rounds) |")
+    print("|---|---:|---:|---:|---:|")
     for m, n, k in GEMM_SHAPES:
         x = torch.randn(m, k).bfloat16()
         x32, w32 = x.float(), torch.randn(n, k)
@@ -33,11 +34,13 @@ def gemm_table(level: str, threads: int) -> None:
         packed = torch.ops.mkl._mkl_reorder_linear_weight(w32, m)
         flops, reps = 2.0 * m * n * k, max(3, int(2e9 / (2 * m * n * k)))
         samples = interleaved_samples({"mkl": lambda: torch.ops.mkl._mkl_linear(x32, packed, w32, None, m),
+                                       "torch": lambda: torch.nn.functional.linear(x32, w32),
                                        "ours": lambda: lib.bf16_gemm(x, w, None, out, level, threads)}, 9, reps)
-        mkl, ours = samples["mkl"], samples["ours"]
+        mkl, plain, ours = samples["mkl"], samples["torch"], samples["ours"]
         ratio = statistics.median(b / a for a, b in zip(mkl, ours))
         print(f"| {m} x {n} x {k} | {flops / statistics.median(mkl) / 1e9:.0f} | "
-              f"{flops / statistics.median(ours) / 1e9:.0f} | {ratio:.2f} |")
+              f"{flops / statistics.median(plain) / 1e9:.0f} | {flops / statistics.median(ours) / 1e9:.0f} | "
+              f"{ratio:.2f} |")
 
 
 def decode_bandwidth(level: str, threads: int) -> None:
