@@ -36,6 +36,7 @@ _ARANGE = "aten.arange.start_step"
 _ADD = "aten.add.Tensor"
 # op appending to the cache -> (its static form, which of its inputs are the caches)
 _WRITES = {"kv_append": "kv_write", "rope_kv_append": "rope_kv_write"}  # each appending op (APPENDS) -> its static form
+STATIC_WRITES = frozenset(_WRITES.values())  # the ops that write a static cache (a decoder's graph, rewritten)
 
 
 class NotStatic(Exception):

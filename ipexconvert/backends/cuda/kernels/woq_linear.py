@@ -242,15 +242,17 @@ def woq_rows_kernel(ctx: NodeContext, reference, prologue: Optional[str]) -> Opt
     if launcher is None:
         return None
     launch, weight_inputs, weights, width = launcher
-    prompt = float_rows(ctx, prologue, None)  # (bits 16: a prompt's GEMM as the linear layer ran it)
+
+    def referenced(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        return reference([inputs[0], *weight_inputs, *inputs[weights:]], dims)
+
+    prompt = float_rows(ctx, prologue, referenced)  # (bits 16: a prompt's GEMM as the linear layer ran it)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
         rows = x.numel() // width if width else 0
         if rows == 0 or rows > MAX_ROWS:
-            if prompt is not None:
-                return prompt(inputs, dims)
-            return reference([x, *weight_inputs, *inputs[weights:]], dims)
+            return prompt(inputs, dims)
         return launch(x, rows, inputs[weights:], None)
 
     int8_rows = ctx.attrs.activations == "int8"
