@@ -139,8 +139,13 @@ static void run(const XT* x, int64_t x_stride, const Shape& s, const Fill& fill,
     const int64_t group = kStageFloats / (chunk_rows * kNR) > 1 ? kStageFloats / (chunk_rows * kNR) : 1;
     // Each parallel chunk of tasks packs x's slices once per k block: chunks as big as a group, or an equal share
     // per thread where that is smaller (parallel_for's default quarter shares would pack them four times as often).
+    // Their count a multiple of the threads, so each thread gets as many: 304 panels (Qwen2-0.5B's 4864-wide gate
+    // and up) in chunks of 64 left 5 chunks, 176 panels on one thread and 128 on the other (1.16x the call).
     const int64_t tasks_total = units * row_chunks, share = tasks_total / s.threads > 1 ? tasks_total / s.threads : 1;
-    const int64_t chunk_grain = group < share ? group : share;
+    const int64_t widest = group < share ? group : share;
+    int64_t parts = (tasks_total + widest - 1) / widest;
+    parts = (parts + s.threads - 1) / s.threads * s.threads;
+    const int64_t chunk_grain = (tasks_total + parts - 1) / parts;
     parallel(tasks_total, grain > chunk_grain ? grain : chunk_grain, s.threads, [&](int64_t begin, int64_t end) {
         const int64_t tasks = end - begin < group ? end - begin : group;
         // 64-byte aligned: a panel row or stage row is whole vectors, and an unaligned one would split every

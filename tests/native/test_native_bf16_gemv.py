@@ -121,6 +121,44 @@ def test_bad_arguments_are_clear_errors(kernel, change, message):
         getattr(native.raw, kernel)(*args.values())
 
 
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("silu, combine", [(True, None), (False, "add"), (False, "mul"), (True, "mul")])
+@pytest.mark.parametrize("m, n, k", [(37, 100, 333), (513, 33, 260)])
+def test_gemm_epilogue_before_its_one_rounding(level, silu, combine, m, n, k):
+    """bf16_gemm's epilogue (a gate's SiLU, a residual add, SwiGLU's mul by the gate) on the float32 sums, then one
+    rounding: within half a bf16 unit of float64's, the same whatever the threads."""
+    torch.manual_seed(m + n + k)
+    x, w, bias = (torch.randn(m, k) * 0.1).bfloat16(), torch.randn(n, k).bfloat16(), torch.randn(n)
+    operand = torch.randn(m, n).bfloat16() if combine else None
+    out, alone = torch.empty(m, n, dtype=torch.bfloat16), torch.empty(m, n, dtype=torch.bfloat16)
+    native.raw.bf16_gemm(x, w, bias, out, level, 2, silu=silu, operand=operand, combine=combine or "add")
+    want = reference(x, w, bias)
+    if silu:
+        want = want * torch.sigmoid(want)
+    if combine:
+        want = want + operand.double() if combine == "add" else want * operand.double()
+    scale = operand.double().abs() if combine == "mul" else 1.0
+    assert ((out.double() - want).abs() <= want.abs() * 2.0 ** -8 + 1e-4 * (k ** 0.5) * scale + 1e-6).all()
+    native.raw.bf16_gemm(x, w, bias, alone, level, 1, silu=silu, operand=operand, combine=combine or "add")
+    assert torch.equal(out, alone)
+
+
+@pytest.mark.parametrize("operand, combine, message", [
+    (torch.zeros(2, 8), "add", "operand must be a contiguous bfloat16"),
+    (torch.zeros(2, 7, dtype=torch.bfloat16), "add", "2 rows of 8"),
+    (torch.zeros(8, 2, dtype=torch.bfloat16).T, "add", "contiguous"),
+    (torch.zeros(2, 8, dtype=torch.bfloat16), "sub", "combine must be 'add' or 'mul'"),
+])
+def test_gemm_epilogue_bad_operands_are_clear_errors(operand, combine, message):
+    x, w = torch.zeros(2, 16, dtype=torch.bfloat16), torch.zeros(8, 16, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=message):
+        native.raw.bf16_gemm(x, w, None, torch.empty(2, 8, dtype=torch.bfloat16), None, 1, operand=operand,
+                             combine=combine)
+    out = torch.empty(2, 8, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="must not share memory with out"):
+        native.raw.bf16_gemm(x, w, None, out, None, 1, operand=out)
+
+
 def test_gemv_takes_at_most_4_rows_gemm_any():
     x, w = torch.ones(5, 16, dtype=torch.bfloat16), torch.ones(8, 16, dtype=torch.bfloat16)
     out = torch.empty(5, 8, dtype=torch.bfloat16)
@@ -163,8 +201,8 @@ def test_bf16_storage_linear_below_bf16_arithmetic(level, monkeypatch):
     calls = []
     for name in ("bf16_gemv", "bf16_gemm"):
         real = getattr(native.raw, name)
-        monkeypatch.setattr(native.raw, name, lambda *a, name=name, real=real: calls.append((name, a[0].shape)) or real(*a),
-                            raising=False)
+        monkeypatch.setattr(native.raw, name, lambda *a, name=name, real=real, **kw:
+                            calls.append((name, a[0].shape)) or real(*a, **kw), raising=False)
     torch.manual_seed(0)
     w, b = torch.randn(20, 40).bfloat16(), torch.randn(20).bfloat16()
     attrs = get_op("linear").parse_attrs({"post_ops": [{"kind": "gelu"}]})
@@ -186,3 +224,38 @@ def test_bf16_storage_linear_below_bf16_arithmetic(level, monkeypatch):
         assert got.shape == (1, rows, 20) and got.dtype == torch.bfloat16
         assert (got.float() - want).abs().max() <= 0.02 * want.abs().max() + 0.02
     assert calls == [("bf16_gemv", (1, 1, 40)), ("bf16_gemv", (1, 4, 40)), ("bf16_gemm", (1, 9, 40))]
+
+
+@pytest.mark.parametrize("post_ops, fused", [
+    ([{"kind": "silu"}], {"silu": True, "combine": "add", "operand": False}),
+    ([{"kind": "add", "operand": 3}], {"silu": False, "combine": "add", "operand": True}),
+    ([{"kind": "mul", "operand": 3}], {"silu": False, "combine": "mul", "operand": True}),
+    ([{"kind": "silu"}, {"kind": "mul", "operand": 3}, {"kind": "relu"}], {"silu": True, "combine": "mul", "operand": True}),
+    ([{"kind": "gelu"}, {"kind": "add", "operand": 3}], {"silu": False, "combine": "add", "operand": False}),
+])
+def test_bf16_storage_linear_hands_its_post_ops_to_the_gemm(post_ops, fused, monkeypatch):
+    """A prompt's rows: bf16_gemm applies a leading SiLU and then an add / mul of an operand of the output's shape
+    itself (a gate, a residual, SwiGLU's product), torch the rest after it; decode rows run all of them in torch.
+    The result matches the node's reference (float32 linear, post-ops in turn) to bf16 rounding."""
+    level = next((lv for lv in LEVELS if compute_precision.bf16_compute_dtype(lv) == "float32"), None)
+    if level is None:
+        pytest.skip("no level below bf16 arithmetic")
+    calls = []
+    real = native.raw.bf16_gemm
+    monkeypatch.setattr(native.raw, "bf16_gemm", lambda *a, **kw: calls.append(kw) or real(*a, **kw), raising=False)
+    torch.manual_seed(1)
+    w, b = torch.randn(20, 40).bfloat16(), torch.randn(20).bfloat16()
+    attrs = get_op("linear").parse_attrs({"post_ops": post_ops})
+    spec = TensorSpec(dtype="bfloat16", shape=[1, "rows", 20])
+    ctx = NodeContext(op="linear", attrs=attrs,
+                      input_specs=(TensorSpec(dtype="bfloat16", shape=[1, "rows", 40]), TensorSpec(dtype="bfloat16", shape=[20, 40]),
+                                   TensorSpec(dtype="bfloat16", shape=[20]), spec),
+                      output_specs=(spec,), constants=(None, w, b, None), device="cpu", isa=level)
+    kernel = linear_kernels.bf16_storage_linear(ctx)
+    for rows in (3, 9):
+        x, operand = torch.randn(1, rows, 40).bfloat16(), torch.randn(1, rows, 20).bfloat16()
+        got = kernel.fn([x, w, b, operand], {})
+        want = get_op("linear").reference([x.float(), w.float(), b.float(), operand.float()], attrs, {})
+        assert (got.float() - want).abs().max() <= 0.02 * want.abs().max() + 0.02
+    assert len(calls) == 1
+    assert {"silu": calls[0]["silu"], "combine": calls[0]["combine"], "operand": calls[0]["operand"] is not None} == fused

@@ -21,6 +21,11 @@ struct Bf16GemvArgs {
     uint16_t* y = nullptr;        // [m, n] bf16 bits, row r at y + r * y_stride
     int64_t y_stride = 0;
     int threads = 1;
+    // bf16_gemm's epilogue, before the one rounding (bf16_gemv leaves it to the caller): y = silu(y) where silu,
+    // then y + operand (operand_kind 1) or y * operand (2), operand [m, n] bf16 bits, row r at operand + r * n.
+    bool silu = false;
+    const uint16_t* operand = nullptr;
+    int operand_kind = 0;
     // bf16_gemv: weight rows read side by side (8, 16 k a step each, prefetched 2 KiB ahead) or one at a time (1):
     // the binding picks by CPU vendor (native/kernels/bf16_gemv/bf16_gemv.cpp says why).
     int rows_side_by_side = 1;

@@ -56,6 +56,7 @@ bf16_storage:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import prod
 from typing import Optional
 
@@ -63,7 +64,8 @@ import torch
 
 from ....errors import ArtifactError
 from ....ir.dims import same
-from ....ir.postops import PostOp
+from ....ir.ops._common import same_shape
+from ....ir.postops import PostOp, apply_post_ops
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from .. import native_lib, onednn_direct
 from ..compute_precision import bf16_compute_dtype
@@ -238,26 +240,68 @@ def build_linear_kernel(ctx: NodeContext) -> Optional[Kernel]:
 
 
 def _native_bf16(ctx: NodeContext, weight: torch.Tensor, bias: Optional[torch.Tensor]):
-    """The native bf16 linear on the plain [out, in] bf16 weight, post-ops in torch after it, or None without the
-    native build: bf16_gemv for up to GEMV_ROWS rows of x (a decode step), bf16_gemm for more. bf16_gemv reads the
-    weight at ~0.86 of the read bandwidth where oneDNN's bf16 path reached ~0.79 (Xeon without AMX, 2 cores: a
+    """The native bf16 linear on the plain [out, in] bf16 weight, or None without the native build: bf16_gemv for up
+    to GEMV_ROWS rows of x (a decode step; post-ops in torch after it), bf16_gemm for more, which applies a leading
+    SiLU and a residual add or SwiGLU mul (GemmEpilogue) to its float32 sums before its one rounding. bf16_gemv reads
+    the weight at ~0.86 of the read bandwidth where oneDNN's bf16 path reached ~0.79 (Xeon without AMX, 2 cores: a
     Qwen2-0.5B decode step's GEMVs, benchmarks/results/session25-decoder-qwen2-0.5b-xeon-avx512bf16.md)."""
     if not native_lib.available() or not hasattr(native_lib.raw, "bf16_gemm") or weight.dtype != torch.bfloat16:
         return None
     lib, isa, n = native_lib.raw, ctx.isa, weight.shape[0]
     wide_bias = None if bias is None else bias.float().contiguous()
+    post_ops = tuple(ctx.attrs.post_ops)
+    epilogue = GemmEpilogue.of(post_ops, ctx)
+
+    def gemv(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x, out = _bf16_rows(inputs[0], n)
+        lib.bf16_gemv(x, weight, wide_bias, out, isa, torch.get_num_threads())  # checks x's columns against the weight
+        return out
+
+    few = with_tail(gemv, post_ops, ctx.isa)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
-        if x.dtype != torch.bfloat16 or not x.is_contiguous():
-            x = x.to(torch.bfloat16).contiguous()
-        rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
-        out = torch.empty(x.shape[:-1] + (n,), dtype=torch.bfloat16)
-        call = lib.bf16_gemv if rows <= GEMV_ROWS else lib.bf16_gemm
-        call(x, weight, wide_bias, out, isa, torch.get_num_threads())  # checks x's columns against the weight
-        return out
+        if (x.numel() // x.shape[-1] if x.shape[-1] else 0) <= GEMV_ROWS:
+            return few(inputs, dims)
+        x, out = _bf16_rows(x, n)
+        operand = None if epilogue.operand is None else inputs[epilogue.operand.operand]
+        if operand is not None and (operand.dtype != torch.bfloat16 or operand.shape != out.shape
+                                    or not operand.is_contiguous()):  # (not as declared: torch's post-ops after)
+            lib.bf16_gemm(x, weight, wide_bias, out, isa, torch.get_num_threads())
+            return apply_post_ops(out, post_ops, inputs)
+        lib.bf16_gemm(x, weight, wide_bias, out, isa, torch.get_num_threads(), silu=epilogue.silu, operand=operand,
+                      combine="add" if operand is None else epilogue.operand.kind)
+        return apply_post_ops(out, epilogue.rest, inputs) if epilogue.rest else out
 
-    return with_tail(run, tuple(ctx.attrs.post_ops), ctx.isa)
+    return run
+
+
+def _bf16_rows(x: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """x as contiguous bf16, and a fresh bf16 output of its rows of n."""
+    if x.dtype != torch.bfloat16 or not x.is_contiguous():
+        x = x.to(torch.bfloat16).contiguous()
+    return x, torch.empty(x.shape[:-1] + (n,), dtype=torch.bfloat16)
+
+
+@dataclass(frozen=True)
+class GemmEpilogue:
+    """The post-ops bf16_gemm applies itself (a leading silu, then an add or mul of an operand of the output's
+    shape and dtype: a residual, or SwiGLU's gate), and those left to torch after it."""
+    silu: bool
+    operand: Optional[PostOp]
+    rest: tuple[PostOp, ...]
+
+    @staticmethod
+    def of(post_ops: tuple[PostOp, ...], ctx: NodeContext) -> "GemmEpilogue":
+        silu = bool(post_ops) and post_ops[0].operand is None and post_ops[0].kind == "silu"
+        rest = post_ops[1:] if silu else post_ops
+        out = ctx.output_specs[0]
+        first = rest[0] if rest else None
+        operand = ctx.input_specs[first.operand] if first is not None and first.operand is not None else None
+        if (first is None or operand is None or first.kind not in ("add", "mul") or operand.dtype != "bfloat16"
+                or out is None or not same_shape(operand.shape, out.shape)):
+            return GemmEpilogue(silu, None, rest)
+        return GemmEpilogue(silu, first, rest[1:])
 
 
 def decode_rows_first(few, many):
@@ -289,7 +333,7 @@ def _native_f32(ctx: NodeContext, weight: torch.Tensor, bias: Optional[torch.Ten
 @register_kernel("cpu", "linear", runs_at=_runs_at.native_bf16_storage)
 def bf16_storage_linear(ctx: NodeContext) -> Optional[Kernel]:
     """bf16 linear below avx512_bf16 (a decoder keeps bf16 there): bf16_gemv for up to 4 rows, bf16_gemm for more,
-    both on the plain bf16 weight with float32 sums; post-ops in torch."""
+    both on the plain bf16 weight with float32 sums; bf16_gemm applies a SiLU and an add / mul post-op itself."""
     if ctx.device != "cpu" or node_dtype(ctx) != "bfloat16" or bf16_compute_dtype(ctx.isa) == "bfloat16":
         return None
     params = constant_weight_and_bias(ctx)
