@@ -99,6 +99,30 @@ def profile_decode(model, prompt_tokens: int, gpu: torch.device, steps: int = 20
         print(f"{e.self_device_time_total / steps / 1000:8.3f} ms {e.count // steps:5d}x  {e.key[:110]}")
 
 
+def profile_prefill(model, prompt_tokens: int, vocab: int) -> None:
+    """The GPU kernels of one prompt's call (a generate of one token: the prompt, then its arg-max), by total GPU time,
+    beside the call's wall time and the CPU's time in the ops that launched them."""
+    from torch.profiler import ProfilerActivity, profile
+
+    prompt = torch.randint(1, vocab, (1, prompt_tokens), generator=torch.Generator().manual_seed(99))
+    model.generate(prompt, max_new_tokens=1, stop_at_eos=False)  # warm: this prompt length's kernels built
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        start = time.perf_counter()
+        model.generate(prompt, max_new_tokens=1, stop_at_eos=False)
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - start
+    events = [e for e in prof.key_averages() if e.device_time_total > 0]
+    total = sum(e.self_device_time_total for e in events) / 1000
+    print(f"prefill of {prompt_tokens}: wall {wall * 1000:.2f} ms, GPU kernels {total:.2f} ms (profiled)")
+    for e in sorted(events, key=lambda e: -e.self_device_time_total)[:20]:
+        print(f"{e.self_device_time_total / 1000:8.3f} ms {e.count:5d}x  {e.key[:110]}")
+    cpu = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:12]
+    print("CPU side, by self time:")
+    for e in cpu:
+        print(f"{e.self_cpu_time_total / 1000:8.3f} ms {e.count:5d}x  {e.key[:110]}")
+
+
 class _Skipped:
     """A Triton kernel that launches nothing: `kernel[grid](...)` returns at once."""
 
@@ -141,6 +165,7 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, required=True, help="folder for the artifacts (kept between runs)")
     ap.add_argument("--out", type=Path, help="write the results here (.json; a .md table beside it)")
     ap.add_argument("--profile", action="store_true", help="then print the GPU kernels of 20 decode steps (torch.profiler)")
+    ap.add_argument("--profile-prefill", action="store_true", help="then print the GPU kernels of one prompt's call")
     args = ap.parse_args()
     gpu = torch.device("cuda", torch.cuda.current_device())
     module = Qwen2Shaped(**SHAPES[args.shape])
@@ -244,6 +269,10 @@ def main() -> None:
         for name, model in models.items():
             print(f"{name}:")
             profile_decode(model, args.prompt_tokens, gpu)
+    if args.profile_prefill:
+        for name, model in models.items():
+            print(f"{name}:")
+            profile_prefill(model, args.prompt_tokens, SHAPES[args.shape]["vocab"])
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"command": " ".join(sys.argv), "read_gbps": gbps, "rows": rows}, indent=1))

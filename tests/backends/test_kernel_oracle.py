@@ -658,6 +658,14 @@ CASES: dict[str, dict[str, Case]] = {
             {"bits": 16, "group_size": 128, "post_ops": [{"kind": "add", "operand": 5}]},
             (In((6, 128), "bfloat16"), const([24, 128], "bfloat16", scale=0.1), const([24, 1], fill="ones"),
              None, None, In((6, 24), "bfloat16")), budget="gemm"),
+        "bf16-weights-unit-scales-prompt-rows-silu": Case(  # a gate's SiLU after cuBLAS (as the linear layer ran)
+            {"bits": 16, "group_size": 128, "post_ops": [{"kind": "silu"}]},
+            (In((6, 128), "bfloat16"), const([24, 128], "bfloat16", scale=0.1), const([24, 1], fill="ones"),
+             None, None), budget="gemm"),
+        "bf16-weights-unit-scales-prompt-rows-bias-mul": Case(  # SwiGLU's up projection times the gate
+            {"bits": 16, "group_size": 128, "post_ops": [{"kind": "mul", "operand": 5}]},
+            (In((6, 128), "bfloat16"), const([24, 128], "bfloat16", scale=0.1), const([24, 1], fill="ones"),
+             None, const([24]), In((6, 24), "bfloat16")), budget="gemm"),
         "f32-int8-1024-inputs-int8-activations-silu": Case(  # 2 rows, split k, int8 rounding per row
             {"bits": 8, "group_size": 256, "activations": "int8", "post_ops": [{"kind": "silu"}]},
             (In((2, 1024)), const([40, 1024], "int8", "weight"), const([40, 4], fill="positive", scale=0.01), None,

@@ -139,5 +139,8 @@ class WoqLinearOp(OpDef):
             w = dequantize(codes, scales, zero_points, attrs.bits, attrs.group_size)
             rows = round_rows_to_int8(x) if attrs.activations == "int8" else x.float()
             y = F.linear(rows, w, None if bias is None else bias.float())
-        operands = [None if t is None else (t.float() if t.is_floating_point() else t) for t in inputs]
+        # (the post-ops' operands alone in float32: widening every input copied the weight, 46 MB a GPU layer)
+        used = {p.operand for p in attrs.post_ops if p.operand is not None}
+        operands = [t.float() if i in used and t is not None and t.is_floating_point() else t
+                    for i, t in enumerate(inputs)]
         return apply_post_ops(y, attrs.post_ops, operands).to(x.dtype)

@@ -25,6 +25,7 @@ from ....ir.ops.prologue_woq_linear import PrologueWoqLinearOp
 from ....ir.ops.rms_norm import effective_eps
 from ....ir.ops.silu_mul import halves
 from ....ir.ops.woq_linear import FLOAT_BITS, SYMMETRIC_INT4_ZERO, WoqLinearOp
+from ....ir.postops import apply_post_ops
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from . import _triton
 from ._triton import triton_missing
@@ -198,16 +199,16 @@ def woq_rows_launcher(ctx: NodeContext, prologue: Optional[str]):
 def float_rows(ctx: NodeContext, prologue: Optional[str], reference):
     """A prompt's rows (more than MAX_ROWS) of a bits-16 layer of unit scales (backends/cuda/float_projections.py) as
     the linear layer ran them before the rewrite: cuBLAS in x's dtype, the bias in it, a residual add as the GEMM's C
-    (one rounding, float32 accumulation: the reference's meaning to its double rounding), after the GPU's kernel of
+    (one rounding, float32 accumulation: the reference's meaning to its double rounding), any other post-ops in x's
+    dtype after it (a gate's SiLU, SwiGLU's mul: torch's, as the linear reference runs them), after the GPU's kernel of
     the joined rms_norm or silu_mul. Any other layer: `reference`. callable(inputs, dims), inputs as the node's."""
     attrs = ctx.attrs
     codes, scales, _, bias = ctx.constants[1:5]
     post_ops = attrs.post_ops
     residual_at = post_ops[0].operand if len(post_ops) == 1 and post_ops[0].kind == "add" else None
     residual, out = (ctx.input_specs[residual_at] if residual_at is not None else None), ctx.output_specs[0]
-    if post_ops and (residual is None or bias is not None or residual.dtype != out.dtype
-                     or not same_shape(residual.shape, out.shape)):
-        return reference  # (a residual of the output's shape alone: the GEMM's C)
+    if residual is None or bias is not None or residual.dtype != out.dtype or not same_shape(residual.shape, out.shape):
+        residual_at = None  # (a residual of the output's shape alone is the GEMM's C; other post-ops after it)
     if attrs.bits != FLOAT_BITS or codes is None or scales is None or ctx.input_specs[0].dtype != "bfloat16" \
             or not torch.equal(scales, torch.ones_like(scales)):
         return reference
@@ -227,7 +228,8 @@ def float_rows(ctx: NodeContext, prologue: Optional[str], reference):
         elif prologue == "silu_mul":
             x = silu_mul_rows(*halves(x))
         if residual_at is None:
-            return torch.nn.functional.linear(x, weight, bias)
+            y = torch.nn.functional.linear(x, weight, bias)
+            return apply_post_ops(y, post_ops, inputs) if post_ops else y
         r = inputs[residual_at]
         y = torch.addmm(r.reshape(-1, n), x.reshape(-1, k), weight.t())
         return y.view(*x.shape[:-1], n)
