@@ -17,7 +17,8 @@ from ipexconvert.decoder_bench import read_bandwidth_gbs
 from timing import interleaved_samples  # benchmarks/ is on sys.path as the script's folder
 
 GEMM_SHAPES = [(240, 256, 256), (480, 512, 512), (512, 4096, 896), (512, 896, 4864),  # m, n, k
-               (512, 9728, 896), (512, 1152, 896)]  # Qwen2-0.5B's merged gate/up and q/k/v
+               (512, 9728, 896), (512, 1152, 896),  # Qwen2-0.5B's merged gate/up and q/k/v
+               (512, 4864, 896)]  # its gate or up alone (the CPU's graph: 304 panels, an uneven split until session 64)
 DECODE_LAYER = [(1152, 896), (896, 896), (9728, 896), (896, 4864)]  # Qwen2-0.5B: qkv, o, gate/up, down
 
 
