@@ -84,8 +84,7 @@ def profile_decode(model, prompt_tokens: int, gpu: torch.device, steps: int = 20
             static.advance(ids)
         torch.cuda.synchronize()
         wall = (time.perf_counter() - start) / steps
-    events = [e for e in prof.key_averages() if e.device_time_total > 0]
-    total = sum(e.self_device_time_total for e in events) / steps / 1000
+    total = print_gpu_kernels(prof, steps, 25, show=False)
     graph = next(e.graph for e in static.runner._graphs.values() if e.graph is not None)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
@@ -95,8 +94,16 @@ def profile_decode(model, prompt_tokens: int, gpu: torch.device, steps: int = 20
     end.synchronize()
     print(f"decode step: wall {wall * 1000:.3f} ms, GPU kernels {total:.3f} ms (profiled), "
           f"graph replays back to back {start.elapsed_time(end) / steps:.3f} ms")
-    for e in sorted(events, key=lambda e: -e.self_device_time_total)[:25]:
-        print(f"{e.self_device_time_total / steps / 1000:8.3f} ms {e.count // steps:5d}x  {e.key[:110]}")
+    print_gpu_kernels(prof, steps, 25)
+
+
+def print_gpu_kernels(prof, calls: int, top: int, show: bool = True) -> float:
+    """The profile's `top` GPU kernels by their GPU time a call (printed when `show`); returns all kernels' ms a call."""
+    events = [e for e in prof.key_averages() if e.device_time_total > 0]
+    if show:
+        for e in sorted(events, key=lambda e: -e.self_device_time_total)[:top]:
+            print(f"{e.self_device_time_total / calls / 1000:8.3f} ms {e.count // calls:5d}x  {e.key[:110]}")
+    return sum(e.self_device_time_total for e in events) / calls / 1000
 
 
 def profile_prefill(model, prompt_tokens: int, vocab: int) -> None:
@@ -112,11 +119,9 @@ def profile_prefill(model, prompt_tokens: int, vocab: int) -> None:
         model.generate(prompt, max_new_tokens=1, stop_at_eos=False)
         torch.cuda.synchronize()
         wall = time.perf_counter() - start
-    events = [e for e in prof.key_averages() if e.device_time_total > 0]
-    total = sum(e.self_device_time_total for e in events) / 1000
+    total = print_gpu_kernels(prof, 1, 20, show=False)
     print(f"prefill of {prompt_tokens}: wall {wall * 1000:.2f} ms, GPU kernels {total:.2f} ms (profiled)")
-    for e in sorted(events, key=lambda e: -e.self_device_time_total)[:20]:
-        print(f"{e.self_device_time_total / 1000:8.3f} ms {e.count:5d}x  {e.key[:110]}")
+    print_gpu_kernels(prof, 1, 20)
     cpu = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:12]
     print("CPU side, by self time:")
     for e in cpu:

@@ -36,6 +36,13 @@ inline void check_cpu_contiguous(const TensorArg& t) {
         fail(std::string(t.name()) + " " + t.shape_str() + " is not contiguous; call .contiguous() first");
 }
 
+// Whether [a, a + a_bytes) and [b, b + b_bytes) share a byte: an epilogue operand a kernel reads row by row as it
+// writes out's rows must not be overwritten first.
+inline bool overlaps(const void* a, int64_t a_bytes, const void* b, int64_t b_bytes) {
+    const char *a0 = static_cast<const char*>(a), *b0 = static_cast<const char*>(b);
+    return a_bytes > 0 && b_bytes > 0 && a0 < b0 + b_bytes && b0 < a0 + a_bytes;
+}
+
 // The activation dtype: float32 or bfloat16.
 inline DType activation_dtype(const TensorArg& t) {
     check_cpu_contiguous(t);

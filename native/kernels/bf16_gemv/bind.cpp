@@ -18,10 +18,7 @@ const uint16_t* epilogue_operand(const TensorArg& operand, const TensorArg& out,
         (n > 0 && operand.shape(operand.ndim() - 1) != n))
         fail("operand must be a contiguous bfloat16 CPU tensor of out's " + std::to_string(m) + " rows of " +
              std::to_string(n) + ", got " + operand.dtype_str() + " " + operand.shape_str());
-    const auto* begin = static_cast<const char*>(operand.data());
-    const auto* out_begin = static_cast<const char*>(out.data());
-    const int64_t bytes = m * n * 2;
-    if (bytes > 0 && begin < out_begin + bytes && out_begin < begin + bytes) fail("operand must not share memory with out");
+    if (overlaps(operand.data(), m * n * 2, out.data(), m * n * 2)) fail("operand must not share memory with out");
     return static_cast<const uint16_t*>(operand.data());
 }
 

@@ -86,12 +86,8 @@ void woq_gemm(nb::handle x_obj, nb::handle w_obj, int64_t n, int bits, int64_t g
                  ", got " + residual->dtype_str() + " " + residual->shape_str());
         residual_data = static_cast<const float*>(residual->data());
         // The kernels read a row's residual as they store that row's outputs: out must not overwrite it first.
-        if (g.m > 0) {
-            const float* out_begin = static_cast<const float*>(out.data());
-            const float* out_end = out_begin + (g.m - 1) * g.y_stride + n;
-            if (residual_data < out_end && out_begin < residual_data + g.m * n)
-                fail("residual must not share memory with out");
-        }
+        const int64_t out_bytes = g.m > 0 ? ((g.m - 1) * g.y_stride + n) * 4 : 0;
+        if (overlaps(residual_data, g.m * n * 4, out.data(), out_bytes)) fail("residual must not share memory with out");
     }
     g.x = static_cast<const float*>(x.data());
     g.bits = bits;
