@@ -72,7 +72,7 @@ from ..compute_precision import bf16_compute_dtype
 from ..self_check import torch_ops
 from ._torch_onednn import (constant_weight_and_bias, consumed, enabled, isa_allows, mkl_runs_float32_linear,
                             node_dtype, plan_post_ops, unfused_unary, with_tail)
-from . import _runs_at
+from . import _row_chunks, _runs_at
 from ._onednn_direct_linear import fused_prefix, linear_run
 
 @register_kernel("cpu", "linear", runs_at=_runs_at.torch_mkl)
@@ -206,14 +206,23 @@ def build_linear_kernel(ctx: NodeContext) -> Optional[Kernel]:
 
     if plan.binary is None:
         attr, algorithm = plan.unary or ("none", "")
+        key = (tuple(weight.shape), bias is not None, attr, algorithm)
 
-        def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-            return linear(inputs[0], packed, bias, attr, [], algorithm)
+        def call(x: torch.Tensor, operand: Optional[torch.Tensor]) -> torch.Tensor:
+            return linear(x, packed, bias, attr, [], algorithm)
     else:
         slot, kind = plan.binary.operand, plan.binary.kind
+        key = (tuple(weight.shape), bias is not None, "binary", kind)
 
-        def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-            return binary_op(inputs[0], inputs[slot], packed, bias, kind)
+        def call(x: torch.Tensor, operand: Optional[torch.Tensor]) -> torch.Tensor:
+            return binary_op(x, operand, packed, bias, kind)
+
+    # bf16: whole or in row chunks, as measured at the first call of each row count (_row_chunks)
+    rows_call = _row_chunks.row_chunked(call, key, weight.shape[0]) if dtype == "bfloat16" else call
+    operand_slot = None if plan.binary is None else plan.binary.operand
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        return rows_call(inputs[0], None if operand_slot is None else inputs[operand_slot])
 
     fused = with_tail(run, plan.tail, ctx.isa)
     if not widens_many_rows(ctx.isa, dtype):
