@@ -13,11 +13,12 @@ do). IPEXCONVERT_ROW_CHUNKS=0 switches it off (`benchmarks/ab.py ART --env IPEXC
 """
 from __future__ import annotations
 
-import os
 import time
 from typing import Callable, Hashable, Optional
 
 import torch
+
+from .... import environment
 
 MIN_ROWS = 512
 CHUNK = 256
@@ -31,7 +32,7 @@ Call = Callable[[torch.Tensor, Optional[torch.Tensor]], torch.Tensor]
 
 
 def enabled() -> bool:
-    return os.environ.get("IPEXCONVERT_ROW_CHUNKS", "1") != "0"
+    return not environment.switched_off("IPEXCONVERT_ROW_CHUNKS")
 
 
 def in_chunks(call: Call, x: torch.Tensor, operand: Optional[torch.Tensor], rows: int) -> torch.Tensor:
