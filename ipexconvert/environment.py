@@ -35,7 +35,7 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in [
     Variable("IPEXCONVERT_ONEDNN_DIRECT", "1", "0: our direct oneDNN layers (`onednn_direct_*` kernels, ipexconvert._dnnl) "
              "step aside and torch's oneDNN operators run those nodes"),
     Variable("IPEXCONVERT_ROW_CHUNKS", "1", "0: oneDNN's bf16 linear always runs whole, never in the 256-row calls that the "
-             "first call of a layer shape and row count (512 rows or more) may measure faster"),
+             "first call of a layer shape in a range of row counts (512 rows or more, a power of two to the next) may measure faster"),
     Variable("IPEXCONVERT_MKL_FP32", "unset (MKL on Intel CPUs, oneDNN elsewhere)",
              "1/0: float32 linear on MKL's packed GEMM / on oneDNN, whatever the CPU vendor"),
     Variable("IPEXCONVERT_MALLOC_TUNING", "1", "0: loading an artifact leaves glibc's malloc thresholds alone"),

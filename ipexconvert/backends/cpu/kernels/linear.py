@@ -29,9 +29,9 @@ torch_onednn:
   erf post-op cost 11-21 % of the matmul there, our native GELU in place after the call 3-6 %
   (_torch_onednn.GELU_UNFUSED_AT); a tail that starts with GELU runs it natively at every level (with_tail).
 
-  bf16 calls of 512 rows or more run whole or in 256-row calls, whichever the first call of that layer shape and
-  row count measured faster (_row_chunks.py: oneDNN's AMX matmul ran BERT-base's 3072 -> 768 and 768 -> 768
-  layers at half speed at 512-1024 rows; BERT-base b8 bf16 0.87x the time).
+  bf16 calls of 512 rows or more run whole or in 256-row calls, whichever the first call of that layer shape in
+  that power-of-two range of row counts measured faster (_row_chunks.py: oneDNN's AMX matmul ran BERT-base's
+  3072 -> 768 and 768 -> 768 layers at half speed at 512-1024 rows; BERT-base b8 bf16 0.87x the time).
 
   _reorder_linear_weight wants the weight as [out, in], the layout linear already
   stores (prepack.py makes it contiguous). It cannot tell a transposed square weight

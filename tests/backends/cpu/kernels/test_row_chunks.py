@@ -67,7 +67,7 @@ def test_choose_keeps_the_faster_variant(monkeypatch, whole_ms, chunk_ms, chunke
     assert torch.allclose(y, x @ weight.t())
 
 
-def test_measures_once_per_shape_and_row_count(monkeypatch):
+def test_measures_once_per_shape_and_range_of_row_counts(monkeypatch):
     clock = FakeClock(lambda rows: (0.010 if rows > _row_chunks.CHUNK else 0.001))
     monkeypatch.setattr(_row_chunks.time, "perf_counter", clock)
     calls = []
@@ -83,11 +83,17 @@ def test_measures_once_per_shape_and_row_count(monkeypatch):
     y = run_a(x, None)
     assert y.shape == (2, 512, 8) and torch.allclose(y, x @ weight.t())
     measured = len(calls)
-    assert _row_chunks._choices == {("layer", 1024): True}
+    assert _row_chunks._choices == {("layer", (1024).bit_length()): True}
     calls.clear()
     run_b(x, None)
     assert calls == [_row_chunks.CHUNK] * 4, "the second layer reuses the choice: 4 chunk calls, nothing timed"
     assert measured > 4
+    calls.clear()
+    run_a(torch.randn(1500, 16), None)  # the same range [1024, 2048): the choice holds, 6 chunks (the last of 220)
+    assert calls == [_row_chunks.CHUNK] * 5 + [1500 - 5 * _row_chunks.CHUNK]
+    calls.clear()
+    run_a(torch.randn(2048, 16), None)  # the next range: measured again
+    assert len(calls) > 8 and len(_row_chunks._choices) == 2
     calls.clear()
     run_a(torch.randn(3, 16), None)  # below MIN_ROWS: one call as given
     assert calls == [3]
