@@ -49,7 +49,8 @@ def choose(call: Call, x: torch.Tensor, operand: Optional[torch.Tensor], rows: i
     call; then alternately, BEST_OF each); whether chunks won, and that variant's result."""
     best = {False: float("inf"), True: float("inf")}
     results: dict[bool, torch.Tensor] = {}
-    call(x, operand), in_chunks(call, x, operand, rows)
+    call(x, operand)
+    in_chunks(call, x, operand, rows)
     for _ in range(BEST_OF):
         for chunked in (False, True):
             start = time.perf_counter()
@@ -70,14 +71,15 @@ def row_chunked(call: Call, key: Hashable, out_features: int) -> Callable[[torch
         rows = x.numel() // x.shape[-1] if x.dim() and x.shape[-1] else 0
         if rows < MIN_ROWS:
             return call(x, operand)
-        x2 = x.reshape(rows, x.shape[-1])
-        operand2 = None if operand is None else operand.reshape(rows, out_features)
-        chunked = _choices.get((key, rows.bit_length()))  # the range [2^(n-1), 2^n) that holds rows
+        choice = (key, rows.bit_length())  # the range [2^(n-1), 2^n) that holds rows
+        chunked = _choices.get(choice)
         if chunked is False:
             return call(x, operand)
+        x2 = x.reshape(rows, x.shape[-1])
+        operand2 = None if operand is None else operand.reshape(rows, out_features)
         if chunked is None:
             chunked, y = choose(call, x2, operand2, rows)
-            _choices[(key, rows.bit_length())] = chunked
+            _choices[choice] = chunked
         else:
             y = in_chunks(call, x2, operand2, rows)
         return y.reshape(*x.shape[:-1], out_features)

@@ -215,13 +215,13 @@ def build_linear_kernel(ctx: NodeContext) -> Optional[Kernel]:
         def call(x: torch.Tensor, operand: Optional[torch.Tensor]) -> torch.Tensor:
             return linear(x, packed, bias, attr, [], algorithm)
     else:
-        slot, kind = plan.binary.operand, plan.binary.kind
+        kind = plan.binary.kind
         key = (tuple(weight.shape), bias is not None, "binary", kind)
 
         def call(x: torch.Tensor, operand: Optional[torch.Tensor]) -> torch.Tensor:
             return binary_op(x, operand, packed, bias, kind)
 
-    # bf16: whole or in row chunks, as measured at the first call of each row count (_row_chunks)
+    # bf16: whole or in row chunks, as measured at the first call in each range of row counts (_row_chunks)
     rows_call = _row_chunks.row_chunked(call, key, weight.shape[0]) if dtype == "bfloat16" else call
     operand_slot = None if plan.binary is None else plan.binary.operand
 
