@@ -269,6 +269,10 @@ CASES: dict[str, dict[str, Case]] = {
             {"post_ops": [{"kind": "gelu"}]},
             (In((3, 1, 40), "bfloat16"), const([21, 40], "bfloat16", scale=0.2), const([21], "bfloat16")),
             budget="gemm"),
+        "bf16-tile-rows-bias-gelu": Case(  # AMX tiles (bf16_amx_gemm): two 32-channel panels, a row pair and a tail
+            {"post_ops": [{"kind": "gelu"}]},
+            (In((2, 23, 96), "bfloat16"), const([64, 96], "bfloat16", scale=0.2), const([64], "bfloat16")),
+            budget="gemm"),
         "bf16-prompt-rows-bias": Case(  # bf16_gemm below avx512_bf16: partial row tiles, a channel past 32, k tail
             {}, (In((1, 37, 72), "bfloat16"), const([33, 72], "bfloat16", scale=0.2), const([33], "bfloat16")),
             budget="gemm"),

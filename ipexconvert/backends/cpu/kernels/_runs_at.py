@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .... import environment
 from .. import native_lib, onednn_direct
 from ..isa import ISA_LEVELS
 from ..self_check import torch_ops
@@ -78,6 +79,14 @@ def onednn_direct_int8(level: str) -> Optional[str]:
     if not int8_allowed(level):
         return f"oneDNN int8 needs avx512_vnni ({level} here: its u8*s8 products would saturate)"
     return onednn_direct_float(level)
+
+
+def native_amx_linear(level: str) -> Optional[str]:
+    """Our bf16 linear on AMX tiles (bf16_amx_gemm): built, at the amx level, switched on (IPEXCONVERT_AMX_GEMM)."""
+    why = native_kernel("bf16_amx_gemm")(level)
+    if why is None and environment.switched_off("IPEXCONVERT_AMX_GEMM"):
+        return "switched off by IPEXCONVERT_AMX_GEMM=0"
+    return why
 
 
 def onednn_direct_float_linear(level: str) -> Optional[str]:

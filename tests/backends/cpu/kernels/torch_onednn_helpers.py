@@ -118,3 +118,13 @@ def float_linear_kernel(dtype: str) -> str:
     if _runs_at.torch_onednn_float(isa) is not None:  # below avx2 (generic): no oneDNN, and no native float linear
         return "reference:linear"
     return "torch_onednn:linear"
+
+
+def bf16_linear_kernels() -> frozenset[str]:
+    """The kernels a bf16 model's linears (computed in bf16) load onto here: float_linear_kernel's, and on AMX our
+    bf16_amx_gemm for the layers it takes (sizes multiples of 32; no post-op, or relu / erf GELU)."""
+    from ipexconvert.backends.cpu.isa import selected_isa
+    from ipexconvert.backends.cpu.kernels import _runs_at
+
+    amx = _runs_at.native_amx_linear(selected_isa()) is None
+    return frozenset({float_linear_kernel("bfloat16")} | ({"native:bf16_amx_gemm"} if amx else set()))

@@ -1,0 +1,129 @@
+// bf16_amx_gemm (args.h): a bf16 linear layer on AMX tiles for the row counts where oneDNN's matmul streams the
+// weight slowly. BERT-base's 48 encoder linears at 128 rows (170 MB of bf16 weights, more than the L3 holds) took
+// 18.3 ms through oneDNN's matmul and 13.4 ms here on 2 cores of an AMX Xeon: oneDNN's blocking reads a layer's
+// weight from memory more than once at these row counts, this loop once (benchmarks/amx_gemm.py).
+//
+// Per thread a range of 32-channel panels; per panel, the call's rows in pairs of 16-row A tiles (read from x as it
+// lies, 2 * x_stride bytes apart) against the panel's two B tiles per 32 k, four accumulating tiles over all of k,
+// so the panel's weights come from memory for the first row pair and from L1/L2 for the others. The rows go in
+// blocks of kRowBlock so a block's x stays in L2. A last pair of fewer than 32 rows is copied into a zero-padded
+// buffer first (a tile reads 16 whole rows); 16 rows or fewer run one A tile.
+#include "common.h"
+
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__)
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "amx_tiles.h"
+#include "gelu_erfc.h"
+
+namespace ipxc {
+namespace IPXC_NS {
+namespace {
+
+constexpr int64_t kRowBlock = 256;
+
+// The erf GELU of 16 floats, the gelu kernel's arithmetic (gelu_erfc.h). NaN stays NaN.
+inline __m512 gelu_erf16(__m512 x) {
+    const __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(kInvSqrt2));
+    __m512 p = _mm512_set1_ps(kErfcPoly[0]);
+    for (int i = 1; i < 7; ++i) p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(kErfcPoly[i]));
+    p = _mm512_mul_ps(p, p);
+    p = _mm512_mul_ps(p, p);
+    p = _mm512_mul_ps(p, p);
+    p = _mm512_mul_ps(p, p);  // P^16
+    const __m512 c = _mm512_div_ps(_mm512_set1_ps(1.0f), p);  // erfc(|x| / sqrt 2)
+    const __mmask16 negative = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+    const __m512 e = _mm512_mask_mov_ps(_mm512_sub_ps(_mm512_set1_ps(2.0f), c), negative, c);
+    return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), e);
+}
+
+inline __m512 apply_unary(int unary, __m512 v) {
+    if (unary == 1) return _mm512_max_ps(_mm512_setzero_ps(), v);  // maxps returns its second operand for NaN: kept
+    if (unary == 2) return gelu_erf16(v);
+    return v;
+}
+
+// The float32 sums of rows [r0, r0 + rows) x channels [n0, n0 + 32) (c: 32 rows of 32, 128 bytes apart) plus
+// bias, through the unary, rounded to bf16 into y.
+void store_rows(const Bf16AmxGemmArgs& a, const float* c, int64_t r0, int64_t rows, int64_t n0) {
+    const __m512 b0 = a.bias ? _mm512_loadu_ps(a.bias + n0) : _mm512_setzero_ps();
+    const __m512 b1 = a.bias ? _mm512_loadu_ps(a.bias + n0 + 16) : _mm512_setzero_ps();
+    for (int64_t r = 0; r < rows; ++r) {
+        const __m512 v0 = apply_unary(a.unary, _mm512_add_ps(_mm512_load_ps(c + r * 32), b0));
+        const __m512 v1 = apply_unary(a.unary, _mm512_add_ps(_mm512_load_ps(c + r * 32 + 16), b1));
+        _mm512_storeu_si512(a.y + (r0 + r) * a.y_stride + n0, (__m512i)_mm512_cvtne2ps_pbh(v1, v0));
+    }
+}
+
+// Rows [r0, r0 + rows) (rows <= 32; x0: row r0, x_stride elements apart) times panel p.
+void row_pair(const Bf16AmxGemmArgs& a, const uint16_t* x0, int64_t x_stride, int64_t r0, int64_t rows, int64_t p) {
+    const int64_t steps = a.k / 32;
+    const uint16_t* panel = a.w + p * steps * 1024;  // 1024 bf16 a 32 x 32 block
+    const int64_t x_bytes = x_stride * 2;
+    alignas(64) float c[32 * 32];
+    _tile_zero(0);
+    _tile_zero(1);
+    if (rows > 16) {
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int64_t s = 0; s < steps; ++s) {
+            const uint16_t* b = panel + s * 1024;
+            _tile_loadd(4, x0 + 32 * s, x_bytes);
+            _tile_loadd(6, b, 128);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_loadd(7, b + 32, 128);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_loadd(5, x0 + 16 * x_stride + 32 * s, x_bytes);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+        }
+        _tile_stored(2, c + 16 * 32, 128);
+        _tile_stored(3, c + 16 * 32 + 16, 128);
+    } else {
+        for (int64_t s = 0; s < steps; ++s) {
+            const uint16_t* b = panel + s * 1024;
+            _tile_loadd(4, x0 + 32 * s, x_bytes);
+            _tile_loadd(6, b, 128);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_loadd(7, b + 32, 128);
+            _tile_dpbf16ps(1, 4, 7);
+        }
+    }
+    _tile_stored(0, c, 128);
+    _tile_stored(1, c + 16, 128);
+    store_rows(a, c, r0, rows, p * 32);
+}
+
+void bf16_amx_gemm(const Bf16AmxGemmArgs& a) {
+    const int64_t panels = a.n / 32;
+    for (int64_t b0 = 0; b0 < a.m; b0 += kRowBlock) {
+        const int64_t b1 = b0 + kRowBlock < a.m ? b0 + kRowBlock : a.m;
+        const int64_t whole = b0 + (b1 - b0) / 32 * 32;  // rows before the last, partial pair
+        parallel(panels, 1, a.threads, [&](int64_t begin, int64_t end) {
+            load_tiles_16x64();
+            // The partial pair's rows, zero-padded to 32 (tiles read whole rows of 16): once per thread and block.
+            uint16_t* pad = nullptr;
+            if (whole < b1) {
+                pad = reinterpret_cast<uint16_t*>(scratch_floats(16 * a.k));  // 32 rows of k bf16
+                std::memset(pad, 0, static_cast<size_t>(32 * a.k) * 2);
+                for (int64_t r = whole; r < b1; ++r)
+                    std::memcpy(pad + (r - whole) * a.k, a.x + r * a.x_stride, static_cast<size_t>(a.k) * 2);
+            }
+            for (int64_t p = begin; p < end; ++p) {
+                for (int64_t r = b0; r < whole; r += 32) row_pair(a, a.x + r * a.x_stride, a.x_stride, r, 32, p);
+                if (whole < b1) row_pair(a, pad, a.k, whole, b1 - whole, p);
+            }
+            _tile_release();
+        });
+    }
+}
+
+}  // namespace
+
+IPXC_REGISTER_KERNEL(bf16_amx_gemm, bf16_amx_gemm);
+
+}  // namespace IPXC_NS
+}  // namespace ipxc
+#endif
