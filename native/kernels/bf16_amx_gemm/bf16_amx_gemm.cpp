@@ -1,7 +1,9 @@
 // bf16_amx_gemm (args.h): a bf16 linear layer on AMX tiles for the row counts where oneDNN's matmul streams the
 // weight slowly. BERT-base's 48 encoder linears at 128 rows (170 MB of bf16 weights, more than the L3 holds) took
-// 18.3 ms through oneDNN's matmul and 13.4 ms here on 2 cores of an AMX Xeon: oneDNN's blocking reads a layer's
-// weight from memory more than once at these row counts, this loop once (benchmarks/amx_gemm.py).
+// 19.8-21.0 ms through oneDNN's matmul and 16.2-17.0 ms here on 2 cores of an AMX Xeon, 16 to 64 rows 0.76-0.81 x
+// oneDNN's time, 256 rows parity (benchmarks/amx_gemm.py). Both are far below the tiles' rate: at these row counts
+// a layer is bound by moving its weight (from memory or L3, then from L2 into the tiles: every tile load of the
+// 2 x 2 blocking comes from L2); software prefetch of the next panel into L2 measured no faster.
 //
 // Per thread a range of 32-channel panels; per panel, the call's rows in pairs of 16-row A tiles (read from x as it
 // lies, 2 * x_stride bytes apart) against the panel's two B tiles per 32 k, four accumulating tiles over all of k,

@@ -8,9 +8,9 @@ amx_bf16:
   GELU fused into its epilogue; more rows go to torch_onednn's kernel (its packed weight made on the first such
   call, so a model that never sees that many rows holds only our packed copy). Each 32-channel panel of the weight
   is read from memory once per call while all the rows pass over it. On an AMX Xeon, 2 cores, BERT-base's 48
-  encoder linears (170 MB of weights) took 0.81-0.82 x oneDNN's time at 128 rows and 0.76-0.83 x at 16-64, parity at
-  256 (benchmarks/amx_gemm.py); a whole BERT-base b1 bf16 model 0.92 x (benchmarks/ab.py ART --env
-  IPEXCONVERT_AMX_GEMM). IPEXCONVERT_AMX_GEMM=0 turns it off.
+  encoder linears (170 MB of weights) took 0.78-0.82 x oneDNN's time at 128 rows, 0.76-0.81 x at 16-64, 0.92-0.94 x at
+  192, parity at 256 and 1.08-1.10 x at 384 (benchmarks/amx_gemm.py); a whole BERT-base b1 bf16 model 0.92-0.95 x
+  (benchmarks/ab.py ART --env IPEXCONVERT_AMX_GEMM). IPEXCONVERT_AMX_GEMM=0 turns it off.
 
 torch_mkl:
   float32 linear through MKL's packed sgemm (torch.ops.mkl._mkl_linear), as Inductor's freezing does.
