@@ -59,39 +59,41 @@ void store_rows(const Bf16AmxGemmArgs& a, const float* c, int64_t r0, int64_t ro
     }
 }
 
+// The products of one or two 16-row A tiles (Two) at x0 (x_stride elements apart) with a panel's two B tiles per 32
+// k, into accumulating tiles 0, 1 (and 2, 3).
+template <bool Two>
+inline void products(const uint16_t* x0, int64_t x_stride, const uint16_t* panel, int64_t steps) {
+    const int64_t x_bytes = x_stride * 2;
+    for (int64_t s = 0; s < steps; ++s) {
+        const uint16_t* b = panel + s * 1024;  // 1024 bf16 a 32 x 32 block
+        _tile_loadd(4, x0 + 32 * s, x_bytes);
+        _tile_loadd(6, b, 128);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_loadd(7, b + 32, 128);
+        _tile_dpbf16ps(1, 4, 7);
+        if (Two) {
+            _tile_loadd(5, x0 + 16 * x_stride + 32 * s, x_bytes);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+        }
+    }
+}
+
 // Rows [r0, r0 + rows) (rows <= 32; x0: row r0, x_stride elements apart) times panel p.
 void row_pair(const Bf16AmxGemmArgs& a, const uint16_t* x0, int64_t x_stride, int64_t r0, int64_t rows, int64_t p) {
     const int64_t steps = a.k / 32;
-    const uint16_t* panel = a.w + p * steps * 1024;  // 1024 bf16 a 32 x 32 block
-    const int64_t x_bytes = x_stride * 2;
+    const uint16_t* panel = a.w + p * steps * 1024;
     alignas(64) float c[32 * 32];
     _tile_zero(0);
     _tile_zero(1);
     if (rows > 16) {
         _tile_zero(2);
         _tile_zero(3);
-        for (int64_t s = 0; s < steps; ++s) {
-            const uint16_t* b = panel + s * 1024;
-            _tile_loadd(4, x0 + 32 * s, x_bytes);
-            _tile_loadd(6, b, 128);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_loadd(7, b + 32, 128);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_loadd(5, x0 + 16 * x_stride + 32 * s, x_bytes);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-        }
+        products<true>(x0, x_stride, panel, steps);
         _tile_stored(2, c + 16 * 32, 128);
         _tile_stored(3, c + 16 * 32 + 16, 128);
     } else {
-        for (int64_t s = 0; s < steps; ++s) {
-            const uint16_t* b = panel + s * 1024;
-            _tile_loadd(4, x0 + 32 * s, x_bytes);
-            _tile_loadd(6, b, 128);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_loadd(7, b + 32, 128);
-            _tile_dpbf16ps(1, 4, 7);
-        }
+        products<false>(x0, x_stride, panel, steps);
     }
     _tile_stored(0, c, 128);
     _tile_stored(1, c + 16, 128);
