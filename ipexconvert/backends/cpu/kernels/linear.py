@@ -76,6 +76,7 @@ from typing import Optional
 
 import torch
 
+from .... import environment
 from ....errors import ArtifactError
 from ....ir.dims import same
 from ....ir.ops._common import same_shape
@@ -87,6 +88,7 @@ from ..self_check import torch_ops
 from ._torch_onednn import (constant_weight_and_bias, consumed, enabled, isa_allows, mkl_runs_float32_linear,
                             node_dtype, plan_post_ops, unfused_unary, with_tail)
 from . import _row_chunks, _runs_at
+from ._in_situ import InSitu
 from ._onednn_direct_linear import fused_prefix, linear_run
 
 @register_kernel("cpu", "linear", runs_at=_runs_at.torch_mkl)
@@ -186,7 +188,9 @@ AMX_UNARY = {"relu": "relu", "gelu": "gelu"}  # post-op kind -> bf16_amx_gemm's 
 @register_kernel("cpu", "linear", runs_at=_runs_at.native_amx_linear)
 def native_bf16_amx_linear(ctx: NodeContext) -> Optional[Kernel]:
     """bf16 linear on AMX tiles (our bf16_amx_gemm) for up to AMX_MAX_ROWS rows of x, bias and a relu or erf GELU
-    fused; torch's oneDNN linear (build_linear_kernel, its weight packed on its first call) for more rows. Layers
+    fused, where the layer's first calls in the model measure it faster than torch's oneDNN linear (_in_situ.py;
+    IPEXCONVERT_AMX_GEMM=always skips the measuring); torch's oneDNN linear (build_linear_kernel, its weight packed
+    on its first call, dropped again when every measured range chose the tiles) otherwise and for more rows. Layers
     whose sizes are not multiples of 32 or with other post-ops decline (torch's oneDNN linear runs them)."""
     if ctx.device != "cpu" or ctx.nan_safe or node_dtype(ctx) != "bfloat16" or ctx.input_specs[0].rank < 2:
         return None
@@ -201,19 +205,33 @@ def native_bf16_amx_linear(ctx: NodeContext) -> Optional[Kernel]:
     n, k = weight.shape
     if unary is None or n % 32 or k % 32 or n == 0 or k == 0:
         return None
-    many = build_linear_kernel(ctx, pack_at_load=False)
+    onednn_packed: list = [None]  # oneDNN's packed weight, made on its first call, dropped when no call needs it
+    many = build_linear_kernel(ctx, packed_box=onednn_packed)
     if many is None:
         return None
     packed, wide_bias = pack_amx_weight(weight.contiguous()), None if bias is None else bias.float().contiguous()
     lib, isa = native_lib.raw, ctx.isa
+    many_rows_seen = [False]
+
+    def tiles(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x, out = _bf16_rows(inputs[0], n)
+        lib.bf16_amx_gemm(x, packed, wide_bias, out, isa, torch.get_num_threads(), unary)  # checks x against w
+        return out
+
+    def drop_onednn_weight_if_unused(_range: int, _chose_tiles: bool) -> None:
+        if not many_rows_seen[0] and not choice.measuring and all(choice.choices.values()):
+            onednn_packed[0] = None
+
+    always = (environment.get("IPEXCONVERT_AMX_GEMM") or "").strip().lower() == "always"
+    choice = None if always else InSitu(tiles, many.fn, on_choice=drop_onednn_weight_if_unused)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
-        if (x.numel() // k if k else 0) > AMX_MAX_ROWS:
+        rows = x.numel() // k if k else 0
+        if rows > AMX_MAX_ROWS:
+            many_rows_seen[0] = True
             return many.fn(inputs, dims)
-        x, out = _bf16_rows(x, n)
-        lib.bf16_amx_gemm(x, packed, wide_bias, out, isa, torch.get_num_threads(), unary)  # checks x against w
-        return out
+        return tiles(inputs, dims) if choice is None else choice(rows, inputs, dims)
 
     return Kernel(run, "native:bf16_amx_gemm", consumed(ctx), fresh_output=True)
 
@@ -232,10 +250,10 @@ def onednn_runs(dtype: Optional[str]) -> bool:
     return dtype == "bfloat16" or (dtype == "float32" and not mkl_runs_float32_linear())
 
 
-def build_linear_kernel(ctx: NodeContext, pack_at_load: bool = True) -> Optional[Kernel]:
-    """The oneDNN linear kernel for this node (float32 or bfloat16), or None if it does not apply; pack_at_load
-    False: oneDNN's packed weight is made on the first call (native_bf16_amx_linear's many-row calls, which a model that
-    never sees that many rows never makes)."""
+def build_linear_kernel(ctx: NodeContext, packed_box: Optional[list] = None) -> Optional[Kernel]:
+    """The oneDNN linear kernel for this node (float32 or bfloat16), or None if it does not apply. packed_box: a
+    one-item list the packed weight is kept in instead, made on the kernel's first call (and again after the
+    caller empties it): native_bf16_amx_linear's, which may never need it."""
     dtype = node_dtype(ctx)
     params = constant_weight_and_bias(ctx)
     if dtype is None or params is None or not isa_allows(ctx.isa, dtype):
@@ -257,7 +275,8 @@ def build_linear_kernel(ctx: NodeContext, pack_at_load: bool = True) -> Optional
 
     plan = plan_post_ops(ctx.attrs.post_ops, binary_ok, frozenset(), unfused_unary(ctx.isa))
     # The packed layout does not depend on the row count enough to matter; None lets oneDNN choose.
-    packed_box = [reorder(weight.contiguous(), None) if pack_at_load else None]
+    if packed_box is None:
+        packed_box = [reorder(weight.contiguous(), None)]
 
     def packed() -> torch.Tensor:
         if packed_box[0] is None:

@@ -97,3 +97,49 @@ def test_onednn_weight_packed_only_when_many_rows_come(monkeypatch):
     run(kernel, many, {})
     run(kernel, many, {})
     assert packs == [1]
+
+
+def test_onednn_weight_dropped_once_every_range_chose_the_tiles(monkeypatch):
+    packs = []
+    real = linear.torch_ops.op_for
+
+    def counting_op_for(name, dtype):
+        op = real(name, dtype)
+        return (lambda *a: packs.append(1) or op(*a)) if name == "mkldnn._reorder_linear_weight" and op else op
+
+    monkeypatch.setattr(linear.torch_ops, "op_for", counting_op_for)
+    monkeypatch.setattr(linear, "InSitu", lambda tiles, onednn, on_choice: FirstWins(tiles, onednn, on_choice))
+    ctx, tensors, exact, attrs = node([], 16)
+    kernel = linear.native_bf16_amx_linear(ctx)
+    run(kernel, tensors, {})  # measures both: oneDNN's weight packed, then dropped as the tiles won
+    assert packs == [1]
+    got = run(kernel, tensors, {})
+    assert packs == [1] and rel_err(got, reference("linear", attrs, exact)) < BF16_TOLERANCE
+    run(kernel, node([], 300)[1][:1] + tensors[1:], {})  # more rows: packed again
+    assert packs == [1, 1]
+
+
+class FirstWins:
+    """An InSitu stand-in that runs both ways on its first call and chooses the first."""
+
+    def __init__(self, first, second, on_choice):
+        self.first, self.second, self.on_choice, self.choices, self.measuring = first, second, on_choice, {}, False
+
+    def __call__(self, rows, *args):
+        if not self.choices:
+            self.second(*args)
+            self.choices[1] = True
+            self.on_choice(1, True)
+        return self.first(*args)
+
+
+def test_always_runs_the_tiles_without_measuring(monkeypatch):
+    monkeypatch.setenv("IPEXCONVERT_AMX_GEMM", "always")
+    monkeypatch.setattr(linear, "InSitu", lambda *a, **kw: pytest.fail("measured although told always"))
+    counting = CountingLib(native_lib.raw)
+    monkeypatch.setattr(native_lib, "raw", counting)
+    ctx, tensors, exact, attrs = node([], 40)
+    kernel = linear.native_bf16_amx_linear(ctx)
+    for _ in range(3):
+        run(kernel, tensors, {})
+    assert counting.calls == 3
