@@ -16,5 +16,14 @@ for s in m.executor.steps:
     fn = s.kernel.fn if hasattr(s.kernel, "fn") else s.kernel
     cells = {n: c.cell_contents for n, c in zip(fn.__code__.co_freevars, fn.__closure__ or ())}
     ch = cells.get("choice")
-    chosen.append(None if ch is None else dict(ch.choices))
-print(len(chosen), "layers; tiles chosen:", sum(1 for c in chosen if c and all(c.values())), "oneDNN chosen:", sum(1 for c in chosen if c and not all(c.values())))
+    tiles = cells["tiles"]
+    packed = dict(zip(tiles.__code__.co_freevars, (c.cell_contents for c in tiles.__closure__)))["packed"]
+    shape = (packed.shape[0] * 32, packed.shape[1] * 32)  # (out, in)
+    chosen.append((shape, None if ch is None else dict(ch.choices)))
+by_shape = {}
+for shape, c in chosen:
+    tiles, onednn = by_shape.get(shape, (0, 0))
+    won = c is None or all(c.values())  # None: IPEXCONVERT_AMX_GEMM=always
+    by_shape[shape] = (tiles + won, onednn + (not won))
+print(len(chosen), "layers; (out, in): tiles / oneDNN chosen:",
+      ", ".join(f"{s[0]}x{s[1]}: {t}/{o}" for s, (t, o) in by_shape.items()))

@@ -5,12 +5,16 @@ op's reference runs when all decline.
 
 amx_bf16:
   bf16 linear on AMX tiles (native/kernels/bf16_amx_gemm/) for up to AMX_MAX_ROWS rows of x, bias and a relu or erf
-  GELU fused into its epilogue; more rows go to torch_onednn's kernel (its packed weight made on the first such
-  call, so a model that never sees that many rows holds only our packed copy). Each 32-channel panel of the weight
-  is read from memory once per call while all the rows pass over it. On an AMX Xeon, 2 cores, BERT-base's 48
-  encoder linears (170 MB of weights) took 0.78-0.82 x oneDNN's time at 128 rows, 0.76-0.81 x at 16-64, 0.92-0.94 x at
-  192, parity at 256 and 1.08-1.10 x at 384 (benchmarks/amx_gemm.py); a whole BERT-base b1 bf16 model 0.92-0.95 x
-  (benchmarks/ab.py ART --env IPEXCONVERT_AMX_GEMM). IPEXCONVERT_AMX_GEMM=0 turns it off.
+  GELU fused into its epilogue, where the layer's own first calls in the model measure it faster than torch_onednn's
+  kernel (_in_situ.py: per layer and power-of-two range of row counts, alternating, the first call of each
+  untimed, then 3 each, medians); torch_onednn's kernel otherwise and for more rows (its packed weight made on its
+  first call and dropped again once every measured range chose the tiles). Each 32-channel panel of the weight is
+  read from memory once per call while all the rows pass over it. On an AMX Xeon, 2 cores, whose effective L3 holds
+  less than BERT-base's 170 MB of encoder weights, its 48 linears took 0.78-0.82 x oneDNN's time at 128 rows
+  (benchmarks/amx_gemm.py) and the model 0.92-0.95 x with the tiles everywhere, 0.95-0.97 x as measured per layer
+  (the QKV layers mostly kept oneDNN); on the GPU machine's AMX host, whose 300 MB L3 held them, the tiles
+  everywhere made the model 1.05 x slower, hence the measuring (benchmarks/results/session66-amx-gemm-xeon-amx.md).
+  IPEXCONVERT_AMX_GEMM=0 turns it off, =always skips the measuring.
 
 torch_mkl:
   float32 linear through MKL's packed sgemm (torch.ops.mkl._mkl_linear), as Inductor's freezing does.
