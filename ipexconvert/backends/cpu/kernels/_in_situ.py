@@ -44,7 +44,8 @@ class InSitu:
         chose_first = self.choices.get(key)
         if chose_first is not None:
             return self.first(*args) if chose_first else self.second(*args)
-        first_s, second_s = self._seconds.setdefault(key, ([], []))
+        first_s, second_s = self._seconds.setdefault(key, ([], []))  # (threads sharing a model may race here: at
+        # worst a range is measured with a sample more or less, or chosen twice)
         use_first = len(first_s) <= len(second_s)
         start = self.clock()
         out = self.first(*args) if use_first else self.second(*args)
@@ -52,7 +53,7 @@ class InSitu:
         if len(second_s) > TIMED:  # each has its untimed call and TIMED timed ones
             chose_first = statistics.median(first_s[1:]) <= statistics.median(second_s[1:])
             self.choices[key] = chose_first
-            del self._seconds[key]
+            self._seconds.pop(key, None)
             if self.on_choice is not None:
                 self.on_choice(key, chose_first)
         return out

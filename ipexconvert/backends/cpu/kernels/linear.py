@@ -1,9 +1,9 @@
 """linear (float32, bfloat16) on the CPU. Factories in preference order: torch_mkl (MKL's packed sgemm
-through torch, float32 on Intel CPUs), onednn_direct (our oneDNN matmul, avx512_bf16), amx_bf16 (our AMX tiles,
-bf16 up to AMX_MAX_ROWS rows), then torch_onednn (torch's oneDNN operator), bf16_storage (below avx512_bf16); the
+through torch, float32 on Intel CPUs), onednn_direct (our oneDNN matmul, avx512_bf16), native_bf16_amx (our AMX
+tiles, bf16 up to AMX_MAX_ROWS rows), then torch_onednn (torch's oneDNN operator), bf16_storage (below avx512_bf16); the
 op's reference runs when all decline.
 
-amx_bf16:
+native_bf16_amx:
   bf16 linear on AMX tiles (native/kernels/bf16_amx_gemm/) for up to AMX_MAX_ROWS rows of x, bias and a relu or erf
   GELU fused into its epilogue, where the layer's own first calls in the model measure it faster than torch_onednn's
   kernel (_in_situ.py: per layer and power-of-two range of row counts, alternating, the first call of each
@@ -283,9 +283,10 @@ def build_linear_kernel(ctx: NodeContext, packed_box: Optional[list] = None) -> 
         packed_box = [reorder(weight.contiguous(), None)]
 
     def packed() -> torch.Tensor:
-        if packed_box[0] is None:
-            packed_box[0] = reorder(weight.contiguous(), None)
-        return packed_box[0]
+        current = packed_box[0]  # read once: another thread's caller may empty the box meanwhile
+        if current is None:
+            current = packed_box[0] = reorder(weight.contiguous(), None)
+        return current
 
     if plan.binary is None:
         attr, algorithm = plan.unary or ("none", "")
