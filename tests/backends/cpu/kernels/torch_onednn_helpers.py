@@ -127,4 +127,4 @@ def bf16_linear_kernels() -> frozenset[str]:
     from ipexconvert.backends.cpu.kernels import _runs_at
 
     amx = _runs_at.native_amx_linear(selected_isa()) is None
-    return frozenset({float_linear_kernel("bfloat16")} | ({"native:bf16_amx_gemm"} if amx else set()))
+    return frozenset({float_linear_kernel("bfloat16")} | ({"native:bf16_amx_gemm|torch_onednn:linear"} if amx else set()))
