@@ -199,9 +199,7 @@ def native_bf16_amx_linear(ctx: NodeContext) -> Optional[Kernel]:
     whose sizes are not multiples of 32 or with other post-ops decline (torch's oneDNN linear runs them)."""
     if ctx.device != "cpu" or ctx.nan_safe or node_dtype(ctx) != "bfloat16" or ctx.input_specs[0].rank < 2:
         return None
-    if native_lib.kernel_level("bf16_amx_gemm", ctx.isa) != "amx":
-        return None
-    params = constant_weight_and_bias(ctx)
+    params = constant_weight_and_bias(ctx)  # (where bf16_amx_gemm has a build: _runs_at.native_amx_linear)
     post_ops = tuple(ctx.attrs.post_ops)
     if params is None or params[0].dim() != 2 or len(post_ops) > 1:
         return None
@@ -231,8 +229,7 @@ def native_bf16_amx_linear(ctx: NodeContext) -> Optional[Kernel]:
     choice = None if always else InSitu(tiles, many.fn, on_choice=drop_onednn_weight_if_unused)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        x = inputs[0]
-        rows = x.numel() // k if k else 0
+        rows = inputs[0].numel() // k  # k > 0: declined above
         if rows > AMX_MAX_ROWS:
             many_rows_seen[0] = True
             return many.fn(inputs, dims)
