@@ -1,6 +1,8 @@
 """Same-process A/B of one artifact against a variant of itself: interleaved rounds, medians.
 
     python benchmarks/ab.py ART.ipxc --env IPEXCONVERT_ONEDNN_DIRECT           # loaded with VAR=1 vs VAR=0
+    python benchmarks/ab.py ART.ipxc --env IPEXCONVERT_AMX_GEMM=always         # loaded with VAR=always vs VAR=0
+    python benchmarks/ab.py ART.ipxc --env IPEXCONVERT_AMX_GEMM --per-node 20  # + the 20 nodes that differ most
     python benchmarks/ab.py ART.ipxc --without onednn_direct_qlinear            # kernel factory removed in B
     python benchmarks/ab.py ART.ipxc --no-in-place                     # the executor's in-place variants off in B
     python benchmarks/ab.py ART.ipxc --no-view-chains                  # every view node its own step in B
@@ -14,6 +16,11 @@
 Both models are loaded in one process before any timing, checked against each other on the stored
 example inputs (resized with --dim), then timed in alternating order. Machine noise moves single
 runs by 5-10% at batch 1: repeat, and trust only differences larger than that.
+
+--per-node N then times every step of both where the model runs it (its inputs as the steps before left them, its
+weights as cold as they are there), again in alternating rounds, and prints the N nodes whose medians differ most:
+a kernel timed alone, on hot inputs and a reused output, can rank two kernels the other way round (session 67:
+ResNet-50's 1x1 layers on our AMX tile GEMM, 0.45-0.85 x oneDNN's time alone, 1.6-2.8 x in the model at 56 x 56).
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ import functools
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -42,11 +50,12 @@ def load_variant(path: str, args) -> object:
     """B: the artifact under the change the options ask for."""
     path = args.vs or path
     if args.env:
-        os.environ[args.env] = "0"
+        variable, value = env_setting(args.env)
+        os.environ[variable] = "0"
         try:
             return ipexconvert.load_artifact(path)
         finally:
-            os.environ[args.env] = "1"
+            os.environ[variable] = value
     saved_resolve, saved = executor_module.resolve_kernel, {k: list(v) for k, v in kernels.KERNELS.items()}
     saved_find_chains, saved_dims_only = executor_module.find_chains, executor_module._dims_only_values
     saved_conv = dnnl.raw.Conv if dnnl.raw is not None else None
@@ -77,11 +86,50 @@ def load_variant(path: str, args) -> object:
         _torch_onednn.NATIVE_TAIL, _torch_onednn.GELU_UNFUSED_AT = saved_tail, saved_unfused
 
 
+def env_setting(option: str) -> tuple[str, str]:
+    """--env VAR or VAR=VALUE: the variable and A's value (1 unless given)."""
+    variable, _, value = option.partition("=")
+    return variable, value or "1"
+
+
+def time_per_node(models: dict, inputs: dict, rounds: int) -> dict[str, dict[str, float]]:
+    """Median seconds of each step of each model, timed where the model runs it, in alternating rounds."""
+    samples: dict[str, dict[str, list[float]]] = {side: {} for side in models}
+    for side, model in models.items():
+        for step in model.executor.steps:
+            times, kernel = samples[side].setdefault(step.node, []), step.kernel
+
+            def timed(ins, dims, kernel=kernel, times=times):
+                start = time.perf_counter()
+                result = kernel(ins, dims)
+                times.append(time.perf_counter() - start)
+                return result
+            step.kernel = timed
+    for r in range(rounds):
+        for side in (list(models) if r % 2 == 0 else list(models)[::-1]):
+            models[side].run_dict(inputs)
+    return {side: {node: statistics.median(t) for node, t in nodes.items() if t} for side, nodes in samples.items()}
+
+
+def print_per_node(a, b, inputs: dict, rounds: int, top: int) -> None:
+    medians = time_per_node({"A": a, "B": b}, inputs, rounds)
+    names = {side: {s.node: s.kernel_name for s in m.executor.steps} for side, m in (("A", a), ("B", b))}
+    common = [n for n in medians["A"] if n in medians["B"]]
+    common.sort(key=lambda n: -abs(medians["A"][n] - medians["B"][n]))
+    print(f"per node ({rounds} alternating rounds; A ms, B ms, A/B; kernels where they differ):")
+    for node in common[:top]:
+        ta, tb = medians["A"][node] * 1e3, medians["B"][node] * 1e3
+        kernels = "" if names["A"][node] == names["B"][node] else f"  {names['A'][node]} | {names['B'][node]}"
+        print(f"  {node:<24} {ta:8.3f} {tb:8.3f} {ta / tb:6.2f}{kernels}")
+    print(f"  sum of steps: A {sum(medians['A'].values()) * 1e3:.2f} ms, B {sum(medians['B'].values()) * 1e3:.2f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("artifact")
     change = parser.add_mutually_exclusive_group()
-    change.add_argument("--env", help="environment variable: A loads with it 1, B with it 0")
+    change.add_argument("--env", help="environment variable VAR or VAR=VALUE: A loads with it 1 (or VALUE), B with "
+                                      "it 0")
     change.add_argument("--without", action="append", help="kernel factory function name left out in B (repeatable)")
     change.add_argument("--no-in-place", action="store_true", help="B never runs a kernel's in-place variant")
     change.add_argument("--no-view-chains", action="store_true", help="B runs every view node as its own step")
@@ -99,6 +147,8 @@ def main() -> None:
     parser.add_argument("--dim", action="append", default=[], help="NAME=SIZE for a dynamic dim")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--per-node", type=int, default=0, metavar="N",
+                        help="then time each step where the model runs it and print the N nodes that differ most")
     args = parser.parse_args()
     if not (args.vs or args.env or args.without or args.no_in_place or args.no_view_chains or args.no_dims_cache
             or args.no_native_gelu_tail or args.gelu_unfused_everywhere
@@ -107,7 +157,7 @@ def main() -> None:
                      "--no-native-gelu-tail, --gelu-unfused-everywhere, --lowering) or another artifact (--vs)")
     torch.set_num_threads(args.threads)
     if args.env:
-        os.environ[args.env] = "1"
+        os.environ.__setitem__(*env_setting(args.env))
     a = ipexconvert.load_artifact(args.artifact)
     b = load_variant(args.artifact, args)
     sizes = {k: int(v) for k, v in (d.split("=") for d in args.dim)}
@@ -125,6 +175,8 @@ def main() -> None:
     ms_a, ms_b = (statistics.median(samples[k]) * 1e3 for k in "AB")
     print(f"{Path(args.artifact).name} {sizes or ''}: A {ms_a:.2f} ms, B {ms_b:.2f} ms, A/B {ms_a / ms_b:.3f} "
           f"({args.rounds} interleaved rounds, {args.threads} threads)")
+    if args.per_node:
+        print_per_node(a, b, inputs, args.rounds, args.per_node)
 
 
 if __name__ == "__main__":
