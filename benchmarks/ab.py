@@ -121,6 +121,11 @@ def print_per_node(a, b, inputs: dict, rounds: int, top: int) -> None:
         ta, tb = medians["A"][node] * 1e3, medians["B"][node] * 1e3
         kernels = "" if names["A"][node] == names["B"][node] else f"  {names['A'][node]} | {names['B'][node]}"
         print(f"  {node:<24} {ta:8.3f} {tb:8.3f} {ta / tb:6.2f}{kernels}")
+    for side, other in (("A", "B"), ("B", "A")):
+        alone = {n: t for n, t in medians[side].items() if n not in medians[other]}
+        if alone:
+            listed = ", ".join(f"{n} {t * 1e3:.3f}" for n, t in sorted(alone.items(), key=lambda kv: -kv[1])[:top])
+            print(f"  only in {side}: {sum(alone.values()) * 1e3:.3f} ms ({listed})")
     print(f"  sum of steps: A {sum(medians['A'].values()) * 1e3:.2f} ms, B {sum(medians['B'].values()) * 1e3:.2f} ms")
 
 
