@@ -21,6 +21,7 @@ _FP32 = [
     "dead_code",
     "constant_fold",
     "common_subexpressions",
+    "simplify_padding_mask",
     "fold_batchnorm",
     "matmul_to_linear",
     "fuse_rms_norm",
