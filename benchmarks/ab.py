@@ -44,6 +44,7 @@ import ipexconvert.runtime.executor as executor_module  # noqa: E402
 from ipexconvert.artifact import read_example_inputs  # noqa: E402
 from ipexconvert.bench import resize_inputs, time_interleaved  # noqa: E402
 from ipexconvert.runtime import kernels  # noqa: E402
+from ipexconvert.runtime.kernels import CHOOSING_CALLS  # noqa: E402
 
 
 def load_variant(path: str, args) -> object:
@@ -175,7 +176,8 @@ def main() -> None:
     for name in out_a:
         x, y = out_a[name].float().flatten(), out_b[name].float().flatten()
         print(f"{name}: cosine A/B {torch.nn.functional.cosine_similarity(x, y, dim=0).item():.6f}")
-    samples = time_interleaved({"A": lambda: a.run_dict(inputs), "B": lambda: b.run_dict(inputs)}, warmup=3,
+    samples = time_interleaved({"A": lambda: a.run_dict(inputs), "B": lambda: b.run_dict(inputs)},
+                               warmup=CHOOSING_CALLS,
                                rounds=args.rounds)
     ms_a, ms_b = (statistics.median(samples[k]) * 1e3 for k in "AB")
     print(f"{Path(args.artifact).name} {sizes or ''}: A {ms_a:.2f} ms, B {ms_b:.2f} ms, A/B {ms_a / ms_b:.3f} "

@@ -842,7 +842,8 @@ def bench(
                                       "(a pickled nn.Module, a .pt2 archive)"),
     inputs: Optional[Path] = typer.Option(None, "--inputs", help="safetensors inputs (default: stored example inputs)"),
     dim: List[str] = typer.Option([], "--dim", help="NAME=SIZE for a dynamic dim, e.g. batch=16 (resizes the example inputs)"),
-    warmup: int = typer.Option(3, "--warmup", min=0),
+    warmup: int = typer.Option(3, "--warmup", min=0, help="untimed calls of each model before the rounds (the "
+                                "artifact makes at least 10: its layers may choose their kernels in their first calls)"),
     rounds: int = typer.Option(20, "--rounds", min=1),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="torch intra-op threads (default: all cores)"),
     profile: bool = typer.Option(False, "--profile", help="print time per op kind"),

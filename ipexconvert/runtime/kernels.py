@@ -64,6 +64,10 @@ class Kernel:
     bind_varying: Optional[Callable[[list, dict[str, int], frozenset[int]], Optional[KernelFn]]] = None
 
 
+# A kernel may spend its first calls in the model choosing between two ways of running its layer, timing each where
+# it runs (backends/cpu/kernels/_in_situ.py): timings of an artifact start after this many warm-up calls.
+CHOOSING_CALLS = 10
+
 KernelFactory = Callable[[NodeContext], Optional[Kernel]]
 # level (ISA level or GPU architecture) -> None when the factory's library can run at that level in this
 # process, else why not (not built, failed its self-check, needs a higher level, switched off)

@@ -6,8 +6,8 @@ op's reference runs when all decline.
 native_bf16_amx:
   bf16 linear on AMX tiles (native/kernels/bf16_amx_gemm/) for up to AMX_MAX_ROWS rows of x, bias and a relu or erf
   GELU fused into its epilogue, where the layer's own first calls in the model measure it faster than torch_onednn's
-  kernel (_in_situ.py: per layer and power-of-two range of row counts, alternating, the first call of each
-  untimed, then 3 each, medians); torch_onednn's kernel otherwise and for more rows (its packed weight made on its
+  kernel (_in_situ.py: per layer and power-of-two range of row counts, a block of 2 untimed and 3 timed calls of
+  each, medians); torch_onednn's kernel otherwise and for more rows (its packed weight made on its
   first call and dropped again once every measured range chose the tiles). Each 32-channel panel of the weight is
   read from memory once per call while all the rows pass over it. On an AMX Xeon, 2 cores, whose effective L3 holds
   less than BERT-base's 170 MB of encoder weights, its 48 linears took 0.78-0.82 x oneDNN's time at 128 rows

@@ -1,10 +1,12 @@
-"""_in_situ.InSitu: per range of row counts, the layer's first calls alternate between two ways (an untimed call of
-each, then TIMED each), then the faster median stays; checked with a fake clock."""
+"""_in_situ.InSitu: per range of row counts, the layer's first calls run a block of each way (WARM untimed calls, then
+TIMED timed ones), then the faster median stays; checked with a fake clock."""
 from __future__ import annotations
 
 import pytest
 
-from ipexconvert.backends.cpu.kernels._in_situ import TIMED, InSitu, row_range
+from ipexconvert.backends.cpu.kernels._in_situ import TIMED, WARM, InSitu, row_range
+
+BLOCK = WARM + TIMED
 
 
 class Clock:
@@ -31,26 +33,28 @@ def make(costs, on_choice=None):
 
 
 @pytest.mark.parametrize("a_ms, b_ms, chose_a", [(1.0, 2.0, True), (2.0, 1.0, False), (1.0, 1.0, True)])
-def test_alternates_then_keeps_the_faster(a_ms, b_ms, chose_a):
+def test_a_block_of_each_then_keeps_the_faster(a_ms, b_ms, chose_a):
     told = []
     choice, log = make({"a": a_ms, "b": b_ms}, lambda key, first: told.append((key, first)))
-    measuring_calls = 2 * (TIMED + 1)
+    measuring_calls = 2 * BLOCK
     results = [choice(128, 128) for _ in range(measuring_calls + 3)]
-    assert log[:measuring_calls] == ["a", "b"] * (TIMED + 1)
+    assert log[:measuring_calls] == ["a"] * BLOCK + ["b"] * BLOCK  # the whole model one way, then the other
     assert results[measuring_calls:] == ["a" if chose_a else "b"] * 3
     assert choice.choices == {row_range(128): chose_a} and not choice.measuring
     assert told == [(row_range(128), chose_a)]
 
 
-def test_the_untimed_first_calls_do_not_count():
-    first_call = {"a": True}
+def test_the_untimed_first_calls_of_a_block_do_not_count():
+    calls = {"a": 0, "b": 0}
 
-    def a_cost(rows):  # a's first call is slow (a cold start), its others fast
-        slow, first_call["a"] = first_call["a"], False
-        return 100.0 if slow else 1.0
+    def cost(name, warm, steady):  # a way's first WARM calls are slow (cold caches, a weight made lazily)
+        def call(rows):
+            calls[name] += 1
+            return warm if calls[name] <= WARM else steady
+        return call
 
-    choice, _ = make({"a": a_cost, "b": 2.0})
-    for _ in range(2 * (TIMED + 1)):
+    choice, _ = make({"a": cost("a", 100.0, 1.0), "b": cost("b", 0.5, 2.0)})
+    for _ in range(2 * BLOCK):
         choice(64, 64)
     assert choice.choices == {row_range(64): True}
 
@@ -58,7 +62,7 @@ def test_the_untimed_first_calls_do_not_count():
 def test_each_range_of_row_counts_measures_on_its_own():
     choice, _ = make({"a": lambda rows: rows * 1.0, "b": lambda rows: 100.0})  # a wins below 100 rows
     for rows in (16, 150):
-        for _ in range(2 * (TIMED + 1)):
+        for _ in range(2 * BLOCK):
             choice(rows, rows)
     assert choice.choices == {row_range(16): True, row_range(150): False}
     assert row_range(16) == row_range(31) != row_range(32)
