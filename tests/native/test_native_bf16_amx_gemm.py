@@ -13,8 +13,10 @@ AMX = native.available() and "amx" in native.supported_levels() and native.kerne
 pytestmark = pytest.mark.skipif(not AMX, reason="needs the native build on a CPU with AMX")
 
 # m, n, k: 1 row, 16 (one A tile) and 17 (two), a whole pair, a pair and a tail, BERT-base's 128 x 768 -> 3072, two
-# row blocks (256 + 44), and k = 32 (one tile step)
-SHAPES = [(1, 32, 64), (16, 64, 96), (17, 64, 96), (32, 96, 32), (45, 64, 160), (128, 3072, 768), (300, 96, 64)]
+# row blocks (256 + 44), k = 32 (one tile step), and k = 320 (a whole chunk of 8 steps and a part, pairs' sums parked
+# between them, with a partial pair)
+SHAPES = [(1, 32, 64), (16, 64, 96), (17, 64, 96), (32, 96, 32), (45, 64, 160), (128, 3072, 768), (300, 96, 64),
+          (70, 128, 320)]
 
 
 def reference(x, w, bias, unary):

@@ -1,15 +1,18 @@
 // bf16_amx_gemm (args.h): a bf16 linear layer on AMX tiles for the row counts where oneDNN's matmul streams the
 // weight slowly. BERT-base's 48 encoder linears at 128 rows (170 MB of bf16 weights, more than the L3 holds) took
-// 19.8-21.0 ms through oneDNN's matmul and 16.2-17.0 ms here on 2 cores of an AMX Xeon, 16 to 64 rows 0.76-0.81 x
-// oneDNN's time, 256 rows parity (benchmarks/amx_gemm.py). Both are far below the tiles' rate: at these row counts
-// a layer is bound by moving its weight (from memory or L3, then from L2 into the tiles: every tile load of the
-// 2 x 2 blocking comes from L2); software prefetch of the next panel into L2 measured no faster.
+// 19.8-21.0 ms through oneDNN's matmul and 16.2-17.0 ms here on 2 cores of an AMX Xeon (session 66), 16 to 64 rows
+// 0.76-0.81 x oneDNN's time, 256 rows parity (benchmarks/amx_gemm.py). At these row counts a layer is bound by
+// moving its weight: from memory into L2 (a read pass alone takes a third of the call), then from L2 into the tiles.
 //
-// Per thread a range of 32-channel panels; per panel, the call's rows in pairs of 16-row A tiles (read from x as it
-// lies, 2 * x_stride bytes apart) against the panel's two B tiles per 32 k, four accumulating tiles over all of k,
-// so the panel's weights come from memory for the first row pair and from L1/L2 for the others. The rows go in
-// blocks of kRowBlock so a block's x stays in L2. A last pair of fewer than 32 rows is copied into a zero-padded
-// buffer first (a tile reads 16 whole rows); 16 rows or fewer run one A tile.
+// Per thread a range of 32-channel panels; per panel, k in chunks of kChunkSteps x 32: the chunk's B tiles (16 KiB)
+// stay in L1 while every row pair of the block passes over them (pairs of 16-row A tiles read from x as it lies,
+// 2 * x_stride bytes apart), each pair's four accumulating tiles parked in a per-thread buffer between chunks. Both
+// measured on the AMX Xeon against one pass over all of k per row pair (the weight for the first pair from memory,
+// then from L2): the next panel's weight prefetched into L2 a few lines a step, spread over the current panel's
+// steps, so memory streams while the tiles compute (a prefetch burst per panel measured nothing, session 66), and
+// the chunks: the 48 BERT-base layers at 128 rows 0.84 x the time, 64 rows 0.90, 192-256 rows 0.83-0.85
+// (/tmp prototype, session 68). The rows go in blocks of kRowBlock. A last pair of fewer than 32 rows is copied
+// into a zero-padded buffer first (a tile reads 16 whole rows); 16 rows or fewer run one A tile.
 #include "common.h"
 
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__)
@@ -59,13 +62,26 @@ void store_rows(const Bf16AmxGemmArgs& a, const float* c, int64_t r0, int64_t ro
     }
 }
 
+// Software prefetch of the next panel's weight into L2, a few lines at a time.
+struct Prefetch {
+    const char* next = nullptr;  // null: nothing to prefetch
+    int64_t line = 0, lines = 0, per_step = 0;
+
+    inline void step() {
+        if (next == nullptr) return;
+        for (int64_t i = 0; i < per_step && line < lines; ++i, ++line) _mm_prefetch(next + line * 64, _MM_HINT_T1);
+    }
+};
+
 // The products of one or two 16-row A tiles (Two) at x0 (x_stride elements apart) with a panel's two B tiles per 32
-// k, into accumulating tiles 0, 1 (and 2, 3).
+// k for steps [s0, s1), into accumulating tiles 0, 1 (and 2, 3).
 template <bool Two>
-inline void products(const uint16_t* x0, int64_t x_stride, const uint16_t* panel, int64_t steps) {
+inline void products(const uint16_t* x0, int64_t x_stride, const uint16_t* panel, int64_t s0, int64_t s1,
+                     Prefetch& prefetch) {
     const int64_t x_bytes = x_stride * 2;
-    for (int64_t s = 0; s < steps; ++s) {
+    for (int64_t s = s0; s < s1; ++s) {
         const uint16_t* b = panel + s * 1024;  // 1024 bf16 a 32 x 32 block
+        prefetch.step();
         _tile_loadd(4, x0 + 32 * s, x_bytes);
         _tile_loadd(6, b, 128);
         _tile_dpbf16ps(0, 4, 6);
@@ -79,45 +95,83 @@ inline void products(const uint16_t* x0, int64_t x_stride, const uint16_t* panel
     }
 }
 
-// Rows [r0, r0 + rows) (rows <= 32; x0: row r0, x_stride elements apart) times panel p.
-void row_pair(const Bf16AmxGemmArgs& a, const uint16_t* x0, int64_t x_stride, int64_t r0, int64_t rows, int64_t p) {
-    const int64_t steps = a.k / 32;
-    const uint16_t* panel = a.w + p * steps * 1024;
-    alignas(64) float c[32 * 32];
-    _tile_zero(0);
-    _tile_zero(1);
-    if (rows > 16) {
-        _tile_zero(2);
-        _tile_zero(3);
-        products<true>(x0, x_stride, panel, steps);
-        _tile_stored(2, c + 16 * 32, 128);
-        _tile_stored(3, c + 16 * 32 + 16, 128);
-    } else {
-        products<false>(x0, x_stride, panel, steps);
+// Steps [s0, s1) of rows [r0, r0 + rows) (rows <= 32; x0: row r0, x_stride elements apart) times a panel, adding to
+// the pair's sums c (32 rows of 32 floats, 128 bytes apart; zero before the first chunk).
+void pair_chunk(const uint16_t* x0, int64_t x_stride, int64_t rows, const uint16_t* panel, int64_t s0, int64_t s1,
+                float* c, Prefetch& prefetch) {
+    const bool first = s0 == 0;
+    const bool two = rows > 16;
+    for (int t = 0; t < (two ? 4 : 2); ++t) {
+        // tile t holds rows 16 (t / 2) .. and channels 16 (t % 2) .. of c
+        float* part = c + (t / 2) * 16 * 32 + (t % 2) * 16;
+        if (first) {
+            if (t == 0) _tile_zero(0);
+            if (t == 1) _tile_zero(1);
+            if (t == 2) _tile_zero(2);
+            if (t == 3) _tile_zero(3);
+        } else {
+            if (t == 0) _tile_loadd(0, part, 128);
+            if (t == 1) _tile_loadd(1, part, 128);
+            if (t == 2) _tile_loadd(2, part, 128);
+            if (t == 3) _tile_loadd(3, part, 128);
+        }
     }
+    if (two)
+        products<true>(x0, x_stride, panel, s0, s1, prefetch);
+    else
+        products<false>(x0, x_stride, panel, s0, s1, prefetch);
     _tile_stored(0, c, 128);
     _tile_stored(1, c + 16, 128);
-    store_rows(a, c, r0, rows, p * 32);
+    if (two) {
+        _tile_stored(2, c + 16 * 32, 128);
+        _tile_stored(3, c + 16 * 32 + 16, 128);
+    }
 }
+
+constexpr int64_t kChunkSteps = 8;
+constexpr int64_t kPairs = kRowBlock / 32;
 
 void bf16_amx_gemm(const Bf16AmxGemmArgs& a) {
     const int64_t panels = a.n / 32;
+    const int64_t steps = a.k / 32;
     for (int64_t b0 = 0; b0 < a.m; b0 += kRowBlock) {
         const int64_t b1 = b0 + kRowBlock < a.m ? b0 + kRowBlock : a.m;
         const int64_t whole = b0 + (b1 - b0) / 32 * 32;  // rows before the last, partial pair
+        const int64_t pairs = (b1 - b0 + 31) / 32;
         parallel(panels, 1, a.threads, [&](int64_t begin, int64_t end) {
             load_tiles_16x64();
-            // The partial pair's rows, zero-padded to 32 (tiles read whole rows of 16): once per thread and block.
-            uint16_t* pad = nullptr;
+            // The pairs' sums between chunks (32 KiB), and the partial pair's rows zero-padded to 32 (tiles read whole
+            // rows of 16): once per thread and block.
+            float* const buffer = scratch_floats(kPairs * 1024 + 16 * a.k + 16);
+            float* sums = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(buffer) + 63) & ~uintptr_t{63});
+            uint16_t* pad = reinterpret_cast<uint16_t*>(sums + kPairs * 1024);  // 32 rows of k bf16
             if (whole < b1) {
-                pad = reinterpret_cast<uint16_t*>(scratch_floats(16 * a.k));  // 32 rows of k bf16
                 std::memset(pad, 0, static_cast<size_t>(32 * a.k) * 2);
                 for (int64_t r = whole; r < b1; ++r)
                     std::memcpy(pad + (r - whole) * a.k, a.x + r * a.x_stride, static_cast<size_t>(a.k) * 2);
             }
             for (int64_t p = begin; p < end; ++p) {
-                for (int64_t r = b0; r < whole; r += 32) row_pair(a, a.x + r * a.x_stride, a.x_stride, r, 32, p);
-                if (whole < b1) row_pair(a, pad, a.k, whole, b1 - whole, p);
+                const uint16_t* panel = a.w + p * steps * 1024;
+                Prefetch prefetch;
+                if (p + 1 < end) {
+                    prefetch.next = reinterpret_cast<const char*>(panel + steps * 1024);
+                    prefetch.lines = steps * 32;  // 2 KiB a step
+                    prefetch.per_step = (prefetch.lines + pairs * steps - 1) / (pairs * steps);
+                }
+                for (int64_t s0 = 0; s0 < steps; s0 += kChunkSteps) {
+                    const int64_t s1 = s0 + kChunkSteps < steps ? s0 + kChunkSteps : steps;
+                    for (int64_t i = 0; i < pairs; ++i) {
+                        const int64_t r = b0 + 32 * i;
+                        if (r < whole)
+                            pair_chunk(a.x + r * a.x_stride, a.x_stride, 32, panel, s0, s1, sums + i * 1024, prefetch);
+                        else
+                            pair_chunk(pad, a.k, b1 - r, panel, s0, s1, sums + i * 1024, prefetch);
+                    }
+                }
+                for (int64_t i = 0; i < pairs; ++i) {
+                    const int64_t r = b0 + 32 * i;
+                    store_rows(a, sums + i * 1024, r, (r + 32 < b1 ? r + 32 : b1) - r, p * 32);
+                }
             }
             _tile_release();
         });

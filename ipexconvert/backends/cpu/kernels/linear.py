@@ -185,7 +185,7 @@ def onednn_direct_linear(ctx: NodeContext) -> Optional[Kernel]:
     return Kernel(run, "onednn_direct:linear", held, fresh_output=True, keeps_nan=False)
 
 
-AMX_MAX_ROWS = 192  # rows up to which bf16_amx_gemm runs a bf16 linear on AMX (module docstring)
+AMX_MAX_ROWS = 1024  # rows up to which bf16_amx_gemm runs a bf16 linear on AMX (module docstring)
 AMX_UNARY = {"relu": "relu", "gelu": "gelu"}  # post-op kind -> bf16_amx_gemm's unary (the erf GELU)
 AMX_OR_ONEDNN = "native:bf16_amx_gemm|torch_onednn:linear"  # the kernel's name while each layer measures the two
 

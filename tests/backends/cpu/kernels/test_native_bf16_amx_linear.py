@@ -41,7 +41,7 @@ class CountingLib:
 
 @pytest.mark.parametrize("post_ops", [[], [{"kind": "gelu"}], [{"kind": "relu"}]], ids=["none", "gelu", "relu"])
 @pytest.mark.parametrize("rows, on_tiles", [(1, True), (45, True), (linear.AMX_MAX_ROWS, True),
-                                            (linear.AMX_MAX_ROWS + 1, False), (300, False)])
+                                            (linear.AMX_MAX_ROWS + 1, False), (3000, False)])
 def test_rows_up_to_the_bound_on_tiles_more_on_onednn(monkeypatch, post_ops, rows, on_tiles):
     counting = CountingLib(native_lib.raw)
     monkeypatch.setattr(native_lib, "raw", counting)
@@ -93,7 +93,7 @@ def test_onednn_weight_packed_only_when_many_rows_come(monkeypatch):
     kernel = linear.native_bf16_amx_linear(ctx)
     run(kernel, tensors, {})
     assert packs == []
-    many = node([], 300)[1]
+    many = node([], linear.AMX_MAX_ROWS + 1)[1]
     run(kernel, many, {})
     run(kernel, many, {})
     assert packs == [1]
@@ -115,7 +115,7 @@ def test_onednn_weight_dropped_once_every_range_chose_the_tiles(monkeypatch):
     assert packs == [1]
     got = run(kernel, tensors, {})
     assert packs == [1] and rel_err(got, reference("linear", attrs, exact)) < BF16_TOLERANCE
-    run(kernel, node([], 300)[1][:1] + tensors[1:], {})  # more rows: packed again
+    run(kernel, node([], linear.AMX_MAX_ROWS + 1)[1][:1] + tensors[1:], {})  # more rows: packed again
     assert packs == [1, 1]
 
 
