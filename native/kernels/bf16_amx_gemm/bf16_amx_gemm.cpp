@@ -99,21 +99,20 @@ inline void products(const uint16_t* x0, int64_t x_stride, const uint16_t* panel
 // the pair's sums c (32 rows of 32 floats, 128 bytes apart; zero before the first chunk).
 void pair_chunk(const uint16_t* x0, int64_t x_stride, int64_t rows, const uint16_t* panel, int64_t s0, int64_t s1,
                 float* c, Prefetch& prefetch) {
-    const bool first = s0 == 0;
     const bool two = rows > 16;
-    for (int t = 0; t < (two ? 4 : 2); ++t) {
-        // tile t holds rows 16 (t / 2) .. and channels 16 (t % 2) .. of c
-        float* part = c + (t / 2) * 16 * 32 + (t % 2) * 16;
-        if (first) {
-            if (t == 0) _tile_zero(0);
-            if (t == 1) _tile_zero(1);
-            if (t == 2) _tile_zero(2);
-            if (t == 3) _tile_zero(3);
-        } else {
-            if (t == 0) _tile_loadd(0, part, 128);
-            if (t == 1) _tile_loadd(1, part, 128);
-            if (t == 2) _tile_loadd(2, part, 128);
-            if (t == 3) _tile_loadd(3, part, 128);
+    if (s0 == 0) {  // tile t holds rows 16 (t / 2) .. and channels 16 (t % 2) .. of c
+        _tile_zero(0);
+        _tile_zero(1);
+        if (two) {
+            _tile_zero(2);
+            _tile_zero(3);
+        }
+    } else {
+        _tile_loadd(0, c, 128);
+        _tile_loadd(1, c + 16, 128);
+        if (two) {
+            _tile_loadd(2, c + 16 * 32, 128);
+            _tile_loadd(3, c + 16 * 32 + 16, 128);
         }
     }
     if (two)
