@@ -383,6 +383,18 @@ CASES: dict[str, dict[str, Case]] = {
             {"x_scale": X_SCALE, "x_zero_point": 0, "output_dtype": "bfloat16"},
             (In((520, 384), "int8", "codes"), const([64, 384], "int8", "weight"),
              const([64], fill="positive", scale=0.006), None), budget="gemm"),
+        # AMX tiles (int8_amx_gemm): n and k multiples of 32 and 64; 135 rows = 4 pairs of 16-row tiles and a
+        # zero-padded partial pair, k in 3 steps of 64; the next layer's factors fused
+        "u8-to-u8-amx-tiles-gelu-smoothquant-mul": Case(
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP, "output_dtype": "uint8", "output_scale": 1.0,
+             "output_zero_point": 4, "post_ops": [{"kind": "gelu"}, {"kind": "mul", "operand": 4}]},
+            (In((3, 45, 192), "uint8", "codes"), const([96, 192], "int8", "weight"),
+             const([96], fill="positive", scale=0.006), const([96]), const([96], fill="positive", scale=10.0))),
+        "u8-to-bf16-amx-tiles-residual-add-relu": Case(  # 17 rows: two A tiles, the second of one row
+            {"x_scale": X_SCALE, "x_zero_point": X_ZP, "output_dtype": "bfloat16",
+             "post_ops": [{"kind": "add", "operand": 4}, {"kind": "relu"}]},
+            (In((17, 640), "uint8", "codes"), const([64, 640], "int8", "weight"),
+             const([64], fill="positive", scale=0.006), const([64]), In((17, 64), scale=3.0)), budget="gemm"),
     },
     "quantize": {
         "f32-to-u8-halfway-values": Case({"scale": 0.0625, "zero_point": 128},  # 1/16: x / scale is exact

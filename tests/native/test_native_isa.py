@@ -122,7 +122,7 @@ def test_kernel_level_falls_back_to_a_lower_build():
             if "avx512" in native.supported_levels():
                 assert native.kernel_level(name, "avx512") == "avx2"
             continue
-        if name == "bf16_amx_gemm":  # AMX tiles only (bf16 linear of a few hundred rows); nothing below amx
+        if name in ("bf16_amx_gemm", "int8_amx_gemm"):  # AMX tiles only (linear of a few hundred rows); nothing below
             assert built in (["amx"], []), built  # (-mamx-* may be rejected)
             assert native.kernel_level(name, "avx512_bf16") == "none"
             continue

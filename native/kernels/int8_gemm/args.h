@@ -52,6 +52,12 @@ struct Int8GemmArgs {
     bool conv = false;
     int64_t in_h = 0, in_w = 0, channels = 0, out_h = 0, out_w = 0;
     int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+    // int8_amx_gemm (the same arithmetic on AMX tiles: tdpbusd sums a * w, then subtracts a_zero_point * w_sums[n],
+    // exact in int32) reads these instead of w: n and k multiples of 32 and 64, no conv. w_amx is int8
+    // [n / 32][k / 64][16][32][4]: per block of 32 outputs and 64 k, 16 rows of k-quads, each row the 32 outputs'
+    // quads side by side (amx_panels.h); w_sums[n] = sum_k w[n, k].
+    const int8_t* w_amx = nullptr;
+    const int32_t* w_sums = nullptr;
 };
 
 }  // namespace ipxc

@@ -40,6 +40,14 @@ def runs_here(ctx: NodeContext) -> bool:
 
 
 
+def runs_here_amx(ctx: NodeContext) -> bool:
+    """int8_amx_gemm takes this node (with the rules of _runs_at.native_amx_int8_linear): uint8 activations and a
+    supported output dtype."""
+    if ctx.device != "cpu" or _runs_at.native_amx_int8_linear(ctx.isa) is not None:
+        return False
+    return ctx.input_specs[0].dtype == "uint8" and ctx.attrs.output_dtype in _OUT_DTYPES
+
+
 def _fused_prefix(post_ops) -> tuple[Optional[int], bool, int]:
     """(residual operand index or None, relu, how many post-ops the kernel takes)."""
     kinds = [(p.kind, p.operand) for p in post_ops]
@@ -61,6 +69,17 @@ def pack_int8_weight(weight: torch.Tensor) -> torch.Tensor:
     padded = torch.zeros(n16, k2, dtype=torch.int16)
     padded[:n, :k] = weight
     return padded.view(n16 // 16, 16, k2 // 2, 2).permute(0, 2, 1, 3).contiguous()
+
+
+def pack_int8_amx_weight(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """An int8 weight [n, k] (n and k multiples of 32 and 64) in int8_amx_gemm's layout and its row sums: int8
+    [n / 32, k / 64, 16, 32, 4], per block of 32 outputs and 64 k the 16 quads of k with the 32 outputs side by
+    side (a tdpbusd B tile is 16 of their 64-byte halves), and int32 [n] sums over k (for the input zero point)."""
+    if weight.dtype != torch.int8 or weight.dim() != 2 or weight.shape[0] % 32 or weight.shape[1] % 64:
+        raise ValueError(f"weight must be a 2-D int8 tensor [32 a, 64 b], got {weight.dtype} {tuple(weight.shape)}")
+    n, k = weight.shape
+    packed = weight.reshape(n // 32, 32, k // 64, 16, 4).permute(0, 2, 3, 1, 4).contiguous()
+    return packed, weight.sum(dim=1, dtype=torch.int32).contiguous()
 
 
 def _column_factors(ctx: NodeContext, post_op, n: int) -> Optional[torch.Tensor]:
@@ -93,9 +112,12 @@ class Int8Gemm:
     tail: list  # the post-ops after those (run in torch on a float32 result)
     attrs: object
     isa: str
+    w_sums: Optional[torch.Tensor] = None  # set: packed for int8_amx_gemm (pack_int8_amx_weight), which runs it
 
     @classmethod
-    def build(cls, ctx: NodeContext, weight_2d: torch.Tensor, residual_quant=None) -> Optional["Int8Gemm"]:
+    def build(cls, ctx: NodeContext, weight_2d: torch.Tensor, residual_quant=None,
+              amx: bool = False) -> Optional["Int8Gemm"]:
+        """amx: for int8_amx_gemm (n and k multiples of 32 and 64: None otherwise), else for int8_gemm."""
         params = int8_weight_params(ctx)
         if params is None:
             return None
@@ -103,6 +125,8 @@ class Int8Gemm:
         a = ctx.attrs
         n, k = weight_2d.shape
         if k > 65536 or w_scales.numel() != n or (bias is not None and bias.numel() != n):
+            return None
+        if amx and (n % 32 or k % 64):
             return None
         residual, relu, fused = _fused_prefix(a.post_ops)
         if residual is not None and (ctx.input_specs[residual] is None
@@ -114,9 +138,10 @@ class Int8Gemm:
         gelu, gelu_tanh = first == "gelu", first == "gelu_tanh"
         tail = tail[1:] if gelu or gelu_tanh else tail
         multiplier = None if gelu_tanh or not tail else _column_factors(ctx, tail[0], n)
-        return cls(pack_int8_weight(weight_2d.contiguous()), n, k, scales, bias, relu, residual,
-                   residual_quant if residual is not None else None, gelu, gelu_tanh, multiplier,
-                   tail[1:] if multiplier is not None else tail, a, ctx.isa)
+        packed, w_sums = (pack_int8_amx_weight(weight_2d.contiguous()) if amx
+                          else (pack_int8_weight(weight_2d.contiguous()), None))
+        return cls(packed, n, k, scales, bias, relu, residual, residual_quant if residual is not None else None,
+                   gelu, gelu_tanh, multiplier, tail[1:] if multiplier is not None else tail, a, ctx.isa, w_sums)
 
     def residual_rows(self, inputs: list, to_rows) -> Optional[torch.Tensor]:
         """The residual operand as [m, n] rows (uint8 codes or float32), or None when none is fused."""
@@ -134,9 +159,16 @@ class Int8Gemm:
         out_dtype = to_torch(attrs.output_dtype) if self.complete else torch.float32
         out = torch.empty((m, self.n), dtype=out_dtype)
         r_scale, r_zp = self.residual_quant or (1.0, 0)
-        native_lib.raw.int8_gemm(a, attrs.x_zero_point, self.packed, self.n, self.scales, self.bias, self.relu, out,
-                             attrs.output_scale, attrs.output_zero_point, self.isa, torch.get_num_threads(),
-                             self.residual_rows(inputs, to_rows), r_scale, r_zp, conv, self.gelu, self.multiplier)
+        if self.w_sums is not None:
+            native_lib.raw.int8_amx_gemm(a, attrs.x_zero_point, self.packed, self.w_sums, self.n, self.scales,
+                                         self.bias, self.relu, out, attrs.output_scale, attrs.output_zero_point,
+                                         self.isa, torch.get_num_threads(), self.residual_rows(inputs, to_rows),
+                                         r_scale, r_zp, self.gelu, self.multiplier)
+        else:
+            native_lib.raw.int8_gemm(a, attrs.x_zero_point, self.packed, self.n, self.scales, self.bias, self.relu,
+                                     out, attrs.output_scale, attrs.output_zero_point, self.isa,
+                                     torch.get_num_threads(), self.residual_rows(inputs, to_rows), r_scale, r_zp,
+                                     conv, self.gelu, self.multiplier)
         if self.gelu_tanh:  # in place on the fresh float32 rows (torch's gelu took ~3 % of BERT-base)
             native_lib.raw.gelu(out, True, out, self.isa, torch.get_num_threads())
         return out

@@ -89,6 +89,15 @@ def native_amx_linear(level: str) -> Optional[str]:
     return why
 
 
+def native_amx_int8_linear(level: str) -> Optional[str]:
+    """Our int8 linear on AMX tiles (int8_amx_gemm), beside our oneDNN int8 matmul it measures itself against:
+    built, at the amx level, switched on (IPEXCONVERT_AMX_GEMM), our oneDNN primitives usable."""
+    why = native_kernel("int8_amx_gemm")(level) or onednn_direct_int8(level)
+    if why is None and environment.switched_off("IPEXCONVERT_AMX_GEMM"):
+        return "switched off by IPEXCONVERT_AMX_GEMM=0"
+    return why
+
+
 def onednn_direct_float_linear(level: str) -> Optional[str]:
     """Our oneDNN matmul for float linear layers: as the other direct layers, at the avx512_bf16 level only (bf16
     arithmetic without AMX; on AMX torch's newer bundled oneDNN ran BERT-base's bf16 GEMMs faster, and elsewhere it

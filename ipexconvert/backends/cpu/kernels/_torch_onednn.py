@@ -195,16 +195,22 @@ def with_tail(fn: KernelFn, tail: tuple[PostOp, ...], isa: Optional[str] = None)
         def run_native_first(inputs: list, dims: dict[str, int]) -> torch.Tensor:
             y = fn(inputs, dims)
             if y.dtype not in (torch.float32, torch.bfloat16) or not y.is_contiguous():
-                return apply_post_ops(y, post_ops, inputs)
+                return _as(apply_post_ops(y, post_ops, inputs), y.dtype)
             lib.gelu(y, tanh, y, isa, torch.get_num_threads())  # elementwise: in place reads each value once
-            return apply_post_ops(y, rest, inputs) if rest else y
+            return _as(apply_post_ops(y, rest, inputs), y.dtype) if rest else y
 
         return run_native_first
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        return apply_post_ops(fn(inputs, dims), post_ops, inputs)
+        y = fn(inputs, dims)
+        return _as(apply_post_ops(y, post_ops, inputs), y.dtype)
 
     return run
+
+
+def _as(out: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The tail's result in the dtype fn wrote (the node's): a float32 operand promoted a bf16 result."""
+    return out if out.dtype == dtype else out.to(dtype)
 
 
 def representative_conv_input(x: TensorSpec) -> Optional[list[int]]:

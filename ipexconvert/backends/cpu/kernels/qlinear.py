@@ -1,6 +1,16 @@
-"""qlinear (int8) on the CPU. Factories in preference order: onednn_direct (our oneDNN matmul per
-layer and row count, VNNI and up), torch_onednn (torch's oneDNN int8 operator, VNNI and up), then
-native (our exact int8 GEMM, every level from avx2); the op's reference runs when all decline.
+"""qlinear (int8) on the CPU. Factories in preference order: native_amx (our AMX tile GEMM or our oneDNN matmul,
+as each layer's first calls measure them), onednn_direct (our oneDNN matmul per layer and row count, VNNI and up),
+torch_onednn (torch's oneDNN int8 operator, VNNI and up), then native (our exact int8 GEMM, every level from avx2);
+the op's reference runs when all decline.
+
+native_amx:
+  int8_gemm's arithmetic on AMX tiles (int8_amx_gemm, native/kernels/int8_gemm/: tdpbusd, exact int32 sums of
+  (a - zero point) * w, then int8_gemm's epilogue, bit for bit) for up to linear.AMX_MAX_ROWS rows, where the layer's
+  own first calls in the model measure it faster than onednn_direct's matmul (_in_situ.py, as bf16 linear layers
+  choose); onednn_direct's otherwise and for more rows. n and k multiples of 32 and 64. Why: the 48 linears of
+  BERT-base int8 (85 MB of weights) took 0.86 x oneDNN's time at 128 rows, 0.85 at 256, 0.93 at 64, parity at 1024
+  on 2 cores of an AMX Xeon (benchmarks/int8_amx_gemm.py, session 68); with the weights in L3 (12 copies of a layer
+  cycled) parity, except the FC1 layers, whose erf GELU costs less here. IPEXCONVERT_AMX_GEMM=0 turns it off.
 
 onednn_direct:
   qlinear on a direct oneDNN matmul primitive kept per layer and row count (ipexconvert.backends.cpu.onednn_direct):
@@ -36,7 +46,8 @@ from ....ir.ops._quant import quantize
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from .. import onednn_direct
 from ..self_check import torch_ops
-from ._int8_gemm import Int8Gemm, runs_here
+from ._in_situ import InSitu
+from ._int8_gemm import Int8Gemm, runs_here, runs_here_amx
 from ._onednn_direct_linear import fused_prefix, linear_run
 from ._torch_onednn import plan_post_ops, qlinear_setup, with_tail
 from . import _runs_at
@@ -64,6 +75,43 @@ def _check_constants(ctx: NodeContext) -> None:
     for slot, what in ((2, "w_scales"), (3, "bias")):
         if ctx.input_specs[slot] is not None:
             onednn_direct.check_constant("onednn_direct:qlinear", ctx, slot, what, [weight.shape[0]])
+
+
+@register_kernel("cpu", "qlinear", runs_at=_runs_at.native_amx_int8_linear)
+def native_amx_qlinear(ctx: NodeContext) -> Optional[Kernel]:
+    """int8_gemm's arithmetic on AMX tiles (int8_amx_gemm) up to AMX_MAX_ROWS rows where the layer's first calls in
+    the model measure it faster than our oneDNN int8 matmul (onednn_direct_qlinear, which runs otherwise and for
+    more rows). Declines what either declines, and sizes that are not multiples of 32 (n) and 64 (k)."""
+    from .linear import AMX_MAX_ROWS
+
+    weight = ctx.constants[1]
+    if (ctx.device != "cpu" or not runs_here_amx(ctx) or weight is None or weight.dim() != 2
+            or ctx.input_specs[0].rank < 2):
+        return None
+    onednn = onednn_direct_qlinear(ctx)
+    gemm = Int8Gemm.build(ctx, weight, amx=True) if onednn is not None else None
+    if gemm is None:
+        return None
+    held = onednn.consumed_inputs  # constants neither way reads from the inputs at run time
+    operands = {p.operand for p in gemm.tail if p.operand is not None} | {gemm.residual} - {None}
+    if operands & held:
+        return None
+    k, n = gemm.k, gemm.n
+
+    def tiles(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x = inputs[0]
+        rows = x.reshape(-1, k)
+        rows = rows if rows.stride(-1) == 1 else rows.contiguous()
+        y = gemm(rows, rows.shape[0], inputs, lambda r: r.reshape(-1, n)).view(*x.shape[:-1], n)
+        return gemm.finish(y, inputs)
+
+    choice = InSitu(tiles, onednn.fn)
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        rows = inputs[0].numel() // k  # k > 0: multiples of 64
+        return onednn.fn(inputs, dims) if rows > AMX_MAX_ROWS else choice(rows, inputs, dims)
+
+    return Kernel(run, "native:int8_amx_gemm|onednn_direct:qlinear", held, fresh_output=True)
 
 
 @register_kernel("cpu", "qlinear", runs_at=_runs_at.onednn_direct_int8)
