@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from direct_linear import timing_arguments
-from timing import interleaved_us
+from timing import layer_pass_row
 
 from ipexconvert.backends.cpu import native_lib
 from ipexconvert.backends.cpu.kernels.linear import pack_amx_weight
@@ -57,12 +57,7 @@ def main() -> None:
             a, b = onednn_layer(*layer).float(), amx_layer(*layer).float()
             diff = ((a - b).abs().max() / a.abs().max()).item()
             assert diff < 2e-2, f"{rows} rows, {layer[:3]}: bf16_amx_gemm differs from oneDNN by {diff}"
-        us = interleaved_us({"onednn": lambda: [onednn_layer(*layer) for layer in layers],
-                             "amx": lambda: [amx_layer(*layer) for layer in layers]},
-                            rounds=args.rounds, calls=args.calls)
-        flop = 2 * rows * sum(k * n for k, n, *_ in layers)
-        print(f"| {rows} | {us['onednn'] / 1e3:.2f} | {us['amx'] / 1e3:.2f} | {us['amx'] / us['onednn']:.3f} | "
-              f"{flop / us['onednn'] / 1e6:.2f} | {flop / us['amx'] / 1e6:.2f} |", flush=True)
+        print(layer_pass_row(rows, layers, onednn_layer, amx_layer, args.rounds, args.calls), flush=True)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from direct_linear import timing_arguments
-from timing import interleaved_us
+from timing import layer_pass_row
 
 from ipexconvert.backends.cpu import native_lib, onednn_direct
 from ipexconvert.backends.cpu.kernels._int8_gemm import pack_int8_amx_weight
@@ -69,12 +69,7 @@ def main() -> None:
             a, b = onednn_layer(*layer).float(), amx_layer(*layer).float()
             diff = (a - b).abs().max().item() if layer[3] == torch.uint8 else ((a - b).abs().max() / a.abs().max()).item()
             assert diff <= (1 if layer[3] == torch.uint8 else 1e-2), f"{rows} rows, {layer[:4]}: differ by {diff}"
-        us = interleaved_us({"onednn": lambda: [onednn_layer(*layer) for layer in layers],
-                             "amx": lambda: [amx_layer(*layer) for layer in layers]},
-                            rounds=args.rounds, calls=args.calls)
-        ops = 2 * rows * sum(k * n for k, n, *_ in layers)
-        print(f"| {rows} | {us['onednn'] / 1e3:.2f} | {us['amx'] / 1e3:.2f} | {us['amx'] / us['onednn']:.3f} | "
-              f"{ops / us['onednn'] / 1e6:.2f} | {ops / us['amx'] / 1e6:.2f} |", flush=True)
+        print(layer_pass_row(rows, layers, onednn_layer, amx_layer, args.rounds, args.calls), flush=True)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,16 @@ def interleaved_us(variants: dict, rounds: int, calls: int, warmup: int = 2) -> 
     return {name: statistics.median(s) * 1e6 for name, s in samples.items()}
 
 
+def layer_pass_row(rows: int, layers: list, theirs, ours, rounds: int, calls: int) -> str:
+    """A markdown row: one pass over `layers` (tuples starting with k, n) through theirs(*layer) and through
+    ours(*layer), interleaved rounds, medians: rows | their ms | our ms | ours / theirs | their and our T(FL)OP/s."""
+    us = interleaved_us({"theirs": lambda: [theirs(*layer) for layer in layers],
+                         "ours": lambda: [ours(*layer) for layer in layers]}, rounds=rounds, calls=calls)
+    ops = 2 * rows * sum(layer[0] * layer[1] for layer in layers)
+    return (f"| {rows} | {us['theirs'] / 1e3:.2f} | {us['ours'] / 1e3:.2f} | {us['ours'] / us['theirs']:.3f} | "
+            f"{ops / us['theirs'] / 1e6:.2f} | {ops / us['ours'] / 1e6:.2f} |")
+
+
 def settle(fn) -> None:
     """Before each timed block of `fn`: let the previous system's spinning threads go idle, then one
     untimed call of `fn`, so the block starts warm (its threads awake, its weights in cache), as
