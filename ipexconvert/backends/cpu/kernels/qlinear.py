@@ -48,6 +48,7 @@ from .. import onednn_direct
 from ..self_check import torch_ops
 from ._in_situ import InSitu
 from ._int8_gemm import Int8Gemm, runs_here, runs_here_amx
+from .linear import AMX_MAX_ROWS
 from ._onednn_direct_linear import fused_prefix, linear_run
 from ._torch_onednn import plan_post_ops, qlinear_setup, with_tail
 from . import _runs_at
@@ -82,8 +83,6 @@ def native_amx_qlinear(ctx: NodeContext) -> Optional[Kernel]:
     """int8_gemm's arithmetic on AMX tiles (int8_amx_gemm) up to AMX_MAX_ROWS rows where the layer's first calls in
     the model measure it faster than our oneDNN int8 matmul (onednn_direct_qlinear, which runs otherwise and for
     more rows). Declines what either declines, and sizes that are not multiples of 32 (n) and 64 (k)."""
-    from .linear import AMX_MAX_ROWS
-
     weight = ctx.constants[1]
     if (ctx.device != "cpu" or not runs_here_amx(ctx) or weight is None or weight.dim() != 2
             or ctx.input_specs[0].rank < 2):
@@ -96,16 +95,7 @@ def native_amx_qlinear(ctx: NodeContext) -> Optional[Kernel]:
     operands = {p.operand for p in gemm.tail if p.operand is not None} | {gemm.residual} - {None}
     if operands & held:
         return None
-    k, n = gemm.k, gemm.n
-
-    def tiles(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        x = inputs[0]
-        rows = x.reshape(-1, k)
-        rows = rows if rows.stride(-1) == 1 else rows.contiguous()
-        y = gemm(rows, rows.shape[0], inputs, lambda r: r.reshape(-1, n)).view(*x.shape[:-1], n)
-        return gemm.finish(y, inputs)
-
-    choice = InSitu(tiles, onednn.fn)
+    k, choice = gemm.k, InSitu(_over_rows(gemm), onednn.fn)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         rows = inputs[0].numel() // k  # k > 0: multiples of 64
@@ -179,14 +169,20 @@ def native_qlinear(ctx: NodeContext) -> Optional[Kernel]:
     gemm = Int8Gemm.build(ctx, ctx.constants[1])
     if gemm is None:
         return None
+    held = {1, 2, 3} if ctx.input_specs[3] is not None else {1, 2}
+    return Kernel(_over_rows(gemm), f"native:qlinear@{ctx.isa}", frozenset(held), fresh_output=True)
+
+
+def _over_rows(gemm: Int8Gemm):
+    """The kernel function of a linear layer on `gemm`: x's leading dims as rows, the post-ops gemm did not take
+    after it."""
     k, n = gemm.k, gemm.n
 
-    def run(inputs: list, dims: dict[str, int]):
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0]
         rows = x.reshape(-1, k)
         rows = rows if rows.stride(-1) == 1 else rows.contiguous()
         y = gemm(rows, rows.shape[0], inputs, lambda r: r.reshape(-1, n)).view(*x.shape[:-1], n)
         return gemm.finish(y, inputs)
 
-    held = {1, 2, 3} if ctx.input_specs[3] is not None else {1, 2}
-    return Kernel(run, f"native:qlinear@{ctx.isa}", frozenset(held), fresh_output=True)
+    return run
