@@ -38,7 +38,7 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in [
              "first call of a layer shape in a range of row counts (512 rows or more, a power of two to the next) may measure faster"),
     Variable("IPEXCONVERT_AMX_GEMM", "1", "bf16 and int8 linear layers on AMX, up to 1024 rows: 1 each layer's first calls "
              "in the model measure our tile GEMM (bf16_amx_gemm, int8_amx_gemm: its weight streamed from memory once a "
-             "call) against oneDNN's matmul and keep the faster; always (bf16): ours without measuring; 0: oneDNN's"),
+             "call) against oneDNN's matmul and keep the faster; always: ours without measuring; 0: oneDNN's"),
     Variable("IPEXCONVERT_MKL_FP32", "unset (MKL on Intel CPUs, oneDNN elsewhere)",
              "1/0: float32 linear on MKL's packed GEMM / on oneDNN, whatever the CPU vendor"),
     Variable("IPEXCONVERT_MALLOC_TUNING", "1", "0: loading an artifact leaves glibc's malloc thresholds alone"),

@@ -89,6 +89,11 @@ def native_amx_linear(level: str) -> Optional[str]:
     return why
 
 
+def amx_gemm_always() -> bool:
+    """IPEXCONVERT_AMX_GEMM=always: our AMX tile GEMMs run their layers without measuring them against oneDNN's."""
+    return (environment.get("IPEXCONVERT_AMX_GEMM") or "").strip().lower() == "always"
+
+
 def native_amx_int8_linear(level: str) -> Optional[str]:
     """Our int8 linear on AMX tiles (int8_amx_gemm), beside our oneDNN int8 matmul it measures itself against:
     built, at the amx level, switched on (IPEXCONVERT_AMX_GEMM), our oneDNN primitives usable."""

@@ -81,7 +81,6 @@ from typing import Optional
 
 import torch
 
-from .... import environment
 from ....errors import ArtifactError
 from ....ir.dims import same
 from ....ir.ops._common import same_shape
@@ -226,8 +225,7 @@ def native_bf16_amx_linear(ctx: NodeContext) -> Optional[Kernel]:
         if not many_rows_seen[0] and not choice.measuring and all(choice.choices.values()):
             onednn_packed[0] = None
 
-    always = (environment.get("IPEXCONVERT_AMX_GEMM") or "").strip().lower() == "always"
-    choice = None if always else InSitu(tiles, many.fn, on_choice=drop_onednn_weight_if_unused)
+    choice = None if _runs_at.amx_gemm_always() else InSitu(tiles, many.fn, on_choice=drop_onednn_weight_if_unused)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         rows = inputs[0].numel() // k  # k > 0: declined above

@@ -88,3 +88,16 @@ def test_declines_sizes_the_tiles_do_not_take(n, k):
 def test_switched_off(monkeypatch):
     monkeypatch.setenv("IPEXCONVERT_AMX_GEMM", "0")
     assert "IPEXCONVERT_AMX_GEMM=0" in native_amx_int8_linear(selected_isa())
+
+
+def test_always_runs_the_tiles_without_measuring(monkeypatch):
+    monkeypatch.setenv("IPEXCONVERT_AMX_GEMM", "always")
+    monkeypatch.setattr(qlinear, "InSitu", lambda *a, **kw: pytest.fail("measured although told always"))
+    counting = CountingLib(native_lib.raw)
+    monkeypatch.setattr(native_lib, "raw", counting)
+    ctx, tensors, attrs = node(40)
+    kernel = qlinear.native_amx_qlinear(ctx)
+    for _ in range(3):
+        got = run(kernel, tensors, {})
+    assert counting.calls == 3 and kernel.name == "native:int8_amx_gemm"
+    assert rel_err(got, want(tensors, attrs)) < 1e-3
