@@ -30,20 +30,11 @@ from ._torch_onednn import int8_weight_params
 _OUT_DTYPES = ("float32", "bfloat16", "uint8", "int8")
 
 
-def runs_here(ctx: NodeContext) -> bool:
-    """The native int8 GEMM takes this node: it can run at this level (_runs_at.native_int8_gemm: built,
-    avx2 up to where oneDNN's int8 runs), uint8 activations and a supported output dtype."""
-    if ctx.device != "cpu" or _runs_at.native_int8_gemm(ctx.isa) is not None:
-        return False
-    return ctx.input_specs[0].dtype == "uint8" and ctx.attrs.output_dtype in _OUT_DTYPES
-
-
-
-
-def runs_here_amx(ctx: NodeContext) -> bool:
-    """int8_amx_gemm takes this node (with the rules of _runs_at.native_amx_int8_linear): uint8 activations and a
-    supported output dtype."""
-    if ctx.device != "cpu" or _runs_at.native_amx_int8_linear(ctx.isa) is not None:
+def runs_here(ctx: NodeContext, runs_at=None) -> bool:
+    """A native int8 GEMM takes this node: it can run at this level (`runs_at`, by default
+    _runs_at.native_int8_gemm: built, avx2 up to where oneDNN's int8 runs; int8_amx_gemm's is
+    _runs_at.native_amx_int8_linear), uint8 activations and a supported output dtype."""
+    if ctx.device != "cpu" or (runs_at or _runs_at.native_int8_gemm)(ctx.isa) is not None:
         return False
     return ctx.input_specs[0].dtype == "uint8" and ctx.attrs.output_dtype in _OUT_DTYPES
 

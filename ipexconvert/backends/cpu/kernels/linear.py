@@ -10,9 +10,9 @@ native_bf16_amx:
   each, medians); torch_onednn's kernel otherwise and for more rows (its packed weight made on its
   first call and dropped again once every measured range chose the tiles). Each 32-channel panel of the weight is
   read from memory once per call while all the rows pass over it, the next panel prefetched meanwhile. On an AMX
-  Xeon, 2 cores, whose effective L3 holds less than BERT-base's 170 MB of encoder weights, its 48 linears took 0.71 x
-  oneDNN's time at 128 rows, 0.72 at 1024 (benchmarks/amx_gemm.py, session 68) and the model 0.91 x with the tiles
-  everywhere, 0.94 x as measured per layer (b8: 0.90); at 4096 rows (MiniLM b32) every layer chose oneDNN, hence
+  Xeon, 2 cores, whose effective L3 holds less than BERT-base's 170 MB of encoder weights, its 48 linears took
+  0.68-0.71 x oneDNN's time at 128 rows, 0.72 at 1024 (benchmarks/amx_gemm.py, session 68) and the model 0.89-0.94 x
+  as measured per layer (b8: 0.90); at 4096 rows (MiniLM b32) every layer chose oneDNN, hence
   AMX_MAX_ROWS 1024. On the GPU machine's AMX host, whose 300 MB L3 held them, the tiles
   everywhere made the model 1.05 x slower, hence the measuring (benchmarks/results/session66-amx-gemm-xeon-amx.md).
   IPEXCONVERT_AMX_GEMM=0 turns it off, =always skips the measuring.

@@ -47,7 +47,7 @@ from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from .. import onednn_direct
 from ..self_check import torch_ops
 from ._in_situ import InSitu
-from ._int8_gemm import Int8Gemm, runs_here, runs_here_amx
+from ._int8_gemm import Int8Gemm, runs_here
 from .linear import AMX_MAX_ROWS
 from ._onednn_direct_linear import fused_prefix, linear_run
 from ._torch_onednn import plan_post_ops, qlinear_setup, with_tail
@@ -84,7 +84,7 @@ def native_amx_qlinear(ctx: NodeContext) -> Optional[Kernel]:
     the model measure it faster than our oneDNN int8 matmul (onednn_direct_qlinear, which runs otherwise and for
     more rows). Declines what either declines, and sizes that are not multiples of 32 (n) and 64 (k)."""
     weight = ctx.constants[1]
-    if (ctx.device != "cpu" or not runs_here_amx(ctx) or weight is None or weight.dim() != 2
+    if (not runs_here(ctx, _runs_at.native_amx_int8_linear) or weight is None or weight.dim() != 2
             or ctx.input_specs[0].rank < 2):
         return None
     onednn = onednn_direct_qlinear(ctx)
