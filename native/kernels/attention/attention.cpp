@@ -101,6 +101,23 @@ struct ScoreEpilogue {
     }
 };
 
+// Columns [j0, j1) of the 16 score rows, stored there as raw sums by the tiles, through the epilogue in place, each
+// row's max kept in a register. The struct's fields are copied out first: through it gcc reloads every field after
+// each store.
+inline void score_epilogue(const ScoreEpilogue& e, int64_t j0, int64_t j1) {
+    float* __restrict scores = e.scores;
+    const float* __restrict bias = e.bias;
+    const int64_t kv_pad = e.kv_pad, bias_stride = e.bias_stride;
+    const __m512 scale = e.scale;
+    for (int64_t r = 0; r < kRows; ++r) {
+        __m512 m = _mm512_load_ps(e.row_max[r]);
+        for (int64_t j = j0; j < j1; j += 16)
+            m = _mm512_max_ps(m, store_score(_mm512_loadu_ps(scores + r * kv_pad + j), scale,
+                                             bias + r * bias_stride + j, scores + r * kv_pad + j));
+        _mm512_store_ps(e.row_max[r], m);
+    }
+}
+
 #if defined(__AMX_TILE__)
 #include "attention_amx.h"
 #else
@@ -255,9 +272,7 @@ void attend(const AttentionArgs& a, int64_t b, int64_t h, int64_t next_b, int64_
         alignas(64) float row_max[kRows][16];
         for (auto& m : row_max) _mm512_store_ps(m, _mm512_set1_ps(-__builtin_inff()));
         const ScoreEpilogue epilogue{scores, kv_pad, bias, bias_stride, _mm512_set1_ps(a.scale), row_max};
-        int64_t kb = 0;  // kv_pad / 16 is even: groups of 4 key blocks, then maybe one of 2
-        for (; kb + 4 <= kv_pad / 16; kb += 4) score_keys<4>(q_block, q_stride, packed_k, kb, chunks, epilogue);
-        if (kb < kv_pad / 16) score_keys<2>(q_block, q_stride, packed_k, kb, chunks, epilogue);
+        score_block(q_block, q_stride, packed_k, chunks, epilogue);
         alignas(64) float inv_sum[kRows];
         softmax_block(scores, kv_pad, row_max, rows, probs, inv_sum);
         bool removed[kRows] = {};  // rows the mask removes entirely (their softmax is NaN): stored as 0

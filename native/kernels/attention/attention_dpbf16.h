@@ -69,6 +69,14 @@ void score_keys(const uint16_t* q_block, int64_t q_stride, const uint32_t* packe
         }
 }
 
+// Scores of one query block against all kv_pad keys: groups of 4 key blocks, then maybe one of 2.
+inline void score_block(const uint16_t* q_block, int64_t q_stride, const uint32_t* packed_k, int64_t chunks,
+                        const ScoreEpilogue& epilogue) {
+    int64_t kb = 0;  // kv_pad / 16 is even
+    for (; kb + 4 <= epilogue.kv_pad / 16; kb += 4) score_keys<4>(q_block, q_stride, packed_k, kb, chunks, epilogue);
+    if (kb < epilogue.kv_pad / 16) score_keys<2>(q_block, q_stride, packed_k, kb, chunks, epilogue);
+}
+
 // Output dim blocks db0 .. db0 + G - 1 of one query block, to c_tiles (G tiles of 16 x 16 fp32).
 template <int G>
 void weigh_values(const uint16_t* probs, int64_t kv_pad, const uint16_t* packed_v, int64_t db0, int64_t blocks,
