@@ -150,16 +150,14 @@ class Int8Gemm:
         out_dtype = to_torch(attrs.output_dtype) if self.complete else torch.float32
         out = torch.empty((m, self.n), dtype=out_dtype)
         r_scale, r_zp = self.residual_quant or (1.0, 0)
+        # the two kernels' arguments after the weight's, the same but for int8_gemm's conv geometry
+        epilogue = (self.n, self.scales, self.bias, self.relu, out, attrs.output_scale, attrs.output_zero_point,
+                    self.isa, torch.get_num_threads(), self.residual_rows(inputs, to_rows), r_scale, r_zp)
         if self.w_sums is not None:
-            native_lib.raw.int8_amx_gemm(a, attrs.x_zero_point, self.packed, self.w_sums, self.n, self.scales,
-                                         self.bias, self.relu, out, attrs.output_scale, attrs.output_zero_point,
-                                         self.isa, torch.get_num_threads(), self.residual_rows(inputs, to_rows),
-                                         r_scale, r_zp, self.gelu, self.multiplier)
+            native_lib.raw.int8_amx_gemm(a, attrs.x_zero_point, self.packed, self.w_sums, *epilogue, self.gelu,
+                                         self.multiplier)
         else:
-            native_lib.raw.int8_gemm(a, attrs.x_zero_point, self.packed, self.n, self.scales, self.bias, self.relu,
-                                     out, attrs.output_scale, attrs.output_zero_point, self.isa,
-                                     torch.get_num_threads(), self.residual_rows(inputs, to_rows), r_scale, r_zp,
-                                     conv, self.gelu, self.multiplier)
+            native_lib.raw.int8_gemm(a, attrs.x_zero_point, self.packed, *epilogue, conv, self.gelu, self.multiplier)
         if self.gelu_tanh:  # in place on the fresh float32 rows (torch's gelu took ~3 % of BERT-base)
             native_lib.raw.gelu(out, True, out, self.isa, torch.get_num_threads())
         return out
