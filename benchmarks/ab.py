@@ -2,6 +2,7 @@
 
     python benchmarks/ab.py ART.ipxc --env IPEXCONVERT_ONEDNN_DIRECT           # loaded with VAR=1 vs VAR=0
     python benchmarks/ab.py ART.ipxc --env IPEXCONVERT_AMX_GEMM=always         # loaded with VAR=always vs VAR=0
+    python benchmarks/ab.py ART.ipxc --env IPEXCONVERT_AMX_GEMM=always:1       # VAR=always vs VAR=1
     python benchmarks/ab.py ART.ipxc --env IPEXCONVERT_AMX_GEMM --per-node 20  # + the 20 nodes that differ most
     python benchmarks/ab.py ART.ipxc --without onednn_direct_qlinear            # kernel factory removed in B
     python benchmarks/ab.py ART.ipxc --no-in-place                     # the executor's in-place variants off in B
@@ -51,8 +52,8 @@ def load_variant(path: str, args) -> object:
     """B: the artifact under the change the options ask for."""
     path = args.vs or path
     if args.env:
-        variable, value = env_setting(args.env)
-        os.environ[variable] = "0"
+        variable, value, b_value = env_setting(args.env)
+        os.environ[variable] = b_value
         try:
             return ipexconvert.load_artifact(path)
         finally:
@@ -87,10 +88,11 @@ def load_variant(path: str, args) -> object:
         _torch_onednn.NATIVE_TAIL, _torch_onednn.GELU_UNFUSED_AT = saved_tail, saved_unfused
 
 
-def env_setting(option: str) -> tuple[str, str]:
-    """--env VAR or VAR=VALUE: the variable and A's value (1 unless given)."""
-    variable, _, value = option.partition("=")
-    return variable, value or "1"
+def env_setting(option: str) -> tuple[str, str, str]:
+    """--env VAR, VAR=VALUE or VAR=VALUE:B_VALUE: the variable, A's value (1 unless given) and B's (0 unless given)."""
+    variable, _, values = option.partition("=")
+    value, _, b_value = values.partition(":")
+    return variable, value or "1", b_value or "0"
 
 
 def time_per_node(models: dict, inputs: dict, rounds: int) -> dict[str, dict[str, float]]:
@@ -134,8 +136,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("artifact")
     change = parser.add_mutually_exclusive_group()
-    change.add_argument("--env", help="environment variable VAR or VAR=VALUE: A loads with it 1 (or VALUE), B with "
-                                      "it 0")
+    change.add_argument("--env", help="environment variable VAR, VAR=VALUE or VAR=VALUE:B_VALUE: A loads with it 1 "
+                                      "(or VALUE), B with it 0 (or B_VALUE)")
     change.add_argument("--without", action="append", help="kernel factory function name left out in B (repeatable)")
     change.add_argument("--no-in-place", action="store_true", help="B never runs a kernel's in-place variant")
     change.add_argument("--no-view-chains", action="store_true", help="B runs every view node as its own step")
@@ -163,7 +165,7 @@ def main() -> None:
                      "--no-native-gelu-tail, --gelu-unfused-everywhere, --lowering) or another artifact (--vs)")
     torch.set_num_threads(args.threads)
     if args.env:
-        os.environ.__setitem__(*env_setting(args.env))
+        os.environ.__setitem__(*env_setting(args.env)[:2])
     a = ipexconvert.load_artifact(args.artifact)
     b = load_variant(args.artifact, args)
     sizes = {k: int(v) for k, v in (d.split("=") for d in args.dim)}
