@@ -86,7 +86,7 @@ inline __m512 store_score(__m512 acc, __m512 scale, const float* bias, float* s)
 
 // Where a block of scores goes: row r, keys j .. j + 15 of the 16-row block become
 // acc * scale + bias[r][j ..] in scores (rows kv_pad apart), and row_max[r] keeps their lane-wise max
-// (in memory: held in registers, the 16 maxes crowd out the products' accumulators).
+// (in memory between groups of keys: held in registers, the 16 maxes crowd out the products' accumulators).
 struct ScoreEpilogue {
     float* scores;
     int64_t kv_pad;
@@ -94,11 +94,6 @@ struct ScoreEpilogue {
     int64_t bias_stride;  // 0: one bias row for every query
     __m512 scale;
     float (*row_max)[16];
-
-    void operator()(int64_t r, int64_t j, __m512 acc) const {
-        const __m512 s = store_score(acc, scale, bias + r * bias_stride + j, scores + r * kv_pad + j);
-        _mm512_store_ps(row_max[r], _mm512_max_ps(_mm512_load_ps(row_max[r]), s));
-    }
 };
 
 // Columns [j0, j1) of the 16 score rows, stored there as raw sums by the tiles, through the epilogue in place, each

@@ -77,7 +77,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 
@@ -225,18 +225,32 @@ def native_bf16_amx_linear(ctx: NodeContext) -> Optional[Kernel]:
         if not many_rows_seen[0] and not choice.measuring and all(choice.choices.values()):
             onednn_packed[0] = None
 
-    choice = None if _runs_at.amx_gemm_always() else InSitu(tiles, many.fn, on_choice=drop_onednn_weight_if_unused)
+    def saw_many_rows() -> None:
+        many_rows_seen[0] = True
 
-    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        rows = inputs[0].numel() // k  # k > 0: declined above
-        if rows > AMX_MAX_ROWS:
-            many_rows_seen[0] = True
-            return many.fn(inputs, dims)
-        return tiles(inputs, dims) if choice is None else choice(rows, inputs, dims)
-
+    run, choice = amx_tiles_or(k, tiles, many.fn, on_choice=drop_onednn_weight_if_unused, on_more_rows=saw_many_rows)
     # the name says what may run: measured, a layer keeps either (profiles group its time under this name)
     name = "native:bf16_amx_gemm" if choice is None else AMX_OR_ONEDNN
     return Kernel(run, name, consumed(ctx), fresh_output=True)
+
+
+def amx_tiles_or(k: int, tiles: Callable, other: Callable, on_choice: Optional[Callable[[int, bool], None]] = None,
+                 on_more_rows: Optional[Callable[[], None]] = None) -> tuple[Callable, Optional[InSitu]]:
+    """The run function of a layer on one of our AMX tile GEMMs (`tiles`) up to AMX_MAX_ROWS rows of x (k columns),
+    measured in the model against `other` per range of row counts (InSitu, which tells on_choice) unless
+    IPEXCONVERT_AMX_GEMM=always; `other` for more rows (on_more_rows told first). Returns it and the InSitu (None: the
+    tiles without measuring); native_bf16_amx_linear's and native_amx_qlinear's."""
+    choice = None if _runs_at.amx_gemm_always() else InSitu(tiles, other, on_choice=on_choice)
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        rows = inputs[0].numel() // k  # k > 0 (the factories decline k = 0)
+        if rows > AMX_MAX_ROWS:
+            if on_more_rows is not None:
+                on_more_rows()
+            return other(inputs, dims)
+        return tiles(inputs, dims) if choice is None else choice(rows, inputs, dims)
+
+    return run, choice
 
 
 @register_kernel("cpu", "linear", runs_at=_runs_at.torch_onednn_linear)

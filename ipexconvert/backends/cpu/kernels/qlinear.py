@@ -46,9 +46,8 @@ from ....ir.ops._quant import quantize
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from .. import onednn_direct
 from ..self_check import torch_ops
-from ._in_situ import InSitu
 from ._int8_gemm import Int8Gemm, runs_here
-from .linear import AMX_MAX_ROWS
+from .linear import amx_tiles_or
 from ._onednn_direct_linear import fused_prefix, linear_run
 from ._torch_onednn import plan_post_ops, qlinear_setup, with_tail
 from . import _runs_at
@@ -95,15 +94,7 @@ def native_amx_qlinear(ctx: NodeContext) -> Optional[Kernel]:
     operands = {p.operand for p in gemm.tail if p.operand is not None} | {gemm.residual} - {None}
     if operands & held:
         return None
-    k, tiles = gemm.k, _over_rows(gemm)
-    choice = None if _runs_at.amx_gemm_always() else InSitu(tiles, onednn.fn)
-
-    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        rows = inputs[0].numel() // k  # k > 0: multiples of 64
-        if rows > AMX_MAX_ROWS:
-            return onednn.fn(inputs, dims)
-        return tiles(inputs, dims) if choice is None else choice(rows, inputs, dims)
-
+    run, choice = amx_tiles_or(gemm.k, _over_rows(gemm), onednn.fn)
     # the name says what may run: measured, a layer keeps either (profiles group its time under this name)
     name = "native:int8_amx_gemm" if choice is None else "native:int8_amx_gemm|onednn_direct:qlinear"
     return Kernel(run, name, held, fresh_output=True)
