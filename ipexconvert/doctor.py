@@ -10,7 +10,7 @@ from importlib import import_module
 import torch
 
 from . import __version__, environment
-from .backends.cpu import compute_precision, native_lib, openmp_wait
+from .backends.cpu import compute_precision, native_lib, openmp_wait, thread_placement
 from .backends.cpu import isa as cpu
 
 
@@ -104,6 +104,7 @@ def environment_report() -> dict:
         "library_caps": _library_caps(),
         "threads": torch.get_num_threads(),
         "openmp_wait": openmp_wait.state,
+        "thread_placement": thread_placement.rule(),
         "malloc_tuning": _malloc_report(),
         "gpu": gpu_report(),
     }

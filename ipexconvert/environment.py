@@ -41,6 +41,9 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in [
              "call) against oneDNN's matmul and keep the faster; always: ours without measuring; 0: oneDNN's"),
     Variable("IPEXCONVERT_MKL_FP32", "unset (MKL on Intel CPUs, oneDNN elsewhere)",
              "1/0: float32 linear on MKL's packed GEMM / on oneDNN, whatever the CPU vendor"),
+    Variable("IPEXCONVERT_PIN_THREADS", "1", "0: a model's calls leave the calling thread and its OpenMP workers where "
+             "the scheduler puts them (by default, when the threads equal the process's CPUs, the caller is bound to the "
+             "first CPU and the workers to the others while a call runs: backends/cpu/thread_placement.py)"),
     Variable("IPEXCONVERT_MALLOC_TUNING", "1", "0: loading an artifact leaves glibc's malloc thresholds alone"),
     Variable("IPEXCONVERT_MAX_TENSOR_BYTES", "2147483648 (2 GiB)",
              "the largest output an `aten` fallback node may make (a bound on what an artifact can ask for)"),

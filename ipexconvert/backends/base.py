@@ -1,7 +1,7 @@
 """The Backend protocol (see backends/__init__.py)."""
 from __future__ import annotations
 
-from typing import Callable, Optional, Protocol
+from typing import Callable, ContextManager, Optional, Protocol
 
 import torch
 
@@ -49,6 +49,10 @@ class Backend(Protocol):
         """A call of no arguments that copies table[length_at - first] into out, reading the length cell (a
         1-element int64 tensor) when it runs, which capture_calls can record (bound plans: a decode step's rotary
         rows and mask, computed ahead per cache length); None where this device has none."""
+
+    def call_context(self) -> ContextManager[None]:
+        """Entered around each call of a model (the CPU keeps the caller and its OpenMP workers on different CPUs:
+        backends/cpu/thread_placement.py); a context that does nothing elsewhere."""
 
     def make_runner(self, executor):
         """What runs the executor's plan per call (an object with run, profile, raise_tripped and forget_buffers,

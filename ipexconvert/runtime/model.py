@@ -254,9 +254,10 @@ class LoadedModel:
         CPU they run from a plan bound to buffers made once (runtime/bound_plan.py), with the same results."""
         dims = self.signature.check(tensors)
         runner = self._runner_for(tensors) if scan_nan else self.runner
-        if varying and isinstance(runner, Executor):
-            return runner.run_bound(tensors, dims, varying)
-        return runner.run(tensors, dims)
+        with self.backend.call_context():  # the CPU: caller and OpenMP workers on different CPUs meanwhile
+            if varying and isinstance(runner, Executor):
+                return runner.run_bound(tensors, dims, varying)
+            return runner.run(tensors, dims)
 
     def _runner_for(self, tensors: Sequence[torch.Tensor]):
         """The plan for these inputs. Some fast CPU kernels (oneDNN's max pooling and fused relu) turn NaN

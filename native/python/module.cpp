@@ -6,6 +6,7 @@
 // (native/kernels/<folder>/bind.cpp); this file binds detection and the kernel table and calls them.
 #include "bind_common.h"
 #include "ipxc/kernel_bindings.h"
+#include "ipxc/parallel.h"
 
 namespace ipxc {
 
@@ -68,6 +69,8 @@ NB_MODULE(_native, m) {
           "The levels a kernel was compiled for.");
     m.def("kernel_level", &kernel_level, "name"_a, "max_isa"_a = nb::none(),
           "The level kernel `name` runs at under max_isa.");
+    m.def("team_thread_ids", &team_thread_ids, "threads"_a,
+          "Kernel thread ids of the calling thread's OpenMP team of `threads` (index 0: the caller).");
 
     // Kernels (one binding per native/kernels/<folder>/): out (and sum_out) are preallocated like x;
     // optional tensors may be None.

@@ -9,6 +9,9 @@
 
 #include <omp.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstddef>
 #include <vector>
 
@@ -39,6 +42,22 @@ void parallel_for(int64_t n, int64_t grain, int threads, RangeFn fn, void* ctx, 
         const int64_t begin = c * chunk;
         fn(ctx, begin, begin + chunk < n ? begin + chunk : n);
     }
+}
+
+std::vector<int64_t> team_thread_ids(int threads) {
+    if (threads < 1) threads = 1;
+    std::vector<int64_t> ids(static_cast<size_t>(threads), -1);
+    if (omp_in_parallel()) {
+        ids.assign(1, static_cast<int64_t>(syscall(SYS_gettid)));
+        return ids;
+    }
+    // num_threads(threads) as parallel_for's regions, so libgomp forms the same team and keeps its threads
+#pragma omp parallel num_threads(threads)
+    {
+        const int t = omp_get_thread_num();
+        if (t < threads) ids[static_cast<size_t>(t)] = static_cast<int64_t>(syscall(SYS_gettid));
+    }
+    return ids;
 }
 
 float* scratch_floats(int64_t n) {

@@ -11,7 +11,7 @@ from ...ir import Program
 from ...ir.spec import TensorSpec
 from ...runtime.kernels import kernel_names
 from ...target import PORTABLE, Target
-from . import compute_precision, kernels, malloc, native_lib  # noqa: F401  (kernels: registers the CPU factories)
+from . import compute_precision, kernels, malloc, native_lib, thread_placement  # noqa: F401  (kernels: registers the CPU factories)
 from .isa import ISA_LEVELS, selected_isa
 
 
@@ -58,6 +58,9 @@ class CpuBackend:
 
     def row_copy(self, table, out, length_at, first: int) -> Optional[Callable[[], None]]:
         return native_lib.row_copy(table, out, length_at, first)
+
+    def call_context(self):
+        return thread_placement.placed()
 
     def make_runner(self, executor):
         return executor

@@ -4,6 +4,7 @@ supports has bf16 tensor cores or emulates it in its own kernels), and the plan 
 graph per set of dims (graphs.py)."""
 from __future__ import annotations
 
+import contextlib
 from typing import Optional
 
 import torch
@@ -79,6 +80,9 @@ class CudaBackend:
 
     def row_copy(self, table, out, length_at, first: int) -> None:
         return None  # (a GPU's decode step reads its position from an input: runtime/static_cache.py)
+
+    def call_context(self):
+        return contextlib.nullcontext()
 
     def make_runner(self, executor):
         from .graphs import GraphRunner

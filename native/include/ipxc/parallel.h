@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace ipxc {
 
@@ -17,5 +18,10 @@ void parallel_for(int64_t n, int64_t grain, int threads, RangeFn fn, void* ctx, 
 
 // A per-thread fp32 scratch buffer of at least n floats, valid until this thread's next call.
 float* scratch_floats(int64_t n);
+
+// The kernel thread ids of the calling thread's OpenMP team of `threads` (index 0: the caller), as a parallel
+// region run from this thread sees them: libgomp keeps one pool per calling thread and reuses its threads, so
+// these are the threads that run its later regions of that size (thread_placement.py pins them).
+std::vector<int64_t> team_thread_ids(int threads);
 
 }  // namespace ipxc
