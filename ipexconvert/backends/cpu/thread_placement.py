@@ -83,6 +83,7 @@ def placed() -> Iterator[None]:
         own = frozenset(os.sched_getaffinity(0))
         threads = torch.get_num_threads()
         if threads < 2 or threads != len(own):
+            _teams.team = None  # libgomp may end and remake the workers when the team size changes: ask again
             yield
             return
         home = min(own)

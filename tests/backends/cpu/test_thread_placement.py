@@ -122,3 +122,19 @@ def test_a_model_call_runs_placed_and_leaves_the_callers_set_as_it_was(team_of_a
     monkeypatch.setattr(thread_placement, "placed", watched)
     assert tiny_cnn(torch.randn(1, 3, 64, 64)).shape == (1, 10)
     assert inside and os.sched_getaffinity(0) == CPUS
+
+
+@needs_two
+def test_workers_are_asked_again_after_the_team_size_changed(team_of_all_cpus):
+    with thread_placement.placed():
+        pass
+    torch.set_num_threads(1)
+    thread_placement._last_end[0] = 0.0
+    with thread_placement.placed():
+        assert os.sched_getaffinity(0) == CPUS
+    assert getattr(thread_placement._teams, "team", None) is None
+    torch.set_num_threads(len(CPUS))
+    thread_placement._last_end[0] = 0.0
+    with thread_placement.placed():
+        workers = native_lib.raw.team_thread_ids(len(CPUS))[1:]
+        assert all(os.sched_getaffinity(tid) == CPUS - {min(CPUS)} for tid in workers)
