@@ -56,8 +56,8 @@ def main() -> None:
         for _ in range(args.pairs):
             for name, value in SETTINGS.items():
                 env = dict(os.environ, IPEXCONVERT_PIN_THREADS=value)
-                out = subprocess.run([sys.executable, "-c", CHILD, str(artifact), str(args.idle_ms / 1e3), str(args.calls)],
-                                     env=env, capture_output=True, text=True)
+                command = [sys.executable, "-c", CHILD, str(artifact), str(args.idle_ms / 1e3), str(args.calls)]
+                out = subprocess.run(command, env=env, capture_output=True, text=True)
                 if out.returncode != 0:
                     raise SystemExit(f"{artifact} ({name}): the timing process failed:\n{out.stderr[-3000:]}")
                 runs[name].append(json.loads(out.stdout.strip().splitlines()[-1]))

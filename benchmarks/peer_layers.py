@@ -7,8 +7,9 @@ Our artifact (the runner's cached one, benchmarks/.cache) runs with a timer arou
 Runtime runs the same eager model exported as run.py's peer does (int8: the same static QDQ quantization and
 calibration batches) in a session with its own profiler on (`enable_profiling`, each node's `kernel_time`). The two
 alternate (timing.settle before each: a pause, then one untimed call), --rounds rounds after --warmup; medians per
-step and node over the timed calls. Printed: the walls, then per op kind (convolutions, matrix products, the rest) both sums, then the layers of a
-kind paired in execution order (when both ran as many) with the largest differences first.
+step and node over the timed calls. Printed: the walls, then per op kind (convolutions, matrix products, the rest)
+both sums, then the layers of a kind paired in execution order (when both ran as many) with the largest differences
+first.
 
 Why ONNX Runtime and not OpenVINO: OpenVINO's per-node counters (PERF_COUNT) summed to more than its wall time
 (ResNet-50 bf16 b16: 96.6 ms of counters in 78.2 ms calls, benchmarks/results/session70-amx-notes.md), so its layers
@@ -167,11 +168,13 @@ def main() -> None:
         pairs = sorted(zip(a, b), key=lambda p: -abs(p[0][2] - p[1][2]))[: args.top]
         print(f"\n{kind}, paired in execution order, largest differences first (ms):")
         for (node, kernel, t_ours), (peer_node, op, t_peer) in pairs:
-            print(f"  {node:<20} {t_ours:7.3f}  {t_peer:7.3f}  {t_ours / t_peer:5.2f}  {kernel} | {op} {peer_node[:48]}")
+            print(f"  {node:<20} {t_ours:7.3f}  {t_peer:7.3f}  {t_ours / t_peer:5.2f}  "
+                  f"{kernel} | {op} {peer_node[:48]}")
     for who, group in (("our", grouped_ours["other"]), ("onnxruntime's", grouped_theirs["other"])):
         longest = sorted(group, key=lambda m: -m[2])[: args.top]
         if longest:
-            print(f"\n{who} other steps, longest first (ms): " + ", ".join(f"{n[:40]} ({k}) {t:.3f}" for n, k, t in longest))
+            listed = ", ".join(f"{n[:40]} ({k}) {t:.3f}" for n, k, t in longest)
+            print(f"\n{who} other steps, longest first (ms): {listed}")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,12 @@
 After the process has been idle (a server between requests), the first parallel region wakes the sleeping worker,
 and Linux may wake it on the CPU the calling thread is running on. The caller then does its share and spins at the
 region's barrier (GOMP_SPINCOUNT iterations) while the worker it waits for cannot run on that CPU; the next regions
-do the same until the scheduler moves one of them. Measured on 2 cores of the AMX Xeon (KVM), calls 0.1 s apart:
-a 0.5 ms CNN (example:tiny-cnn) took 11.1 ms after the pause, 1.3-1.5 ms with the threads kept apart (its first
-convolution and max pool alone 5.6 and 4.3 ms; with OMP_WAIT_POLICY=PASSIVE 1.4 ms, but that made ResNet-50 int8
-1.6x slower back to back); ResNet-50 int8 b1 6.5 / 13.6 ms against 5.9 / 6.0; back to back within noise
-(benchmarks/results/session70-amx-notes.md). ONNX Runtime's CPU session after the same pause: +0.2-0.5 ms.
+do the same until the scheduler moves one of them. On 2 cores of the AMX Xeon (KVM), calls 0.1 s apart
+(`benchmarks/after_idle.py`): example:tiny-cnn 10.4 ms a call, 1.5 with the threads kept apart (its first
+convolution and max pool alone had taken 5.6 and 4.3 ms); example:tiny-bert 10.5 and 1.3; ResNet-50 and BERT-base
+the same either way, back to back too. With two busy processes beside it, ResNet-50 fp32 b1 took 95-103 ms, 61-62
+kept apart. OMP_WAIT_POLICY=PASSIVE also ended the stalls but made ResNet-50 int8 1.6x slower back to back
+(benchmarks/results/session70-amx-notes.md).
 
 So while a call runs (`placed()`), the calling thread is bound to the first CPU the process may use and its team's
 workers to the others; the caller's own set is restored when the call returns (threads it starts later inherit
@@ -40,7 +41,9 @@ _last_end = [0.0]
 def rule() -> str:
     """What placement does in this process (for doctor)."""
     if not enabled():
-        return "off (IPEXCONVERT_PIN_THREADS=0)" if environment.switched_off("IPEXCONVERT_PIN_THREADS") else "off (no sched_setaffinity or native library)"
+        if environment.switched_off("IPEXCONVERT_PIN_THREADS"):
+            return "off (IPEXCONVERT_PIN_THREADS=0)"
+        return "off (no sched_setaffinity or native library)"
     cpus, threads = len(os.sched_getaffinity(0)), torch.get_num_threads()
     applies = "applies" if threads == cpus and cpus > 1 else "does not apply"
     return (f"while a model runs, the calling thread on the first CPU and its OpenMP workers on the others, when the "
@@ -48,8 +51,8 @@ def rule() -> str:
 
 
 def enabled() -> bool:
-    return (not environment.switched_off("IPEXCONVERT_PIN_THREADS") and hasattr(os, "sched_setaffinity") and native_lib.available()
-            and hasattr(native_lib.raw, "team_thread_ids"))
+    return (not environment.switched_off("IPEXCONVERT_PIN_THREADS") and hasattr(os, "sched_setaffinity")
+            and native_lib.available() and hasattr(native_lib.raw, "team_thread_ids"))
 
 
 def _workers(threads: int, cpus: frozenset[int]) -> Optional[list[int]]:
