@@ -93,11 +93,16 @@ def placed() -> Iterator[None]:
         if _workers(threads, own - {home}) is None:
             yield
             return
-        os.sched_setaffinity(0, {home})
+        try:
+            os.sched_setaffinity(0, {home})
+        except OSError:  # a set the system refuses (a restricted container): run as it is
+            yield
+            return
         try:
             yield
         finally:
-            os.sched_setaffinity(0, own)
+            with contextlib.suppress(OSError):  # (it was ours a moment ago)
+                os.sched_setaffinity(0, own)
     finally:
         _one_at_a_time.release()
         _last_end[0] = time.monotonic()

@@ -138,3 +138,21 @@ def test_workers_are_asked_again_after_the_team_size_changed(team_of_all_cpus):
     with thread_placement.placed():
         workers = native_lib.raw.team_thread_ids(len(CPUS))[1:]
         assert all(os.sched_getaffinity(tid) == CPUS - {min(CPUS)} for tid in workers)
+
+
+@needs_two
+def test_a_refused_binding_runs_the_call_as_it_is(team_of_all_cpus, monkeypatch):
+    real = os.sched_setaffinity
+
+    def refuse_the_caller(pid, cpus):
+        if pid == 0:
+            raise PermissionError("not in this container")
+        real(pid, cpus)
+
+    ran = False
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "sched_setaffinity", refuse_the_caller)
+        with thread_placement.placed():
+            ran = True
+            assert os.sched_getaffinity(0) == CPUS
+    assert ran
