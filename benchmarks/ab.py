@@ -31,7 +31,6 @@ import functools
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -46,6 +45,7 @@ from ipexconvert.artifact import read_example_inputs  # noqa: E402
 from ipexconvert.bench import resize_inputs, time_interleaved  # noqa: E402
 from ipexconvert.runtime import kernels  # noqa: E402
 from ipexconvert.runtime.kernels import CHOOSING_CALLS  # noqa: E402
+from timing import step_timers  # noqa: E402  (benchmarks/, the script's folder)
 
 
 def load_variant(path: str, args) -> object:
@@ -97,17 +97,7 @@ def env_setting(option: str) -> tuple[str, str, str]:
 
 def time_per_node(models: dict, inputs: dict, rounds: int) -> dict[str, dict[str, float]]:
     """Median seconds of each step of each model, timed where the model runs it, in alternating rounds."""
-    samples: dict[str, dict[str, list[float]]] = {side: {} for side in models}
-    for side, model in models.items():
-        for step in model.executor.steps:
-            times, kernel = samples[side].setdefault(step.node, []), step.kernel
-
-            def timed(ins, dims, kernel=kernel, times=times):
-                start = time.perf_counter()
-                result = kernel(ins, dims)
-                times.append(time.perf_counter() - start)
-                return result
-            step.kernel = timed
+    samples = {side: step_timers(model) for side, model in models.items()}
     for r in range(rounds):
         for side in (list(models) if r % 2 == 0 else list(models)[::-1]):
             models[side].run_dict(inputs)

@@ -3,10 +3,10 @@
     python benchmarks/peer_layers.py --case resnet50-b1 --dtype fp32 --rounds 20
     python benchmarks/peer_layers.py --case bert-base-b1 --dtype int8 --top 10
 
-Our artifact (the runner's cached one, benchmarks/.cache) runs with a timer around each executor step; ONNX
-Runtime runs the same eager model exported as run.py's peer does (int8: the same static QDQ quantization and
-calibration batches) in a session with its own profiler on (`enable_profiling`, each node's `kernel_time`). The two
-alternate (timing.settle before each: a pause, then one untimed call), --rounds rounds after --warmup; medians per
+Our artifact (the runner's cached one, benchmarks/.cache) runs with a timer around each executor step
+(timing.step_timers); ONNX Runtime runs the same eager model exported as run.py's peer does (int8: the same static
+QDQ quantization and calibration batches) in a session with its own profiler on (`enable_profiling`, each node's
+`kernel_time`). The two alternate (timing.settle before each: a pause, then one untimed call), --rounds rounds after --warmup; medians per
 step and node over the timed calls. Printed: the walls, then per op kind (convolutions, matrix products, the rest)
 both sums, then the layers of a kind paired in execution order (when both ran as many) with the largest differences
 first.
@@ -31,7 +31,7 @@ sys.path.insert(0, str(BENCH_DIR))
 
 import run as runner  # noqa: E402  (imports ipexconvert before torch, as every timed script here)
 import torch  # noqa: E402
-from timing import settle  # noqa: E402
+from timing import settle, step_timers  # noqa: E402
 
 import ipexconvert  # noqa: E402
 from ipexconvert.examples import get_example  # noqa: E402
@@ -75,23 +75,6 @@ def ort_session(case, dtype: str, eager_model, inputs: dict, calibration, thread
     return session, feed
 
 
-def timed_steps(model, recording: list[bool]) -> dict[str, list[float]]:
-    """Wrap each executor step of a loaded artifact with a timer that records while recording[0] is set; node -> its
-    calls' seconds."""
-    samples: dict[str, list[float]] = {}
-    for step in model.executor.steps:
-        times, kernel = samples.setdefault(step.node, []), step.kernel
-
-        def timed(ins, dims, kernel=kernel, times=times):
-            start = time.perf_counter()
-            result = kernel(ins, dims)
-            if recording[0]:
-                times.append(time.perf_counter() - start)
-            return result
-        step.kernel = timed
-    return samples
-
-
 def peer_nodes(profile_path: str, first_run: int) -> list[tuple[str, str, float]]:
     """(node, op type, median ms) in execution order from an ONNX Runtime profile: the nodes of the timed runs only
     (from `first_run` on, every second one: each round runs the session twice, settle's untimed call first)."""
@@ -131,7 +114,7 @@ def main() -> None:
     for _ in range(max(args.warmup, runner.CHOOSING_CALLS)):  # the layers' first calls may choose their kernels
         ours(**inputs)
     recording = [False]
-    samples = timed_steps(ours, recording)
+    samples = step_timers(ours, recording)
     with tempfile.TemporaryDirectory(prefix="peer-layers-") as tmp:
         session, feed = ort_session(case, args.dtype, eager_model, inputs, calibration, args.threads, Path(tmp))
         walls: dict[str, list[float]] = {"ipexconvert": [], "onnxruntime": []}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import Optional
 
 PAUSE_S = 0.1
 
@@ -46,6 +47,24 @@ def layer_pass_row(rows: int, layers: list, theirs, ours, rounds: int, calls: in
     ops = 2 * rows * sum(layer[0] * layer[1] for layer in layers)
     return (f"| {rows} | {us['theirs'] / 1e3:.2f} | {us['ours'] / 1e3:.2f} | {us['ours'] / us['theirs']:.3f} | "
             f"{ops / us['theirs'] / 1e6:.2f} | {ops / us['ours'] / 1e6:.2f} |")
+
+
+def step_timers(model, recording: Optional[list] = None) -> dict[str, list[float]]:
+    """Wrap each executor step of a loaded artifact with a timer (recording while recording[0] is set, always
+    without it); node -> the seconds of its calls. Timed where the model runs each step: its inputs as the steps
+    before left them, its weights as cold as they are there."""
+    samples: dict[str, list[float]] = {}
+    for step in model.executor.steps:
+        times, kernel = samples.setdefault(step.node, []), step.kernel
+
+        def timed(ins, dims, kernel=kernel, times=times):
+            start = time.perf_counter()
+            result = kernel(ins, dims)
+            if recording is None or recording[0]:
+                times.append(time.perf_counter() - start)
+            return result
+        step.kernel = timed
+    return samples
 
 
 def settle(fn) -> None:

@@ -20,6 +20,7 @@ time: a call from a second thread meanwhile runs as it is. IPEXCONVERT_PIN_THREA
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -51,8 +52,13 @@ def rule() -> str:
 
 
 def enabled() -> bool:
-    return (not environment.switched_off("IPEXCONVERT_PIN_THREADS") and hasattr(os, "sched_setaffinity")
-            and native_lib.available() and hasattr(native_lib.raw, "team_thread_ids"))
+    return not environment.switched_off("IPEXCONVERT_PIN_THREADS") and _can_bind()
+
+
+@functools.cache
+def _can_bind() -> bool:
+    """This OS binds threads and the native library can name the team's (once per process)."""
+    return hasattr(os, "sched_setaffinity") and native_lib.available() and hasattr(native_lib.raw, "team_thread_ids")
 
 
 def _workers(threads: int, cpus: frozenset[int]) -> Optional[list[int]]:
@@ -72,37 +78,39 @@ def _workers(threads: int, cpus: frozenset[int]) -> Optional[list[int]]:
     return workers
 
 
+def _bind_caller() -> Optional[frozenset[int]]:
+    """Bind the caller to the first CPU of its set and its team's workers to the rest, when the team is as big as
+    that set; the caller's set to give back, or None where nothing was bound."""
+    own = frozenset(os.sched_getaffinity(0))
+    threads = torch.get_num_threads()
+    if threads < 2 or threads != len(own):
+        _teams.team = None  # libgomp may end and remake the workers when the team size changes: ask again
+        return None
+    home = min(own)
+    if _workers(threads, own - {home}) is None:
+        return None
+    try:
+        os.sched_setaffinity(0, {home})
+    except OSError:  # a set the system refuses (a restricted container): run as it is
+        return None
+    return own
+
+
 @contextlib.contextmanager
 def placed() -> Iterator[None]:
     """Run the body with the caller on the first CPU of the process's set and its OpenMP workers on the rest (see
     the module's docstring for when); as it is otherwise."""
-    if time.monotonic() - _last_end[0] < _AWAKE_S or not enabled() or not _one_at_a_time.acquire(blocking=False):
-        try:
-            yield
-        finally:
-            _last_end[0] = time.monotonic()
-        return
+    placing = (time.monotonic() - _last_end[0] >= _AWAKE_S and enabled()
+               and _one_at_a_time.acquire(blocking=False))
     try:
-        own = frozenset(os.sched_getaffinity(0))
-        threads = torch.get_num_threads()
-        if threads < 2 or threads != len(own):
-            _teams.team = None  # libgomp may end and remake the workers when the team size changes: ask again
-            yield
-            return
-        home = min(own)
-        if _workers(threads, own - {home}) is None:
-            yield
-            return
-        try:
-            os.sched_setaffinity(0, {home})
-        except OSError:  # a set the system refuses (a restricted container): run as it is
-            yield
-            return
+        own = _bind_caller() if placing else None
         try:
             yield
         finally:
-            with contextlib.suppress(OSError):  # (it was ours a moment ago)
-                os.sched_setaffinity(0, own)
+            if own is not None:
+                with contextlib.suppress(OSError):  # (it was ours a moment ago)
+                    os.sched_setaffinity(0, own)
     finally:
-        _one_at_a_time.release()
+        if placing:
+            _one_at_a_time.release()
         _last_end[0] = time.monotonic()
