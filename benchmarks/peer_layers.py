@@ -6,8 +6,8 @@
 Our artifact (the runner's cached one, benchmarks/.cache) runs with a timer around each executor step
 (timing.step_timers); ONNX Runtime runs the same eager model exported as run.py's peer does (int8: the same static
 QDQ quantization and calibration batches) in a session with its own profiler on (`enable_profiling`, each node's
-`kernel_time`). The two alternate (timing.settle before each: a pause, then one untimed call), --rounds rounds after --warmup; medians per
-step and node over the timed calls. Printed: the walls, then per op kind (convolutions, matrix products, the rest)
+`kernel_time`). The two alternate (timing.settle before each: a pause, then one untimed call), --rounds rounds
+after --warmup; medians per step and node over the timed calls. Printed: the walls, then per op kind (convolutions, matrix products, the rest)
 both sums, then the layers of a kind paired in execution order (when both ran as many) with the largest differences
 first.
 
