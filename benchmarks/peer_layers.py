@@ -7,9 +7,9 @@ Our artifact (the runner's cached one, benchmarks/.cache) runs with a timer arou
 (timing.step_timers); ONNX Runtime runs the same eager model exported as run.py's peer does (int8: the same static
 QDQ quantization and calibration batches) in a session with its own profiler on (`enable_profiling`, each node's
 `kernel_time`). The two alternate (timing.settle before each: a pause, then one untimed call), --rounds rounds
-after --warmup; medians per step and node over the timed calls. Printed: the walls, then per op kind (convolutions, matrix products, the rest)
-both sums, then the layers of a kind paired in execution order (when both ran as many) with the largest differences
-first.
+after --warmup; medians per step and node over the timed calls. Printed: the walls, then per op kind
+(convolutions, matrix products, the rest) both sums, then the layers of a kind paired in execution order (when both
+ran as many) with the largest differences first.
 
 Why ONNX Runtime and not OpenVINO: OpenVINO's per-node counters (PERF_COUNT) summed to more than its wall time
 (ResNet-50 bf16 b16: 96.6 ms of counters in 78.2 ms calls, benchmarks/results/session70-amx-notes.md), so its layers
