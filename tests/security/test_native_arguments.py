@@ -71,6 +71,9 @@ def test_conv_refuses_tensors_that_do_not_fit():
 w = torch.randn(64, 32, 3, 3)
 conv = dnnl.raw.Conv(w, None, torch.randn(64), (1, 1), (1, 1), (1, 1), "float32", "float32", relu=True, sum=True)
 x = cl(torch.randn(8, 32, 32, 32))
+pw = dnnl.raw.Conv(torch.randn(64, 32, 1, 1), None, None, (1, 1), (0, 0), (1, 1), "float32", "float32")
+s2 = dnnl.raw.Conv(torch.randn(64, 32, 1, 1), None, None, (2, 2), (0, 0), (1, 1), "float32", "float32")
+px = cl(torch.randn(2, 32, 6, 5))
 """
     assert_refused(setup, [
         # The residual oneDNN sums into is the output buffer: 8 of the 64 channels it writes.
@@ -91,6 +94,20 @@ x = cl(torch.randn(8, 32, 32, 32))
          ".run(cl(torch.randn(8, 32, 3, 3)), cl(torch.randn(8, 4, 1, 1)))", "ValueError", "smaller than the kernel's extent"),
         ("conv.implementation(-1, 32, 32)", "ValueError", "batch size is -1"),
         ("conv.run([1.0], cl(torch.randn(8, 64, 32, 32)))", "TypeError", "x must be a tensor"),
+        # A fold or a matmul reads the input as other images or rows: only where the bytes are the same.
+        ("conv.run(x, cl(torch.randn(8, 64, 32, 32)), fold=2)", "ValueError", "cannot run folded 2 ways"),  # 3x3
+        ("conv.run(x, cl(torch.randn(8, 64, 32, 32)), matmul=True)", "ValueError", "or as a matmul"),
+        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=4)", "ValueError", "cannot run folded 4 ways"),  # 6 rows
+        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=0)", "ValueError", "cannot run folded 0 ways"),
+        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=-2)", "ValueError", "cannot run folded -2 ways"),
+        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=1 << 62)", "ValueError", "cannot run folded"),
+        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=2, matmul=True)", "ValueError", "or as a matmul"),
+        ("s2.run(cl(torch.randn(2, 32, 11, 5)), cl(torch.randn(2, 64, 6, 3)), fold=2)", "ValueError",
+         "cannot run folded 2 ways"),  # 11 rows: not 2 x 6, the folded images' rows would shift
+        ("s2.run(cl(torch.randn(2, 32, 12, 5)), cl(torch.randn(2, 64, 6, 3)), matmul=True)", "ValueError",
+         "or as a matmul"),  # stride 2: not the input's rows
+        ("out = cl(torch.zeros(2, 64, 6, 5)); pw.run(px, out, fold=3); assert out.abs().sum() > 0; raise ValueError('ran')",
+         "ValueError", "^REFUSED ValueError: ran$"),  # a fold that fits runs
     ])
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable, Optional
+from typing import Callable, Hashable, Optional
 
 from ....runtime.kernels import CHOOSING_CALLS
 
@@ -36,21 +36,23 @@ def row_range(rows: int) -> int:
 class InSitu:
     """Runs `first` or `second` (the same arguments, the same result up to rounding) for a layer: per range of row
     counts, a block of calls of each while measuring, then the faster. `on_choice(range, chose_first)` is told each
-    choice."""
+    choice. `key_of` maps a call's first argument to what a choice covers (default: its row range; a convolution's
+    choice covers one input shape)."""
 
     def __init__(self, first: Callable, second: Callable,
-                 on_choice: Optional[Callable[[int, bool], None]] = None, clock: Callable[[], float] = time.perf_counter):
-        self.first, self.second, self.on_choice, self.clock = first, second, on_choice, clock
-        self.choices: dict[int, bool] = {}  # row range -> first chosen
-        self._seconds: dict[int, list[float]] = {}  # row range -> this range's calls so far (None while untimed)
+                 on_choice: Optional[Callable[[Hashable, bool], None]] = None,
+                 clock: Callable[[], float] = time.perf_counter, key_of: Callable[..., Hashable] = row_range):
+        self.first, self.second, self.on_choice, self.clock, self.key_of = first, second, on_choice, clock, key_of
+        self.choices: dict[Hashable, bool] = {}  # key -> first chosen
+        self._seconds: dict[Hashable, list[float]] = {}  # key -> its calls so far
 
     @property
     def measuring(self) -> bool:
         """Some range of row counts is still being measured."""
         return bool(self._seconds)
 
-    def __call__(self, rows: int, *args):
-        key = row_range(rows)
+    def __call__(self, rows, *args):
+        key = self.key_of(rows)
         chose_first = self.choices.get(key)
         if chose_first is not None:
             return self.first(*args) if chose_first else self.second(*args)

@@ -66,3 +66,13 @@ def test_each_range_of_row_counts_measures_on_its_own():
             choice(rows, rows)
     assert choice.choices == {row_range(16): True, row_range(150): False}
     assert row_range(16) == row_range(31) != row_range(32)
+
+
+def test_key_of_sets_what_a_choice_covers():
+    """A convolution's choice covers one input shape (key_of): each shape measures on its own calls."""
+    clock, log = Clock(), []
+    costs = {"a": lambda shape: 1.0 if shape[2] == 14 else 3.0, "b": 2.0}
+    choice = InSitu(clock.way("a", costs, log), clock.way("b", costs, log), clock=clock, key_of=lambda shape: shape)
+    for shape in [(1, 8, 14, 14)] * (2 * BLOCK) + [(1, 8, 7, 7)] * (2 * BLOCK):
+        choice(shape, shape)
+    assert choice.choices == {(1, 8, 14, 14): True, (1, 8, 7, 7): False}

@@ -175,6 +175,90 @@ def test_int8_layers_on_small_images_run_as_a_matmul_with_the_same_bits(geometry
         dnnl.raw.Conv(weight, scales, bias, (1, 1), (0, 0), (1, 1), "uint8", "uint8", lowering="gemm")
 
 
+POINTWISE_TYPES = [pytest.param("bfloat16", marks=pytest.mark.skipif(not float_cases.HAS_BF16, reason="no native bf16")),
+                   pytest.param("uint8", marks=INT8), "float32"]
+
+
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("src", POINTWISE_TYPES)
+def test_pointwise_layers_fold_rows_into_images_or_run_as_a_matmul(src, stride, residual):
+    """A 1x1 unpadded layer run with each image's rows folded into 2 or 3 images (and, at stride 1, as a matmul over
+    its rows) writes what it writes run as it is: the same bits for int8, bf16 / float32 within rounding of it (the
+    primitive may block the depth otherwise); the bias, relu and residual included. fits() says which ways a size
+    takes."""
+    g = torch.Generator().manual_seed(11 + stride)
+    dtype = getattr(torch, src)
+    weight = torch.randn(48, 32, 1, 1, generator=g) / 32 ** 0.5
+    int8 = src == "uint8"
+    weight = torch.randint(-127, 128, (48, 32, 1, 1), dtype=torch.int8, generator=g) if int8 else weight.to(dtype)
+    scales, bias = (torch.rand(48, generator=g) * 1e-2 + 1e-3) if int8 else None, torch.randn(48, generator=g)
+    quant = dict(x_scale=0.02, x_zero_point=3, y_scale=0.05, y_zero_point=2) if int8 else {}
+    layer = dnnl.raw.Conv(weight, scales, bias, (stride, stride), (0, 0), (1, 1), src, src, relu=True, sum=residual,
+                          **quant)
+    for batch, h, w in ((1, 6 * stride, 5), (3, 6 * stride, 7)):  # 6 output rows
+        oh, ow = h // stride, (w + stride - 1) // stride
+        x = (torch.randint(0, 256, (batch, 32, h, w), dtype=torch.uint8, generator=g) if int8
+             else torch.randn(batch, 32, h, w, generator=g).to(dtype)).contiguous(memory_format=CL)
+        start = (torch.randint(0, 256, (batch, 48, oh, ow), dtype=torch.uint8, generator=g) if int8
+                 else torch.randn(batch, 48, oh, ow, generator=g).to(dtype)).contiguous(memory_format=CL)
+        plain = start.clone(memory_format=CL)
+        layer.run(x, plain)
+        ways = [{"fold": 2}, {"fold": 3}, {"fold": oh}] + ([{"matmul": True}] if stride == 1 else [])
+        for way in ways:
+            assert layer.fits(h, **way)
+            got = start.clone(memory_format=CL)
+            layer.run(x, got, **way)
+            if int8:
+                assert torch.equal(got, plain), way
+            else:
+                assert rel_err(got, plain) < (FP32_TOLERANCE if src == "float32" else BF16_TOLERANCE), way
+        assert not layer.fits(h, fold=4)  # does not divide the 6 output rows
+        assert not layer.fits(h + 1, fold=2) or stride == 1  # stride 2: 13 rows are not 2 x 6
+        assert layer.fits(h, matmul=True) == (stride == 1)
+    padded = dnnl.raw.Conv(weight, scales, bias, (1, 1), (1, 1), (1, 1), src, src, **quant)
+    three = dnnl.raw.Conv(weight.expand(48, 32, 3, 3).contiguous(), scales, bias, (1, 1), (1, 1), (1, 1), src, src,
+                          **quant)
+    for other in (padded, three):
+        assert not other.fits(12, fold=2) and not other.fits(12, matmul=True) and other.fits(12)
+
+
+def test_pointwise_bf16_kernel_measures_the_folded_rows_in_the_model(monkeypatch):
+    """onednn_direct:conv2d on a 1x1 bf16 layer: its first calls run a block as oneDNN takes the input and a block
+    folded (InSitu), each result right; a 3x3 layer and a float32 one never fold."""
+    if not float_cases.HAS_BF16:
+        pytest.skip("no native bf16")
+    from ipexconvert.backends.cpu.kernels._in_situ import TIMED, WARM
+    runs = []
+
+    class Spy:
+        def __init__(self, *args, **kwargs):
+            self.layer = real(*args, **kwargs)
+
+        def run(self, x, out, **way):
+            runs.append(way)
+            self.layer.run(x, out, **way)
+
+        def fits(self, *args, **kwargs):
+            return self.layer.fits(*args, **kwargs)
+
+    real = dnnl.raw.Conv
+    monkeypatch.setattr(dnnl.raw, "Conv", Spy)
+    for shape, dtype, folds in (("1x1-no-bias", "bfloat16", True), ("3x3", "bfloat16", False),
+                                ("1x1-no-bias", "float32", False)):
+        attrs, exact, tensors = float_cases.make(shape, float_cases.POST_OPS["add-relu"], dtype, True, batch=1)
+        kernel = onednn_direct_conv2d(context("conv2d", attrs, tensors, {1, 2}))
+        runs.clear()
+        for _ in range(2 * (WARM + TIMED) + 2):
+            got = run(kernel, tensors, {})
+            tolerance = FP32_TOLERANCE if dtype == "float32" else BF16_TOLERANCE
+            assert rel_err(got, reference("conv2d", attrs, exact)) < tolerance
+        # 1x1-no-bias: 7 output rows (odd), so the second way is the matmul
+        other = [way for way in runs if way]
+        assert (other == [{"matmul": True}] * (WARM + TIMED) or other == [{"matmul": True}] * (WARM + TIMED + 2)
+                if folds else not other), (shape, dtype, runs)
+
+
 def test_failed_self_check_turns_the_layers_off(monkeypatch):
     class OffByMany:
         def __init__(self, *args, **kwargs):
