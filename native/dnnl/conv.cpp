@@ -30,9 +30,8 @@ bool is_pointwise(const ConvConfig& c) {
 // layers and 14x14 or 56x56 outputs: even or slower. bf16 went either way by shape, fp32 was
 // even. Hence auto: int8, 1x1 stride 1 or 3x3 stride 2, fewer than 64 output pixels per image,
 // at least 256 rows.
-bool as_matmul(const ConvConfig& c, int64_t n, int64_t oh, int64_t ow, bool asked) {
+bool as_matmul(const ConvConfig& c, int64_t n, int64_t oh, int64_t ow) {
     const bool pointwise = is_pointwise(c), int8 = c.src == dt::u8;
-    if (asked) return pointwise;  // RunShape::matmul (fits() has checked)
     switch (c.lowering) {
         case ConvConfig::Lowering::kMatmul: return pointwise || int8;
         case ConvConfig::Lowering::kConvolution: return false;
@@ -112,20 +111,19 @@ std::pair<int64_t, int64_t> Conv::output_size(int64_t h, int64_t w) const {
             out_size(w, c.kernel_w, c.stride[1], c.padding[1], c.dilation[1])};
 }
 
-std::shared_ptr<LayerPlan> Conv::plan_for(int64_t n, int64_t h, int64_t w, bool matmul) {
+std::shared_ptr<LayerPlan> Conv::plan_for(int64_t n, int64_t h, int64_t w) {
     check_range(n, 1, "the batch size");
     output_size(h, w);  // h and w in range, and large enough for the kernel
-    return plans_.get({n, matmul ? 1 : 0, h, w}, [&] { return make_plan(n, h, w, matmul); });
+    return plans_.get({n, 0, h, w}, [&] { return make_plan(n, h, w); });
 }
 
-bool Conv::fits(RunShape shape, int64_t h) const {
+bool Conv::folds(int64_t fold, int64_t h) const {
     const ConvConfig& c = config_;
-    if (shape.fold < 1 || (shape.fold > 1 && shape.matmul)) return false;
-    if (shape.matmul) return is_pointwise(c);
-    if (shape.fold == 1) return true;
+    if (fold < 1) return false;
+    if (fold == 1) return true;
     if (c.kernel_h != 1 || c.kernel_w != 1 || c.padding[0] != 0 || c.padding[1] != 0) return false;
     const int64_t oh = out_size(h, c.kernel_h, c.stride[0], c.padding[0], c.dilation[0]);
-    return oh % shape.fold == 0 && c.stride[0] * oh == h;
+    return oh % fold == 0 && c.stride[0] * oh == h;
 }
 
 dnnl::primitive_attr Conv::attributes(int weight_mask) const {
@@ -139,10 +137,10 @@ dnnl::primitive_attr Conv::attributes(int weight_mask) const {
     return attr;
 }
 
-LayerPlan Conv::make_plan(int64_t n, int64_t h, int64_t w, bool matmul) {
+LayerPlan Conv::make_plan(int64_t n, int64_t h, int64_t w) {
     const ConvConfig& c = config_;
     const auto [oh, ow] = output_size(h, w);
-    if (as_matmul(c, n, oh, ow, matmul)) return make_matmul_plan(checked_mul(n, oh * ow, "the output pixel count"));
+    if (as_matmul(c, n, oh, ow)) return make_matmul_plan(checked_mul(n, oh * ow, "the output pixel count"));
     const dt weight_type = c.src == dt::u8 ? dt::s8 : c.src;
     dnnl::memory::desc src({n, c.in_channels, h, w}, c.src, tag::nhwc);
     dnnl::memory::desc dst({n, c.out_channels, oh, ow}, c.dst, tag::nhwc);
@@ -192,20 +190,18 @@ LayerPlan Conv::make_matmul_plan(int64_t rows) {
 }
 
 void Conv::run(const void* src, int64_t n, int64_t c_in, int64_t h, int64_t w, void* dst, int64_t c_out, int64_t oh,
-               int64_t ow, RunShape shape) {
+               int64_t ow, int64_t fold) {
     const ConvConfig& c = config_;
     if (c_in != c.in_channels || c_out != c.out_channels)
         invalid("the convolution takes " + std::to_string(c.in_channels) + " channels to " +
                 std::to_string(c.out_channels) + ", not " + std::to_string(c_in) + " to " + std::to_string(c_out));
     if (output_size(h, w) != std::make_pair(oh, ow)) invalid("output size does not match the convolution");
-    if (!fits(shape, h))
-        invalid("this layer cannot run folded " + std::to_string(shape.fold) + " ways" +
-                (shape.matmul ? " or as a matmul" : "") + " on " + std::to_string(h) + " rows");
-    if (shape.fold > 1) {  // the same bytes as fold times the images of h / fold rows each (fits())
-        n = checked_mul(n, shape.fold, "the folded batch");
-        h /= shape.fold, oh /= shape.fold;
+    if (!folds(fold, h)) invalid("this layer cannot run " + std::to_string(h) + " rows folded " + std::to_string(fold) + " ways");
+    if (fold > 1) {  // the same bytes as fold times the images of h / fold rows each (folds())
+        n = checked_mul(n, fold, "the folded batch");
+        h /= fold, oh /= fold;
     }
-    const std::shared_ptr<LayerPlan> held = plan_for(n, h, w, shape.matmul);
+    const std::shared_ptr<LayerPlan> held = plan_for(n, h, w);
     const LayerPlan& plan = *held;
     if (plan.im2col) {
         const int64_t rows = checked_mul(n, oh * ow, "the output pixel count");

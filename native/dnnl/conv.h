@@ -50,18 +50,6 @@ struct ConvConfig {
     enum class Lowering { kAuto, kMatmul, kConvolution } lowering = Lowering::kAuto;
 };
 
-// How one run hands its input to oneDNN. oneDNN 3.2 splits a 1x1 layer's work among threads by
-// images and blocks of an image's pixels, and at batch 1 that often left one of two threads idle
-// (a bf16 256 -> 1024 layer at 14x14 took 61 us on 2 threads and 60 on 1). In NHWC a batch of n
-// images of h rows is byte for byte a batch of n * k images of h / k rows, and a 1x1 unpadded
-// layer computes each pixel alone: `fold` = k runs it so (the same bytes in and out). `matmul`
-// runs a 1x1 stride-1 layer as a matmul over its rows. Which is faster is measured per layer in
-// the model (backends/cpu/kernels/_onednn_direct_conv.py).
-struct RunShape {
-    int64_t fold = 1;     // images the rows of each image are run as (1: as they are)
-    bool matmul = false;  // a 1x1 stride-1 layer as one matmul over its rows (false: config.lowering)
-};
-
 class Conv {
   public:
     // weight: OIHW (contiguous, weight_bytes long), int8 (with w_scales, one per output channel)
@@ -74,13 +62,18 @@ class Conv {
     // set. Throws std::invalid_argument unless c and oc are the layer's channels and (oh, ow) its
     // output size for (h, w); the caller has checked that the buffers are dense NHWC of these
     // sizes and of the config's types.
-    // `shape` must fit the layer (fits()), else std::invalid_argument.
+    // fold: run each image's rows as that many images (folds(), else std::invalid_argument).
     void run(const void* src, int64_t n, int64_t c, int64_t h, int64_t w, void* dst, int64_t oc, int64_t oh,
-             int64_t ow, RunShape shape = {});
-    // Whether `shape` can run this layer on an input of h rows: a fold needs a 1x1 layer without
-    // row padding whose output rows (oh) the fold divides and whose input rows are stride * oh (so
-    // each folded image's rows map onto its own output rows); matmul a 1x1 stride-1 unpadded layer.
-    bool fits(RunShape shape, int64_t h) const;
+             int64_t ow, int64_t fold = 1);
+    // Whether an input of h rows can run folded: oneDNN 3.2 splits a 1x1 layer's work among threads
+    // by images and blocks of an image's pixels, and at batch 1 that often left one of two threads
+    // idle (a bf16 256 -> 1024 layer at 14x14 took 61 us on 2 threads and 60 on 1; folded, 35). In
+    // NHWC n images of h rows are byte for byte n * k images of h / k rows, and a 1x1 layer
+    // computes each pixel alone: so a fold k needs a 1x1 unpadded layer whose output rows (oh) k
+    // divides and whose input rows are stride * oh (each folded image's rows map onto its own
+    // output rows). Whether it is faster is measured per layer in the model
+    // (backends/cpu/kernels/_onednn_direct_conv.py).
+    bool folds(int64_t fold, int64_t h) const;
 
     // (oh, ow) for an input of (h, w); throws when the input cannot hold the kernel.
     std::pair<int64_t, int64_t> output_size(int64_t h, int64_t w) const;
@@ -94,8 +87,8 @@ class Conv {
     size_t plan_count() { return plans_.size(); }
 
   private:
-    std::shared_ptr<LayerPlan> plan_for(int64_t n, int64_t h, int64_t w, bool matmul = false);
-    LayerPlan make_plan(int64_t n, int64_t h, int64_t w, bool matmul);
+    std::shared_ptr<LayerPlan> plan_for(int64_t n, int64_t h, int64_t w);
+    LayerPlan make_plan(int64_t n, int64_t h, int64_t w);
     LayerPlan make_matmul_plan(int64_t rows);  // [rows, kh*kw*in] x [kh*kw*in, out]
     dnnl::primitive_attr attributes(int weight_mask) const;  // scales, zero points and post-ops
 
@@ -103,7 +96,7 @@ class Conv {
     PackedWeights weights_;
     dnnl::memory bias_, bias_row_;  // [out] for the convolution, the same values as [1, out] for the matmul
     Int8Params int8_;
-    PlanCache<LayerPlan> plans_;  // per input (n, matmul, h, w)
+    PlanCache<LayerPlan> plans_;  // per input (n, 0, h, w)
 };
 
 

@@ -157,7 +157,7 @@ std::string dims_str(int64_t a, int64_t b, int64_t c, int64_t d) {
 
 // x and out (which holds the residual with a sum) dense NHWC, of the layer's types, channels and
 // sizes: exactly the memory the primitive reads and writes.
-void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out, int64_t fold, bool matmul) {
+void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out, int64_t fold) {
     const ipxc_dnnl::ConvConfig& c = conv.config();
     TensorArg src(x, "x"), dst(out, "out");
     check_nhwc(src);
@@ -173,13 +173,11 @@ void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out, int64_t fold,
         fail("out " + dst.shape_str() + " must be " + dims_str(n, c.out_channels, oh, ow) +
              ", this layer's output size and channels for x " + src.shape_str() +
              (c.sum ? " (out holds the residual summed into it)" : ""));
-    const ipxc_dnnl::RunShape shape{fold, matmul};
-    if (!conv.fits(shape, h))
-        fail("this layer cannot run folded " + std::to_string(fold) + " ways" + (matmul ? " or as a matmul" : "") +
-             " on x " + src.shape_str() + " (Conv.fits)");
+    if (!conv.folds(fold, h))
+        fail("this layer cannot run x " + src.shape_str() + " folded " + std::to_string(fold) + " ways (Conv.folds)");
     if (n == 0) return;  // no images: nothing to read or write
     nb::gil_scoped_release release;
-    conv.run(src.data(), n, c.in_channels, h, w, dst.data(), c.out_channels, oh, ow, shape);
+    conv.run(src.data(), n, c.in_channels, h, w, dst.data(), c.out_channels, oh, ow, fold);
 }
 
 void init_linear(ipxc_dnnl::Linear* self, nb::handle weight, nb::handle w_scales, nb::handle bias,
@@ -269,17 +267,12 @@ NB_MODULE(_dnnl, m) {
              "dst"_a, "relu"_a = false, "sum"_a = false, "sum_type"_a = "", "sum_scale"_a = 1.f,
              "sum_zero_point"_a = 0, "x_scale"_a = 1.f, "x_zero_point"_a = 0, "y_scale"_a = 1.f,
              "y_zero_point"_a = 0, "lowering"_a = "auto")
-        .def("run", &run_conv, "x"_a, "out"_a, "fold"_a = 1, "matmul"_a = false,
+        .def("run", &run_conv, "x"_a, "out"_a, "fold"_a = 1,
              "out = conv(x) (+ the residual already in out), x and out channels-last; fold: each image's rows run "
-             "as that many images, matmul: the rows as one matmul (see fits)")
-        .def(
-            "fits",
-            [](const ipxc_dnnl::Conv& conv, int64_t h, int64_t fold, bool matmul) {
-                return conv.fits({fold, matmul}, h);
-            },
-            "h"_a, "fold"_a = 1, "matmul"_a = false,
-            "whether run(fold=, matmul=) can take an input of h rows (a fold: a 1x1 layer without padding whose "
-            "output rows it divides and whose input rows are stride x output rows; matmul: 1x1, stride 1)")
+             "as that many images (see folds)")
+        .def("folds", &ipxc_dnnl::Conv::folds, "fold"_a, "h"_a,
+             "whether run(fold=) can take an input of h rows: a 1x1 layer without padding whose output rows the "
+             "fold divides and whose input rows are stride x output rows (conv.h)")
         .def("implementation", &ipxc_dnnl::Conv::implementation, "n"_a, "h"_a, "w"_a)
         .def("plan_count", &ipxc_dnnl::Conv::plan_count);
     nb::class_<ipxc_dnnl::Linear>(m, "Linear")

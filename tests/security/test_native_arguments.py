@@ -94,18 +94,14 @@ px = cl(torch.randn(2, 32, 6, 5))
          ".run(cl(torch.randn(8, 32, 3, 3)), cl(torch.randn(8, 4, 1, 1)))", "ValueError", "smaller than the kernel's extent"),
         ("conv.implementation(-1, 32, 32)", "ValueError", "batch size is -1"),
         ("conv.run([1.0], cl(torch.randn(8, 64, 32, 32)))", "TypeError", "x must be a tensor"),
-        # A fold or a matmul reads the input as other images or rows: only where the bytes are the same.
-        ("conv.run(x, cl(torch.randn(8, 64, 32, 32)), fold=2)", "ValueError", "cannot run folded 2 ways"),  # 3x3
-        ("conv.run(x, cl(torch.randn(8, 64, 32, 32)), matmul=True)", "ValueError", "or as a matmul"),
-        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=4)", "ValueError", "cannot run folded 4 ways"),  # 6 rows
-        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=0)", "ValueError", "cannot run folded 0 ways"),
-        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=-2)", "ValueError", "cannot run folded -2 ways"),
-        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=1 << 62)", "ValueError", "cannot run folded"),
-        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=2, matmul=True)", "ValueError", "or as a matmul"),
+        # A fold reads the input as other images: only where the bytes are the same (Conv.folds).
+        ("conv.run(x, cl(torch.randn(8, 64, 32, 32)), fold=2)", "ValueError", "folded 2 ways"),  # 3x3
+        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=4)", "ValueError", "folded 4 ways"),  # 6 rows
+        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=0)", "ValueError", "folded 0 ways"),
+        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=-2)", "ValueError", "folded -2 ways"),
+        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=1 << 62)", "ValueError", "folded"),
         ("s2.run(cl(torch.randn(2, 32, 11, 5)), cl(torch.randn(2, 64, 6, 3)), fold=2)", "ValueError",
-         "cannot run folded 2 ways"),  # 11 rows: not 2 x 6, the folded images' rows would shift
-        ("s2.run(cl(torch.randn(2, 32, 12, 5)), cl(torch.randn(2, 64, 6, 3)), matmul=True)", "ValueError",
-         "or as a matmul"),  # stride 2: not the input's rows
+         "folded 2 ways"),  # 11 rows: not 2 x 6, the folded images' rows would shift
         ("out = cl(torch.zeros(2, 64, 6, 5)); pw.run(px, out, fold=3); assert out.abs().sum() > 0; raise ValueError('ran')",
          "ValueError", "^REFUSED ValueError: ran$"),  # a fold that fits runs
     ])

@@ -55,27 +55,27 @@ def spatial_out_size(h: int, w: int, attrs, kernel: tuple[int, int]) -> tuple[in
 
 
 def pointwise_shape_choice(conv, weight_shape: torch.Size, attrs) -> Optional[InSitu]:
-    """For a 1x1 unpadded layer: each input shape runs as oneDNN takes it, or (as its first calls in the model
-    measure faster) with each image's rows folded into 2 images, or where the output rows are odd (a 1x1 stride-1
-    layer) as a matmul over the rows (native/dnnl/conv.h, RunShape). Measured on the AMX Xeon VM, 2 threads,
-    ResNet-50's bf16 1x1 layers at batch 1: 256 -> 1024 at 14x14 61 -> 35 us folded, 64 -> 256 at 56x56 75 -> 65,
-    512 -> 2048 at 7x7 52 -> 42 as a matmul; int8 mostly 0.7-0.95 x, a few 1.05 x (so measured, not assumed);
-    float32 even (not offered). None for other layers: they run as they are."""
+    """For a 1x1 unpadded layer: each input shape runs as oneDNN takes it or, as its first calls in the model
+    measure faster, with each image's rows folded into 2 images (native/dnnl/conv.h, Conv::folds; shapes whose
+    output rows are odd run as they are both ways). Measured on the AMX Xeon VM, 2 threads, ResNet-50's bf16 1x1 layers at
+    batch 1: 256 -> 1024 at 14x14 61 -> 35 us folded, 64 -> 256 at 56x56 75 -> 65; int8 mostly 0.7-0.95 x, a few
+    1.05 x (so measured, not assumed); float32 even (not offered). A matmul over the rows (oneDNN's) won at 7x7 on
+    hot weights (52 -> 42 us) but lost with the weights streamed as in the model (129 -> 149 us; in the model
+    1.2-1.3 x): not offered. None for other layers: they run as they are."""
     _, _, kh, kw = weight_shape
     if (kh, kw) != (1, 1) or tuple(attrs.padding) != (0, 0):
         return None
-    other_ways: dict[int, dict] = {}  # input rows -> run()'s keywords for the second way ({}: none fits)
+    folds: dict[int, bool] = {}  # input rows -> whether they fold
 
-    def other_way(h: int) -> dict:
-        if h not in other_ways:
-            way = next((w for w in ({"fold": 2}, {"matmul": True}) if conv.fits(h, **w)), {})
-            if len(other_ways) >= 64:  # many input sizes: keep the memo small
-                other_ways.clear()
-            other_ways[h] = way
-        return other_ways[h]
+    def folded(x: torch.Tensor, out: torch.Tensor) -> None:
+        h = x.shape[2]
+        if h not in folds:
+            if len(folds) >= 64:  # many input sizes: keep the memo small
+                folds.clear()
+            folds[h] = conv.folds(2, h)
+        conv.run(x, out, fold=2) if folds[h] else conv.run(x, out)
 
-    return InSitu(lambda x, out: conv.run(x, out), lambda x, out: conv.run(x, out, **other_way(x.shape[2])),
-                  key_of=lambda shape: shape)
+    return InSitu(lambda x, out: conv.run(x, out), folded, key_of=lambda shape: shape)
 
 
 def conv_kernel(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, out_spec: TensorSpec,

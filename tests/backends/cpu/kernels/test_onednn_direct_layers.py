@@ -182,11 +182,10 @@ POINTWISE_TYPES = [pytest.param("bfloat16", marks=pytest.mark.skipif(not float_c
 @pytest.mark.parametrize("residual", [False, True])
 @pytest.mark.parametrize("stride", [1, 2])
 @pytest.mark.parametrize("src", POINTWISE_TYPES)
-def test_pointwise_layers_fold_rows_into_images_or_run_as_a_matmul(src, stride, residual):
-    """A 1x1 unpadded layer run with each image's rows folded into 2 or 3 images (and, at stride 1, as a matmul over
-    its rows) writes what it writes run as it is: the same bits for int8, bf16 / float32 within rounding of it (the
-    primitive may block the depth otherwise); the bias, relu and residual included. fits() says which ways a size
-    takes."""
+def test_pointwise_layers_fold_rows_into_images(src, stride, residual):
+    """A 1x1 unpadded layer run with each image's rows folded into 2, 3 or 6 images writes what it writes run as it
+    is: the same bits for int8, bf16 / float32 within rounding of it (the primitive may block the depth otherwise);
+    the bias, relu and residual included. folds() says which folds a size takes."""
     g = torch.Generator().manual_seed(11 + stride)
     dtype = getattr(torch, src)
     weight = torch.randn(48, 32, 1, 1, generator=g) / 32 ** 0.5
@@ -204,28 +203,28 @@ def test_pointwise_layers_fold_rows_into_images_or_run_as_a_matmul(src, stride, 
                  else torch.randn(batch, 48, oh, ow, generator=g).to(dtype)).contiguous(memory_format=CL)
         plain = start.clone(memory_format=CL)
         layer.run(x, plain)
-        ways = [{"fold": 2}, {"fold": 3}, {"fold": oh}] + ([{"matmul": True}] if stride == 1 else [])
-        for way in ways:
-            assert layer.fits(h, **way)
+        for fold in (2, 3, 6):
+            assert layer.folds(fold, h)
             got = start.clone(memory_format=CL)
-            layer.run(x, got, **way)
+            layer.run(x, got, fold=fold)
             if int8:
-                assert torch.equal(got, plain), way
+                assert torch.equal(got, plain), fold
             else:
-                assert rel_err(got, plain) < (FP32_TOLERANCE if src == "float32" else BF16_TOLERANCE), way
-        assert not layer.fits(h, fold=4)  # does not divide the 6 output rows
-        assert not layer.fits(h + 1, fold=2) or stride == 1  # stride 2: 13 rows are not 2 x 6
-        assert layer.fits(h, matmul=True) == (stride == 1)
+                assert rel_err(got, plain) < (FP32_TOLERANCE if src == "float32" else BF16_TOLERANCE), fold
+        assert not layer.folds(4, h) and not layer.folds(12, h)  # neither divides the 6 output rows
+        assert layer.folds(2, h + 2 * stride) and not layer.folds(2, h + 1)  # 8 output rows; 7
+        assert stride == 1 or not layer.folds(2, 15)  # 15 rows make 8 output rows at stride 2, but are not 2 x 8
+        assert layer.folds(1, h) and not layer.folds(0, h) and not layer.folds(-2, h)
     padded = dnnl.raw.Conv(weight, scales, bias, (1, 1), (1, 1), (1, 1), src, src, **quant)
     three = dnnl.raw.Conv(weight.expand(48, 32, 3, 3).contiguous(), scales, bias, (1, 1), (1, 1), (1, 1), src, src,
                           **quant)
     for other in (padded, three):
-        assert not other.fits(12, fold=2) and not other.fits(12, matmul=True) and other.fits(12)
+        assert not other.folds(2, 12) and other.folds(1, 12)
 
 
 def test_pointwise_bf16_kernel_measures_the_folded_rows_in_the_model(monkeypatch):
     """onednn_direct:conv2d on a 1x1 bf16 layer: its first calls run a block as oneDNN takes the input and a block
-    folded (InSitu), each result right; a 3x3 layer and a float32 one never fold."""
+    folded (InSitu), then the faster, each result right; a 3x3 layer and a float32 one never fold."""
     if not float_cases.HAS_BF16:
         pytest.skip("no native bf16")
     from ipexconvert.backends.cpu.kernels._in_situ import TIMED, WARM
@@ -239,23 +238,24 @@ def test_pointwise_bf16_kernel_measures_the_folded_rows_in_the_model(monkeypatch
             runs.append(way)
             self.layer.run(x, out, **way)
 
-        def fits(self, *args, **kwargs):
-            return self.layer.fits(*args, **kwargs)
+        def folds(self, *args):
+            return self.layer.folds(*args)
 
     real = dnnl.raw.Conv
     monkeypatch.setattr(dnnl.raw, "Conv", Spy)
     for shape, dtype, folds in (("1x1-no-bias", "bfloat16", True), ("3x3", "bfloat16", False),
                                 ("1x1-no-bias", "float32", False)):
         attrs, exact, tensors = float_cases.make(shape, float_cases.POST_OPS["add-relu"], dtype, True, batch=1)
+        tensors[0], tensors[3] = tensors[0][:, :, :6], tensors[3][:, :, :6]  # 6 rows: they fold (7 would not)
+        exact[0], exact[3] = exact[0][:, :, :6], exact[3][:, :, :6]
         kernel = onednn_direct_conv2d(context("conv2d", attrs, tensors, {1, 2}))
         runs.clear()
         for _ in range(2 * (WARM + TIMED) + 2):
             got = run(kernel, tensors, {})
             tolerance = FP32_TOLERANCE if dtype == "float32" else BF16_TOLERANCE
             assert rel_err(got, reference("conv2d", attrs, exact)) < tolerance
-        # 1x1-no-bias: 7 output rows (odd), so the second way is the matmul
         other = [way for way in runs if way]
-        assert (other == [{"matmul": True}] * (WARM + TIMED) or other == [{"matmul": True}] * (WARM + TIMED + 2)
+        assert (other in ([{"fold": 2}] * (WARM + TIMED), [{"fold": 2}] * (WARM + TIMED + 2))
                 if folds else not other), (shape, dtype, runs)
 
 
