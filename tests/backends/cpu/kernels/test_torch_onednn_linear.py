@@ -142,3 +142,31 @@ def test_bf16_many_rows_widen_to_float32(monkeypatch, post_ops):
         assert got.dtype == torch.bfloat16 and got.shape[0] == batch
         assert widened_calls == ([torch.float32] if batch * 3 >= WIDE_FROM_ROWS else [])
         assert rel_err(got, reference("linear", attrs, exact)) < BF16_TOLERANCE
+
+
+@pytest.mark.skipif(not HAS_BF16, reason="no native bf16")
+@pytest.mark.parametrize("post_ops", ["none", "relu", "add"])
+def test_bf16_decode_rows_run_the_native_gemv_where_nothing_widens(monkeypatch, post_ops):
+    """Where bf16 does not widen (AMX), up to GEMV_ROWS rows (a decode step, a classifier's one row) run our
+    bf16_gemv on the plain weight, post-ops in torch after it; more rows stay on oneDNN. Both match the reference."""
+    from ipexconvert.backends.cpu import native_lib
+    if not native_lib.available():
+        pytest.skip("the native library is not built")
+    monkeypatch.setattr(linear_kernels, "widens_many_rows", lambda isa, dtype: False)
+    calls, real = [], native_lib.raw
+
+    class Spy:
+        def __getattr__(self, name):
+            fn = getattr(real, name)
+            return (lambda *args, **kwargs: (calls.append(name), fn(*args, **kwargs))[1]) if name == "bf16_gemv" else fn
+
+    monkeypatch.setattr(native_lib, "raw", Spy())
+    attrs, _, tensors = make("2d", post_ops, "bfloat16")
+    kernel = build_linear_kernel(context("linear", attrs, tensors, {1, 2}, dynamic_batch=True))
+    for batch in (1, linear_kernels.GEMV_ROWS, linear_kernels.GEMV_ROWS + 1):
+        _, exact, tensors = make("2d", post_ops, "bfloat16", batch=batch)
+        calls.clear()
+        got = run(kernel, tensors, {"batch": batch})
+        assert got.dtype == torch.bfloat16 and got.shape == (batch, 17)
+        assert calls == (["bf16_gemv"] if batch <= linear_kernels.GEMV_ROWS else [])
+        assert rel_err(got, reference("linear", attrs, exact)) < BF16_TOLERANCE
