@@ -11,7 +11,7 @@
     python benchmarks/ab.py ART.ipxc --no-native-gelu-tail             # B: linears' GELU fused by oneDNN / torch's
     python benchmarks/ab.py ART.ipxc --gelu-unfused-everywhere         # B: linears' GELU never fused, native tail
     python benchmarks/ab.py ART.ipxc --lowering convolution --dim batch=16   # direct convs never as matmuls in B
-    python benchmarks/ab.py ART.ipxc --no-conv-shape-choice            # B: 1x1 layers never folded / as matmuls
+    python benchmarks/ab.py ART.ipxc --no-conv-shape-choice            # B: convs never folded / side by side
     python benchmarks/ab.py ART.ipxc --vs OTHER.ipxc --dim batch=16    # two artifacts, same inputs
     python benchmarks/ab.py NEW.ipxc --vs OLD.ipxc --without FACTORY   # OTHER loaded under a change too
 
@@ -63,10 +63,10 @@ def load_variant(path: str, args) -> object:
     saved_find_chains, saved_dims_only = executor_module.find_chains, executor_module._dims_only_values
     saved_conv = dnnl.raw.Conv if dnnl.raw is not None else None
     saved_tail, saved_unfused = _torch_onednn.NATIVE_TAIL, _torch_onednn.GELU_UNFUSED_AT
-    saved_shape_choice = _onednn_direct_conv.pointwise_shape_choice
+    saved_shape_choice = _onednn_direct_conv.shape_choice
     try:
         if args.no_conv_shape_choice:
-            _onednn_direct_conv.pointwise_shape_choice = lambda *_: None
+            _onednn_direct_conv.shape_choice = lambda *_: None
         if args.gelu_unfused_everywhere:
             _torch_onednn.GELU_UNFUSED_AT = frozenset(_torch_onednn.ISA_LEVELS)
         if args.no_native_gelu_tail:
@@ -90,7 +90,7 @@ def load_variant(path: str, args) -> object:
         if saved_conv is not None:
             dnnl.raw.Conv = saved_conv
         _torch_onednn.NATIVE_TAIL, _torch_onednn.GELU_UNFUSED_AT = saved_tail, saved_unfused
-        _onednn_direct_conv.pointwise_shape_choice = saved_shape_choice
+        _onednn_direct_conv.shape_choice = saved_shape_choice
 
 
 def env_setting(option: str) -> tuple[str, str, str]:
@@ -147,8 +147,8 @@ def main() -> None:
     change.add_argument("--lowering", choices=["auto", "matmul", "convolution"],
                         help="whether B's direct oneDNN convs run as matmuls (native/dnnl/conv.cpp; A: auto)")
     change.add_argument("--no-conv-shape-choice", action="store_true",
-                        help="B's 1x1 direct oneDNN convs run their input as it is, never measuring it folded into "
-                             "more images or as a matmul (_onednn_direct_conv.pointwise_shape_choice)")
+                        help="B's direct oneDNN convs run their input as it is, never measuring it folded into more "
+                             "images or side by side (_onednn_direct_conv.shape_choice)")
     parser.add_argument("--vs", help="B is this other artifact (loaded under the change given, if any)")
     parser.add_argument("--dim", action="append", default=[], help="NAME=SIZE for a dynamic dim")
     parser.add_argument("--rounds", type=int, default=20)

@@ -3,6 +3,7 @@
 
 #include "engine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -117,6 +118,20 @@ std::shared_ptr<LayerPlan> Conv::plan_for(int64_t n, int64_t h, int64_t w) {
     return plans_.get({n, 0, h, w}, [&] { return make_plan(n, h, w); });
 }
 
+Conv::SideBySide Conv::side_by_side(int64_t n, int64_t w) const {
+    const ConvConfig& c = config_;
+    const int64_t ow = out_size(w, c.kernel_w, c.stride[1], c.padding[1], c.dilation[1]);
+    const int64_t reach = (c.kernel_w - 1) * c.dilation[1];
+    // an image's outputs read columns [-padding, stride * (ow - 1) - padding + reach] of it
+    const int64_t past_right = c.stride[1] * (ow - 1) - c.padding[1] + reach - (w - 1);
+    int64_t gap = std::max<int64_t>(c.padding[1], std::max<int64_t>(past_right, 0));
+    while ((w + gap) % c.stride[1] != 0) ++gap;
+    SideBySide s{gap, w + gap, (w + gap) / c.stride[1], 0, 0};
+    s.width = checked_mul(n, s.period, "the side-by-side width");
+    s.out_width = out_size(s.width, c.kernel_w, c.stride[1], c.padding[1], c.dilation[1]);
+    return s;
+}
+
 bool Conv::folds(int64_t fold, int64_t h) const {
     const ConvConfig& c = config_;
     if (fold < 1) return false;
@@ -190,13 +205,17 @@ LayerPlan Conv::make_matmul_plan(int64_t rows) {
 }
 
 void Conv::run(const void* src, int64_t n, int64_t c_in, int64_t h, int64_t w, void* dst, int64_t c_out, int64_t oh,
-               int64_t ow, int64_t fold) {
+               int64_t ow, int64_t fold, bool side_by_side) {
     const ConvConfig& c = config_;
     if (c_in != c.in_channels || c_out != c.out_channels)
         invalid("the convolution takes " + std::to_string(c.in_channels) + " channels to " +
                 std::to_string(c.out_channels) + ", not " + std::to_string(c_in) + " to " + std::to_string(c_out));
     if (output_size(h, w) != std::make_pair(oh, ow)) invalid("output size does not match the convolution");
     if (!folds(fold, h)) invalid("this layer cannot run " + std::to_string(h) + " rows folded " + std::to_string(fold) + " ways");
+    if (side_by_side) {
+        if (fold != 1 || n < 2) invalid("side by side needs 2 images or more and no fold");
+        return run_side_by_side(src, n, h, w, dst, oh, ow);
+    }
     if (fold > 1) {  // the same bytes as fold times the images of h / fold rows each (folds())
         n = checked_mul(n, fold, "the folded batch");
         h /= fold, oh /= fold;
@@ -215,6 +234,53 @@ void Conv::run(const void* src, int64_t n, int64_t c_in, int64_t h, int64_t w, v
     if (bias_) args.set(DNNL_ARG_BIAS, plan.src.get_ndims() == 2 ? bias_row_ : bias_);  // matmul or conv
     int8_.add_args(args);
     execute(plan, args);
+}
+
+void Conv::run_side_by_side(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int64_t oh, int64_t ow) {
+    const ConvConfig& c = config_;
+    const SideBySide s = side_by_side(n, w);
+    if (s.out_width < (n - 1) * s.out_period + ow) invalid("side by side: the packed output is too narrow");  // never
+    const size_t in_pixel = static_cast<size_t>(c.in_channels) * element_size(c.src);
+    const size_t out_pixel = static_cast<size_t>(c.out_channels) * element_size(c.dst);
+    const int64_t in_bytes = checked_mul(checked_mul(h, s.width, "the side-by-side input"),
+                                         static_cast<int64_t>(in_pixel), "the side-by-side input");
+    const int64_t out_bytes = checked_mul(checked_mul(oh, s.out_width, "the side-by-side output"),
+                                          static_cast<int64_t>(out_pixel), "the side-by-side output");
+    auto* packed_in = static_cast<uint8_t*>(thread_buffer(ThreadBuffer::kSideBySideIn, static_cast<size_t>(in_bytes)));
+    auto* packed_out =
+        static_cast<uint8_t*>(thread_buffer(ThreadBuffer::kSideBySideOut, static_cast<size_t>(out_bytes)));
+    const auto* in = static_cast<const uint8_t*>(src);
+    auto* out = static_cast<uint8_t*>(dst);
+    // the gaps read as 0: uint8's zero point, the float types' all-zero bytes (as im2col's padding)
+    const uint8_t zero = c.src == dt::u8 ? static_cast<uint8_t>(c.x_zero_point) : 0;
+    const size_t gap_bytes = static_cast<size_t>(s.gap) * in_pixel, image_bytes = static_cast<size_t>(w) * in_pixel;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < h * n; ++r) {  // (row, image): the image's row, then the gap after it
+        const int64_t y = r / n, i = r % n;
+        uint8_t* at = packed_in + (static_cast<size_t>(y * s.width + i * s.period)) * in_pixel;
+        std::memcpy(at, in + static_cast<size_t>((i * h + y) * w) * in_pixel, image_bytes);
+        std::memset(at + image_bytes, zero, gap_bytes);
+    }
+    const size_t row_bytes = static_cast<size_t>(ow) * out_pixel;
+    if (c.sum) {  // the residual oneDNN sums into its output goes where each output pixel lands
+#pragma omp parallel for schedule(static)
+        for (int64_t r = 0; r < oh * n; ++r) {
+            const int64_t y = r / n, i = r % n;
+            std::memcpy(packed_out + static_cast<size_t>(y * s.out_width + i * s.out_period) * out_pixel,
+                        out + static_cast<size_t>((i * oh + y) * ow) * out_pixel, row_bytes);
+        }
+    }
+    const std::shared_ptr<LayerPlan> held = plan_for(1, h, s.width);
+    Args args = plan_args(*held, packed_in, packed_out);
+    if (bias_) args.set(DNNL_ARG_BIAS, held->src.get_ndims() == 2 ? bias_row_ : bias_);
+    int8_.add_args(args);
+    execute(*held, args);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < oh * n; ++r) {
+        const int64_t y = r / n, i = r % n;
+        std::memcpy(out + static_cast<size_t>((i * oh + y) * ow) * out_pixel,
+                    packed_out + static_cast<size_t>(y * s.out_width + i * s.out_period) * out_pixel, row_bytes);
+    }
 }
 
 std::string Conv::implementation(int64_t n, int64_t h, int64_t w) { return plan_for(n, h, w)->implementation; }

@@ -63,8 +63,9 @@ class Conv {
     // output size for (h, w); the caller has checked that the buffers are dense NHWC of these
     // sizes and of the config's types.
     // fold: run each image's rows as that many images (folds(), else std::invalid_argument).
+    // side_by_side: run the batch's images as one image, side by side (SideBySide), with n >= 2.
     void run(const void* src, int64_t n, int64_t c, int64_t h, int64_t w, void* dst, int64_t oc, int64_t oh,
-             int64_t ow, int64_t fold = 1);
+             int64_t ow, int64_t fold = 1, bool side_by_side = false);
     // Whether an input of h rows can run folded: oneDNN 3.2 splits a 1x1 layer's work among threads
     // by images and blocks of an image's pixels, and at batch 1 that often left one of two threads
     // idle (a bf16 256 -> 1024 layer at 14x14 took 61 us on 2 threads and 60 on 1; folded, 35). In
@@ -74,6 +75,19 @@ class Conv {
     // output rows). Whether it is faster is measured per layer in the model
     // (backends/cpu/kernels/_onednn_direct_conv.py).
     bool folds(int64_t fold, int64_t h) const;
+    // A batch of n images w pixels wide run as one image of n * period pixels: image i copied to
+    // columns [i * period, i * period + w), `gap` = period - w columns between them that read as
+    // zero (an int8 layer's input zero point), as wide as the kernel's overhang past an image's
+    // edge, so no output reads a neighbour; output column i * out_period + x is image i's column x
+    // (period = stride * out_period), the rest are dropped. Why: oneDNN 3.2's convolutions block an
+    // image's output pixels row by row, so at 7x7 each block held 7 pixels (AMX tiles take 16):
+    // 16 images side by side ran a bf16 3x3 512-channel layer at 7x7 in 1.63 ms against 1.81, int8
+    // 0.54 against 0.88 ms, 4 images 0.31 against 0.54 (copies included). Whether it is faster is
+    // measured per layer and input shape in the model (backends/cpu/kernels/_onednn_direct_conv.py).
+    struct SideBySide {
+        int64_t gap, period, out_period, width, out_width;  // width, out_width: the packed image's
+    };
+    SideBySide side_by_side(int64_t n, int64_t w) const;
 
     // (oh, ow) for an input of (h, w); throws when the input cannot hold the kernel.
     std::pair<int64_t, int64_t> output_size(int64_t h, int64_t w) const;
@@ -89,7 +103,8 @@ class Conv {
   private:
     std::shared_ptr<LayerPlan> plan_for(int64_t n, int64_t h, int64_t w);
     LayerPlan make_plan(int64_t n, int64_t h, int64_t w);
-    LayerPlan make_matmul_plan(int64_t rows);  // [rows, kh*kw*in] x [kh*kw*in, out]
+    LayerPlan make_matmul_plan(int64_t rows);
+    void run_side_by_side(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int64_t oh, int64_t ow);  // [rows, kh*kw*in] x [kh*kw*in, out]
     dnnl::primitive_attr attributes(int weight_mask) const;  // scales, zero points and post-ops
 
     ConvConfig config_;

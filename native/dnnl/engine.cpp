@@ -27,7 +27,7 @@ dnnl::stream& thread_stream() {
 // Per-thread buffers, each grown to the largest size asked for: primitives never run
 // concurrently on one thread, and several threads may run one layer at once.
 void* thread_buffer(ThreadBuffer which, size_t bytes) {
-    thread_local std::vector<unsigned char> buffers[2];
+    thread_local std::vector<unsigned char> buffers[4];
     std::vector<unsigned char>& buffer = buffers[static_cast<int>(which)];
     if (buffer.size() < bytes) buffer.resize(bytes);
     return buffer.data();

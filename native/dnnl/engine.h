@@ -16,9 +16,10 @@ dnnl::engine& cpu_engine();
 uint64_t next_plan_id();
 // A stream per thread: primitives never run concurrently on one thread.
 dnnl::stream& thread_stream();
-// A per-thread buffer of at least `bytes`: the primitive's scratchpad, or a conv's im2col rows
-// (in use while the scratchpad is, hence a buffer of its own).
-enum class ThreadBuffer { kScratchpad = 0, kIm2col = 1 };
+// A per-thread buffer of at least `bytes`: the primitive's scratchpad, a conv's im2col rows, or the
+// images side by side of a conv's input and output (each in use while the scratchpad is, hence
+// buffers of their own).
+enum class ThreadBuffer { kScratchpad = 0, kIm2col = 1, kSideBySideIn = 2, kSideBySideOut = 3 };
 void* thread_buffer(ThreadBuffer which, size_t bytes);
 
 size_t element_size(dnnl::memory::data_type type);

@@ -104,6 +104,14 @@ px = cl(torch.randn(2, 32, 6, 5))
          "folded 2 ways"),  # 11 rows: not 2 x 6, the folded images' rows would shift
         ("out = cl(torch.zeros(2, 64, 6, 5)); pw.run(px, out, fold=3); assert out.abs().sum() > 0; raise ValueError('ran')",
          "ValueError", "^REFUSED ValueError: ran$"),  # a fold that fits runs
+        # Side by side copies the images into one wide image: only a batch of 2 or more, and not folded as well.
+        ("conv.run(x[:1], cl(torch.randn(1, 64, 32, 32)), side_by_side=True)", "ValueError",
+         "side by side takes 2 images or more"),
+        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=2, side_by_side=True)", "ValueError", "and no fold"),
+        ("conv.run(x[:, :, :, :0], cl(torch.randn(8, 64, 32, 1)), side_by_side=True)", "ValueError", "input size is 0"),
+        ("out = cl(torch.zeros(8, 64, 32, 32)); conv.run(x, out, side_by_side=True); ref = cl(torch.zeros(8, 64, 32, 32));"
+         " conv.run(x, ref); assert torch.allclose(out, ref, atol=1e-4); raise ValueError('ran')", "ValueError",
+         "^REFUSED ValueError: ran$"),  # side by side on 8 images runs, the same values
     ])
 
 

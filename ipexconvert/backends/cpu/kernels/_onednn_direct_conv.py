@@ -54,43 +54,58 @@ def spatial_out_size(h: int, w: int, attrs, kernel: tuple[int, int]) -> tuple[in
     return (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
 
 
-def pointwise_shape_choice(conv, weight_shape: torch.Size, attrs) -> Optional[InSitu]:
-    """For a 1x1 unpadded layer: each input shape runs as oneDNN takes it or, as its first calls in the model
-    measure faster, with each image's rows folded into 2 images (native/dnnl/conv.h, Conv::folds; shapes whose
-    output rows are odd run as they are both ways). Measured on the AMX Xeon VM, 2 threads, ResNet-50's bf16 1x1 layers at
-    batch 1: 256 -> 1024 at 14x14 61 -> 35 us folded, 64 -> 256 at 56x56 75 -> 65; int8 mostly 0.7-0.95 x, a few
-    1.05 x (so measured, not assumed); float32 even (not offered). A matmul over the rows (oneDNN's) won at 7x7 on
-    hot weights (52 -> 42 us) but lost with the weights streamed as in the model (129 -> 149 us; in the model
-    1.2-1.3 x): not offered. None for other layers: they run as they are."""
+SIDE_BY_SIDE_MAX_WIDTH = 8  # output widths up to which a batch's images may run side by side (14: 1.3 x slower)
+
+
+def shape_choice(conv, weight_shape: torch.Size, attrs) -> InSitu:
+    """How a layer hands an input shape to oneDNN, as its first calls in the model measure faster (native/dnnl/conv.h;
+    `_in_situ.py`'s blocks, keyed by the input shape): as it is, or
+
+    - a 1x1 unpadded layer at batch 1: each image's rows folded into 2 images (`Conv::folds`; odd output rows: as
+      it is both ways). Measured on the AMX Xeon VM, 2 threads, ResNet-50's bf16 1x1 layers: 256 -> 1024 at 14x14
+      61 -> 35 us folded, 64 -> 256 at 56x56 75 -> 65; int8 mostly 0.7-0.95 x, a few 1.05 x (so measured, not
+      assumed). A oneDNN matmul over the rows won at 7x7 on hot weights (52 -> 42 us) but lost with the weights
+      streamed as in the model (129 -> 149 us; in the model 1.2-1.3 x): not offered;
+    - a larger kernel on 2 images or more whose outputs are at most SIDE_BY_SIDE_MAX_WIDTH wide: the images side by
+      side as one (`Conv::side_by_side`), so oneDNN's row blocks hold more than one image's few pixels. bf16 3x3 512
+      at 7x7, batch 16: 1.95 -> 1.73 ms, stride 2 from 14x14 3.10 -> 2.06, batch 4 0.52 -> 0.36; an int8 one with
+      a residual 1.12 x (so measured); 1x1 layers 1.08-1.18 x and 14x14 outputs 1.3 x (not offered).
+
+    float32 gained from neither (its convolutions split their work well): the callers offer this for bf16 and int8."""
     _, _, kh, kw = weight_shape
-    if (kh, kw) != (1, 1) or tuple(attrs.padding) != (0, 0):
-        return None
-    folds: dict[int, bool] = {}  # input rows -> whether they fold
+    pointwise = (kh, kw) == (1, 1) and tuple(attrs.padding) == (0, 0)
+    ways: dict[tuple, dict] = {}  # input shape -> run()'s keywords for the second way ({}: as it is)
 
-    def folded(x: torch.Tensor, out: torch.Tensor) -> None:
-        h = x.shape[2]
-        if h not in folds:
-            if len(folds) >= 64:  # many input sizes: keep the memo small
-                folds.clear()
-            folds[h] = conv.folds(2, h)
-        conv.run(x, out, fold=2) if folds[h] else conv.run(x, out)
+    def second_way(shape: torch.Size) -> dict:
+        if shape not in ways:
+            n, _, h, w = shape
+            if len(ways) >= 64:  # many input sizes: keep the memo small
+                ways.clear()
+            if pointwise:
+                way = {"fold": 2} if n == 1 and conv.folds(2, h) else {}
+            else:
+                out_w = (w + 2 * attrs.padding[1] - attrs.dilation[1] * (kw - 1) - 1) // attrs.stride[1] + 1
+                way = {"side_by_side": True} if n >= 2 and 0 < out_w <= SIDE_BY_SIDE_MAX_WIDTH else {}
+            ways[shape] = way
+        return ways[shape]
 
-    return InSitu(lambda x, out: conv.run(x, out), folded, key_of=lambda shape: shape)
+    return InSitu(lambda x, out: conv.run(x, out), lambda x, out: conv.run(x, out, **second_way(x.shape)),
+                  key_of=lambda shape: shape)
 
 
 def conv_kernel(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, out_spec: TensorSpec,
                 sum_operand: Optional[int], name: str, consumed: frozenset[int],
-                residual: Callable[[torch.Tensor], torch.Tensor] = None, shape_choice: bool = False) -> Kernel:
+                residual: Callable[[torch.Tensor], torch.Tensor] = None, measure_shapes: bool = False) -> Kernel:
     """The Kernel: x to channels-last (the layout the primitive reads), output allocated
     channels-last, then the spec's layout. With a residual summed, oneDNN adds into the output
     buffer: by default it holds a copy of the residual (which may have other readers); the
     in-place variant, which the executor picks where the residual dies here, sums into the
     residual's own buffer. `residual` turns the operand into that buffer when it is not the
     output's dtype (a uint8 residual of a float output): then there is no in-place variant.
-    shape_choice: a 1x1 layer measures how it hands its rows to oneDNN (pointwise_shape_choice)."""
+    measure_shapes: the layer measures how it hands each input shape to oneDNN (shape_choice)."""
     out_channels, _, kh, kw = weight_shape
     contiguous_out = out_spec.memory_format != "channels_last"
-    choice = pointwise_shape_choice(conv, weight_shape, attrs) if shape_choice else None
+    choice = shape_choice(conv, weight_shape, attrs) if measure_shapes else None
     geometry: dict[torch.Size, tuple[tuple, tuple]] = {}  # x.shape -> the output's (size, channels-last strides)
 
     def output_geometry(shape: torch.Size) -> tuple[tuple, tuple]:

@@ -60,7 +60,7 @@ def onednn_direct_conv2d(ctx: NodeContext) -> Optional[Kernel]:
                            None if bias is None else bias.float().contiguous(), tuple(a.stride), tuple(a.padding),
                            tuple(a.dilation), dtype, dtype, relu=plan.relu, sum=plan.sum_operand is not None)
     return conv_kernel(conv, weight.shape, a, torch_dtype, out, plan.sum_operand, "onednn_direct:conv2d", consumed(ctx),
-                       shape_choice=dtype == "bfloat16")
+                       measure_shapes=dtype == "bfloat16")
 
 
 _BINARY_KINDS = frozenset({"add", "mul"})

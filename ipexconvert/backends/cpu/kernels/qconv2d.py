@@ -89,7 +89,7 @@ def onednn_direct_qconv2d(ctx: NodeContext) -> Optional[Kernel]:
                            x_scale=a.x_scale, x_zero_point=a.x_zero_point, y_scale=a.output_scale,
                            y_zero_point=a.output_zero_point)
     return conv_kernel(conv, weight.shape, a, out_dtype, out, plan.sum_operand, "onednn_direct:qconv2d",
-                       frozenset({1, 2, 3}), residual, shape_choice=True)
+                       frozenset({1, 2, 3}), residual, measure_shapes=True)
 
 
 def _float_residual(scale: float, zero_point: int, out_dtype: torch.dtype, isa: str):

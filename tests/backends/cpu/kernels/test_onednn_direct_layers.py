@@ -222,9 +222,47 @@ def test_pointwise_layers_fold_rows_into_images(src, stride, residual):
         assert not other.folds(2, 12) and other.folds(1, 12)
 
 
-def test_pointwise_bf16_kernel_measures_the_folded_rows_in_the_model(monkeypatch):
-    """onednn_direct:conv2d on a 1x1 bf16 layer: its first calls run a block as oneDNN takes the input and a block
-    folded (InSitu), then the faster, each result right; a 3x3 layer and a float32 one never fold."""
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("geometry", ["3x3", "3x3/2", "5x5/2-dilated", "1x1", "1x1/2", "3x1/2-unpadded"])
+@pytest.mark.parametrize("src", POINTWISE_TYPES)
+def test_batches_run_side_by_side_as_one_image(src, geometry, residual):
+    """A batch run as one image, its images side by side with zero columns (an int8 layer's input zero point)
+    between them, writes what the batch writes run as it is: int8 the same bits, bf16 / float32 within rounding
+    (the primitive for the wide image may block the depth otherwise); bias, relu and residual included, for
+    strides, padding and dilation that reach past an image's edge."""
+    k, stride, pad, dilation = {"3x3": ((3, 3), 1, 1, 1), "3x3/2": ((3, 3), 2, 1, 1), "5x5/2-dilated": ((5, 5), 2, 3, 2),
+                                "1x1": ((1, 1), 1, 0, 1), "1x1/2": ((1, 1), 2, 0, 1),
+                                "3x1/2-unpadded": ((3, 1), 2, 0, 1)}[geometry]
+    g = torch.Generator().manual_seed(len(geometry) + residual)
+    int8, dtype = src == "uint8", getattr(torch, src)
+    weight = torch.randn(24, 16, *k, generator=g) / (16 * k[0] * k[1]) ** 0.5
+    weight = torch.randint(-127, 128, (24, 16, *k), dtype=torch.int8, generator=g) if int8 else weight.to(dtype)
+    scales, bias = (torch.rand(24, generator=g) * 1e-2 + 1e-3) if int8 else None, torch.randn(24, generator=g)
+    quant = dict(x_scale=0.02, x_zero_point=9, y_scale=0.05, y_zero_point=2) if int8 else {}
+    layer = dnnl.raw.Conv(weight, scales, bias, (stride, stride), (pad, pad), (dilation, dilation), src, src,
+                          relu=True, sum=residual, **quant)
+    for batch, h, w in ((2, 9, 7), (3, 8, 5), (4, 11, 12)):
+        oh = (h + 2 * pad - dilation * (k[0] - 1) - 1) // stride + 1
+        ow = (w + 2 * pad - dilation * (k[1] - 1) - 1) // stride + 1
+        x = (torch.randint(0, 256, (batch, 16, h, w), dtype=torch.uint8, generator=g) if int8
+             else torch.randn(batch, 16, h, w, generator=g).to(dtype)).contiguous(memory_format=CL)
+        start = (torch.randint(0, 256, (batch, 24, oh, ow), dtype=torch.uint8, generator=g) if int8
+                 else torch.randn(batch, 24, oh, ow, generator=g).to(dtype)).contiguous(memory_format=CL)
+        plain, side = start.clone(memory_format=CL), start.clone(memory_format=CL)
+        layer.run(x, plain)
+        layer.run(x, side, side_by_side=True)
+        if int8:
+            assert torch.equal(side, plain), (batch, h, w)
+        else:
+            assert rel_err(side, plain) < (FP32_TOLERANCE if src == "float32" else BF16_TOLERANCE), (batch, h, w)
+    with pytest.raises(ValueError, match="side by side takes 2 images or more"):
+        layer.run(x[:1], start[:1].clone(memory_format=CL), side_by_side=True)
+
+
+def test_bf16_kernel_measures_how_it_hands_each_shape_to_onednn(monkeypatch):
+    """onednn_direct:conv2d: a bf16 layer's first calls run a block as oneDNN takes the input and a block the other
+    way (InSitu), then the faster, each result right: a 1x1 layer at batch 1 folded, a 3x3 layer at batch 2 (8 pixels
+    wide: narrow) side by side; a 3x3 layer at batch 1 and a float32 layer have no other way."""
     if not float_cases.HAS_BF16:
         pytest.skip("no native bf16")
     from ipexconvert.backends.cpu.kernels._in_situ import TIMED, WARM
@@ -243,11 +281,13 @@ def test_pointwise_bf16_kernel_measures_the_folded_rows_in_the_model(monkeypatch
 
     real = dnnl.raw.Conv
     monkeypatch.setattr(dnnl.raw, "Conv", Spy)
-    for shape, dtype, folds in (("1x1-no-bias", "bfloat16", True), ("3x3", "bfloat16", False),
-                                ("1x1-no-bias", "float32", False)):
-        attrs, exact, tensors = float_cases.make(shape, float_cases.POST_OPS["add-relu"], dtype, True, batch=1)
-        tensors[0], tensors[3] = tensors[0][:, :, :6], tensors[3][:, :, :6]  # 6 rows: they fold (7 would not)
-        exact[0], exact[3] = exact[0][:, :, :6], exact[3][:, :, :6]
+    for shape, dtype, batch, second in (("1x1-no-bias", "bfloat16", 1, {"fold": 2}),
+                                        ("3x3", "bfloat16", 2, {"side_by_side": True}),
+                                        ("3x3", "bfloat16", 1, None), ("1x1-no-bias", "float32", 1, None)):
+        attrs, exact, tensors = float_cases.make(shape, float_cases.POST_OPS["add-relu"], dtype, True, batch=batch)
+        # 6 rows: they fold (7 would not); at most 8 columns: narrow enough to go side by side
+        tensors[0], tensors[3] = tensors[0][:, :, :6, :8], tensors[3][:, :, :6, :8]
+        exact[0], exact[3] = exact[0][:, :, :6, :8], exact[3][:, :, :6, :8]
         kernel = onednn_direct_conv2d(context("conv2d", attrs, tensors, {1, 2}))
         runs.clear()
         for _ in range(2 * (WARM + TIMED) + 2):
@@ -255,8 +295,8 @@ def test_pointwise_bf16_kernel_measures_the_folded_rows_in_the_model(monkeypatch
             tolerance = FP32_TOLERANCE if dtype == "float32" else BF16_TOLERANCE
             assert rel_err(got, reference("conv2d", attrs, exact)) < tolerance
         other = [way for way in runs if way]
-        assert (other in ([{"fold": 2}] * (WARM + TIMED), [{"fold": 2}] * (WARM + TIMED + 2))
-                if folds else not other), (shape, dtype, runs)
+        assert (other in ([second] * (WARM + TIMED), [second] * (WARM + TIMED + 2)) if second else not other), (
+            shape, dtype, runs)
 
 
 def test_failed_self_check_turns_the_layers_off(monkeypatch):
