@@ -133,12 +133,16 @@ Conv::SideBySide Conv::side_by_side(int64_t n, int64_t w) const {
 }
 
 bool Conv::folds(int64_t fold, int64_t h) const {
-    const ConvConfig& c = config_;
     if (fold < 1) return false;
     if (fold == 1) return true;
+    const int64_t oh = out_size(h, config_.kernel_h, config_.stride[0], config_.padding[0], config_.dilation[0]);
+    return stacks(h) && oh % fold == 0;
+}
+
+bool Conv::stacks(int64_t h) const {
+    const ConvConfig& c = config_;
     if (c.kernel_h != 1 || c.kernel_w != 1 || c.padding[0] != 0 || c.padding[1] != 0) return false;
-    const int64_t oh = out_size(h, c.kernel_h, c.stride[0], c.padding[0], c.dilation[0]);
-    return oh % fold == 0 && c.stride[0] * oh == h;
+    return c.stride[0] * out_size(h, c.kernel_h, c.stride[0], c.padding[0], c.dilation[0]) == h;
 }
 
 dnnl::primitive_attr Conv::attributes(int weight_mask) const {
@@ -205,16 +209,21 @@ LayerPlan Conv::make_matmul_plan(int64_t rows) {
 }
 
 void Conv::run(const void* src, int64_t n, int64_t c_in, int64_t h, int64_t w, void* dst, int64_t c_out, int64_t oh,
-               int64_t ow, int64_t fold, bool side_by_side) {
+               int64_t ow, int64_t fold, bool side_by_side, bool stack) {
     const ConvConfig& c = config_;
     if (c_in != c.in_channels || c_out != c.out_channels)
         invalid("the convolution takes " + std::to_string(c.in_channels) + " channels to " +
                 std::to_string(c.out_channels) + ", not " + std::to_string(c_in) + " to " + std::to_string(c_out));
     if (output_size(h, w) != std::make_pair(oh, ow)) invalid("output size does not match the convolution");
     if (!folds(fold, h)) invalid("this layer cannot run " + std::to_string(h) + " rows folded " + std::to_string(fold) + " ways");
+    if (side_by_side + stack + (fold != 1) > 1) invalid("fold, side by side and stack are different ways: one at a time");
     if (side_by_side) {
-        if (fold != 1 || n < 2) invalid("side by side needs 2 images or more and no fold");
+        if (n < 2) invalid("side by side needs 2 images or more");
         return run_side_by_side(src, n, h, w, dst, oh, ow);
+    }
+    if (stack) {  // the same bytes as one image of n * h rows (stacks())
+        if (!stacks(h)) invalid("this layer cannot stack images of " + std::to_string(h) + " rows");
+        h = checked_mul(n, h, "the stacked rows"), oh = n * oh, n = 1;
     }
     if (fold > 1) {  // the same bytes as fold times the images of h / fold rows each (folds())
         n = checked_mul(n, fold, "the folded batch");

@@ -157,7 +157,7 @@ std::string dims_str(int64_t a, int64_t b, int64_t c, int64_t d) {
 
 // x and out (which holds the residual with a sum) dense NHWC, of the layer's types, channels and
 // sizes: exactly the memory the primitive reads and writes.
-void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out, int64_t fold, bool side_by_side) {
+void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out, int64_t fold, bool side_by_side, bool stack) {
     const ipxc_dnnl::ConvConfig& c = conv.config();
     TensorArg src(x, "x"), dst(out, "out");
     check_nhwc(src);
@@ -175,12 +175,12 @@ void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out, int64_t fold,
              (c.sum ? " (out holds the residual summed into it)" : ""));
     if (!conv.folds(fold, h))
         fail("this layer cannot run x " + src.shape_str() + " folded " + std::to_string(fold) + " ways (Conv.folds)");
-    if (side_by_side && (fold != 1 || n < 2))
-        fail("side by side takes 2 images or more and no fold, not x " + src.shape_str() + " folded " +
-             std::to_string(fold) + " ways");
+    if (side_by_side + stack + (fold != 1) > 1) fail("fold, side_by_side and stack are different ways: one at a time");
+    if (side_by_side && n < 2) fail("side by side takes 2 images or more, not x " + src.shape_str());
+    if (stack && !conv.stacks(h)) fail("this layer cannot stack x " + src.shape_str() + "'s images (Conv.stacks)");
     if (n == 0) return;  // no images: nothing to read or write
     nb::gil_scoped_release release;
-    conv.run(src.data(), n, c.in_channels, h, w, dst.data(), c.out_channels, oh, ow, fold, side_by_side);
+    conv.run(src.data(), n, c.in_channels, h, w, dst.data(), c.out_channels, oh, ow, fold, side_by_side, stack);
 }
 
 void init_linear(ipxc_dnnl::Linear* self, nb::handle weight, nb::handle w_scales, nb::handle bias,
@@ -270,10 +270,14 @@ NB_MODULE(_dnnl, m) {
              "dst"_a, "relu"_a = false, "sum"_a = false, "sum_type"_a = "", "sum_scale"_a = 1.f,
              "sum_zero_point"_a = 0, "x_scale"_a = 1.f, "x_zero_point"_a = 0, "y_scale"_a = 1.f,
              "y_zero_point"_a = 0, "lowering"_a = "auto")
-        .def("run", &run_conv, "x"_a, "out"_a, "fold"_a = 1, "side_by_side"_a = false,
+        .def("run", &run_conv, "x"_a, "out"_a, "fold"_a = 1, "side_by_side"_a = false, "stack"_a = false,
              "out = conv(x) (+ the residual already in out), x and out channels-last; fold: each image's rows run "
              "as that many images (see folds); side_by_side: the batch's images (2 or more) run as one image, "
-             "side by side with zero columns between them (conv.h)")
+             "side by side with zero columns between them; stack: the batch's images run as one image of their "
+             "rows one after the other (see stacks); one of the three at most (conv.h)")
+        .def("stacks", &ipxc_dnnl::Conv::stacks, "h"_a,
+             "whether run(stack=True) can take images of h rows: a 1x1 layer without padding whose input rows are "
+             "stride x output rows (conv.h)")
         .def("folds", &ipxc_dnnl::Conv::folds, "fold"_a, "h"_a,
              "whether run(fold=) can take an input of h rows: a 1x1 layer without padding whose output rows the "
              "fold divides and whose input rows are stride x output rows (conv.h)")

@@ -107,7 +107,11 @@ px = cl(torch.randn(2, 32, 6, 5))
         # Side by side copies the images into one wide image: only a batch of 2 or more, and not folded as well.
         ("conv.run(x[:1], cl(torch.randn(1, 64, 32, 32)), side_by_side=True)", "ValueError",
          "side by side takes 2 images or more"),
-        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=2, side_by_side=True)", "ValueError", "and no fold"),
+        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), fold=2, side_by_side=True)", "ValueError", "one at a time"),
+        ("pw.run(px, cl(torch.randn(2, 64, 6, 5)), stack=True, side_by_side=True)", "ValueError", "one at a time"),
+        ("conv.run(x, cl(torch.randn(8, 64, 32, 32)), stack=True)", "ValueError", "cannot stack"),  # 3x3
+        ("s2.run(cl(torch.randn(2, 32, 11, 5)), cl(torch.randn(2, 64, 6, 3)), stack=True)", "ValueError",
+         "cannot stack"),  # 11 rows at stride 2: the stacked images' rows would shift
         ("conv.run(x[:, :, :, :0], cl(torch.randn(8, 64, 32, 1)), side_by_side=True)", "ValueError", "input size is 0"),
         ("out = cl(torch.zeros(8, 64, 32, 32)); conv.run(x, out, side_by_side=True); ref = cl(torch.zeros(8, 64, 32, 32));"
          " conv.run(x, ref); assert torch.allclose(out, ref, atol=1e-4); raise ValueError('ran')", "ValueError",

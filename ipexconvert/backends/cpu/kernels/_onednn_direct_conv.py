@@ -66,6 +66,8 @@ def shape_choice(conv, weight_shape: torch.Size, attrs) -> InSitu:
       61 -> 35 us folded, 64 -> 256 at 56x56 75 -> 65; int8 mostly 0.7-0.95 x, a few 1.05 x (so measured, not
       assumed). A oneDNN matmul over the rows won at 7x7 on hot weights (52 -> 42 us) but lost with the weights
       streamed as in the model (129 -> 149 us; in the model 1.2-1.3 x): not offered;
+    - a 1x1 unpadded layer on 2 images or more: the images' rows stacked as one image (`Conv::stacks`, the bytes as
+      they are): at 7x7, batch 16, 0.77-0.82 x (bf16 and int8), batch 4 0.64; at 14x14 0.90-0.97, 56x56 1.01;
     - a larger kernel on 2 images or more whose outputs are at most SIDE_BY_SIDE_MAX_WIDTH wide: the images side by
       side as one (`Conv::side_by_side`), so oneDNN's row blocks hold more than one image's few pixels. bf16 3x3 512
       at 7x7, batch 16: 1.95 -> 1.73 ms, stride 2 from 14x14 3.10 -> 2.06, batch 4 0.52 -> 0.36; an int8 one with
@@ -82,7 +84,7 @@ def shape_choice(conv, weight_shape: torch.Size, attrs) -> InSitu:
             if len(ways) >= 64:  # many input sizes: keep the memo small
                 ways.clear()
             if pointwise:
-                way = {"fold": 2} if n == 1 and conv.folds(2, h) else {}
+                way = ({"fold": 2} if conv.folds(2, h) else {}) if n == 1 else ({"stack": True} if conv.stacks(h) else {})
             else:
                 out_w = (w + 2 * attrs.padding[1] - attrs.dilation[1] * (kw - 1) - 1) // attrs.stride[1] + 1
                 way = {"side_by_side": True} if n >= 2 and 0 < out_w <= SIDE_BY_SIDE_MAX_WIDTH else {}

@@ -183,9 +183,10 @@ POINTWISE_TYPES = [pytest.param("bfloat16", marks=pytest.mark.skipif(not float_c
 @pytest.mark.parametrize("stride", [1, 2])
 @pytest.mark.parametrize("src", POINTWISE_TYPES)
 def test_pointwise_layers_fold_rows_into_images(src, stride, residual):
-    """A 1x1 unpadded layer run with each image's rows folded into 2, 3 or 6 images writes what it writes run as it
-    is: the same bits for int8, bf16 / float32 within rounding of it (the primitive may block the depth otherwise);
-    the bias, relu and residual included. folds() says which folds a size takes."""
+    """A 1x1 unpadded layer run with each image's rows folded into 2, 3 or 6 images, or with the batch's images
+    stacked into one, writes what it writes run as it is: the same bits for int8, bf16 / float32 within rounding of
+    it (the primitive may block the depth otherwise); the bias, relu and residual included. folds() and stacks() say
+    which sizes they take."""
     g = torch.Generator().manual_seed(11 + stride)
     dtype = getattr(torch, src)
     weight = torch.randn(48, 32, 1, 1, generator=g) / 32 ** 0.5
@@ -211,6 +212,9 @@ def test_pointwise_layers_fold_rows_into_images(src, stride, residual):
                 assert torch.equal(got, plain), fold
             else:
                 assert rel_err(got, plain) < (FP32_TOLERANCE if src == "float32" else BF16_TOLERANCE), fold
+        got = start.clone(memory_format=CL)
+        layer.run(x, got, stack=True)  # the batch's images as one image of their rows one after the other
+        assert layer.stacks(h) and (torch.equal(got, plain) if int8 else rel_err(got, plain) < BF16_TOLERANCE)
         assert not layer.folds(4, h) and not layer.folds(12, h)  # neither divides the 6 output rows
         assert layer.folds(2, h + 2 * stride) and not layer.folds(2, h + 1)  # 8 output rows; 7
         assert stride == 1 or not layer.folds(2, 15)  # 15 rows make 8 output rows at stride 2, but are not 2 x 8
@@ -219,7 +223,8 @@ def test_pointwise_layers_fold_rows_into_images(src, stride, residual):
     three = dnnl.raw.Conv(weight.expand(48, 32, 3, 3).contiguous(), scales, bias, (1, 1), (1, 1), (1, 1), src, src,
                           **quant)
     for other in (padded, three):
-        assert not other.folds(2, 12) and other.folds(1, 12)
+        assert not other.folds(2, 12) and other.folds(1, 12) and not other.stacks(12)
+    assert stride == 1 or not layer.stacks(15)  # 15 rows at stride 2: the stacked images' rows would shift
 
 
 @pytest.mark.parametrize("residual", [False, True])
@@ -261,7 +266,8 @@ def test_batches_run_side_by_side_as_one_image(src, geometry, residual):
 
 def test_bf16_kernel_measures_how_it_hands_each_shape_to_onednn(monkeypatch):
     """onednn_direct:conv2d: a bf16 layer's first calls run a block as oneDNN takes the input and a block the other
-    way (InSitu), then the faster, each result right: a 1x1 layer at batch 1 folded, a 3x3 layer at batch 2 (8 pixels
+    way (InSitu), then the faster, each result right: a 1x1 layer at batch 1 folded, at batch 3 stacked, a 3x3 layer at
+    batch 2 (8 pixels
     wide: narrow) side by side; a 3x3 layer at batch 1 and a float32 layer have no other way."""
     if not float_cases.HAS_BF16:
         pytest.skip("no native bf16")
@@ -279,9 +285,13 @@ def test_bf16_kernel_measures_how_it_hands_each_shape_to_onednn(monkeypatch):
         def folds(self, *args):
             return self.layer.folds(*args)
 
+        def stacks(self, *args):
+            return self.layer.stacks(*args)
+
     real = dnnl.raw.Conv
     monkeypatch.setattr(dnnl.raw, "Conv", Spy)
     for shape, dtype, batch, second in (("1x1-no-bias", "bfloat16", 1, {"fold": 2}),
+                                        ("1x1-no-bias", "bfloat16", 3, {"stack": True}),
                                         ("3x3", "bfloat16", 2, {"side_by_side": True}),
                                         ("3x3", "bfloat16", 1, None), ("1x1-no-bias", "float32", 1, None)):
         attrs, exact, tensors = float_cases.make(shape, float_cases.POST_OPS["add-relu"], dtype, True, batch=batch)
