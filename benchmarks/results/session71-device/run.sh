@@ -2,12 +2,7 @@
 # Session 71 device call, GPU machine's host CPU (GPU hidden, 2 cores pinned): 1x1 oneDNN layers folding an image's
 # rows into 2 images where measured faster (backends/cpu/kernels/_onednn_direct_conv.py): their tests, then
 # ResNet-50 b1 bf16 / int8 with and without it (benchmarks/ab.py --no-conv-shape-choice), twice each.
-set -u
-export PATH="$(dirname "$(command -v python3)"):$PATH"
-python3 -m pip install -q --no-index --no-deps .whl/*.whl >"$OUT/install.log" 2>&1
-export CUDA_VISIBLE_DEVICES=
-python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >>"$OUT/install.log" 2>&1 || { tail -40 "$OUT/install.log"; exit 1; }
-echo "built at ${SECONDS}s"
+source benchmarks/device_setup.sh
 taskset -c 0,1 timeout 300 python3 -m pytest -q -p no:cacheprovider tests/backends/cpu/kernels/test_onednn_direct_layers.py tests/backends/cpu/kernels/test_in_situ.py tests/security/test_native_arguments.py tests/backends/cpu/kernels/test_torch_onednn_qconv2d.py 2>&1 | tail -2
 echo "tests done at ${SECONDS}s"
 taskset -c 0,1 ipexconvert optimize example:resnet50 --dtype bf16 -o /tmp/r50.bf16.ipxc >/dev/null 2>&1
