@@ -218,7 +218,7 @@ void Conv::run(const void* src, int64_t n, int64_t c_in, int64_t h, int64_t w, v
     if (!folds(fold, h)) invalid("this layer cannot run " + std::to_string(h) + " rows folded " + std::to_string(fold) + " ways");
     if (side_by_side + stack + (fold != 1) > 1) invalid("fold, side by side and stack are different ways: one at a time");
     if (side_by_side) {
-        if (n < 2) invalid("side by side needs 2 images or more");
+        if (n < 2) invalid("side by side takes 2 images or more, not " + std::to_string(n));
         return run_side_by_side(src, n, h, w, dst, oh, ow);
     }
     if (stack) {  // the same bytes as one image of n * h rows (stacks())

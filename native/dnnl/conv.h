@@ -108,8 +108,8 @@ class Conv {
   private:
     std::shared_ptr<LayerPlan> plan_for(int64_t n, int64_t h, int64_t w);
     LayerPlan make_plan(int64_t n, int64_t h, int64_t w);
-    LayerPlan make_matmul_plan(int64_t rows);
-    void run_side_by_side(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int64_t oh, int64_t ow);  // [rows, kh*kw*in] x [kh*kw*in, out]
+    LayerPlan make_matmul_plan(int64_t rows);  // [rows, kh*kw*in] x [kh*kw*in, out]
+    void run_side_by_side(const void* src, int64_t n, int64_t h, int64_t w, void* dst, int64_t oh, int64_t ow);
     dnnl::primitive_attr attributes(int weight_mask) const;  // scales, zero points and post-ops
 
     ConvConfig config_;

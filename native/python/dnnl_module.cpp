@@ -156,7 +156,7 @@ std::string dims_str(int64_t a, int64_t b, int64_t c, int64_t d) {
 }
 
 // x and out (which holds the residual with a sum) dense NHWC, of the layer's types, channels and
-// sizes: exactly the memory the primitive reads and writes.
+// sizes: exactly the memory the primitive reads and writes. Conv::run checks fold / side_by_side / stack.
 void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out, int64_t fold, bool side_by_side, bool stack) {
     const ipxc_dnnl::ConvConfig& c = conv.config();
     TensorArg src(x, "x"), dst(out, "out");
@@ -173,11 +173,6 @@ void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out, int64_t fold,
         fail("out " + dst.shape_str() + " must be " + dims_str(n, c.out_channels, oh, ow) +
              ", this layer's output size and channels for x " + src.shape_str() +
              (c.sum ? " (out holds the residual summed into it)" : ""));
-    if (!conv.folds(fold, h))
-        fail("this layer cannot run x " + src.shape_str() + " folded " + std::to_string(fold) + " ways (Conv.folds)");
-    if (side_by_side + stack + (fold != 1) > 1) fail("fold, side_by_side and stack are different ways: one at a time");
-    if (side_by_side && n < 2) fail("side by side takes 2 images or more, not x " + src.shape_str());
-    if (stack && !conv.stacks(h)) fail("this layer cannot stack x " + src.shape_str() + "'s images (Conv.stacks)");
     if (n == 0) return;  // no images: nothing to read or write
     nb::gil_scoped_release release;
     conv.run(src.data(), n, c.in_channels, h, w, dst.data(), c.out_channels, oh, ow, fold, side_by_side, stack);

@@ -86,13 +86,12 @@ def shape_choice(conv, weight_shape: torch.Size, attrs) -> InSitu:
             if pointwise:
                 way = ({"fold": 2} if conv.folds(2, h) else {}) if n == 1 else ({"stack": True} if conv.stacks(h) else {})
             else:
-                out_w = (w + 2 * attrs.padding[1] - attrs.dilation[1] * (kw - 1) - 1) // attrs.stride[1] + 1
+                out_w = spatial_out_size(h, w, attrs, (kh, kw))[1]
                 way = {"side_by_side": True} if n >= 2 and 0 < out_w <= SIDE_BY_SIDE_MAX_WIDTH else {}
             ways[shape] = way
         return ways[shape]
 
-    return InSitu(lambda x, out: conv.run(x, out), lambda x, out: conv.run(x, out, **second_way(x.shape)),
-                  key_of=lambda shape: shape)
+    return InSitu(conv.run, lambda x, out: conv.run(x, out, **second_way(x.shape)), key_of=lambda shape: shape)
 
 
 def conv_kernel(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, out_spec: TensorSpec,
