@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import native_ops as native
-from native_cases import CASES, COLS, THRESHOLDS, normalised_error
+from native_cases import CASES, COLS, THRESHOLDS, normalised_error, reference
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="ipexconvert._native is not built")
 LEVELS = native.supported_levels() if native.available() else []
@@ -57,6 +57,33 @@ def test_kernel_runs_its_build_for_the_level(case, level):
     assert built[0] == "generic"
     below = [lv for lv in built if native.levels().index(lv) <= native.levels().index(level)]
     assert native.kernel_level(case.kernel, level) == below[-1]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp32", "bf16"])
+@pytest.mark.parametrize("cols", [15, 16, 48, 50, 768])
+def test_layer_norm_variants(level, dtype, cols):
+    """Each combination of the norm's optional inputs and outputs (its own code path in some builds): gamma or
+    beta alone against the reference; a residual without its sum, and with codes, give the bits they give with the
+    sum; the norm is of the sum it hands back."""
+    g = torch.Generator().manual_seed(cols)
+    x, r = (torch.randn(9, cols, generator=g) * 3 + 1).to(dtype), torch.randn(9, cols, generator=g).to(dtype)
+    w, b = torch.randn(cols, generator=g), torch.randn(cols, generator=g)
+
+    def norm(*args, **kwargs):
+        return native.layer_norm(*args, 1e-5, max_isa=level, threads=1, **kwargs)
+
+    for weight, bias in ((w, None), (None, b)):
+        want = reference("layer_norm", [x, weight, bias], normalized_shape=[cols], eps=1e-5)
+        assert normalised_error(norm(x, weight, bias), want) < THRESHOLDS[dtype]
+    with_sum, total = norm(x, w, b, residual=r, return_sum=True)
+    assert torch.equal(norm(x, w, b, residual=r), with_sum)
+    assert torch.equal(norm(total, w, b), with_sum)
+    y, _ = norm(x, w, b, residual=r, quantize_to=(0.05, 3, torch.uint8))
+    assert torch.equal(y, with_sum)
+    plain = norm(x, None, None, residual=r)
+    want = reference("add_layer_norm", [x, r, None, None], normalized_shape=[cols], eps=1e-5)
+    assert normalised_error(plain, want) < THRESHOLDS[dtype]
 
 
 @pytest.mark.parametrize("level", LEVELS)

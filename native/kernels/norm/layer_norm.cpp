@@ -35,52 +35,94 @@ static void quantize_row(const NormArgs& a, int64_t r) {
 // bf16, two-pass statistics in fp32, the output rounded to nearest even), in three passes over
 // the row with two accumulators each instead of five; measured 1.55x faster at 128 x 768. The
 // sums are associated differently, so results may differ from the portable path in the last
-// bits of the statistics.
+// bits of the statistics. Which inputs and outputs a row has (residual, sum, gamma, beta, codes)
+// are template arguments, and whole vectors go unmasked with one masked tail: the per-vector
+// branches and masks had been a third of the instructions (BERT-base's 768-wide rows: 1.4x
+// faster; benchmarks/results/session72-amx-notes.md).
+template <bool Residual, bool Sum, bool Gamma, bool Beta, bool Codes>
 static void layer_norm_rows_bf16(const NormArgs& a, int64_t begin, int64_t end) {
-    const int64_t n = a.cols;
+    const int64_t n = a.cols, whole = n / 16 * 16;
+    const __mmask16 tail = lanes_below(n - whole);
     float* buf = scratch_floats(n);
     const __m512 zero = _mm512_setzero_ps();
     const Quantize16 quantize(a.q_multipliers, a.q_scale, a.q_zero_point, a.q_unsigned);
     for (int64_t r = begin; r < end; ++r) {
         const uint16_t* x = static_cast<const uint16_t*>(a.x) + r * n;
-        const uint16_t* res = a.residual ? static_cast<const uint16_t*>(a.residual) + r * n : nullptr;
-        uint16_t* sum_out = a.sum ? static_cast<uint16_t*>(a.sum) + r * n : nullptr;
-        __m512 sum0 = zero, sum1 = zero;
-        for (int64_t i = 0; i < n; i += 16) {
-            const __mmask16 m = lanes_below(n - i);
+        const uint16_t* res = Residual ? static_cast<const uint16_t*>(a.residual) + r * n : nullptr;
+        uint16_t* sum_out = Sum ? static_cast<uint16_t*>(a.sum) + r * n : nullptr;
+        // x (+ residual, rounded to bf16) of 16 columns from i, into buf; the sum's bits stored too
+        const auto input = [&](int64_t i, __mmask16 m) {
             __m512 v = load16(x + i, m);
-            if (res) {
-                v = to_bf16_and_back(_mm512_add_ps(v, load16(res + i, m)));
-                if (sum_out) _mm256_mask_storeu_epi16(sum_out + i, m, (__m256i)_mm512_cvtneps_pbh(v));
+            if constexpr (Residual) {
+                const __m256i rounded = (__m256i)_mm512_cvtneps_pbh(_mm512_add_ps(v, load16(res + i, m)));
+                if constexpr (Sum) _mm256_mask_storeu_epi16(sum_out + i, m, rounded);
+                v = bf16_bits_to_f32(rounded);
             }
             _mm512_mask_storeu_ps(buf + i, m, v);
+            return v;
+        };
+        __m512 sum0 = zero, sum1 = zero;
+        int64_t i = 0;
+        for (; i + 32 <= whole; i += 32) {
+            sum0 = _mm512_add_ps(sum0, input(i, 0xFFFF));
+            sum1 = _mm512_add_ps(sum1, input(i + 16, 0xFFFF));
+        }
+        for (; i < n; i += 16) {  // an odd last whole vector (even index: sum0), then the tail
+            const __m512 v = input(i, i < whole ? static_cast<__mmask16>(0xFFFF) : tail);
             if ((i / 16) % 2) sum1 = _mm512_add_ps(sum1, v); else sum0 = _mm512_add_ps(sum0, v);
         }
         const float mean = _mm512_reduce_add_ps(_mm512_add_ps(sum0, sum1)) / static_cast<float>(n);
         const __m512 mean16 = _mm512_set1_ps(mean);
         __m512 sq0 = zero, sq1 = zero;
-        for (int64_t i = 0; i < n; i += 16) {
-            const __m512 d = _mm512_maskz_sub_ps(lanes_below(n - i), _mm512_loadu_ps(buf + i), mean16);
+        for (i = 0; i + 32 <= whole; i += 32) {
+            const __m512 d0 = _mm512_sub_ps(_mm512_loadu_ps(buf + i), mean16);
+            const __m512 d1 = _mm512_sub_ps(_mm512_loadu_ps(buf + i + 16), mean16);
+            sq0 = _mm512_fmadd_ps(d0, d0, sq0);
+            sq1 = _mm512_fmadd_ps(d1, d1, sq1);
+        }
+        for (; i < n; i += 16) {
+            const __m512 d = _mm512_maskz_sub_ps(i < whole ? static_cast<__mmask16>(0xFFFF) : tail,
+                                                 _mm512_loadu_ps(buf + i), mean16);
             if ((i / 16) % 2) sq1 = _mm512_fmadd_ps(d, d, sq1); else sq0 = _mm512_fmadd_ps(d, d, sq0);
         }
         const float var = _mm512_reduce_add_ps(_mm512_add_ps(sq0, sq1)) / static_cast<float>(n);
         const __m512 rstd = _mm512_set1_ps(1.0f / __builtin_sqrtf(var + a.eps));
         uint16_t* y = static_cast<uint16_t*>(a.y) + r * n;
-        int8_t* q = a.q ? static_cast<int8_t*>(a.q) + r * n : nullptr;  // int8 or uint8: same bytes after the clamp
-        for (int64_t i = 0; i < n; i += 16) {
-            const __mmask16 m = lanes_below(n - i);
-            __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, buf + i), mean16), rstd);
-            if (a.gamma && a.beta)
-                v = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(m, a.gamma + i), _mm512_maskz_loadu_ps(m, a.beta + i));
-            else if (a.gamma)
-                v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, a.gamma + i));
-            else if (a.beta)
-                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, a.beta + i));
+        int8_t* q = Codes ? static_cast<int8_t*>(a.q) + r * n : nullptr;  // int8 or uint8: same bytes after the clamp
+        const auto output = [&](int64_t j, __mmask16 m) {
+            __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, buf + j), mean16), rstd);
+            if constexpr (Gamma && Beta)
+                v = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(m, a.gamma + j), _mm512_maskz_loadu_ps(m, a.beta + j));
+            else if constexpr (Gamma)
+                v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, a.gamma + j));
+            else if constexpr (Beta)
+                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, a.beta + j));
             const __m256i stored = (__m256i)_mm512_cvtneps_pbh(v);
-            _mm256_mask_storeu_epi16(y + i, m, stored);
-            if (a.q) _mm_mask_storeu_epi8(q + i, m, quantize(bf16_bits_to_f32(stored), i, m));
-        }
+            _mm256_mask_storeu_epi16(y + j, m, stored);
+            if constexpr (Codes) _mm_mask_storeu_epi8(q + j, m, quantize(bf16_bits_to_f32(stored), j, m));
+        };
+        for (i = 0; i < whole; i += 16) output(i, 0xFFFF);
+        if (whole < n) output(whole, tail);
     }
+}
+
+// The instance for this call's inputs and outputs (a sum only with a residual).
+using RowsFn = void (*)(const NormArgs&, int64_t, int64_t);
+template <bool Residual, bool Sum, bool Gamma, bool Beta>
+static RowsFn bf16_rows_with_codes(bool codes) {
+    return codes ? layer_norm_rows_bf16<Residual, Sum, Gamma, Beta, true> : layer_norm_rows_bf16<Residual, Sum, Gamma, Beta, false>;
+}
+template <bool Residual, bool Sum>
+static RowsFn bf16_rows_with_affine(const NormArgs& a) {
+    const bool codes = a.q != nullptr;
+    if (a.gamma && a.beta) return bf16_rows_with_codes<Residual, Sum, true, true>(codes);
+    if (a.gamma) return bf16_rows_with_codes<Residual, Sum, true, false>(codes);
+    if (a.beta) return bf16_rows_with_codes<Residual, Sum, false, true>(codes);
+    return bf16_rows_with_codes<Residual, Sum, false, false>(codes);
+}
+static RowsFn bf16_rows_for(const NormArgs& a) {
+    if (a.residual == nullptr) return bf16_rows_with_affine<false, false>(a);
+    return a.sum ? bf16_rows_with_affine<true, true>(a) : bf16_rows_with_affine<true, false>(a);
 }
 #endif
 
@@ -119,10 +161,13 @@ static void layer_norm_rows(const NormArgs& a, int64_t begin, int64_t end) {
 }
 
 static void layer_norm(const NormArgs& a) {
+#if IPXC_HAVE_AVX512BF16
+    const RowsFn bf16_rows = bf16_rows_for(a);
+#endif
     parallel(a.rows, row_grain(a.cols), a.threads, [&](int64_t begin, int64_t end) {
         if (a.dtype == DType::bf16)
 #if IPXC_HAVE_AVX512BF16
-            layer_norm_rows_bf16(a, begin, end);
+            bf16_rows(a, begin, end);
 #else
             layer_norm_rows<uint16_t>(a, begin, end);
 #endif
