@@ -28,7 +28,7 @@ from ..ir import Program
 from ..ir.dims import compile_int
 from ..ir.opdef import get_op
 from .bound_plan import BoundPlan
-from .kernels import Kernel, NodeContext, resolve_kernel
+from .kernels import Kernel, NodeContext, NonFiniteInput, resolve_kernel
 from .view_chain import ViewChain, dims_named, find_chains
 
 _DIMS_CACHE_SIZE = 4  # sets of dims whose dims-only values are kept
@@ -107,6 +107,9 @@ class Executor:
 
         self.steps: list[Step] = []
         self.keeps_nan = True  # every kernel of the plan propagates NaN (Kernel.keeps_nan)
+        float_inputs = {n for n in graph.inputs if graph.values[n].dtype.startswith(("float", "bfloat"))}
+        checking: dict[str, list[int]] = {}  # graph input -> steps that run a Kernel.checked_fn on it
+        self._plain_fns: dict[int, Callable] = {}  # such a step -> the kernel's fn (drop_finite_checks)
         fresh: set[str] = set()  # values made by fresh_output kernels, not views of anything
         view_makers: set[str] = set()  # values read by a kernel that may return a view of them
 
@@ -141,6 +144,11 @@ class Executor:
                 kernel = kernel_of(node)
             self.keeps_nan = self.keeps_nan and kernel.keeps_nan
             fn, in_place = kernel.fn, False
+            first = node.inputs[0] if node.inputs else None
+            if kernel.checked_fn is not None and not nan_safe and first in float_inputs and kernel.in_place is None:
+                checking.setdefault(first, []).append(len(self.steps))
+                self._plain_fns[len(self.steps)] = fn
+                fn = _naming_the_input(kernel.checked_fn, first)
             if kernel.in_place is not None:
                 operand, in_place_fn = kernel.in_place
                 v = node.inputs[operand]
@@ -163,6 +171,15 @@ class Executor:
                                    dims_named(attrs, graph.dims),
                                    tuple(dims_named([graph.values[v].shape], graph.dims) for v in node.outputs),
                                    i in chains))
+        # The float inputs that only checking steps read, at their first input (the model does not scan them).
+        readers: dict[int, set[int]] = {}
+        for index, step in enumerate(self.steps):
+            for position, s in enumerate(step.inputs):
+                if s is not None:
+                    readers.setdefault(s, set()).add(index if position == 0 else -1)
+        self.finite_checked_inputs = frozenset(
+            name for name, steps in checking.items()
+            if name not in graph.outputs and readers.get(slot[name], set()) <= set(steps))
         # Constants that every reader took over (e.g. prepacked) need not stay in memory.
         still_read = {s for step in self.steps for s in step.inputs if s is not None} | set(slot[o] for o in graph.outputs if o in slot)
         constant_slots = {s: t for s, t in constant_slots.items() if s in still_read}
@@ -182,6 +199,12 @@ class Executor:
         self._dims_cache: dict[tuple, tuple[list[torch.Tensor], int, frozenset[int]]] = {}
         self._dims_lock = threading.Lock()  # a model may be called from several threads (guards _bound's evictions too)
         self._bound: dict[tuple, BoundPlan] = {}  # (varying dims, the other dims, threads) -> plan
+
+    def drop_finite_checks(self) -> None:
+        """The checking steps run their kernels' plain fn again (a model that needs no finite inputs)."""
+        for index, fn in self._plain_fns.items():
+            self.steps[index].kernel = fn
+        self._plain_fns, self.finite_checked_inputs = {}, frozenset()
 
     def run_bound(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], varying: frozenset[str]) -> list[torch.Tensor]:
         """A run from a plan bound to buffers made once (runtime/bound_plan.py), for calls whose dims differ
@@ -322,6 +345,16 @@ def declared_shapes(kernel: Kernel, node, specs: Sequence) -> Kernel:
         return result
 
     return dataclasses.replace(kernel, fn=checked, in_place=None, bind=None, bind_varying=None)
+
+
+def _naming_the_input(checked_fn: Callable, name: str) -> Callable:
+    """checked_fn, its NonFiniteInput naming the graph input it read."""
+    def checked(inputs: list, dims: dict[str, int]):
+        try:
+            return checked_fn(inputs, dims)
+        except NonFiniteInput:
+            raise NonFiniteInput(name) from None
+    return checked
 
 
 def _run_steps(steps: list[Step], env: list, dims: dict[str, int], totals: dict[str, float] | None,

@@ -16,7 +16,8 @@ from ..ir.dims import resolve
 from ..ir.spec import DimRange
 from ..manifest import IOSpec, Manifest
 from .executor import Executor
-from .kernels import check_avoid
+from .kernels import NonFiniteInput, check_avoid
+from .kernels import all_finite as _all_finite  # (module-level: tests count the scans through it)
 
 
 class Signature:
@@ -224,10 +225,14 @@ class LoadedModel:
         # Float inputs are scanned for NaN/Inf on every call where that can change the answer: a plan with a
         # kernel that turns NaN into numbers, or layers computing on integer codes (a decoder's KV cache is
         # megabytes a token: never scanned for nothing).
+        # An input whose only readers check it as they read it (Kernel.checked_fn) is not scanned here.
         self._computes_codes = any(n.op == "quantize" for n in self.graph.nodes)
-        self._nan_scanned_inputs = [i for i, io in enumerate(self.signature.inputs) if io.spec.dtype.startswith(("float", "bfloat"))]
-        if not self._computes_codes and (self.backend.propagates_nan or self.executor.keeps_nan):
-            self._nan_scanned_inputs = []
+        scans = self._computes_codes or not (self.backend.propagates_nan or self.executor.keeps_nan)
+        if not scans:
+            self.executor.drop_finite_checks()
+        self._nan_scanned_inputs = [i for i, io in enumerate(self.signature.inputs)
+                                    if scans and io.spec.dtype.startswith(("float", "bfloat"))
+                                    and io.name not in self.executor.finite_checked_inputs]
         self.load_seconds = time.perf_counter() - start
 
     def _static_cache(self, program, placement):
@@ -255,19 +260,29 @@ class LoadedModel:
         dims = self.signature.check(tensors)
         runner = self._runner_for(tensors) if scan_nan else self.runner
         with self.backend.call_context():  # the CPU: caller and OpenMP workers on different CPUs meanwhile
-            if varying and isinstance(runner, Executor):
-                return runner.run_bound(tensors, dims, varying)
-            return runner.run(tensors, dims)
+            try:
+                if varying and isinstance(runner, Executor):
+                    return runner.run_bound(tensors, dims, varying)
+                return runner.run(tensors, dims)
+            except NonFiniteInput as e:  # an input the plan's first reader checks itself (Kernel.checked_fn)
+                if runner is not self.runner:
+                    raise
+                return self._nonfinite_runner(e.name).run(tensors, dims)
 
     def _runner_for(self, tensors: Sequence[torch.Tensor]):
         """The plan for these inputs. Some fast CPU kernels (oneDNN's max pooling and fused relu) turn NaN
         into numbers, so inputs holding NaN or Inf (checked here, one pass over the float inputs) run
         a plan without them: NaN in gives NaN out, as in eager PyTorch. Integer codes cannot carry
-        NaN, so an int8 artifact refuses such inputs instead of answering with plausible numbers."""
+        NaN, so an int8 artifact refuses such inputs instead of answering with plausible numbers. An input whose
+        only readers check it as they read it (an image's first conversion, Kernel.checked_fn) is not scanned
+        here: such a step raises NonFiniteInput, and run_list then does the same."""
         bad = next((i for i in self._nan_scanned_inputs if not _all_finite(tensors[i])), None)
         if bad is None:
             return self.runner
-        name = self.signature.input_names[bad]
+        return self._nonfinite_runner(self.signature.input_names[bad])
+
+    def _nonfinite_runner(self, name: str):
+        """The plan for inputs where input `name` holds NaN or Inf, or for an int8 artifact the refusal."""
         if self._computes_codes:
             raise UserInputError(f"input {name} holds NaN or Inf, which an int8 artifact cannot represent "
                                  "(its layers compute on integer codes)",
@@ -357,9 +372,3 @@ class SharedPlacement:
         return entry[1]
 
 
-def _all_finite(t: torch.Tensor) -> bool:
-    """Whether t holds no NaN or Inf. A sum is NaN or infinite whenever some element is, so a finite sum answers
-    in one reduction (~20 us for an image, where isfinite(t).all() writes a mask first: ~200 us, 2-3 % of a
-    ResNet-50 int8 call); a sum that overflows only sends the question to the exact check."""
-    total = t.sum(dtype=torch.float32) if t.dtype in (torch.float16, torch.bfloat16) else t.sum()
-    return bool(torch.isfinite(total)) or bool(torch.isfinite(t).all())

@@ -375,11 +375,13 @@ def embedding(weight: torch.Tensor, indices: torch.Tensor, *, max_isa: Optional[
 
 
 def to_channels_last(x: torch.Tensor, dtype: Optional[torch.dtype] = None, *, scale: Optional[float] = None,
-                     zero_point: int = 0, max_isa: Optional[str] = None, threads: Optional[int] = None) -> torch.Tensor:
+                     zero_point: int = 0, max_isa: Optional[str] = None, threads: Optional[int] = None,
+                     check_finite: bool = False):
     """A contiguous [N, C, H, W] float32/bfloat16 x as a channels-last tensor of `dtype` (default x's):
     float32 or bfloat16 values equal x.to(dtype).contiguous(memory_format=torch.channels_last);
     torch.int8/torch.uint8 (with scale and zero_point) are quantized per tensor, the codes of
-    quantize_per_tensor(x, scale, zero_point, dtype), in channels-last order. One pass over x."""
+    quantize_per_tensor(x, scale, zero_point, dtype), in channels-last order. One pass over x.
+    check_finite: returns (that tensor, whether every value of x is finite), found in the same pass."""
     lib = _lib()
     x = _float_input(x, "x")
     if x.dim() != 4:
@@ -395,8 +397,9 @@ def to_channels_last(x: torch.Tensor, dtype: Optional[torch.dtype] = None, *, sc
         dtype, scale, zero_point = _fdtype(dtype, "dtype"), 1.0, 0
     n, c, h, w = x.shape
     nhwc = torch.empty((n, h, w, c), dtype=dtype)
-    _run(lib.to_channels_last, x, nhwc, scale, zero_point, max_isa, _threads(threads))
-    return nhwc.permute(0, 3, 1, 2)  # the same memory as [N, C, H, W] in channels-last strides
+    finite = _run(lib.to_channels_last, x, nhwc, scale, zero_point, max_isa, _threads(threads), check_finite)
+    out = nhwc.permute(0, 3, 1, 2)  # the same memory as [N, C, H, W] in channels-last strides
+    return (out, finite) if check_finite else out
 
 
 def spatial_mean(x: torch.Tensor, *, max_isa: Optional[str] = None, threads: Optional[int] = None) -> torch.Tensor:

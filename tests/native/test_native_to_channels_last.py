@@ -2,7 +2,8 @@
 bfloat16 in; float32/bfloat16 out equal to x.to(dtype).contiguous(channels_last) bit for bit, int8/uint8
 out equal to quantize_per_tensor's codes; 3 channels (the compile-time path) and any other count
 (blocks of 64 channels, pixel counts off the 64-pixel block); the registered runtime kernels for
-to_memory_format and quantize(memory_format=channels_last); errors."""
+to_memory_format and quantize(memory_format=channels_last), and their checked_fn; check_finite (NaN and infinities
+found in the same pass); errors."""
 from __future__ import annotations
 
 import pytest
@@ -116,3 +117,52 @@ def test_runtime_quantize_lays_out_an_nchw_input_channels_last(level):
     for layout in (x, x.contiguous(memory_format=CL), x.transpose(2, 3).contiguous().transpose(2, 3)):
         got = kernel.fn([layout], {})
         assert got.is_contiguous(memory_format=CL) and torch.equal(got, want)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("x_dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_check_finite_finds_every_nan_and_infinity(level, x_dtype):
+    """check_finite says whether x holds a NaN or an infinity, wherever it sits (first or last value, a 64-pixel
+    block's tail, a channel past the first 64), and the output is the unchecked one's bits either way."""
+    for shape in ((2, 3, 5, 7), (1, 130, 9, 11), (3, 3, 64, 66)):
+        x = values(shape, x_dtype)
+        for out in (dict(dtype=torch.bfloat16), dict(dtype=torch.uint8, scale=0.25, zero_point=3)):
+            plain = native.to_channels_last(x, max_isa=level, threads=2, **out)
+            got, finite = native.to_channels_last(x, max_isa=level, threads=2, check_finite=True, **out)
+            assert finite and torch.equal(got, plain)
+            big = torch.finfo(x_dtype).max  # the largest finite value is finite
+            y = x.clone()
+            y.view(-1)[-1] = big
+            assert native.to_channels_last(y, max_isa=level, threads=2, check_finite=True, **out)[1]
+            for bad in (float("nan"), float("inf"), -float("inf")):
+                for where in (0, x.numel() - 1, x.numel() // 2 + 1):
+                    y = x.clone()
+                    y.view(-1)[where] = bad
+                    got, finite = native.to_channels_last(y, max_isa=level, threads=2, check_finite=True, **out)
+                    assert not finite, (shape, bad, where)
+                    want = native.to_channels_last(y, max_isa=level, threads=2, **out)
+                    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)  # written all the same
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_runtime_kernels_check_their_input_when_asked(level):
+    """to_memory_format's and quantize(channels_last)'s checked_fn (Kernel.checked_fn: run where the kernel is an
+    image's only reader) give fn's values for finite inputs in every layout, and raise NonFiniteInput for a NaN or
+    an infinity in every layout; fn itself does not look."""
+    from ipexconvert.runtime.kernels import NonFiniteInput
+
+    x = values((2, 3, 6, 7), torch.float32)
+    kernels = [resolve_kernel(context("to_memory_format", x, level, memory_format="channels_last", dtype="bfloat16")),
+               resolve_kernel(context("quantize", x, level, scale=0.0371, zero_point=129, dtype="uint8",
+                                      memory_format="channels_last"))]
+    for kernel in kernels:
+        assert kernel.checked_fn is not None
+        for layout in (x, x.contiguous(memory_format=CL), x.transpose(2, 3).contiguous().transpose(2, 3)):
+            assert torch.equal(kernel.checked_fn([layout], {}), kernel.fn([layout], {}))
+        for bad in (float("nan"), float("inf")):
+            y = x.clone()
+            y[1, 2, 5, 6] = bad
+            for layout in (y, y.contiguous(memory_format=CL), y.transpose(2, 3).contiguous().transpose(2, 3)):
+                with pytest.raises(NonFiniteInput):
+                    kernel.checked_fn([layout], {})
+                kernel.fn([layout], {})  # no check

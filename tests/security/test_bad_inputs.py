@@ -473,6 +473,38 @@ def test_int8_artifact_refuses_nan_inputs(tmp_path, nan_image):
     expect(result, 2, "holds NaN or Inf, which an int8 artifact cannot represent")
 
 
+def test_an_image_is_checked_as_its_first_step_reads_it(tiny_cnn_artifact, nan_image, tmp_path, monkeypatch):
+    """A CNN's float image is read whole by its first step (the channels-last conversion, or the quantization),
+    which finds NaN and Inf on the way (Kernel.checked_fn): the model does not scan it again before the call, and an
+    image holding NaN or Inf still runs the NaN-safe plan (fp32: NaN logits, as eager) or is refused (int8)."""
+    from safetensors.torch import load_file
+
+    from ipexconvert.errors import UserInputError
+    from ipexconvert.runtime import model as model_module
+
+    scans = []
+    real = model_module._all_finite
+    monkeypatch.setattr(model_module, "_all_finite", lambda t: scans.append(t.shape) or real(t))
+    image = load_file(str(nan_image))
+    clean = torch.nan_to_num(image["pixel_values"])
+    inf = clean.clone()
+    inf[0, 2, 7, 9] = float("inf")
+    int8_path = tmp_path / "cnn.int8.ipxc"
+    ipexconvert.optimize("example:tiny-cnn", dtype="int8", output=int8_path, calib_synthetic=4)
+    for path in (tiny_cnn_artifact, int8_path):
+        model = ipexconvert.load_artifact(path)
+        assert model.executor.finite_checked_inputs == {"pixel_values"}
+        assert torch.isfinite(model.run_dict({"pixel_values": clean})["logits"]).all()
+        for bad in (image["pixel_values"], inf):
+            if path == int8_path:
+                with pytest.raises(UserInputError, match="input pixel_values holds NaN or Inf"):
+                    model.run_dict({"pixel_values": bad})
+            else:
+                assert torch.isnan(model.run_dict({"pixel_values": bad})["logits"]).all()
+        assert torch.isfinite(model.run_dict({"pixel_values": clean})["logits"]).all()  # the fast plan again
+    assert scans == []
+
+
 def test_a_file_changed_after_load_is_not_read_for_the_nan_safe_plan(tiny_cnn_artifact, nan_image, tmp_path):
     import shutil
 

@@ -19,6 +19,9 @@ struct ChannelsLastArgs {
     bool quantized = false, out_unsigned = false;
     float scale = 1.0f;
     int32_t zero_point = 0;
+    // Optional: set to 1 when x holds a NaN or an infinity (found as each block is read; the model's own scan of
+    // an input this kernel reads whole, runtime/model.py); the output is written all the same.
+    int32_t* nonfinite = nullptr;
     int threads = 1;
 };
 

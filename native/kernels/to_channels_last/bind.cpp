@@ -7,8 +7,9 @@ namespace {
 
 // x [N, C, H, W] (contiguous) into out [N, H, W, C] (contiguous, i.e. the NHWC view of a
 // channels-last tensor): float32/bf16 out converts, int8/uint8 out quantizes per tensor.
-void to_channels_last(nb::handle x_obj, nb::handle out_obj, float scale, int zero_point, const OptStr& max_isa,
-                      int threads) {
+// Returns whether every value of x is finite when check_finite (true otherwise).
+bool to_channels_last(nb::handle x_obj, nb::handle out_obj, float scale, int zero_point, const OptStr& max_isa,
+                      int threads, bool check_finite) {
     const TensorArg x(x_obj, "x"), out(out_obj, "out");
     ChannelsLastArgs a;
     a.dtype = activation_dtype(x);
@@ -37,14 +38,19 @@ void to_channels_last(nb::handle x_obj, nb::handle out_obj, float scale, int zer
     a.scale = scale;
     a.zero_point = zero_point;
     a.threads = threads;
+    int32_t nonfinite = 0;
+    if (check_finite) a.nonfinite = &nonfinite;
     run(lookup_to_channels_last(select(max_isa)), "to_channels_last", a);
+    return nonfinite == 0;
 }
 
 }  // namespace
 
 void bind_to_channels_last(nb::module_& m) {
     m.def("to_channels_last", &to_channels_last, "x"_a, "out"_a, "scale"_a, "zero_point"_a, "max_isa"_a.none(),
-          "threads"_a, "x [N, C, H, W] written into out [N, H, W, C]: converted, or quantized for an int8/uint8 out");
+          "threads"_a, "check_finite"_a = false,
+          "x [N, C, H, W] written into out [N, H, W, C]: converted, or quantized for an int8/uint8 out; returns "
+          "False when check_finite and x holds a NaN or an infinity (out is written all the same), else True");
 }
 
 }  // namespace ipxc

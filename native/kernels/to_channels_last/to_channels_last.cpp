@@ -5,7 +5,10 @@
 // [16, 3, 224, 224] on 2 threads). Here a block of pixels is converted one channel at a time
 // (contiguous reads, which vectorise) into a stack buffer, then interleaved into the output rows.
 // Quantized codes use quantize.cpp's arithmetic (fmaf(x, 1/scale, zp), rounded half to even,
-// clamped), so they equal the quantize kernel's codes of the same values.
+// clamped), so they equal the quantize kernel's codes of the same values. Asked to (nonfinite), it
+// also says whether x held a NaN or an infinity, so the model need not read the input a second time.
+#include <cfloat>
+
 #include "quant.h"
 
 namespace ipxc {
@@ -28,8 +31,18 @@ void convert_block(const ChannelsLastArgs& a, int64_t n, int64_t p0, int64_t cou
         for (int64_t c = 0; c < nc; ++c) {
             const T* __restrict src = x + (c0 + c) * a.pixels;
             O* __restrict dst = block + c * kPixels;
+            if (a.nonfinite == nullptr) {
 #pragma omp simd
-            for (int64_t i = 0; i < count; ++i) dst[i] = convert(src[i]);
+                for (int64_t i = 0; i < count; ++i) dst[i] = convert(src[i]);
+                continue;
+            }
+            int bad = 0;  // a compare per value on the way
+#pragma omp simd reduction(| : bad)
+            for (int64_t i = 0; i < count; ++i) {
+                dst[i] = convert(src[i]);
+                bad |= !(__builtin_fabsf(load(src[i])) <= FLT_MAX);  // NaN too
+            }
+            if (bad) __atomic_store_n(a.nonfinite, 1, __ATOMIC_RELAXED);
         }
         if constexpr (kC > 0) {
             for (int64_t i = 0; i < count; ++i)

@@ -8,7 +8,7 @@ import torch
 
 from .. import native_lib
 from ....ir.opdef import get_op
-from ....runtime.kernels import Kernel, NodeContext
+from ....runtime.kernels import Kernel, KernelFn, NodeContext, NonFiniteInput, all_finite
 
 DTYPES = ("float32", "bfloat16")  # what the native kernels compute on
 
@@ -29,13 +29,25 @@ def strictly_nchw(x: torch.Tensor) -> bool:
 
 
 def to_channels_last(x: torch.Tensor, dtype: torch.dtype, isa: str, scale: float = 1.0,
-                     zero_point: int = 0) -> torch.Tensor:
+                     zero_point: int = 0, check_finite: bool = False) -> torch.Tensor:
     """x (strictly_nchw) as a channels-last tensor of dtype by the native to_channels_last kernel:
-    float32/bfloat16 converted, int8/uint8 quantized with scale and zero_point; one pass."""
+    float32/bfloat16 converted, int8/uint8 quantized with scale and zero_point; one pass. check_finite: raise
+    NonFiniteInput where x holds a NaN or an infinity (found in the same pass)."""
     n, c, h, w = x.shape
     nhwc = torch.empty((n, h, w, c), dtype=dtype)
-    native_lib.raw.to_channels_last(x, nhwc, scale, zero_point, isa, torch.get_num_threads())
+    if not native_lib.raw.to_channels_last(x, nhwc, scale, zero_point, isa, torch.get_num_threads(), check_finite):
+        raise NonFiniteInput()
     return nhwc.permute(0, 3, 1, 2)
+
+
+def checking_finite(fn: KernelFn) -> KernelFn:
+    """fn raising NonFiniteInput first where input 0 holds a NaN or an infinity (a Kernel.checked_fn for the
+    inputs a kernel does not read through a checking native pass)."""
+    def checked(inputs: list, dims: dict[str, int]):
+        if not all_finite(inputs[0]):
+            raise NonFiniteInput()
+        return fn(inputs, dims)
+    return checked
 
 
 def qualifies(ctx: NodeContext, activations: Sequence[int]) -> bool:

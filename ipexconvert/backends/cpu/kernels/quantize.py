@@ -50,14 +50,20 @@ def native_quantize(ctx: NodeContext):
             lib.quantize_last_axis(dense, multiplier, a.zero_point, q, isa, torch.get_num_threads())
         return undo(q)
 
-    def run_to_channels_last(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+    def run_to_channels_last(inputs: list, dims: dict[str, int], check_finite: bool = False) -> torch.Tensor:
         x = inputs[0]
         if _native.strictly_nchw(x):  # NCHW in, channels-last codes out, one pass
-            return _native.to_channels_last(x, qdtype, isa, a.scale, a.zero_point)
+            return _native.to_channels_last(x, qdtype, isa, a.scale, a.zero_point, check_finite=check_finite)
+        if check_finite and not _native.all_finite(x):
+            raise _native.NonFiniteInput()
         if x.is_contiguous(memory_format=torch.channels_last):
             return run(inputs, dims)  # keeps the layout
         return reference(inputs, dims)
 
+    def checked(inputs: list, dims: dict[str, int]) -> torch.Tensor:  # a graph input: NaN / Inf found in the pass
+        return run_to_channels_last(inputs, dims, check_finite=True)
+
     name = _native.kernel_name("quantize", "quantize", ctx.isa)
-    return Kernel(run_to_channels_last if a.memory_format else run, name,
-                  frozenset({1}) if has_multiplier else frozenset())
+    if a.memory_format:
+        return Kernel(run_to_channels_last, name, frozenset({1}) if has_multiplier else frozenset(), checked_fn=checked)
+    return Kernel(run, name, frozenset({1}) if has_multiplier else frozenset())

@@ -28,9 +28,14 @@ def native_to_channels_last(ctx: NodeContext):
     reference = get_op(ctx.op).compile(ctx.attrs)
     isa, out_dtype = ctx.isa, dtypes.to_torch(out.dtype)
 
-    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+    def run(inputs: list, dims: dict[str, int], check_finite: bool = False) -> torch.Tensor:
         if not _native.strictly_nchw(inputs[0]):
             return reference(inputs, dims)  # already channels-last, or strided
-        return _native.to_channels_last(inputs[0], out_dtype, isa)
+        return _native.to_channels_last(inputs[0], out_dtype, isa, check_finite=check_finite)
 
-    return Kernel(run, _native.kernel_name("to_memory_format", "to_channels_last", isa))
+    def checked(inputs: list, dims: dict[str, int]) -> torch.Tensor:  # a graph input: NaN / Inf found in the pass
+        if not _native.strictly_nchw(inputs[0]):
+            return _native.checking_finite(reference)(inputs, dims)
+        return run(inputs, dims, check_finite=True)
+
+    return Kernel(run, _native.kernel_name("to_memory_format", "to_channels_last", isa), checked_fn=checked)
