@@ -344,7 +344,7 @@ def declared_shapes(kernel: Kernel, node, specs: Sequence) -> Kernel:
                                 "re-create the artifact with `ipexconvert optimize`")
         return result
 
-    return dataclasses.replace(kernel, fn=checked, in_place=None, bind=None, bind_varying=None)
+    return dataclasses.replace(kernel, fn=checked, in_place=None, bind=None, bind_varying=None, checked_fn=None)
 
 
 def _naming_the_input(checked_fn: Callable, name: str) -> Callable:
