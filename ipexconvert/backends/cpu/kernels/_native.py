@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 
@@ -40,13 +40,14 @@ def to_channels_last(x: torch.Tensor, dtype: torch.dtype, isa: str, scale: float
     return nhwc.permute(0, 3, 1, 2)
 
 
-def checking_finite(fn: KernelFn) -> KernelFn:
-    """fn raising NonFiniteInput first where input 0 holds a NaN or an infinity (a Kernel.checked_fn for the
-    inputs a kernel does not read through a checking native pass)."""
-    def checked(inputs: list, dims: dict[str, int]):
-        if not all_finite(inputs[0]):
+def checked_in_the_pass(run: Callable[[list, dict[str, int], bool], torch.Tensor]) -> KernelFn:
+    """The Kernel.checked_fn of a kernel whose run(inputs, dims, check_finite) checks an NCHW input 0 in its native
+    to_channels_last pass: an input in another layout (which run hands to other code) is checked by a reduction
+    first. Raises NonFiniteInput where input 0 holds a NaN or an infinity."""
+    def checked(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        if not strictly_nchw(inputs[0]) and not all_finite(inputs[0]):
             raise NonFiniteInput()
-        return fn(inputs, dims)
+        return run(inputs, dims, True)
     return checked
 
 

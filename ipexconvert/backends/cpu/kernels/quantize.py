@@ -54,16 +54,11 @@ def native_quantize(ctx: NodeContext):
         x = inputs[0]
         if _native.strictly_nchw(x):  # NCHW in, channels-last codes out, one pass
             return _native.to_channels_last(x, qdtype, isa, a.scale, a.zero_point, check_finite=check_finite)
-        if check_finite and not _native.all_finite(x):
-            raise _native.NonFiniteInput()
         if x.is_contiguous(memory_format=torch.channels_last):
             return run(inputs, dims)  # keeps the layout
         return reference(inputs, dims)
 
-    def checked(inputs: list, dims: dict[str, int]) -> torch.Tensor:  # a graph input: NaN / Inf found in the pass
-        return run_to_channels_last(inputs, dims, check_finite=True)
-
     name = _native.kernel_name("quantize", "quantize", ctx.isa)
     if a.memory_format:
-        return Kernel(run_to_channels_last, name, frozenset({1}) if has_multiplier else frozenset(), checked_fn=checked)
+        return Kernel(run_to_channels_last, name, checked_fn=_native.checked_in_the_pass(run_to_channels_last))
     return Kernel(run, name, frozenset({1}) if has_multiplier else frozenset())

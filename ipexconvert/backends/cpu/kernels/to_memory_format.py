@@ -33,9 +33,5 @@ def native_to_channels_last(ctx: NodeContext):
             return reference(inputs, dims)  # already channels-last, or strided
         return _native.to_channels_last(inputs[0], out_dtype, isa, check_finite=check_finite)
 
-    def checked(inputs: list, dims: dict[str, int]) -> torch.Tensor:  # a graph input: NaN / Inf found in the pass
-        if not _native.strictly_nchw(inputs[0]):
-            return _native.checking_finite(reference)(inputs, dims)
-        return run(inputs, dims, check_finite=True)
-
-    return Kernel(run, _native.kernel_name("to_memory_format", "to_channels_last", isa), checked_fn=checked)
+    return Kernel(run, _native.kernel_name("to_memory_format", "to_channels_last", isa),
+                  checked_fn=_native.checked_in_the_pass(run))
