@@ -44,6 +44,9 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in [
     Variable("IPEXCONVERT_PIN_THREADS", "1", "0: a model's calls leave the calling thread and its OpenMP workers where "
              "the scheduler puts them (by default, when the threads equal the process's CPUs, the caller is bound to the "
              "first CPU and the workers to the others while a call runs: backends/cpu/thread_placement.py)"),
+    Variable("IPEXCONVERT_FIXED_PLANS", "1", "0: a model called again and again with the same input shapes runs each "
+             "call step by step through the executor instead of from a plan bound to buffers made once, whose "
+             "consecutive native calls run as one (runtime/bound_plan.py)"),
     Variable("IPEXCONVERT_MALLOC_TUNING", "1", "0: loading an artifact leaves glibc's malloc thresholds alone"),
     Variable("IPEXCONVERT_MAX_TENSOR_BYTES", "2147483648 (2 GiB)",
              "the largest output an `aten` fallback node may make (a bound on what an artifact can ask for)"),

@@ -122,13 +122,15 @@ class BoundPlan:
         self.lock = threading.Lock()
         self.output_slots = executor.output_slots
         env: list = list(executor.base_env)
+        self.constants = [t for t in env if t is not None]
         varying_slots: set[int] = set()  # slots whose shape or content changes with the varying dims
         settled = {s for s, t in enumerate(env) if t is not None}  # the same in every call: constants, and what
         # steps made from them alone (computed here once)
         self.staged: list[tuple[int, int]] = []  # (index among the graph inputs, slot of its buffer)
         self.passed: list[tuple[int, int]] = []  # (index among the graph inputs, slot): given as they come
         for index, (s, t) in enumerate(zip(executor.input_slots, inputs)):
-            if set(executor.input_dims[index]) & varying:
+            if set(executor.input_dims[index]) & varying or not varying:  # (a fixed-shape plan: its input readers
+                # run as kernels each call, e.g. a CNN's image check and conversion, so the input is not copied)
                 env[s] = t
                 varying_slots.add(s)
                 self.passed.append((index, s))
@@ -137,6 +139,7 @@ class BoundPlan:
                 self.staged.append((index, s))
         self.bound_steps = 0  # steps run as bound calls or recorded steps (tests and benchmarks read it)
         self.recorded_steps = 0  # of which recorded steps
+        self.refills = 0  # steps run as their kernels each call, their results copied into the plan's buffers
         self.entries: list[tuple[Optional[Callable[[], object]], Optional[_Refill]]] = []
         # Recorded steps (one varying dim: the cache length, held by the length cell they read when they run)
         self.length_dim = next(iter(varying)) if len(varying) == 1 and set(varying) <= set(dims) else None
@@ -312,9 +315,23 @@ class BoundPlan:
                 env[s] = r
                 varying_slots.add(s)
                 passes.append((index, s))
+        self.refills += 1
         refill = _Refill(fn or step.kernel, step.inputs, copies, passes, len(step.outputs) == 1, step.dims_only)
         self._refilled.update({s: (refill, index) for index, s in passes})
         self.entries.append((None, refill))
+
+    def worth_keeping(self, max_refills: float, max_bytes: int) -> bool:
+        """Whether at most `max_refills` steps run as kernels copying their results into the plan's buffers and
+        those buffers hold at most `max_bytes` (a fixed plan's test: one of mostly refills would copy what most steps
+        make, and it keeps every value's buffer where the executor frees them as it goes)."""
+        return self.refills <= max_refills and self.buffer_bytes() <= max_bytes
+
+    def buffer_bytes(self) -> int:
+        """The bytes of the buffers the plan made (each storage once; the constants are the model's)."""
+        own = {id(t) for t in self.constants}
+        storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+                    for t in self.env if isinstance(t, torch.Tensor) and id(t) not in own}
+        return sum(storages.values())
 
     def _outputs(self, env: list) -> list:
         return [env[s] if varying else env[s].clone() for s, varying in zip(self.output_slots, self.varying_outputs)]

@@ -23,17 +23,23 @@ import torch
 
 from ..backends import get_backend
 from ..backends.base import Backend
+from .. import environment
 from ..errors import ArtifactError
 from ..ir import Program
 from ..ir.dims import compile_int
 from ..ir.opdef import get_op
 from .bound_plan import BoundPlan
-from .kernels import Kernel, NodeContext, NonFiniteInput, resolve_kernel
+from .kernels import CHOOSING_CALLS, Kernel, NodeContext, NonFiniteInput, resolve_kernel
 from .view_chain import ViewChain, dims_named, find_chains
 
 _DIMS_CACHE_SIZE = 4  # sets of dims whose dims-only values are kept
 _DIMS_CACHE_BYTES = 64 << 20  # and their memory (a causal mask is seq^2: 32 MiB in bf16 at 4096)
 _BOUND_PLANS = 2  # bound plans kept (per set of fixed dims: a decoder's batch sizes)
+# A model called with the same dims this many times runs from a plan bound to buffers (run_fixed): by then the
+# layers that measure two ways in their first calls (backends/cpu/kernels/_in_situ.py) have chosen.
+FIXED_PLAN_AFTER = CHOOSING_CALLS
+_FIXED_PLAN_BYTES = 64 << 20  # buffer memory a fixed plan may hold (it keeps every value's buffer; the executor frees)
+_FIXED_PLAN_REFILLS = 0.25  # share of the steps that may run as kernels each call (refills) in a fixed plan kept
 
 
 @dataclass
@@ -166,7 +172,8 @@ class Executor:
             attrs = [graph.nodes[j].attrs for j in chains[i]] if i in chains else [node.attrs]
             self.steps.append(Step(node.name, node.op, fn, kernel.name, inputs, outputs,
                                    sorted(slot[v] for v in dead if v in slot), in_place,
-                                   all(v in dims_only for v in node.outputs), kernel.bind,
+                                   all(v in dims_only for v in node.outputs),
+                                   kernel.bind_in_place if in_place else kernel.bind,
                                    None if in_place else kernel.bind_varying,
                                    dims_named(attrs, graph.dims),
                                    tuple(dims_named([graph.values[v].shape], graph.dims) for v in node.outputs),
@@ -199,6 +206,8 @@ class Executor:
         self._dims_cache: dict[tuple, tuple[list[torch.Tensor], int, frozenset[int]]] = {}
         self._dims_lock = threading.Lock()  # a model may be called from several threads (guards _bound's evictions too)
         self._bound: dict[tuple, BoundPlan] = {}  # (varying dims, the other dims, threads) -> plan
+        self._fixed_calls: dict[tuple, int] = {}  # (dims, threads) -> calls so far; -1: its plan was not worth keeping
+        self.fixed_plans = not environment.switched_off("IPEXCONVERT_FIXED_PLANS")
 
     def drop_finite_checks(self) -> None:
         """The checking steps run their kernels' plain fn again (a model that needs no finite inputs)."""
@@ -229,6 +238,32 @@ class Executor:
         plan = BoundPlan(self, inputs, dims, varying)
         self._bound[key] = plan
         outputs, plan.first_outputs = plan.first_outputs, []  # (the plan must not keep this call's caches alive)
+        return outputs
+
+    def run_fixed(self, inputs: Sequence[torch.Tensor], dims: dict[str, int]) -> list[torch.Tensor]:
+        """run(), or, for dims met FIXED_PLAN_AFTER times, a run from a plan bound to buffers made once (a CNN or
+        encoder called again and again with one input shape): its consecutive bound calls run as one native call,
+        with no Python, allocation or argument checks between the layers (ResNet-50 int8 b1 on a 2-core AMX Xeon
+        0.86-0.93 x the time). A plan where more than _FIXED_PLAN_REFILLS of the steps cannot bind, or that holds
+        more than _FIXED_PLAN_BYTES of buffers, is dropped and those dims run step by step from then on."""
+        if not self.fixed_plans or self.device != "cpu":
+            return self.run(inputs, dims)
+        key = (tuple(sorted(dims.items())), torch.get_num_threads())
+        with self._dims_lock:
+            calls = self._fixed_calls.get(key, 0)
+            if calls >= 0:
+                if len(self._fixed_calls) >= 64 and key not in self._fixed_calls:  # many shapes: keep the memo small
+                    self._fixed_calls.clear()
+                self._fixed_calls[key] = calls + 1
+        if calls < FIXED_PLAN_AFTER:
+            return self.run(inputs, dims)
+        outputs = self.run_bound(inputs, dims, frozenset())
+        plan = self._bound.get((frozenset(), key[0], key[1]))
+        if plan is not None and calls == FIXED_PLAN_AFTER and not plan.worth_keeping(
+                _FIXED_PLAN_REFILLS * len(self.main), _FIXED_PLAN_BYTES):
+            with self._dims_lock:
+                self._bound.pop((frozenset(), key[0], key[1]), None)
+                self._fixed_calls[key] = -1
         return outputs
 
     def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], persistent: frozenset[int] = frozenset(),
@@ -331,10 +366,9 @@ def declared_shapes(kernel: Kernel, node, specs: Sequence) -> Kernel:
     shapes = [[d if isinstance(d, int) else compile_int(d) for d in spec.shape] for spec in specs]
     if all(isinstance(d, int) for shape in shapes for d in shape) and "$sym" not in json.dumps(node.attrs):
         return kernel
-    fn = kernel.fn
+    fn, bind = kernel.fn, kernel.bind
 
-    def checked(inputs: list, dims: dict[str, int]):
-        result = fn(inputs, dims)
+    def check(result, dims: dict[str, int]) -> None:
         made = list(result) if isinstance(result, (tuple, list)) else [result]
         wanted = [[d if isinstance(d, int) else d(dims) for d in shape] for shape in shapes]
         got = [list(t.shape) if isinstance(t, torch.Tensor) else None for t in made]
@@ -342,9 +376,20 @@ def declared_shapes(kernel: Kernel, node, specs: Sequence) -> Kernel:
             raise ArtifactError(f"node {node.name} ({node.attrs.get('target', node.op)}) made outputs of shapes {got} "
                                 f"where the artifact declares {wanted} at {dims}",
                                 "re-create the artifact with `ipexconvert optimize`")
+
+    def checked(inputs: list, dims: dict[str, int]):
+        result = fn(inputs, dims)
+        check(result, dims)
         return result
 
-    return dataclasses.replace(kernel, fn=checked, in_place=None, bind=None, bind_varying=None, checked_fn=None)
+    def checked_bind(inputs: list, dims: dict[str, int]):
+        bound = bind(inputs, dims)
+        if bound is not None:  # (a bound call's outputs are made once, before it runs: checked once)
+            check(bound[1], dims)
+        return bound
+
+    return dataclasses.replace(kernel, fn=checked, in_place=None, bind=None if bind is None else checked_bind,
+                               bind_in_place=None, bind_varying=None, checked_fn=None)
 
 
 def _naming_the_input(checked_fn: Callable, name: str) -> Callable:

@@ -72,6 +72,8 @@ class Kernel:
     # them from these very input tensors (whose contents change between calls, never their shapes), doing exactly
     # what fn would (runtime/bound_plan.py: a decoder's decode steps). None where this input layout needs fn's checks.
     bind: Optional[Callable[[list, dict[str, int]], Optional[tuple[Callable[[], Any], list]]]] = None
+    # bind for the in-place variant (in_place), where the executor runs that: its output is the input it overwrites
+    bind_in_place: Optional[Callable[[list, dict[str, int]], Optional[tuple[Callable[[], Any], list]]]] = None
     # bind_varying(inputs, dims, varying) -> fn or None: for a step reading values whose shapes change between
     # calls (`varying`: their input indices; a decoder's cache), a function like fn that takes the current inputs
     # (the others: these very tensors) and returns its fixed-shape results in the same tensors on every call.

@@ -261,8 +261,8 @@ class LoadedModel:
         runner = self._runner_for(tensors) if scan_nan else self.runner
         with self.backend.call_context():  # the CPU: caller and OpenMP workers on different CPUs meanwhile
             try:
-                if varying and isinstance(runner, Executor):
-                    return runner.run_bound(tensors, dims, varying)
+                if isinstance(runner, Executor):
+                    return runner.run_bound(tensors, dims, varying) if varying else runner.run_fixed(tensors, dims)
                 return runner.run(tensors, dims)
             except NonFiniteInput as e:  # an input the plan's first reader checks itself (Kernel.checked_fn)
                 if runner is not self.runner:

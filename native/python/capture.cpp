@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "bind_common.h"
+#include "ipxc/native_call.h"
 
 namespace ipxc {
 
@@ -21,7 +22,8 @@ namespace {
 
 class CallList {
 public:
-    explicit CallList(std::vector<std::function<void()>> calls) : calls_(std::move(calls)) {}
+    CallList(std::vector<std::function<void()>> calls, std::vector<nb::object> keep)
+        : calls_(std::move(calls)), keep_(std::move(keep)) {}
     void operator()() const {
         nb::gil_scoped_release release;
         for (const auto& call : calls_) call();
@@ -30,17 +32,34 @@ public:
 
 private:
     std::vector<std::function<void()>> calls_;
+    std::vector<nb::object> keep_;  // the objects whose native calls are among calls_ (their contexts live in them)
 };
 
-// Each callable must make exactly one native call, of a kernel that can be recorded; otherwise (a kernel that
-// cannot, a call of the oneDNN module or of torch, which would run now instead of being recorded, or none) the
-// answer is None and the caller keeps calling them itself.
+// The call an object of another extension module hands over (its `native_call` capsule: native_call.h), or null.
+const IpxcNativeCall* native_call_of(const nb::callable& call) {
+    if (!nb::hasattr(call, "native_call")) return nullptr;
+    nb::object capsule = call.attr("native_call");
+    if (!PyCapsule_IsValid(capsule.ptr(), IPXC_NATIVE_CALL_CAPSULE)) fail("native_call is not a native call capsule");
+    return static_cast<const IpxcNativeCall*>(PyCapsule_GetPointer(capsule.ptr(), IPXC_NATIVE_CALL_CAPSULE));
+}
+
+// Each callable must make exactly one native call, of a kernel that can be recorded, or hand over a call of another
+// module (`native_call`: ipexconvert._dnnl's bound layers); otherwise (a kernel that cannot, a call of torch, which
+// would run now instead of being recorded, or none) the answer is None and the caller keeps calling them itself.
 std::optional<CallList> capture(const std::vector<nb::callable>& calls) {
     if (active_capture() != nullptr) fail("capture() cannot be nested");
     Capture recorded;
+    std::vector<nb::object> keep;
     active_capture() = &recorded;
     try {
         for (const nb::callable& call : calls) {
+            if (const IpxcNativeCall* native = native_call_of(call)) {
+                keep.push_back(nb::borrow(call));
+                recorded.calls.push_back([native] {
+                    if (const char* error = native->run(native->context)) throw std::runtime_error(error);
+                });
+                continue;
+            }
             const size_t before = recorded.calls.size();
             call();
             if (recorded.refused != nullptr || recorded.calls.size() != before + 1) {
@@ -53,7 +72,7 @@ std::optional<CallList> capture(const std::vector<nb::callable>& calls) {
         throw;
     }
     active_capture() = nullptr;
-    return CallList(std::move(recorded.calls));
+    return CallList(std::move(recorded.calls), std::move(keep));
 }
 
 // out = table[length_at - first]: a value that depends only on the cache length (a decode step's rotary rows and

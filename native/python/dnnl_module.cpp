@@ -5,6 +5,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -15,6 +16,7 @@
 #include "../dnnl/engine.h"
 #include "../dnnl/linear.h"
 #include "../dnnl/pool.h"
+#include "ipxc/native_call.h"
 #include "tensor_arg.h"
 
 namespace nb = nanobind;
@@ -157,7 +159,8 @@ std::string dims_str(int64_t a, int64_t b, int64_t c, int64_t d) {
 
 // x and out (which holds the residual with a sum) dense NHWC, of the layer's types, channels and
 // sizes: exactly the memory the primitive reads and writes. Conv::run checks fold / side_by_side / stack.
-void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out, int64_t fold, bool side_by_side, bool stack) {
+std::function<void()> prepare_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out, int64_t fold, bool side_by_side,
+                                   bool stack) {
     const ipxc_dnnl::ConvConfig& c = conv.config();
     TensorArg src(x, "x"), dst(out, "out");
     check_nhwc(src);
@@ -173,9 +176,13 @@ void run_conv(ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out, int64_t fold,
         fail("out " + dst.shape_str() + " must be " + dims_str(n, c.out_channels, oh, ow) +
              ", this layer's output size and channels for x " + src.shape_str() +
              (c.sum ? " (out holds the residual summed into it)" : ""));
-    if (n == 0) return;  // no images: nothing to read or write
-    nb::gil_scoped_release release;
-    conv.run(src.data(), n, c.in_channels, h, w, dst.data(), c.out_channels, oh, ow, fold, side_by_side, stack);
+    if (n == 0) return [] {};  // no images: nothing to read or write
+    const void* src_data = src.data();
+    void* dst_data = dst.data();
+    const int64_t in_channels = c.in_channels, out_channels = c.out_channels;
+    return [&conv, src_data, n, in_channels, h, w, dst_data, out_channels, oh = oh, ow = ow, fold, side_by_side, stack] {
+        conv.run(src_data, n, in_channels, h, w, dst_data, out_channels, oh, ow, fold, side_by_side, stack);
+    };
 }
 
 void init_linear(ipxc_dnnl::Linear* self, nb::handle weight, nb::handle w_scales, nb::handle bias,
@@ -194,7 +201,7 @@ void init_linear(ipxc_dnnl::Linear* self, nb::handle weight, nb::handle w_scales
 }
 
 // x: [..., in_features], out: [..., out_features], both contiguous with the same leading dims.
-void run_linear(ipxc_dnnl::Linear& linear, nb::handle x, nb::handle out) {
+std::function<void()> prepare_linear(ipxc_dnnl::Linear& linear, nb::handle x, nb::handle out) {
     TensorArg src(x, "x"), dst(out, "out");
     check_cpu_contiguous(src);
     check_cpu_contiguous(dst);
@@ -208,9 +215,8 @@ void run_linear(ipxc_dnnl::Linear& linear, nb::handle x, nb::handle out) {
     if (!same_lead)
         fail("out " + dst.shape_str() + " must be x's leading dims then out_features (" + std::to_string(n) + ")");
     const int64_t rows = src.size() / k;
-    if (rows == 0) return;
-    nb::gil_scoped_release release;
-    linear.run(src.data(), rows, dst.data());
+    if (rows == 0) return [] {};
+    return [&linear, src_data = src.data(), rows, dst_data = dst.data()] { linear.run(src_data, rows, dst_data); };
 }
 
 void init_max_pool(ipxc_dnnl::MaxPool* self, Pair kernel, Pair stride, Pair padding, Pair dilation,
@@ -225,7 +231,7 @@ void init_max_pool(ipxc_dnnl::MaxPool* self, Pair kernel, Pair stride, Pair padd
 }
 
 // x and out dense NHWC of the pool's type, out [n, c, oh, ow] for x [n, c, h, w].
-void run_max_pool(ipxc_dnnl::MaxPool& pool, nb::handle x, nb::handle out) {
+std::function<void()> prepare_max_pool(ipxc_dnnl::MaxPool& pool, nb::handle x, nb::handle out) {
     TensorArg src(x, "x"), dst(out, "out");
     check_nhwc(src);
     check_nhwc(dst);
@@ -236,9 +242,48 @@ void run_max_pool(ipxc_dnnl::MaxPool& pool, nb::handle x, nb::handle out) {
     if (dst.shape(0) != n || dst.shape(1) != c || dst.shape(2) != oh || dst.shape(3) != ow)
         fail("out " + dst.shape_str() + " must be " + dims_str(n, c, oh, ow) + ", this pooling's output size for x " +
              src.shape_str());
-    if (n == 0 || c == 0) return;  // nothing to read or write
+    if (n == 0 || c == 0) return [] {};  // nothing to read or write
+    return [&pool, src_data = src.data(), n, c, h, w, dst_data = dst.data(), oh = oh, ow = ow] {
+        pool.run(src_data, n, c, h, w, dst_data, oh, ow);
+    };
+}
+
+void released(const std::function<void()>& call) {
     nb::gil_scoped_release release;
-    pool.run(src.data(), n, c, h, w, dst.data(), oh, ow);
+    call();
+}
+
+// A layer's call with its arguments checked once (Conv.bind and the like): the bound plans of
+// ipexconvert/runtime/bound_plan.py call it, or hand it to ipexconvert._native's capture() through
+// `native_call`, which then makes it with no Python between it and the kernels around it. It keeps the layer and
+// the tensors it was given alive; their shapes and storage must not change while it is used (the plan owns them).
+class BoundCall {
+public:
+    BoundCall(std::function<void()> call, nb::object keep) : call_(std::move(call)), keep_(std::move(keep)) {
+        native_.run = &BoundCall::run_native;
+        native_.context = this;
+    }
+    void operator()() const { released(call_); }
+    nb::capsule native_call() const { return nb::capsule(&native_, IPXC_NATIVE_CALL_CAPSULE); }
+
+private:
+    static const char* run_native(void* context) {
+        thread_local std::string error;
+        try {
+            static_cast<BoundCall*>(context)->call_();
+            return nullptr;
+        } catch (const std::exception& e) {
+            error = e.what();
+            return error.c_str();
+        }
+    }
+    std::function<void()> call_;
+    nb::object keep_;  // (the layer, x, out)
+    IpxcNativeCall native_{};
+};
+
+BoundCall* bound(std::function<void()> call, nb::handle layer, nb::handle x, nb::handle out) {
+    return new BoundCall(std::move(call), nb::make_tuple(layer, x, out));
 }
 
 // oneDNN's own refusals (a primitive it cannot make for these arguments) as ValueError, running
@@ -259,17 +304,32 @@ void translate_dnnl_error(const std::exception_ptr& error, void*) {
 NB_MODULE(_dnnl, m) {
     m.doc() = "ipexconvert's direct oneDNN layers (see native/dnnl/conv.h)";
     nb::register_exception_translator(&translate_dnnl_error);
+    nb::class_<BoundCall>(m, "BoundCall",
+                          "A layer call checked once: calling it makes it; native_call hands it to _native.capture().")
+        .def("__call__", &BoundCall::operator())
+        .def_prop_ro("native_call", &BoundCall::native_call);
     nb::class_<ipxc_dnnl::Conv>(m, "Conv")
         .def("__init__", &init_conv,
              "weight"_a, "w_scales"_a.none(), "bias"_a.none(), "stride"_a, "padding"_a, "dilation"_a, "src"_a,
              "dst"_a, "relu"_a = false, "sum"_a = false, "sum_type"_a = "", "sum_scale"_a = 1.f,
              "sum_zero_point"_a = 0, "x_scale"_a = 1.f, "x_zero_point"_a = 0, "y_scale"_a = 1.f,
              "y_zero_point"_a = 0, "lowering"_a = "auto")
-        .def("run", &run_conv, "x"_a, "out"_a, "fold"_a = 1, "side_by_side"_a = false, "stack"_a = false,
+        .def("run",
+             [](ipxc_dnnl::Conv& conv, nb::handle x, nb::handle out, int64_t fold, bool side_by_side, bool stack) {
+                 released(prepare_conv(conv, x, out, fold, side_by_side, stack));
+             },
+             "x"_a, "out"_a, "fold"_a = 1, "side_by_side"_a = false, "stack"_a = false,
              "out = conv(x) (+ the residual already in out), x and out channels-last; fold: each image's rows run "
              "as that many images (see folds); side_by_side: the batch's images (2 or more) run as one image, "
              "side by side with zero columns between them; stack: the batch's images run as one image of their "
              "rows one after the other (see stacks); one of the three at most (conv.h)")
+        .def("bind",
+             [](nb::handle self, nb::handle x, nb::handle out, int64_t fold, bool side_by_side, bool stack) {
+                 return bound(prepare_conv(nb::cast<ipxc_dnnl::Conv&>(self), x, out, fold, side_by_side, stack), self, x,
+                              out);
+             },
+             "x"_a, "out"_a, "fold"_a = 1, "side_by_side"_a = false, "stack"_a = false, nb::rv_policy::take_ownership,
+             "run()'s call checked once and kept (a BoundCall), for x and out whose shapes and storage stay as they are")
         .def("stacks", &ipxc_dnnl::Conv::stacks, "h"_a,
              "whether run(stack=True) can take images of h rows: a 1x1 layer without padding whose input rows are "
              "stride x output rows (conv.h)")
@@ -282,15 +342,26 @@ NB_MODULE(_dnnl, m) {
         .def("__init__", &init_linear, "weight"_a, "w_scales"_a.none(), "bias"_a.none(), "src"_a, "dst"_a,
              "post_op"_a = "", "multiplier"_a.none() = nb::none(), "x_scale"_a = 1.f, "x_zero_point"_a = 0,
              "y_scale"_a = 1.f, "y_zero_point"_a = 0)
-        .def("run", &run_linear, "x"_a, "out"_a,
-             "out = post_op(x @ weight^T + bias) * multiplier, x and out contiguous")
+        .def("run", [](ipxc_dnnl::Linear& linear, nb::handle x, nb::handle out) { released(prepare_linear(linear, x, out)); },
+             "x"_a, "out"_a, "out = post_op(x @ weight^T + bias) * multiplier, x and out contiguous")
+        .def("bind",
+             [](nb::handle self, nb::handle x, nb::handle out) {
+                 return bound(prepare_linear(nb::cast<ipxc_dnnl::Linear&>(self), x, out), self, x, out);
+             },
+             "x"_a, "out"_a, nb::rv_policy::take_ownership, "run()'s call checked once and kept (a BoundCall)")
         .def_prop_ro("in_features", &ipxc_dnnl::Linear::in_features)
         .def_prop_ro("out_features", &ipxc_dnnl::Linear::out_features)
         .def("implementation", &ipxc_dnnl::Linear::implementation, "rows"_a)
         .def("plan_count", &ipxc_dnnl::Linear::plan_count);
     nb::class_<ipxc_dnnl::MaxPool>(m, "MaxPool")
         .def("__init__", &init_max_pool, "kernel"_a, "stride"_a, "padding"_a, "dilation"_a, "type"_a)
-        .def("run", &run_max_pool, "x"_a, "out"_a, "out = max_pool2d(x), x and out channels-last");
+        .def("run", [](ipxc_dnnl::MaxPool& pool, nb::handle x, nb::handle out) { released(prepare_max_pool(pool, x, out)); },
+             "x"_a, "out"_a, "out = max_pool2d(x), x and out channels-last")
+        .def("bind",
+             [](nb::handle self, nb::handle x, nb::handle out) {
+                 return bound(prepare_max_pool(nb::cast<ipxc_dnnl::MaxPool&>(self), x, out), self, x, out);
+             },
+             "x"_a, "out"_a, nb::rv_policy::take_ownership, "run()'s call checked once and kept (a BoundCall)");
     m.def("set_max_isa", &ipxc_dnnl::set_max_isa, "isa"_a);
     m.def("version", [] {
         const dnnl_version_t* v = dnnl_version();

@@ -35,7 +35,7 @@ void concat_channels(nb::handle a_obj, nb::handle b_obj, nb::handle out_obj, con
     args.out = out.data();
     args.itemsize = (out.dtype().bits * out.dtype().lanes + 7) / 8;
     args.threads = threads;
-    run(lookup_concat_channels(select(max_isa)), "concat_channels", args);
+    run_capturable(lookup_concat_channels(select(max_isa)), "concat_channels", args);
 }
 
 }  // namespace

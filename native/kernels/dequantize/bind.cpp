@@ -20,7 +20,7 @@ void dequantize(nb::handle q_obj, nb::handle scales_obj, nb::handle zps_obj, boo
     a.zero_points = static_cast<const int32_t*>(zps.data());
     a.per_channel = per_channel;
     a.threads = threads;
-    run(lookup_dequantize(select(max_isa)), "dequantize", a);
+    run_capturable(lookup_dequantize(select(max_isa)), "dequantize", a);
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ void quantize(nb::handle x_obj, nb::handle scales_obj, nb::handle zps_obj, bool 
     a.zero_points = static_cast<const int32_t*>(zps.data());
     a.per_channel = per_channel;
     a.threads = threads;
-    run(lookup_quantize(select(max_isa)), "quantize", a);
+    run_capturable(lookup_quantize(select(max_isa)), "quantize", a);
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ void spatial_mean(nb::handle x_obj, bool channels_last, nb::handle out_obj, cons
     a.x = x.data();
     a.y = out.data();
     a.threads = threads;
-    run(lookup_spatial_mean(select(max_isa)), "spatial_mean", a);
+    run_capturable(lookup_spatial_mean(select(max_isa)), "spatial_mean", a);
 }
 
 }  // namespace

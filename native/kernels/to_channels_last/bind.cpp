@@ -38,8 +38,12 @@ bool to_channels_last(nb::handle x_obj, nb::handle out_obj, float scale, int zer
     a.scale = scale;
     a.zero_point = zero_point;
     a.threads = threads;
+    if (!check_finite) {  // (its arguments then point only into x and out: a capture may record the call)
+        run_capturable(lookup_to_channels_last(select(max_isa)), "to_channels_last", a);
+        return true;
+    }
     int32_t nonfinite = 0;
-    if (check_finite) a.nonfinite = &nonfinite;
+    a.nonfinite = &nonfinite;
     run(lookup_to_channels_last(select(max_isa)), "to_channels_last", a);
     return nonfinite == 0;
 }

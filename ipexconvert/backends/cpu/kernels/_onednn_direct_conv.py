@@ -91,7 +91,21 @@ def shape_choice(conv, weight_shape: torch.Size, attrs) -> InSitu:
             ways[shape] = way
         return ways[shape]
 
-    return InSitu(conv.run, lambda x, out: conv.run(x, out, **second_way(x.shape)), key_of=lambda shape: shape)
+    return ShapeChoice(conv.run, lambda x, out: conv.run(x, out, **second_way(x.shape)), key_of=lambda shape: shape,
+                       second_way=second_way)
+
+
+class ShapeChoice(InSitu):
+    """shape_choice's InSitu, which also says the run() keywords its choice for a shape settled on."""
+
+    def __init__(self, *args, second_way: Callable[[torch.Size], dict], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.second_way = second_way
+
+    def keywords(self, shape: torch.Size) -> Optional[dict]:
+        """run()'s keywords for an input of this shape once its choice is made, else None (still measuring)."""
+        chose_first = self.choices.get(shape)
+        return None if chose_first is None else {} if chose_first else self.second_way(shape)
 
 
 def conv_kernel(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, out_spec: TensorSpec,
@@ -145,8 +159,31 @@ def conv_kernel(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, o
             out = _channels_last_copy(out)
         return launch(inputs[0].contiguous(memory_format=torch.channels_last), out)
 
+    def keywords_for(x: torch.Tensor) -> Optional[dict]:
+        """run()'s keywords for this input as the layer's choice settled (None: not settled, or an input the
+        bound call cannot take as it is)."""
+        if contiguous_out or not x.is_contiguous(memory_format=torch.channels_last):
+            return None
+        return {} if choice is None else choice.keywords(x.shape)
+
+    def bind(inputs: list, dims: dict[str, int]):
+        x, keywords = inputs[0], keywords_for(inputs[0])
+        if keywords is None or sum_operand is not None:  # (a residual would be copied in first: not one call)
+            return None
+        size, stride = output_geometry(x.shape)
+        out = torch.empty_strided(size, stride, dtype=out_dtype)
+        return conv.bind(x, out, **keywords), [out]
+
+    def bind_in_place(inputs: list, dims: dict[str, int]):
+        x, out = inputs[0], inputs[sum_operand]
+        keywords = keywords_for(x)
+        if keywords is None or not out.is_contiguous(memory_format=torch.channels_last):
+            return None
+        return conv.bind(x, out, **keywords), [out]
+
     in_place = None if sum_operand is None or residual is not None else (sum_operand, run_in_place)
-    return Kernel(run, name, consumed, fresh_output=True, in_place=in_place, keeps_nan=False)
+    return Kernel(run, name, consumed, fresh_output=True, in_place=in_place, keeps_nan=False, bind=bind,
+                  bind_in_place=None if in_place is None else bind_in_place)
 
 
 def _channels_last_copy(t: torch.Tensor) -> torch.Tensor:

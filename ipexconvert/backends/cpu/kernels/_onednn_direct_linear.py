@@ -50,3 +50,17 @@ def linear_run(linear, out_dtype: torch.dtype, tail: tuple[PostOp, ...], name: s
         return out
 
     return with_tail(run, tail)
+
+
+def linear_bind(linear, out_dtype: torch.dtype, tail: tuple[PostOp, ...]):
+    """Kernel.bind for linear_run's function: one call of the layer into an output made once (None with a tail)."""
+    n = linear.out_features
+
+    def bind(inputs: list, dims: dict[str, int]):
+        x = inputs[0]
+        if tail or not x.is_contiguous():
+            return None
+        out = torch.empty((*x.shape[:-1], n), dtype=out_dtype)
+        return linear.bind(x, out), [out]
+
+    return bind

@@ -6,6 +6,8 @@ and writes [N, C], summed in float32 like torch's kernel; other strides run the 
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from .. import native_lib
@@ -36,4 +38,14 @@ def native_global_avg_pool(ctx: NodeContext):
         lib.spatial_mean(view[0], not x.is_contiguous(), out, isa, torch.get_num_threads())
         return out.view(n, c, 1, 1)  # 1x1: contiguous and channels-last alike
 
-    return Kernel(run, _native.kernel_name("adaptive_avg_pool2d", "spatial_mean", isa), fresh_output=True)
+    def bind(inputs: list, dims: dict[str, int]):
+        x = inputs[0]
+        n, c, h, w = x.shape
+        view = _native.dense_view(x)
+        if view is None or h * w == 0:
+            return None
+        out = torch.empty((n, c), dtype=x.dtype)
+        call = functools.partial(lib.spatial_mean, view[0], not x.is_contiguous(), out, isa, torch.get_num_threads())
+        return call, [out.view(n, c, 1, 1)]
+
+    return Kernel(run, _native.kernel_name("adaptive_avg_pool2d", "spatial_mean", isa), fresh_output=True, bind=bind)

@@ -7,6 +7,8 @@ are not contiguous run the reference (torch.cat); other aten nodes are not this 
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from .. import native_lib
@@ -45,4 +47,13 @@ def native_concat_channels(ctx: NodeContext):
         lib.concat_channels(x, y, out, isa, torch.get_num_threads())
         return out
 
-    return Kernel(run, _native.kernel_name("concat", "concat_channels", isa), fresh_output=True)
+    def bind(inputs: list, dims: dict[str, int]):
+        x, y = inputs
+        if (x.shape[0] != y.shape[0] or x.shape[2:] != y.shape[2:]
+                or (x.shape[1] > 1 and x.stride(1) != 1) or (y.shape[1] > 1 and y.stride(1) != 1)):
+            return None
+        n, _, h, w = x.shape
+        out = torch.empty((n, h, w, x.shape[1] + y.shape[1]), dtype=x.dtype).permute(0, 3, 1, 2)
+        return functools.partial(lib.concat_channels, x, y, out, isa, torch.get_num_threads()), [out]
+
+    return Kernel(run, _native.kernel_name("concat", "concat_channels", isa), fresh_output=True, bind=bind)

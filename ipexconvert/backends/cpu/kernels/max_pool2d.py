@@ -39,4 +39,13 @@ def onednn_direct_max_pool2d(ctx: NodeContext) -> Optional[Kernel]:
             raise onednn_direct.refused("onednn_direct:max_pool2d", e) from None
         return out
 
-    return Kernel(run, "onednn_direct:max_pool2d", fresh_output=True, keeps_nan=False)
+    def bind(inputs: list, dims: dict[str, int]):
+        x = inputs[0]
+        if not x.is_contiguous(memory_format=torch.channels_last):
+            return None
+        n, c, h, w = x.shape
+        oh, ow = spatial_out_size(h, w, a, tuple(a.kernel_size))
+        out = torch.empty((n, c, max(oh, 0), max(ow, 0)), dtype=x.dtype, memory_format=torch.channels_last)
+        return pool.bind(x, out), [out]
+
+    return Kernel(run, "onednn_direct:max_pool2d", fresh_output=True, keeps_nan=False, bind=bind)

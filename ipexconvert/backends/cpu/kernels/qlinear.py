@@ -48,7 +48,7 @@ from .. import onednn_direct
 from ..self_check import torch_ops
 from ._int8_gemm import Int8Gemm, runs_here
 from .linear import amx_tiles_or
-from ._onednn_direct_linear import fused_prefix, linear_run
+from ._onednn_direct_linear import fused_prefix, linear_bind, linear_run
 from ._torch_onednn import plan_post_ops, qlinear_setup, with_tail
 from . import _runs_at
 
@@ -119,7 +119,8 @@ def onednn_direct_qlinear(ctx: NodeContext) -> Optional[Kernel]:
                              x_zero_point=x_zero_point, y_scale=a.output_scale, y_zero_point=a.output_zero_point)
     run = linear_run(linear, dtypes.to_torch(a.output_dtype), fused.tail, "onednn_direct:qlinear")
     held = {1, 2, 3} if fused.multiplier_slot is None else {1, 2, 3, fused.multiplier_slot}
-    return Kernel(run, "onednn_direct:qlinear", frozenset(held), fresh_output=True)
+    return Kernel(run, "onednn_direct:qlinear", frozenset(held), fresh_output=True,
+                  bind=linear_bind(linear, dtypes.to_torch(a.output_dtype), fused.tail))
 
 
 @register_kernel("cpu", "qlinear", runs_at=_runs_at.torch_onednn_int8)

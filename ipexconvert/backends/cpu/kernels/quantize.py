@@ -7,6 +7,8 @@ memory_format "channels_last" an NCHW input is quantized and laid out channels-l
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from .. import native_lib
@@ -58,7 +60,15 @@ def native_quantize(ctx: NodeContext):
             return run(inputs, dims)  # keeps the layout
         return reference(inputs, dims)
 
+    def bind(inputs: list, dims: dict[str, int]):
+        view = _native.dense_view(inputs[0]) if multiplier is None else None
+        if view is None:
+            return None
+        dense, undo = view
+        q = torch.empty(dense.shape, dtype=qdtype)
+        return functools.partial(lib.quantize, dense, scale, zero_point, False, q, isa, torch.get_num_threads()), [undo(q)]
+
     name = _native.kernel_name("quantize", "quantize", ctx.isa)
     if a.memory_format:
         return Kernel(run_to_channels_last, name, checked_fn=_native.checked_in_the_pass(run_to_channels_last))
-    return Kernel(run, name, frozenset({1}) if has_multiplier else frozenset())
+    return Kernel(run, name, frozenset({1}) if has_multiplier else frozenset(), bind=bind)

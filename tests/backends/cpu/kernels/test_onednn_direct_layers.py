@@ -396,6 +396,46 @@ def test_binding_refuses_bad_tensors():
         dnnl.raw.Conv(weight.bfloat16(), None, None, (1, 1), (1, 1), (1, 1), "float32", "float32")
 
 
+def test_bound_calls_give_run_s_results_alone_and_captured_between_native_kernels():
+    """Conv / MaxPool / Linear.bind check their tensors once and keep the call (a BoundCall): made alone, or handed to
+    the native library's capture() through its native_call (with a native kernel between them), each writes what
+    run() writes; a tensor run() would refuse is refused by bind()."""
+    from ipexconvert.backends.cpu import native_lib
+
+    torch.manual_seed(0)
+    conv = dnnl.raw.Conv(torch.randn(8, 4, 3, 3), None, torch.randn(8), (1, 1), (1, 1), (1, 1), "float32", "float32",
+                         relu=True)
+    pool = dnnl.raw.MaxPool((3, 3), (2, 2), (1, 1), (1, 1), "float32")
+    linear = dnnl.raw.Linear(torch.randn(5, 8), None, torch.randn(5), "float32", "float32")
+    x = torch.randn(2, 4, 9, 9).contiguous(memory_format=CL)
+    conv_out, pool_out = torch.empty(2, 8, 9, 9).contiguous(memory_format=CL), torch.empty(2, 8, 5, 5).contiguous(memory_format=CL)
+    conv.run(x, conv_out)
+    pool.run(conv_out, pool_out)
+    rows = pool_out.permute(0, 2, 3, 1).reshape(-1, 8)
+    want = torch.empty(rows.shape[0], 5)
+    linear.run(rows, want)
+
+    a, b = torch.empty_like(conv_out), torch.empty_like(pool_out)
+    pooled_rows, got = torch.empty(50, 8), torch.full((50, 5), float("nan"))
+    calls = [conv.bind(x, a), pool.bind(a, b), linear.bind(pooled_rows, got)]
+    calls[0]()
+    calls[1]()
+    assert torch.equal(a, conv_out) and torch.equal(b, pool_out)
+    a.zero_(), b.zero_()
+    if native_lib.available():  # a native copy between the layers: pool's NHWC rows into the linear's input
+        copy = native_lib.capture([calls[0], calls[1], lambda: native_lib.raw.concat_channels(
+            b, b[:, :0], pooled_rows.view(2, 5, 5, 8).permute(0, 3, 1, 2), None, 1), calls[2]])
+        assert copy is not None and len(copy) == 4
+        copy()
+        assert torch.equal(b, pool_out) and torch.equal(got, want)
+    with pytest.raises(ValueError, match="channels-last"):
+        conv.bind(x.contiguous(), a)
+    with pytest.raises(ValueError, match="output size"):
+        pool.bind(a, torch.empty(2, 8, 4, 4).contiguous(memory_format=CL))
+    with pytest.raises(ValueError, match="in_features"):
+        linear.bind(torch.empty(3, 7), torch.empty(3, 5))
+
+
 def test_binding_checks_channels_dtypes_and_geometry():
     """Checked against the layer before oneDNN touches memory. Only buffers larger than the layer
     reads or writes here: a regression fails the test instead of corrupting pytest's heap (the
