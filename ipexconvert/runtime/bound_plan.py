@@ -116,10 +116,18 @@ def _buffer_like(t: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(t, memory_format=torch.preserve_format)
 
 
+class PlanTooLarge(Exception):
+    """A plan's buffers passed the bytes it was given (BoundPlan's max_bytes); nothing of it is kept."""
+
+
 class BoundPlan:
-    def __init__(self, executor, inputs: Sequence[torch.Tensor], dims: dict[str, int], varying: frozenset[str]):
-        """Binds while running the call it is built for (its outputs: self.first_outputs)."""
+    def __init__(self, executor, inputs: Sequence[torch.Tensor], dims: dict[str, int], varying: frozenset[str],
+                 max_bytes: Optional[int] = None):
+        """Binds while running the call it is built for (its outputs: self.first_outputs). max_bytes: raise
+        PlanTooLarge as soon as the buffers it made pass that (a fixed plan's bound, checked as it goes so that a
+        plan too large for it never holds more than that)."""
         self.lock = threading.Lock()
+        self._max_bytes, self._made = max_bytes, {}  # storage address -> bytes, of the buffers made (with max_bytes)
         self.output_slots = executor.output_slots
         env: list = list(executor.base_env)
         self.constants = [t for t in env if t is not None]
@@ -177,6 +185,7 @@ class BoundPlan:
                 bound = step.bind(args, dims) if step.bind is not None else None
                 if bound is not None:
                     call, outputs = bound
+                    self._count(outputs)
                     call()
                     for s, t in zip(step.outputs, outputs):
                         env[s] = t
@@ -308,6 +317,7 @@ class BoundPlan:
         for index, (s, r, is_fixed) in enumerate(zip(step.outputs, results, fixed)):
             if is_fixed and isinstance(r, torch.Tensor):
                 env[s] = _buffer_like(r) if copy else r
+                self._count([env[s]])
                 if copy:
                     env[s].copy_(r)
                     copies.append((index, s))
@@ -319,6 +329,15 @@ class BoundPlan:
         refill = _Refill(fn or step.kernel, step.inputs, copies, passes, len(step.outputs) == 1, step.dims_only)
         self._refilled.update({s: (refill, index) for index, s in passes})
         self.entries.append((None, refill))
+
+    def _count(self, made: Sequence) -> None:
+        if self._max_bytes is None:
+            return
+        for t in made:
+            if isinstance(t, torch.Tensor):
+                self._made[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        if sum(self._made.values()) > self._max_bytes:
+            raise PlanTooLarge(f"a bound plan's buffers pass {self._max_bytes} bytes")
 
     def worth_keeping(self, max_refills: float, max_bytes: int) -> bool:
         """Whether at most `max_refills` steps run as kernels copying their results into the plan's buffers and

@@ -28,7 +28,7 @@ from ..errors import ArtifactError
 from ..ir import Program
 from ..ir.dims import compile_int
 from ..ir.opdef import get_op
-from .bound_plan import BoundPlan
+from .bound_plan import BoundPlan, PlanTooLarge
 from .kernels import CHOOSING_CALLS, Kernel, NodeContext, NonFiniteInput, resolve_kernel
 from .view_chain import ViewChain, dims_named, find_chains
 
@@ -215,7 +215,8 @@ class Executor:
             self.steps[index].kernel = fn
         self._plain_fns, self.finite_checked_inputs = {}, frozenset()
 
-    def run_bound(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], varying: frozenset[str]) -> list[torch.Tensor]:
+    def run_bound(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], varying: frozenset[str],
+                  max_bytes: Optional[int] = None) -> list[torch.Tensor]:
         """A run from a plan bound to buffers made once (runtime/bound_plan.py), for calls whose dims differ
         only in `varying` (a decoder's decode steps: the cache length); the first call with a set of the other
         dims binds it. Same results as run(); a plan busy in another thread leaves this call to run()."""
@@ -235,7 +236,7 @@ class Executor:
             self._bound.pop(key, None)
             while len(self._bound) >= _BOUND_PLANS:
                 self._bound.pop(next(iter(self._bound)))
-        plan = BoundPlan(self, inputs, dims, varying)
+        plan = BoundPlan(self, inputs, dims, varying, max_bytes)
         self._bound[key] = plan
         outputs, plan.first_outputs = plan.first_outputs, []  # (the plan must not keep this call's caches alive)
         return outputs
@@ -257,14 +258,19 @@ class Executor:
                 self._fixed_calls[key] = calls + 1
         if calls < FIXED_PLAN_AFTER:
             return self.run(inputs, dims)
-        outputs = self.run_bound(inputs, dims, frozenset())
-        plan = self._bound.get((frozenset(), key[0], key[1]))
-        if plan is not None and calls == FIXED_PLAN_AFTER and not plan.worth_keeping(
-                _FIXED_PLAN_REFILLS * len(self.main), _FIXED_PLAN_BYTES):
+        plan_key = (frozenset(), key[0], key[1])
+        new = plan_key not in self._bound
+        try:
+            outputs = self.run_bound(inputs, dims, frozenset(), max_bytes=_FIXED_PLAN_BYTES)
+        except PlanTooLarge:
+            outputs = None
+        plan = self._bound.get(plan_key)
+        if outputs is None or (new and plan is not None
+                               and not plan.worth_keeping(_FIXED_PLAN_REFILLS * len(self.main), _FIXED_PLAN_BYTES)):
             with self._dims_lock:
-                self._bound.pop((frozenset(), key[0], key[1]), None)
+                self._bound.pop(plan_key, None)
                 self._fixed_calls[key] = -1
-        return outputs
+        return self.run(inputs, dims) if outputs is None else outputs
 
     def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], persistent: frozenset[int] = frozenset(),
             capture: bool = True, check_guards: bool = True, positions: Optional[dict[int, int]] = None,

@@ -57,8 +57,17 @@ def test_a_fixed_plan_still_finds_nan_and_inf_in_the_image(cnn):
     dtype, path = cnn
     model = ipexconvert.load_artifact(path)
     images = _images(FIXED_PLAN_AFTER + 2)
-    for x in images:
+    for x in images[:FIXED_PLAN_AFTER]:
         model.run_dict({"pixel_values": x})
+    bad = images[0].clone()
+    bad[0, 1, 3, 4] = float("nan")  # at the call that would bind the plan
+    if dtype == "int8":
+        with pytest.raises(UserInputError):
+            model.run_dict({"pixel_values": bad})
+    else:
+        assert torch.isnan(model.run_dict({"pixel_values": bad})["logits"][0]).all()
+    for x in images[FIXED_PLAN_AFTER:]:
+        assert torch.equal(model.run_dict({"pixel_values": x})["logits"], model.executor.run([x], {"batch": 2})[0])
     assert _fixed_plans(model) or not BINDS
     for value in (float("nan"), float("inf")):
         bad = images[0].clone()
@@ -72,9 +81,10 @@ def test_a_fixed_plan_still_finds_nan_and_inf_in_the_image(cnn):
     assert torch.equal(got, model.executor.run([images[1]], {"batch": 2})[0])
 
 
-def test_a_plan_holding_too_many_bytes_is_dropped(cnn, monkeypatch):
+@pytest.mark.parametrize("limit", ["_FIXED_PLAN_BYTES", "_FIXED_PLAN_REFILLS"])
+def test_a_plan_holding_too_many_bytes_or_refills_is_dropped(cnn, monkeypatch, limit):
     _, path = cnn
-    monkeypatch.setattr(executor_module, "_FIXED_PLAN_BYTES", 0)
+    monkeypatch.setattr(executor_module, limit, 0)  # (bytes: it stops binding as soon as its buffers pass the limit)
     model = ipexconvert.load_artifact(path)
     for x in _images(FIXED_PLAN_AFTER + 3):
         assert torch.equal(model.run_dict({"pixel_values": x})["logits"], model.executor.run([x], {"batch": 2})[0])
