@@ -112,8 +112,121 @@ def _runs_captured(entries: list, capture_calls) -> list:
 
 def _buffer_like(t: torch.Tensor) -> torch.Tensor:
     """An uninitialised tensor like t: its strides where t is dense (the views taken of it then match t's),
-    contiguous where t overlaps itself (an expanded tensor)."""
-    return torch.empty_like(t, memory_format=torch.preserve_format)
+    contiguous where t overlaps itself (an expanded tensor). From the pool of a fixed plan being bound."""
+    if _building.pool is None:
+        return torch.empty_like(t, memory_format=torch.preserve_format)
+    return buffer(t.shape, t.dtype, _dense_strides(t))
+
+
+def _dense_strides(t: torch.Tensor) -> Optional[tuple[int, ...]]:
+    """t's strides where they lay its elements out densely (a permutation of a contiguous layout), else None."""
+    expected = 1
+    for d in sorted(range(t.dim()), key=lambda d: (t.stride(d), t.shape[d])):
+        if t.shape[d] > 1 and t.stride(d) != expected:
+            return None
+        expected *= t.shape[d]
+    return tuple(t.stride())
+
+
+class _Building(threading.local):
+    pool: Optional["_BufferPool"] = None
+
+
+_building = _Building()
+
+
+def buffer(size: Sequence[int], dtype: torch.dtype, stride: Optional[Sequence[int]] = None) -> torch.Tensor:
+    """An uninitialised tensor for a bound call's output (Kernel.bind): from the pool of the fixed plan being bound
+    on this thread (memory that no later step reads again), else new. stride: dense strides (default contiguous)."""
+    pool = _building.pool
+    if pool is None:
+        return torch.empty(size, dtype=dtype) if stride is None else torch.empty_strided(size, stride, dtype=dtype)
+    return pool.take(tuple(size), dtype, None if stride is None else tuple(stride))
+
+
+class _taking_from:
+    """Kernel binds on this thread take their outputs from `pool` (None: new tensors) while in the block."""
+
+    def __init__(self, pool: Optional["_BufferPool"]):
+        self.pool = pool
+
+    def __enter__(self):
+        self.saved, _building.pool = _building.pool, self.pool
+
+    def __exit__(self, *exc):
+        _building.pool = self.saved
+
+
+_ALIGN = 64  # bytes: a buffer starts on a cache line
+
+
+@dataclass(eq=False)  # (compared by identity)
+class _Block:
+    memory: torch.Tensor  # uint8
+    free: bool = False
+    last_read: float = -1  # the last step reading a value in it (inf: an output, or read by no value we know of)
+
+
+class _BufferPool:
+    """Memory for a fixed plan's values, each block handed to a later request once every step reading the values
+    in it has run (the executor's liveness: a value dies after its last reader; a view or an in-place result lives
+    in its base's block and keeps it): the plan's buffers then take about what the executor's freed memory does,
+    and a step writes into memory a step before it just read, still in cache. A block no value of the plan names
+    (a bind's own scratch) is never handed on."""
+
+    def __init__(self, steps: list, output_slots: list[int]):
+        self.last_read: dict[int, float] = {}
+        for index, step in enumerate(steps):
+            for s in step.inputs:
+                if s is not None:
+                    self.last_read[s] = index
+        for s in output_slots:
+            self.last_read[s] = float("inf")
+        self.blocks: list[_Block] = []
+        self.by_storage: dict[int, _Block] = {}
+        self.taken: list[_Block] = []  # blocks taken by the step being bound
+        self.bytes = 0
+
+    def take(self, size: tuple, dtype: torch.dtype, stride: Optional[tuple]) -> torch.Tensor:
+        if stride is None:
+            stride, step = [], 1
+            for n in reversed(size):
+                stride.insert(0, step)
+                step *= max(n, 1)
+            stride = tuple(stride)
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        span = 1 + sum((n - 1) * st for n, st in zip(size, stride)) if all(n > 0 for n in size) else 0
+        nbytes = max(-(-span * itemsize // _ALIGN) * _ALIGN, _ALIGN)
+        fits = [b for b in self.blocks if b.free and b.memory.numel() >= nbytes]
+        block = min(fits, key=lambda b: b.memory.numel()) if fits else None
+        if block is None:
+            block = _Block(torch.empty(nbytes, dtype=torch.uint8))
+            self.blocks.append(block)
+            self.by_storage[block.memory.untyped_storage().data_ptr()] = block
+            self.bytes += nbytes
+        block.free, block.last_read = False, float("inf")  # (until a value of the step names it: settle)
+        self.taken.append(block)
+        return block.memory[:nbytes].view(dtype).as_strided(size, stride)
+
+    def settle(self, index: int, outputs: list[int], env: list) -> None:
+        """After step `index` is bound: its outputs' blocks live until their last readers; blocks whose readers
+        have all run are free for the next steps."""
+        named: set[int] = set()
+        taken = {id(b) for b in self.taken}
+        for s in outputs:
+            t = env[s]
+            block = self.by_storage.get(t.untyped_storage().data_ptr()) if isinstance(t, torch.Tensor) else None
+            if block is None:
+                continue
+            if id(block) in taken and id(block) not in named:  # (taken now: its liveness starts with this value)
+                named.add(id(block))
+                block.last_read = -1
+            block.last_read = max(block.last_read, self.last_read.get(s, index))
+        self.taken = []  # (a block taken now that no output names stays taken: a scratch its call keeps)
+        for block in self.blocks:
+            if not block.free and block.last_read <= index:
+                block.free = True
+
 
 
 class PlanTooLarge(Exception):
@@ -160,43 +273,16 @@ class BoundPlan:
         self._staged: dict[int, tuple[torch.Tensor, int, Callable[[int], int]]] = {}
         self._views: list[tuple[int, torch.Tensor, int, int]] = []  # (slot, buffer, axis, added): views made per call
         self._feeds: list[tuple[int, int]] = []  # (graph input index, the output slot it must be next call)
-        with torch.inference_mode():
-            for step in executor.prelude + executor.main:
-                reads = [i for i in step.inputs if i is not None]
-                args = [None if i is None else env[i] for i in step.inputs]
-                if any(i in varying_slots for i in reads) or set(step.uses_dims) & varying:
-                    fixed = [not set(d) & varying for d in step.output_dims]
-                    changing = frozenset(j for j, i in enumerate(step.inputs) if i is not None and i in varying_slots)
-                    fn = step.bind_varying(args, dims, changing) if step.bind_varying is not None else None
-                    if fn is not None:  # its fixed-shape results are the same tensors every call: no copies
-                        result = fn(args, dims)
-                        if not self._record(step, fn, args, result, env, varying_slots, fixed, dims):
-                            self._refill(step, result, env, varying_slots, fixed, fn=fn, copy=False)
-                        self.bound_steps += 1
-                    else:
-                        self._refill(step, step.kernel(args, dims), env, varying_slots, fixed)
-                    continue
-                if all(i in settled for i in reads):
-                    result = step.kernel(args, dims)  # the same every call
-                    for s, r in zip(step.outputs, (result,) if len(step.outputs) == 1 else result):
-                        env[s] = r
-                        settled.add(s)
-                    continue
-                bound = step.bind(args, dims) if step.bind is not None else None
-                if bound is not None:
-                    call, outputs = bound
-                    self._count(outputs)
-                    call()
-                    for s, t in zip(step.outputs, outputs):
-                        env[s] = t
-                    self.entries.append((call, None))
-                    self.bound_steps += 1
-                    continue
-                result = step.kernel(args, dims)
-                if step.view_chain and shares_memory(result, args[0]):
-                    env[step.outputs[0]] = result  # a view of a buffer refilled in place: made once
-                    continue
-                self._refill(step, result, env, varying_slots, [True] * len(step.outputs))
+        steps = executor.prelude + executor.main
+        # A fixed plan (no varying dims) takes its buffers from a pool that hands a buffer on once every step reading
+        # it has run (_BufferPool), so its values share memory as the executor's freed ones do
+        self._pool = _BufferPool(steps, executor.output_slots) if not varying else None
+        with torch.inference_mode(), _taking_from(self._pool):
+            for index, step in enumerate(steps):
+                self._bind_step(step, env, dims, varying, varying_slots, settled)
+                if self._pool is not None:
+                    self._pool.settle(index, step.outputs, env)
+                    self._count([])
         self._rows_end, self._fill = 1 << 62, None  # (the position's tables: none unless _tabulate makes them)
         if self.recorded_steps:
             self._tabulate(executor.row_copy, env, dims, varying_slots)
@@ -208,6 +294,47 @@ class BoundPlan:
         for s in varying_slots:  # every call sets these before reading them; the plan must not keep old caches alive
             env[s] = None
         self.env = env
+
+    def _bind_step(self, step, env: list, dims: dict[str, int], varying: frozenset[str], varying_slots: set[int],
+                   settled: set[int]) -> None:
+        """One step of the plan: a bound call, a recorded step, a view made once, a value made once, or a refill."""
+        reads = [i for i in step.inputs if i is not None]
+        args = [None if i is None else env[i] for i in step.inputs]
+        if any(i in varying_slots for i in reads) or set(step.uses_dims) & varying:
+            fixed = [not set(d) & varying for d in step.output_dims]
+            changing = frozenset(j for j, i in enumerate(step.inputs) if i is not None and i in varying_slots)
+            # (a fixed plan's inputs are passed only so that they are not copied: their readers run as kernels)
+            fn = step.bind_varying(args, dims, changing) if step.bind_varying is not None and varying else None
+            if fn is not None:  # its fixed-shape results are the same tensors every call: no copies
+                result = fn(args, dims)
+                if not self._record(step, fn, args, result, env, varying_slots, fixed, dims):
+                    self._refill(step, result, env, varying_slots, fixed, fn=fn, copy=False)
+                self.bound_steps += 1
+            else:
+                self._refill(step, step.kernel(args, dims), env, varying_slots, fixed)
+            return
+        if all(i in settled for i in reads):
+            result = step.kernel(args, dims)  # the same every call
+            for s, r in zip(step.outputs, (result,) if len(step.outputs) == 1 else result):
+                env[s] = r
+                settled.add(s)
+            return
+        bound = step.bind(args, dims) if step.bind is not None else None
+        if bound is not None:
+            call, outputs = bound
+            if self._pool is None:
+                self._count(outputs)
+            call()
+            for s, t in zip(step.outputs, outputs):
+                env[s] = t
+            self.entries.append((call, None))
+            self.bound_steps += 1
+            return
+        result = step.kernel(args, dims)
+        if step.view_chain and shares_memory(result, args[0]):
+            env[step.outputs[0]] = result  # a view of a buffer refilled in place: made once
+            return
+        self._refill(step, result, env, varying_slots, [True] * len(step.outputs))
 
     def _record(self, step, fn, args: list, result, env: list, varying_slots: set[int], fixed: list[bool],
                 dims: dict[str, int]) -> bool:
@@ -317,7 +444,8 @@ class BoundPlan:
         for index, (s, r, is_fixed) in enumerate(zip(step.outputs, results, fixed)):
             if is_fixed and isinstance(r, torch.Tensor):
                 env[s] = _buffer_like(r) if copy else r
-                self._count([env[s]])
+                if self._pool is None:
+                    self._count([env[s]])
                 if copy:
                     env[s].copy_(r)
                     copies.append((index, s))
@@ -336,7 +464,8 @@ class BoundPlan:
         for t in made:
             if isinstance(t, torch.Tensor):
                 self._made[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-        if sum(self._made.values()) > self._max_bytes:
+        made_bytes = self._pool.bytes if self._pool is not None else sum(self._made.values())
+        if made_bytes > self._max_bytes:
             raise PlanTooLarge(f"a bound plan's buffers pass {self._max_bytes} bytes")
 
     def worth_keeping(self, max_refills: float, max_bytes: int) -> bool:
@@ -347,6 +476,8 @@ class BoundPlan:
 
     def buffer_bytes(self) -> int:
         """The bytes of the buffers the plan made (each storage once; the constants are the model's)."""
+        if self._pool is not None:
+            return self._pool.bytes
         own = {id(t) for t in self.constants}
         storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
                     for t in self.env if isinstance(t, torch.Tensor) and id(t) not in own}

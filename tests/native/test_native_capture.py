@@ -47,8 +47,9 @@ def test_a_captured_list_makes_the_same_calls_on_the_same_tensors():
 
 def test_calls_that_cannot_be_recorded_give_no_list_and_run_nothing():
     calls, _, (normed, _, _) = _decode_layer_calls()
-    y = torch.full((1, 64), float("nan"))
-    not_recordable = functools.partial(native.raw.gelu, normed, False, y, None, 2)  # gelu does not opt in
+    y = torch.full((1, 2, 2, 4), float("nan"))
+    # to_channels_last's finite check writes into a flag of the call's own: that call does not opt in
+    not_recordable = functools.partial(native.raw.to_channels_last, torch.randn(1, 4, 2, 2), y, 1.0, 0, None, 2, True)
     assert native.raw.capture([calls[0], not_recordable]) is None
     assert y.isnan().all()
     assert native.raw.capture([calls[0], lambda: None]) is None  # no native call

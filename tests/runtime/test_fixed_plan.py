@@ -51,6 +51,9 @@ def test_calls_after_the_first_ones_run_from_a_fixed_plan_with_the_executors_res
         plan = plans[0]
         assert plan.refills <= executor_module._FIXED_PLAN_REFILLS * len(model.executor.main)
         assert len(plan.entries) < plan.bound_steps  # runs of bound calls made as one native call each
+        constants = {id(t) for t in plan.constants}
+        values = sum(t.numel() * t.element_size() for t in plan.env if isinstance(t, torch.Tensor) and id(t) not in constants)
+        assert plan.buffer_bytes() < values / 2  # the values share the pool's blocks
 
 
 def test_a_fixed_plan_still_finds_nan_and_inf_in_the_image(cnn):
@@ -106,3 +109,57 @@ def test_each_shape_gets_its_own_plan_and_the_switch_turns_them_off(cnn, monkeyp
     for x in _images(FIXED_PLAN_AFTER + 2, 1):
         model.run_dict({"pixel_values": x})
     assert not model.executor._bound and not model.executor._fixed_calls
+
+
+def test_the_buffer_pool_hands_a_block_on_only_after_its_last_reader():
+    """_BufferPool: a value's block (and the block a view or an in-place result of it lives in) is taken again only
+    by steps after every reader of those values; a block no output names stays the call's own."""
+    from types import SimpleNamespace
+
+    from ipexconvert.runtime.bound_plan import _BufferPool, _taking_from, buffer
+
+    # slot 0: input; step 0 -> slot 1; step 1 views slot 1 as slot 2; step 2 reads slot 2 -> slot 3;
+    # step 3 reads slot 3 -> slot 4 (the output); step 4 takes a scratch and makes slot 5 (read by nothing)
+    steps = [SimpleNamespace(inputs=[0], outputs=[1]), SimpleNamespace(inputs=[1], outputs=[2]),
+             SimpleNamespace(inputs=[2], outputs=[3]), SimpleNamespace(inputs=[3], outputs=[4]),
+             SimpleNamespace(inputs=[4], outputs=[5])]
+    pool = _BufferPool(steps, output_slots=[4])
+    env: list = [torch.zeros(8)] + [None] * 5
+    with _taking_from(pool):
+        env[1] = buffer((8,), torch.float32)
+        pool.settle(0, [1], env)
+        env[2] = env[1].view(2, 4)  # a view: lives in slot 1's block
+        pool.settle(1, [2], env)
+        env[3] = buffer((8,), torch.float32)  # slot 1's block is still read (through the view) by this step
+        assert env[3].data_ptr() != env[1].data_ptr()
+        pool.settle(2, [3], env)
+        env[4] = buffer((4,), torch.float32)  # slot 1's block is free now (its last reader, step 2, has run)
+        assert env[4].data_ptr() == env[1].data_ptr()
+        pool.settle(3, [4], env)
+        scratch = buffer((8,), torch.float32)  # slot 3's block is free again: taken as a scratch no output names
+        assert scratch.data_ptr() == env[3].data_ptr()
+        env[5] = buffer((2,), torch.float64)
+        pool.settle(4, [5], env)
+        assert buffer((8,), torch.float32).data_ptr() not in (scratch.data_ptr(), env[4].data_ptr())
+    assert pool.bytes == 3 * 64  # three 64-byte blocks: the output's, the scratch's, and one more
+
+
+@pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13),
+                    reason="torch.export < 2.13 cannot prove a guard in transformers' Llama")
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_a_decoder_prompt_called_again_gives_the_executors_logits_and_caches(tmp_path):
+    """A decoder's prompt step with one shape (its past caches given as inputs) runs from a fixed plan: the steps
+    reading the caches run as kernels (not their decode-step bind_varying forms, whose caches grow), so the logits
+    and the presents are the executor's on every call."""
+    pytest.importorskip("transformers")
+    result = ipexconvert.optimize("example:tiny-llama", dtype="int4", output=tmp_path / "tiny-llama.int4.ipxc")
+    model = ipexconvert.load_artifact(result.path)
+    example = dict(result.example_inputs)
+    g = torch.Generator().manual_seed(3)
+    for _ in range(FIXED_PLAN_AFTER + 4):
+        inputs = {**example, "input_ids": torch.randint(3, 1000, example["input_ids"].shape, generator=g)}
+        tensors = model.signature.bind((), inputs)
+        want = model.executor.run(tensors, model.signature.check(tensors))
+        got = model.run_list(tensors)
+        assert all(torch.equal(w, h) for w, h in zip(want, got))
+    assert _fixed_plans(model) or not BINDS

@@ -75,9 +75,9 @@ void attention(nb::handle q_obj, nb::handle k_obj, nb::handle v_obj, nb::handle 
     a.scale = static_cast<float>(scale);
     a.threads = threads;
     if (f32)
-        run(lookup_attention_f32(select(max_isa)), "attention_f32", a);
+        run_capturable(lookup_attention_f32(select(max_isa)), "attention_f32", a);
     else
-        run(lookup_attention(select(max_isa)), "attention", a);
+        run_capturable(lookup_attention(select(max_isa)), "attention", a);
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ void bf16_amx_gemm(nb::handle x_obj, nb::handle w_obj, nb::handle bias_obj, nb::
     a.threads = threads;
     const Level level = select(max_isa);
     if (level < Level::amx) fail("bf16_amx_gemm needs the amx level; this call's level is " + std::string(level_name(level)));
-    run(lookup_bf16_amx_gemm(level), "bf16_amx_gemm", a);
+    run_capturable(lookup_bf16_amx_gemm(level), "bf16_amx_gemm", a);
 }
 
 }  // namespace

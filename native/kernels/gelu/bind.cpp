@@ -15,7 +15,7 @@ void gelu(nb::handle x_obj, bool tanh, nb::handle out_obj, const OptStr& max_isa
     a.n = x.size();
     a.tanh = tanh;
     a.threads = threads;
-    run(lookup_gelu(select(max_isa)), "gelu", a);
+    run_capturable(lookup_gelu(select(max_isa)), "gelu", a);
 }
 
 }  // namespace

@@ -122,7 +122,7 @@ void int8_gemm(nb::handle a_obj, int a_zero_point, nb::handle w_obj, int64_t n, 
     g.w = static_cast<const int16_t*>(w.data());
     set_epilogue(g, a, a_zero_point, n, scales_obj, bias_obj, relu, out, out_scale, out_zero_point, threads,
                  residual_obj, residual_scale, residual_zero_point, gelu, multiplier_obj);
-    run(lookup_int8_gemm(select(max_isa)), "int8_gemm", g);
+    run_capturable(lookup_int8_gemm(select(max_isa)), "int8_gemm", g);
 }
 
 // int8_amx_gemm: int8_gemm's arithmetic on AMX tiles for linear layers: w_amx int8 [n / 32, k / 64, 16, 32, 4]
@@ -152,7 +152,7 @@ void int8_amx_gemm(nb::handle a_obj, int a_zero_point, nb::handle w_obj, nb::han
                  residual_obj, residual_scale, residual_zero_point, gelu, multiplier_obj);
     const Level level = select(max_isa);
     if (level < Level::amx) fail("int8_amx_gemm needs the amx level; this call's level is " + std::string(level_name(level)));
-    run(lookup_int8_amx_gemm(level), "int8_amx_gemm", g);
+    run_capturable(lookup_int8_amx_gemm(level), "int8_amx_gemm", g);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ torch, then the native quantize kernel (the quantize formula of ir/ops/_quant.py
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Optional
 
@@ -21,6 +22,7 @@ import torch
 
 from ....ir.dtypes import to_torch
 from ....ir.postops import apply_post_ops
+from ....runtime.bound_plan import buffer
 from ....runtime.kernels import NodeContext
 from .. import native_lib
 from . import _runs_at
@@ -104,6 +106,7 @@ class Int8Gemm:
     attrs: object
     isa: str
     w_sums: Optional[torch.Tensor] = None  # set: packed for int8_amx_gemm (pack_int8_amx_weight), which runs it
+    multiplier_slot: Optional[int] = None  # the input the multiplier came from (a constant the kernel holds)
 
     @classmethod
     def build(cls, ctx: NodeContext, weight_2d: torch.Tensor, residual_quant=None,
@@ -132,7 +135,8 @@ class Int8Gemm:
         packed, w_sums = (pack_int8_amx_weight(weight_2d.contiguous()) if amx
                           else (pack_int8_weight(weight_2d.contiguous()), None))
         return cls(packed, n, k, scales, bias, relu, residual, residual_quant if residual is not None else None,
-                   gelu, gelu_tanh, multiplier, tail[1:] if multiplier is not None else tail, a, ctx.isa, w_sums)
+                   gelu, gelu_tanh, multiplier, tail[1:] if multiplier is not None else tail, a, ctx.isa, w_sums,
+                   tail[0].operand if multiplier is not None else None)
 
     def residual_rows(self, inputs: list, to_rows) -> Optional[torch.Tensor]:
         """The residual operand as [m, n] rows (uint8 codes or float32), or None when none is fused."""
@@ -161,6 +165,26 @@ class Int8Gemm:
         if self.gelu_tanh:  # in place on the fresh float32 rows (torch's gelu took ~3 % of BERT-base)
             native_lib.raw.gelu(out, True, out, self.isa, torch.get_num_threads())
         return out
+
+    def bind(self, a: torch.Tensor, m: int, inputs: list, to_rows) -> Optional[tuple]:
+        """(call, out): __call__'s kernel call on these rows into an output made once (a bound plan's), or None where
+        a post-op is left to finish() or the residual is converted or copied first (not one native call)."""
+        if not self.complete:
+            return None
+        residual = self.residual_rows(inputs, to_rows)
+        if residual is not None and (residual.untyped_storage().data_ptr()
+                                     != inputs[self.residual].untyped_storage().data_ptr()):
+            return None
+        attrs = self.attrs
+        out = buffer((m, self.n), to_torch(attrs.output_dtype))
+        r_scale, r_zp = self.residual_quant or (1.0, 0)
+        epilogue = (self.n, self.scales, self.bias, self.relu, out, attrs.output_scale, attrs.output_zero_point,
+                    self.isa, torch.get_num_threads(), residual, r_scale, r_zp)
+        if self.w_sums is not None:
+            return functools.partial(native_lib.raw.int8_amx_gemm, a, attrs.x_zero_point, self.packed, self.w_sums,
+                                     *epilogue, self.gelu, self.multiplier), out
+        return functools.partial(native_lib.raw.int8_gemm, a, attrs.x_zero_point, self.packed, *epilogue, None,
+                                 self.gelu, self.multiplier), out
 
     @property
     def complete(self) -> bool:

@@ -88,6 +88,14 @@ class NormParam:
     def consumed(self) -> set[int]:
         return {self.index} if self.constant is not None else set()
 
+    def binds(self, inputs: list) -> bool:
+        """get() hands over the call's own tensor (or the held constant, or None), not a converted copy: a bound
+        call (Kernel.bind) may keep it."""
+        if self.absent or self.constant is not None:
+            return True
+        t = inputs[self.index]
+        return t.dtype == torch.float32 and t.is_contiguous()
+
     def get(self, inputs: list) -> Optional[torch.Tensor]:
         if self.absent:
             return None

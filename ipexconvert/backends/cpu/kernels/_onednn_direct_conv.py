@@ -12,6 +12,7 @@ from ._in_situ import InSitu
 from ....ir.dims import same
 from ....ir.postops import PostOp
 from ....ir.spec import TensorSpec
+from ....runtime.bound_plan import buffer
 from ....runtime.kernels import Kernel
 
 
@@ -171,7 +172,7 @@ def conv_kernel(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, o
         if keywords is None or sum_operand is not None:  # (a residual would be copied in first: not one call)
             return None
         size, stride = output_geometry(x.shape)
-        out = torch.empty_strided(size, stride, dtype=out_dtype)
+        out = buffer(size, out_dtype, stride)
         return conv.bind(x, out, **keywords), [out]
 
     def bind_in_place(inputs: list, dims: dict[str, int]):

@@ -9,6 +9,7 @@ import torch
 
 from .. import onednn_direct
 from ....ir.postops import UNARY_POST_OPS, PostOp
+from ....runtime.bound_plan import buffer
 from ._torch_onednn import with_tail
 
 
@@ -60,7 +61,7 @@ def linear_bind(linear, out_dtype: torch.dtype, tail: tuple[PostOp, ...]):
         x = inputs[0]
         if tail or not x.is_contiguous():
             return None
-        out = torch.empty((*x.shape[:-1], n), dtype=out_dtype)
+        out = buffer((*x.shape[:-1], n), out_dtype)
         return linear.bind(x, out), [out]
 
     return bind

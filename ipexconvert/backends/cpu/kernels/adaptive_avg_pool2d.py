@@ -13,6 +13,7 @@ import torch
 from .. import native_lib
 from ....ir.opdef import get_op
 from ....runtime import kernels
+from ....runtime.bound_plan import buffer
 from ....runtime.kernels import Kernel, NodeContext
 from . import _native, _runs_at
 
@@ -44,7 +45,7 @@ def native_global_avg_pool(ctx: NodeContext):
         view = _native.dense_view(x)
         if view is None or h * w == 0:
             return None
-        out = torch.empty((n, c), dtype=x.dtype)
+        out = buffer((n, c), x.dtype)
         call = functools.partial(lib.spatial_mean, view[0], not x.is_contiguous(), out, isa, torch.get_num_threads())
         return call, [out.view(n, c, 1, 1)]
 

@@ -3,12 +3,14 @@ norm quantized (fold_norm_quantize)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import torch
 
 from ....ir import dtypes
 from ....ir.opdef import get_op
 from ....runtime import kernels
+from ....runtime.bound_plan import buffer
 from ....runtime.kernels import Kernel, NodeContext
 from . import _native, _runs_at
 
@@ -46,5 +48,17 @@ def native_add_layer_norm(ctx: NodeContext):
         outs = [out] + ([total] if return_sum else []) + ([q] if q is not None else [])
         return tuple(outs) if len(outs) > 1 else out
 
+    def bind(inputs, dims):
+        x, r = inputs[0], inputs[1]
+        if (not (x.is_contiguous() and r.is_contiguous()) or x.shape != r.shape
+                or not all(p.binds(inputs) for p in (weight, bias, multiplier))):
+            return None
+        out = buffer(x.shape, x.dtype)
+        total = buffer(x.shape, x.dtype) if return_sum else None
+        q = None if q_dtype is None else buffer(x.shape, q_dtype)
+        call = functools.partial(lib.layer_norm, x, r, weight.get(inputs), bias.get(inputs), eps, out, total, isa,
+                                 torch.get_num_threads(), q_out=q, q_multipliers=multiplier.get(inputs), **q_args)
+        return call, [out] + ([total] if return_sum else []) + ([q] if q is not None else [])
+
     return Kernel(run, _native.kernel_name("add_layer_norm", "layer_norm", isa),
-                  frozenset(weight.consumed | bias.consumed | multiplier.consumed))
+                  frozenset(weight.consumed | bias.consumed | multiplier.consumed), bind=bind)

@@ -14,6 +14,7 @@ import torch
 from .. import native_lib
 from ....ir.opdef import get_op
 from ....runtime import kernels
+from ....runtime.bound_plan import buffer
 from ....runtime.kernels import Kernel, NodeContext
 from . import _native, _runs_at
 
@@ -53,7 +54,7 @@ def native_concat_channels(ctx: NodeContext):
                 or (x.shape[1] > 1 and x.stride(1) != 1) or (y.shape[1] > 1 and y.stride(1) != 1)):
             return None
         n, _, h, w = x.shape
-        out = torch.empty((n, h, w, x.shape[1] + y.shape[1]), dtype=x.dtype).permute(0, 3, 1, 2)
+        out = buffer((n, h, w, x.shape[1] + y.shape[1]), x.dtype).permute(0, 3, 1, 2)
         return functools.partial(lib.concat_channels, x, y, out, isa, torch.get_num_threads()), [out]
 
     return Kernel(run, _native.kernel_name("concat", "concat_channels", isa), fresh_output=True, bind=bind)

@@ -1,10 +1,13 @@
 """Native layer_norm (last-dim normalisation, fp32 statistics) for float32/bfloat16."""
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from ....ir.opdef import get_op
 from ....runtime import kernels
+from ....runtime.bound_plan import buffer
 from ....runtime.kernels import Kernel, NodeContext
 from . import _native, _runs_at
 
@@ -30,5 +33,13 @@ def native_layer_norm(ctx: NodeContext):
         lib.layer_norm(x, None, w, b, eps, out, None, isa, torch.get_num_threads())
         return out
 
+    def bind(inputs, dims):
+        x = inputs[0]
+        if not x.is_contiguous() or not (weight.binds(inputs) and bias.binds(inputs)):
+            return None
+        out = buffer(x.shape, x.dtype)
+        return functools.partial(lib.layer_norm, x, None, weight.get(inputs), bias.get(inputs), eps, out, None, isa,
+                                 torch.get_num_threads()), [out]
+
     return Kernel(run, _native.kernel_name("layer_norm", "layer_norm", isa),
-                  frozenset(weight.consumed | bias.consumed))
+                  frozenset(weight.consumed | bias.consumed), bind=bind)

@@ -75,6 +75,7 @@ bf16_storage:
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from math import prod
 from typing import Callable, Optional
@@ -85,6 +86,7 @@ from ....errors import ArtifactError
 from ....ir.dims import same
 from ....ir.ops._common import same_shape
 from ....ir.postops import PostOp, apply_post_ops
+from ....runtime.bound_plan import buffer
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from .. import native_lib, onednn_direct
 from ..compute_precision import bf16_compute_dtype
@@ -92,7 +94,7 @@ from ..self_check import torch_ops
 from ._torch_onednn import (constant_weight_and_bias, consumed, enabled, isa_allows, mkl_runs_float32_linear,
                             node_dtype, plan_post_ops, unfused_unary, with_tail)
 from . import _row_chunks, _runs_at
-from ._in_situ import InSitu
+from ._in_situ import InSitu, row_range
 from ._onednn_direct_linear import fused_prefix, linear_run
 
 @register_kernel("cpu", "linear", runs_at=_runs_at.torch_mkl)
@@ -228,10 +230,32 @@ def native_bf16_amx_linear(ctx: NodeContext) -> Optional[Kernel]:
     def saw_many_rows() -> None:
         many_rows_seen[0] = True
 
+    def tiles_bind(inputs: list, dims: dict[str, int]):
+        x = inputs[0]
+        if x.dtype != torch.bfloat16 or not x.is_contiguous():
+            return None
+        out = buffer(x.shape[:-1] + (n,), torch.bfloat16)
+        return functools.partial(lib.bf16_amx_gemm, x, packed, wide_bias, out, isa, torch.get_num_threads(), unary), [out]
+
     run, choice = amx_tiles_or(k, tiles, many.fn, on_choice=drop_onednn_weight_if_unused, on_more_rows=saw_many_rows)
     # the name says what may run: measured, a layer keeps either (profiles group its time under this name)
     name = "native:bf16_amx_gemm" if choice is None else AMX_OR_ONEDNN
-    return Kernel(run, name, consumed(ctx), fresh_output=True)
+    return Kernel(run, name, consumed(ctx), fresh_output=True, bind=amx_bind(k, choice, tiles_bind, many.bind))
+
+
+def amx_bind(k: int, choice: Optional[InSitu], tiles_bind: Callable, other_bind: Optional[Callable]) -> Callable:
+    """Kernel.bind of amx_tiles_or's function: the bound call of the way this row count runs (the tiles up to
+    AMX_MAX_ROWS rows where the layer's measuring chose them or there is none, else `other`'s), None while its range
+    is still measured or where that way does not bind."""
+    def bind(inputs: list, dims: dict[str, int]):
+        rows = inputs[0].numel() // k
+        chose_tiles = rows <= AMX_MAX_ROWS and (True if choice is None else choice.choices.get(row_range(rows)))
+        if chose_tiles is None:
+            return None
+        way = tiles_bind if chose_tiles else other_bind
+        return None if way is None else way(inputs, dims)
+
+    return bind
 
 
 def amx_tiles_or(k: int, tiles: Callable, other: Callable, on_choice: Optional[Callable[[int, bool], None]] = None,

@@ -9,6 +9,7 @@ from typing import Optional
 import torch
 
 from .. import onednn_direct
+from ....runtime.bound_plan import buffer
 from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from ._torch_onednn import FLOAT_DTYPES, enabled, isa_allows
 from ._onednn_direct_conv import spatial_out_size
@@ -45,7 +46,7 @@ def onednn_direct_max_pool2d(ctx: NodeContext) -> Optional[Kernel]:
             return None
         n, c, h, w = x.shape
         oh, ow = spatial_out_size(h, w, a, tuple(a.kernel_size))
-        out = torch.empty((n, c, max(oh, 0), max(ow, 0)), dtype=x.dtype, memory_format=torch.channels_last)
+        out = buffer((n, max(oh, 0), max(ow, 0), c), x.dtype).permute(0, 3, 1, 2)  # channels-last
         return pool.bind(x, out), [out]
 
     return Kernel(run, "onednn_direct:max_pool2d", fresh_output=True, keeps_nan=False, bind=bind)

@@ -47,7 +47,7 @@ from ....runtime.kernels import Kernel, NodeContext, register_kernel
 from .. import onednn_direct
 from ..self_check import torch_ops
 from ._int8_gemm import Int8Gemm, runs_here
-from .linear import amx_tiles_or
+from .linear import amx_bind, amx_tiles_or
 from ._onednn_direct_linear import fused_prefix, linear_bind, linear_run
 from ._torch_onednn import plan_post_ops, qlinear_setup, with_tail
 from . import _runs_at
@@ -97,7 +97,7 @@ def native_amx_qlinear(ctx: NodeContext) -> Optional[Kernel]:
     run, choice = amx_tiles_or(gemm.k, _over_rows(gemm), onednn.fn)
     # the name says what may run: measured, a layer keeps either (profiles group its time under this name)
     name = "native:int8_amx_gemm" if choice is None else "native:int8_amx_gemm|onednn_direct:qlinear"
-    return Kernel(run, name, held, fresh_output=True)
+    return Kernel(run, name, held, fresh_output=True, bind=amx_bind(gemm.k, choice, _over_rows_bind(gemm), onednn.bind))
 
 
 @register_kernel("cpu", "qlinear", runs_at=_runs_at.onednn_direct_int8)
@@ -166,8 +166,9 @@ def native_qlinear(ctx: NodeContext) -> Optional[Kernel]:
     gemm = Int8Gemm.build(ctx, ctx.constants[1])
     if gemm is None:
         return None
-    held = {1, 2, 3} if ctx.input_specs[3] is not None else {1, 2}
-    return Kernel(_over_rows(gemm), f"native:qlinear@{ctx.isa}", frozenset(held), fresh_output=True)
+    held = ({1, 2, 3} if ctx.input_specs[3] is not None else {1, 2}) | ({gemm.multiplier_slot} - {None})
+    return Kernel(_over_rows(gemm), f"native:qlinear@{ctx.isa}", frozenset(held), fresh_output=True,
+                  bind=_over_rows_bind(gemm))
 
 
 def _over_rows(gemm: Int8Gemm):
@@ -183,3 +184,22 @@ def _over_rows(gemm: Int8Gemm):
         return gemm.finish(y, inputs)
 
     return run
+
+
+def _over_rows_bind(gemm: Int8Gemm):
+    """Kernel.bind of _over_rows(gemm)'s function: its one kernel call into an output made once, where gemm takes
+    every post-op and x's rows are x itself."""
+    k, n = gemm.k, gemm.n
+
+    def bind(inputs: list, dims: dict[str, int]):
+        x = inputs[0]
+        rows = x.reshape(-1, k)
+        if rows.stride(-1) != 1 or rows.untyped_storage().data_ptr() != x.untyped_storage().data_ptr():
+            return None
+        bound = gemm.bind(rows, rows.shape[0], inputs, lambda r: r.reshape(-1, n))
+        if bound is None:
+            return None
+        call, out = bound
+        return call, [out.view(*x.shape[:-1], n)]
+
+    return bind

@@ -15,6 +15,7 @@ from .. import native_lib
 from ....ir.opdef import get_op
 from ....ir.ops._quant import QTORCH
 from ....runtime import kernels
+from ....runtime.bound_plan import buffer
 from ....runtime.kernels import Kernel, NodeContext
 from . import _native, _runs_at
 
@@ -65,7 +66,7 @@ def native_quantize(ctx: NodeContext):
         if view is None:
             return None
         dense, undo = view
-        q = torch.empty(dense.shape, dtype=qdtype)
+        q = buffer(dense.shape, qdtype)
         return functools.partial(lib.quantize, dense, scale, zero_point, False, q, isa, torch.get_num_threads()), [undo(q)]
 
     name = _native.kernel_name("quantize", "quantize", ctx.isa)

@@ -36,7 +36,7 @@ def native_rms_norm(ctx: NodeContext):
 
     def bind(inputs, dims):
         x = inputs[0]
-        if not x.is_contiguous():
+        if not x.is_contiguous() or not weight.binds(inputs):
             return None
         out = torch.empty_like(x)
         return functools.partial(lib.rms_norm, x, None, weight.get(inputs), eps, out, None, isa,

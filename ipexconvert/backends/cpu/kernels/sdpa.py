@@ -17,6 +17,7 @@ int8/uint8 codes straight from the kernel's output rows.
 """
 from __future__ import annotations
 
+import functools
 import math
 from functools import partial
 from typing import Optional
@@ -31,7 +32,7 @@ from ....ir.ops._quant import QTORCH
 from ....ir.ops._kv_int8 import from_cache
 from ....ir.ops.kv_append import NARROWER_CACHES
 from ....runtime import kernels
-from ....runtime.bound_plan import RecordedStep
+from ....runtime.bound_plan import RecordedStep, buffer
 from ....runtime.kernels import Kernel, NodeContext
 from . import _native, _runs_at
 
@@ -89,7 +90,21 @@ def native_sdpa(ctx: NodeContext):
         lib.attention(q, k, v, mask, out, scale, isa, torch.get_num_threads(), **q_args)
         return out
 
-    return Kernel(run, _native.kernel_name("sdpa", kernel, ctx.isa), frozenset({4}) if has_multiplier else frozenset())
+    def bind(inputs: list, dims: dict[str, int]):
+        q, k, v, mask = inputs[:4]
+        if q.shape[1] != k.shape[1] or q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:
+            return None
+        if mask is not None:
+            if mask.dim() < 4:
+                mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+            if mask.shape[-1] != k.shape[2] or (k.shape[2] > 1 and mask.stride(-1) != 1):
+                return None
+        batch, heads, q_len, _ = q.shape
+        out = buffer((batch, q_len, heads, head_dim), out_dtype).permute(0, 2, 1, 3)
+        return functools.partial(lib.attention, q, k, v, mask, out, scale, isa, torch.get_num_threads(), **q_args), [out]
+
+    return Kernel(run, _native.kernel_name("sdpa", kernel, ctx.isa), frozenset({4}) if has_multiplier else frozenset(),
+                  bind=bind)
 
 
 _DECODE_ROWS = 4  # query rows up to which decode_attention runs; longer prompts run torch's attention
