@@ -165,6 +165,7 @@ class _Block:
     memory: torch.Tensor  # uint8
     free: bool = False
     last_read: float = -1  # the last step reading a value in it (inf: an output, or read by no value we know of)
+    freed_at: int = -1  # the step after which it was last handed back
 
 
 class _BufferPool:
@@ -198,7 +199,9 @@ class _BufferPool:
         span = 1 + sum((n - 1) * st for n, st in zip(size, stride)) if all(n > 0 for n in size) else 0
         nbytes = max(-(-span * itemsize // _ALIGN) * _ALIGN, _ALIGN)
         fits = [b for b in self.blocks if b.free and b.memory.numel() >= nbytes]
-        block = min(fits, key=lambda b: b.memory.numel()) if fits else None
+        # the block freed last among those not more than twice the size (its values were read last: in cache)
+        close = [b for b in fits if b.memory.numel() <= 2 * nbytes]
+        block = max(close, key=lambda b: b.freed_at) if close else min(fits, key=lambda b: b.memory.numel()) if fits else None
         if block is None:
             block = _Block(torch.empty(nbytes, dtype=torch.uint8))
             self.blocks.append(block)
@@ -225,7 +228,7 @@ class _BufferPool:
         self.taken = []  # (a block taken now that no output names stays taken: a scratch its call keeps)
         for block in self.blocks:
             if not block.free and block.last_read <= index:
-                block.free = True
+                block.free, block.freed_at = True, index
 
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 import threading
 import time
 from dataclasses import dataclass
@@ -37,7 +38,13 @@ _DIMS_CACHE_BYTES = 64 << 20  # and their memory (a causal mask is seq^2: 32 MiB
 _BOUND_PLANS = 2  # bound plans kept (per set of fixed dims: a decoder's batch sizes)
 # A model called with the same dims this many times runs from a plan bound to buffers (run_fixed): by then the
 # layers that measure two ways in their first calls (backends/cpu/kernels/_in_situ.py) have chosen.
-FIXED_PLAN_AFTER = CHOOSING_CALLS
+FIXED_PLAN_AFTER = 10
+# Then it measures, calls from the plan (the first binds it) and step by step taking turns (the same weights either
+# way, so turns and not blocks: less drift between them on a noisy machine), FIXED_PLAN_WARM untimed calls then
+# FIXED_PLAN_TIMED timed ones each, and keeps the faster way (the plan copies the results of steps that cannot bind
+# into its buffers: BERT-base bf16 b8, whose oneDNN linears do not bind, ran 1.02-1.04 x slower with it).
+FIXED_PLAN_WARM, FIXED_PLAN_TIMED = 1, 4
+assert FIXED_PLAN_AFTER + 2 * (FIXED_PLAN_WARM + FIXED_PLAN_TIMED) <= CHOOSING_CALLS
 _FIXED_PLAN_BYTES = 64 << 20  # buffer memory a fixed plan may hold (it keeps every value's buffer; the executor frees)
 _FIXED_PLAN_REFILLS = 0.25  # share of the steps that may run as kernels each call (refills) in a fixed plan kept
 
@@ -207,6 +214,7 @@ class Executor:
         self._dims_lock = threading.Lock()  # a model may be called from several threads (guards _bound's evictions too)
         self._bound: dict[tuple, BoundPlan] = {}  # (varying dims, the other dims, threads) -> plan
         self._fixed_calls: dict[tuple, int] = {}  # (dims, threads) -> calls so far; -1: its plan was not worth keeping
+        self._fixed_times: dict[tuple, tuple[list[float], list[float]]] = {}  # (dims, threads) -> (planned, stepped)
         self.fixed_plans = not environment.switched_off("IPEXCONVERT_FIXED_PLANS")
 
     def drop_finite_checks(self) -> None:
@@ -245,8 +253,9 @@ class Executor:
         """run(), or, for dims met FIXED_PLAN_AFTER times, a run from a plan bound to buffers made once (a CNN or
         encoder called again and again with one input shape): its consecutive bound calls run as one native call,
         with no Python, allocation or argument checks between the layers (ResNet-50 int8 b1 on a 2-core AMX Xeon
-        0.86-0.93 x the time). A plan where more than _FIXED_PLAN_REFILLS of the steps cannot bind, or that holds
-        more than _FIXED_PLAN_BYTES of buffers, is dropped and those dims run step by step from then on."""
+        0.78-0.93 x the time). A plan where more than _FIXED_PLAN_REFILLS of the steps cannot bind, that holds more
+        than _FIXED_PLAN_BYTES of buffers, or whose calls measured slower than step by step (FIXED_PLAN_WARM /
+        _TIMED) is dropped, and those dims run step by step from then on."""
         if not self.fixed_plans or self.device != "cpu":
             return self.run(inputs, dims)
         key = (tuple(sorted(dims.items())), torch.get_num_threads())
@@ -258,19 +267,47 @@ class Executor:
                 self._fixed_calls[key] = calls + 1
         if calls < FIXED_PLAN_AFTER:
             return self.run(inputs, dims)
+        measuring = 2 * (FIXED_PLAN_WARM + FIXED_PLAN_TIMED)
+        measured = calls - FIXED_PLAN_AFTER  # calls into the measuring: even ones from the plan, odd ones step by step
+        if measured < measuring and measured % 2:
+            start = time.perf_counter()
+            outputs = self.run(inputs, dims)
+            self._time_fixed(key, measured, time.perf_counter() - start)
+            return outputs
         plan_key = (frozenset(), key[0], key[1])
         new = plan_key not in self._bound
+        start = time.perf_counter()
         try:
             outputs = self.run_bound(inputs, dims, frozenset(), max_bytes=_FIXED_PLAN_BYTES)
         except PlanTooLarge:
             outputs = None
+        seconds = time.perf_counter() - start
         plan = self._bound.get(plan_key)
         if outputs is None or (new and plan is not None
                                and not plan.worth_keeping(_FIXED_PLAN_REFILLS * len(self.main), _FIXED_PLAN_BYTES)):
-            with self._dims_lock:
-                self._bound.pop(plan_key, None)
-                self._fixed_calls[key] = -1
+            self._drop_fixed(key)
+        elif measured < measuring:
+            self._time_fixed(key, measured, seconds)
         return self.run(inputs, dims) if outputs is None else outputs
+
+    def _time_fixed(self, key: tuple, measured: int, seconds: float) -> None:
+        """A measured call's time (even: from the plan, odd: step by step); after the last, the plan is kept only
+        where its median was the lower."""
+        with self._dims_lock:
+            times = self._fixed_times.setdefault(key, ([], []))
+            if measured >= 2 * FIXED_PLAN_WARM:
+                times[measured % 2].append(seconds)
+            done = measured == 2 * (FIXED_PLAN_WARM + FIXED_PLAN_TIMED) - 1
+        if done:
+            planned, stepped = self._fixed_times.pop(key, ([], []))
+            if not keeps_fixed_plan(planned, stepped):
+                self._drop_fixed(key)
+
+    def _drop_fixed(self, key: tuple) -> None:
+        """These dims run step by step from now on."""
+        with self._dims_lock:
+            self._bound.pop((frozenset(), key[0], key[1]), None)
+            self._fixed_calls[key] = -1
 
     def run(self, inputs: Sequence[torch.Tensor], dims: dict[str, int], persistent: frozenset[int] = frozenset(),
             capture: bool = True, check_guards: bool = True, positions: Optional[dict[int, int]] = None,
@@ -363,6 +400,11 @@ class Executor:
                 total -= self._dims_cache.pop(next(iter(self._dims_cache)))[1]  # the oldest
             self._dims_cache[key] = entry
         return entry
+
+
+def keeps_fixed_plan(planned: list[float], stepped: list[float]) -> bool:
+    """Whether a fixed plan's measured calls (seconds) beat those step by step."""
+    return bool(planned and stepped) and statistics.median(planned) <= statistics.median(stepped)
 
 
 def declared_shapes(kernel: Kernel, node, specs: Sequence) -> Kernel:

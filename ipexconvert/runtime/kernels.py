@@ -89,8 +89,10 @@ class Kernel:
 
 
 # A kernel may spend its first calls in the model choosing between two ways of running its layer, timing each where
-# it runs (backends/cpu/kernels/_in_situ.py): timings of an artifact start after this many warm-up calls.
-CHOOSING_CALLS = 10
+# it runs (backends/cpu/kernels/_in_situ.py: its first 10 calls), and then the executor between a fixed plan and
+# running step by step (runtime/executor.py, run_fixed: the 10 after): timings of an artifact start after this many
+# warm-up calls.
+CHOOSING_CALLS = 20
 
 KernelFactory = Callable[[NodeContext], Optional[Kernel]]
 # level (ISA level or GPU architecture) -> None when the factory's library can run at that level in this

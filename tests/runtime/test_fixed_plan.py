@@ -13,9 +13,17 @@ from ipexconvert.backends.cpu import onednn_direct as dnnl
 from ipexconvert.backends.cpu.isa import selected_isa
 from ipexconvert.errors import UserInputError
 from ipexconvert.runtime import executor as executor_module
-from ipexconvert.runtime.executor import FIXED_PLAN_AFTER
+from ipexconvert.runtime.executor import FIXED_PLAN_AFTER, FIXED_PLAN_TIMED, FIXED_PLAN_WARM, keeps_fixed_plan
+from ipexconvert.runtime.kernels import CHOOSING_CALLS
 
 BINDS = dnnl.usable(selected_isa())  # the CNN's convolutions run on the direct oneDNN layers, which bind
+SETTLED = FIXED_PLAN_AFTER + 2 * (FIXED_PLAN_WARM + FIXED_PLAN_TIMED)  # calls after which the plan is kept or not
+
+
+@pytest.fixture(autouse=True)
+def plans_win(monkeypatch):
+    """The plan's measured calls win (whatever this machine's timings), unless a test says otherwise."""
+    monkeypatch.setattr(executor_module, "keeps_fixed_plan", lambda planned, stepped: True)
 
 
 @pytest.fixture(scope="module", params=["fp32", "int8"])
@@ -38,7 +46,7 @@ def test_calls_after_the_first_ones_run_from_a_fixed_plan_with_the_executors_res
     dtype, path = cnn
     model = ipexconvert.load_artifact(path)
     kept = []
-    for x in _images(FIXED_PLAN_AFTER + 6):
+    for x in _images(SETTLED + 3):
         got = model.run_dict({"pixel_values": x})["logits"]
         want = model.executor.run([x], {"batch": 2})[0]  # the same steps, one by one
         assert torch.equal(got, want)
@@ -59,7 +67,7 @@ def test_calls_after_the_first_ones_run_from_a_fixed_plan_with_the_executors_res
 def test_a_fixed_plan_still_finds_nan_and_inf_in_the_image(cnn):
     dtype, path = cnn
     model = ipexconvert.load_artifact(path)
-    images = _images(FIXED_PLAN_AFTER + 2)
+    images = _images(SETTLED + 2)
     for x in images[:FIXED_PLAN_AFTER]:
         model.run_dict({"pixel_values": x})
     bad = images[0].clone()
@@ -89,24 +97,43 @@ def test_a_plan_holding_too_many_bytes_or_refills_is_dropped(cnn, monkeypatch, l
     _, path = cnn
     monkeypatch.setattr(executor_module, limit, 0)  # (bytes: it stops binding as soon as its buffers pass the limit)
     model = ipexconvert.load_artifact(path)
-    for x in _images(FIXED_PLAN_AFTER + 3):
+    for x in _images(SETTLED + 2):
         assert torch.equal(model.run_dict({"pixel_values": x})["logits"], model.executor.run([x], {"batch": 2})[0])
     assert not _fixed_plans(model)
     if BINDS:
         assert list(model.executor._fixed_calls.values()) == [-1]  # (tried once, then never again for these dims)
 
 
+def test_the_plan_is_kept_only_where_its_calls_measured_faster(cnn, monkeypatch):
+    """After FIXED_PLAN_AFTER calls, a block of calls from the plan and one step by step are timed; the plan stays
+    only where its median won, and the benchmarks' warm-up (CHOOSING_CALLS) covers all of it."""
+    assert SETTLED <= CHOOSING_CALLS
+    _, path = cnn
+    seen = []
+    for verdict in (True, False):
+        monkeypatch.setattr(executor_module, "keeps_fixed_plan",
+                            lambda planned, stepped, verdict=verdict: seen.append((len(planned), len(stepped))) or verdict)
+        model = ipexconvert.load_artifact(path)
+        for x in _images(SETTLED + 2):
+            model.run_dict({"pixel_values": x})
+        assert bool(_fixed_plans(model)) == (verdict and BINDS)
+    if BINDS:
+        assert seen == [(FIXED_PLAN_TIMED, FIXED_PLAN_TIMED)] * 2
+    assert keeps_fixed_plan([1.0, 3.0, 2.0], [2.5, 2.0, 3.0]) and not keeps_fixed_plan([2.1, 2.2, 2.3], [2.0, 1.0, 3.0])
+    assert not keeps_fixed_plan([], [1.0])
+
+
 def test_each_shape_gets_its_own_plan_and_the_switch_turns_them_off(cnn, monkeypatch):
     _, path = cnn
     model = ipexconvert.load_artifact(path)
     for batch in (1, 3):
-        for x in _images(FIXED_PLAN_AFTER + 2, batch):
+        for x in _images(SETTLED + 2, batch):
             assert torch.equal(model.run_dict({"pixel_values": x})["logits"],
                                model.executor.run([x], {"batch": batch})[0])
     assert len(_fixed_plans(model)) == (2 if BINDS else 0)
     monkeypatch.setenv("IPEXCONVERT_FIXED_PLANS", "0")
     model = ipexconvert.load_artifact(path)
-    for x in _images(FIXED_PLAN_AFTER + 2, 1):
+    for x in _images(SETTLED + 2, 1):
         model.run_dict({"pixel_values": x})
     assert not model.executor._bound and not model.executor._fixed_calls
 
@@ -156,7 +183,7 @@ def test_a_decoder_prompt_called_again_gives_the_executors_logits_and_caches(tmp
     model = ipexconvert.load_artifact(result.path)
     example = dict(result.example_inputs)
     g = torch.Generator().manual_seed(3)
-    for _ in range(FIXED_PLAN_AFTER + 4):
+    for _ in range(SETTLED + 2):
         inputs = {**example, "input_ids": torch.randint(3, 1000, example["input_ids"].shape, generator=g)}
         tensors = model.signature.bind((), inputs)
         want = model.executor.run(tensors, model.signature.check(tensors))
