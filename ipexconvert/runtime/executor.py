@@ -286,22 +286,21 @@ class Executor:
         if outputs is None or (new and plan is not None
                                and not plan.worth_keeping(_FIXED_PLAN_REFILLS * len(self.main), _FIXED_PLAN_BYTES)):
             self._drop_fixed(key)
-        elif measured < measuring:
+        elif measured < measuring or key in self._fixed_times:  # (undecided past the turns: a turn raised)
             self._time_fixed(key, measured, seconds)
         return self.run(inputs, dims) if outputs is None else outputs
 
     def _time_fixed(self, key: tuple, measured: int, seconds: float) -> None:
         """A measured call's time (even: from the plan, odd: step by step); after the last, the plan is kept only
         where its median was the lower."""
+        measuring = 2 * (FIXED_PLAN_WARM + FIXED_PLAN_TIMED)
         with self._dims_lock:
             times = self._fixed_times.setdefault(key, ([], []))
-            if measured >= 2 * FIXED_PLAN_WARM:
+            if 2 * FIXED_PLAN_WARM <= measured < measuring:
                 times[measured % 2].append(seconds)
-            done = measured == 2 * (FIXED_PLAN_WARM + FIXED_PLAN_TIMED) - 1
-        if done:
-            planned, stepped = self._fixed_times.pop(key, ([], []))
-            if not keeps_fixed_plan(planned, stepped):
-                self._drop_fixed(key)
+            planned, stepped = self._fixed_times.pop(key) if measured >= measuring - 1 else (None, None)
+        if planned is not None and not keeps_fixed_plan(planned, stepped):
+            self._drop_fixed(key)
 
     def _drop_fixed(self, key: tuple) -> None:
         """These dims run step by step from now on."""
