@@ -11,12 +11,20 @@ import torch
 import ipexconvert
 from ipexconvert.backends.cpu import onednn_direct as dnnl
 from ipexconvert.backends.cpu.isa import selected_isa
+from ipexconvert.backends.cpu.kernels._torch_onednn import int8_allowed
 from ipexconvert.errors import UserInputError
 from ipexconvert.runtime import executor as executor_module
+from ipexconvert.runtime.bound_plan import BoundPlan
 from ipexconvert.runtime.executor import FIXED_PLAN_AFTER, FIXED_PLAN_TIMED, FIXED_PLAN_WARM, keeps_fixed_plan
 from ipexconvert.runtime.kernels import CHOOSING_CALLS
 
-BINDS = dnnl.usable(selected_isa())  # the CNN's convolutions run on the direct oneDNN layers, which bind
+ONEDNN = dnnl.usable(selected_isa())  # the direct oneDNN layers run here, whose convolutions bind
+
+
+def _binds(dtype: str) -> bool:
+    """The CNN's convolutions run on the direct oneDNN layers here (below VNNI its int8 ones run our own int8 GEMM,
+    which does not bind: its plan is then dropped for its refills)."""
+    return ONEDNN and (dtype != "int8" or int8_allowed(selected_isa()))
 SETTLED = FIXED_PLAN_AFTER + 2 * (FIXED_PLAN_WARM + FIXED_PLAN_TIMED)  # calls after which the plan is kept or not
 
 
@@ -38,6 +46,13 @@ def _images(count: int, batch: int = 2) -> list[torch.Tensor]:
     return [torch.randn(batch, 3, 64, 64, generator=torch.Generator().manual_seed(seed)) for seed in range(count)]
 
 
+def _refused(model, inputs: list, dims: dict) -> bool:
+    """A plan of these inputs' dims would be dropped for its refills or bytes (not for its measured time)."""
+    plan = BoundPlan(model.executor, inputs, dims, frozenset())
+    return not plan.worth_keeping(executor_module._FIXED_PLAN_REFILLS * len(model.executor.main),
+                                  executor_module._FIXED_PLAN_BYTES)
+
+
 def _fixed_plans(model) -> list:
     return [plan for (varying, _, _), plan in model.executor._bound.items() if not varying]
 
@@ -54,7 +69,8 @@ def test_calls_after_the_first_ones_run_from_a_fixed_plan_with_the_executors_res
     for x, copy, got in kept:  # a later call did not write into what an earlier one handed back
         assert torch.equal(copy, got)
     plans = _fixed_plans(model)
-    if BINDS:
+    assert bool(plans) != _refused(model, [x], {"batch": 2})
+    if _binds(dtype):
         assert len(plans) == 1
         plan = plans[0]
         assert plan.refills <= executor_module._FIXED_PLAN_REFILLS * len(model.executor.main)
@@ -79,7 +95,7 @@ def test_a_fixed_plan_still_finds_nan_and_inf_in_the_image(cnn):
         assert torch.isnan(model.run_dict({"pixel_values": bad})["logits"][0]).all()
     for x in images[FIXED_PLAN_AFTER:]:
         assert torch.equal(model.run_dict({"pixel_values": x})["logits"], model.executor.run([x], {"batch": 2})[0])
-    assert _fixed_plans(model) or not BINDS
+    assert bool(_fixed_plans(model)) == _binds(dtype)
     for value in (float("nan"), float("inf")):
         bad = images[0].clone()
         bad[1, 2, 30, 40] = value
@@ -94,13 +110,13 @@ def test_a_fixed_plan_still_finds_nan_and_inf_in_the_image(cnn):
 
 @pytest.mark.parametrize("limit", ["_FIXED_PLAN_BYTES", "_FIXED_PLAN_REFILLS"])
 def test_a_plan_holding_too_many_bytes_or_refills_is_dropped(cnn, monkeypatch, limit):
-    _, path = cnn
+    dtype, path = cnn
     monkeypatch.setattr(executor_module, limit, 0)  # (bytes: it stops binding as soon as its buffers pass the limit)
     model = ipexconvert.load_artifact(path)
     for x in _images(SETTLED + 2):
         assert torch.equal(model.run_dict({"pixel_values": x})["logits"], model.executor.run([x], {"batch": 2})[0])
     assert not _fixed_plans(model)
-    if BINDS:
+    if _binds(dtype):
         assert list(model.executor._fixed_calls.values()) == [-1]  # (tried once, then never again for these dims)
 
 
@@ -108,7 +124,7 @@ def test_the_plan_is_kept_only_where_its_calls_measured_faster(cnn, monkeypatch)
     """After FIXED_PLAN_AFTER calls, a block of calls from the plan and one step by step are timed; the plan stays
     only where its median won, and the benchmarks' warm-up (CHOOSING_CALLS) covers all of it."""
     assert SETTLED <= CHOOSING_CALLS
-    _, path = cnn
+    dtype, path = cnn
     seen = []
     for verdict in (True, False):
         monkeypatch.setattr(executor_module, "keeps_fixed_plan",
@@ -116,21 +132,21 @@ def test_the_plan_is_kept_only_where_its_calls_measured_faster(cnn, monkeypatch)
         model = ipexconvert.load_artifact(path)
         for x in _images(SETTLED + 2):
             model.run_dict({"pixel_values": x})
-        assert bool(_fixed_plans(model)) == (verdict and BINDS)
-    if BINDS:
+        assert bool(_fixed_plans(model)) == (verdict and _binds(dtype))
+    if _binds(dtype):
         assert seen == [(FIXED_PLAN_TIMED, FIXED_PLAN_TIMED)] * 2
     assert keeps_fixed_plan([1.0, 3.0, 2.0], [2.5, 2.0, 3.0]) and not keeps_fixed_plan([2.1, 2.2, 2.3], [2.0, 1.0, 3.0])
     assert not keeps_fixed_plan([], [1.0])
 
 
 def test_each_shape_gets_its_own_plan_and_the_switch_turns_them_off(cnn, monkeypatch):
-    _, path = cnn
+    dtype, path = cnn
     model = ipexconvert.load_artifact(path)
     for batch in (1, 3):
         for x in _images(SETTLED + 2, batch):
             assert torch.equal(model.run_dict({"pixel_values": x})["logits"],
                                model.executor.run([x], {"batch": batch})[0])
-    assert len(_fixed_plans(model)) == (2 if BINDS else 0)
+    assert len(_fixed_plans(model)) == (2 if _binds(dtype) else 0)
     monkeypatch.setenv("IPEXCONVERT_FIXED_PLANS", "0")
     model = ipexconvert.load_artifact(path)
     for x in _images(SETTLED + 2, 1):
@@ -189,4 +205,4 @@ def test_a_decoder_prompt_called_again_gives_the_executors_logits_and_caches(tmp
         want = model.executor.run(tensors, model.signature.check(tensors))
         got = model.run_list(tensors)
         assert all(torch.equal(w, h) for w, h in zip(want, got))
-    assert _fixed_plans(model) or not BINDS
+    assert bool(_fixed_plans(model)) != _refused(model, tensors, model.signature.check(tensors))
