@@ -38,10 +38,14 @@ def native_concat_channels(ctx: NodeContext):
     reference = get_op(ctx.op).compile(a)
     lib, isa = native_lib.raw, ctx.isa
 
+    def fits(x: torch.Tensor, y: torch.Tensor) -> bool:
+        """The kernel takes them: one batch and image size, contiguous channels."""
+        return (x.shape[0] == y.shape[0] and x.shape[2:] == y.shape[2:]
+                and (x.shape[1] <= 1 or x.stride(1) == 1) and (y.shape[1] <= 1 or y.stride(1) == 1))
+
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x, y = inputs
-        if (x.shape[0] != y.shape[0] or x.shape[2:] != y.shape[2:]
-                or (x.shape[1] > 1 and x.stride(1) != 1) or (y.shape[1] > 1 and y.stride(1) != 1)):
+        if not fits(x, y):
             return reference(inputs, dims)
         n, _, h, w = x.shape
         out = torch.empty((n, h, w, x.shape[1] + y.shape[1]), dtype=x.dtype).permute(0, 3, 1, 2)
@@ -50,8 +54,7 @@ def native_concat_channels(ctx: NodeContext):
 
     def bind(inputs: list, dims: dict[str, int]):
         x, y = inputs
-        if (x.shape[0] != y.shape[0] or x.shape[2:] != y.shape[2:]
-                or (x.shape[1] > 1 and x.stride(1) != 1) or (y.shape[1] > 1 and y.stride(1) != 1)):
+        if not fits(x, y):
             return None
         n, _, h, w = x.shape
         out = buffer((n, h, w, x.shape[1] + y.shape[1]), x.dtype).permute(0, 3, 1, 2)

@@ -76,21 +76,9 @@ def native_sdpa(ctx: NodeContext):
         out_dtype = QTORCH[a.quantize.dtype]
         q_args = {"q_scale": a.quantize.scale, "q_zero_point": a.quantize.zero_point, "q_multipliers": multiplier}
 
-    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        q, k, v, mask = inputs[:4]
-        if q.shape[1] != k.shape[1] or q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:
-            return reference([q, k, v, mask, multiplier], dims)
-        if mask is not None:
-            if mask.dim() < 4:
-                mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
-            if mask.shape[-1] != k.shape[2] or (k.shape[2] > 1 and mask.stride(-1) != 1):
-                return reference([q, k, v, inputs[3], multiplier], dims)
-        batch, heads, q_len, _ = q.shape
-        out = torch.empty(batch, q_len, heads, head_dim, dtype=out_dtype).permute(0, 2, 1, 3)
-        lib.attention(q, k, v, mask, out, scale, isa, torch.get_num_threads(), **q_args)
-        return out
-
-    def bind(inputs: list, dims: dict[str, int]):
+    def taken(inputs: list) -> Optional[tuple]:
+        """(q, k, v, mask as 4-D) where the kernel takes them (as many kv heads as q's, contiguous last dims, a
+        mask over the keys), else None."""
         q, k, v, mask = inputs[:4]
         if q.shape[1] != k.shape[1] or q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:
             return None
@@ -99,6 +87,23 @@ def native_sdpa(ctx: NodeContext):
                 mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
             if mask.shape[-1] != k.shape[2] or (k.shape[2] > 1 and mask.stride(-1) != 1):
                 return None
+        return q, k, v, mask
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        args = taken(inputs)
+        if args is None:
+            return reference([*inputs[:4], multiplier], dims)
+        q, k, v, mask = args
+        batch, heads, q_len, _ = q.shape
+        out = torch.empty(batch, q_len, heads, head_dim, dtype=out_dtype).permute(0, 2, 1, 3)
+        lib.attention(q, k, v, mask, out, scale, isa, torch.get_num_threads(), **q_args)
+        return out
+
+    def bind(inputs: list, dims: dict[str, int]):
+        args = taken(inputs)
+        if args is None:
+            return None
+        q, k, v, mask = args
         batch, heads, q_len, _ = q.shape
         out = buffer((batch, q_len, heads, head_dim), out_dtype).permute(0, 2, 1, 3)
         return functools.partial(lib.attention, q, k, v, mask, out, scale, isa, torch.get_num_threads(), **q_args), [out]
