@@ -243,7 +243,7 @@ class BoundPlan:
         PlanTooLarge as soon as the buffers it made pass that (a fixed plan's bound, checked as it goes so that a
         plan too large for it never holds more than that)."""
         self.lock = threading.Lock()
-        self._max_bytes, self._made = max_bytes, {}  # storage address -> bytes, of the buffers made (with max_bytes)
+        self._max_bytes = max_bytes
         self.output_slots = executor.output_slots
         env: list = list(executor.base_env)
         self.constants = [t for t in env if t is not None]
@@ -285,7 +285,7 @@ class BoundPlan:
                 self._bind_step(step, env, dims, varying, varying_slots, settled)
                 if self._pool is not None:
                     self._pool.settle(index, step.outputs, env)
-                    self._count([])
+                    self._check_bytes()
         self._rows_end, self._fill = 1 << 62, None  # (the position's tables: none unless _tabulate makes them)
         if self.recorded_steps:
             self._tabulate(executor.row_copy, env, dims, varying_slots)
@@ -325,8 +325,6 @@ class BoundPlan:
         bound = step.bind(args, dims) if step.bind is not None else None
         if bound is not None:
             call, outputs = bound
-            if self._pool is None:
-                self._count(outputs)
             call()
             for s, t in zip(step.outputs, outputs):
                 env[s] = t
@@ -447,8 +445,6 @@ class BoundPlan:
         for index, (s, r, is_fixed) in enumerate(zip(step.outputs, results, fixed)):
             if is_fixed and isinstance(r, torch.Tensor):
                 env[s] = _buffer_like(r) if copy else r
-                if self._pool is None:
-                    self._count([env[s]])
                 if copy:
                     env[s].copy_(r)
                     copies.append((index, s))
@@ -461,14 +457,8 @@ class BoundPlan:
         self._refilled.update({s: (refill, index) for index, s in passes})
         self.entries.append((None, refill))
 
-    def _count(self, made: Sequence) -> None:
-        if self._max_bytes is None:
-            return
-        for t in made:
-            if isinstance(t, torch.Tensor):
-                self._made[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-        made_bytes = self._pool.bytes if self._pool is not None else sum(self._made.values())
-        if made_bytes > self._max_bytes:
+    def _check_bytes(self) -> None:
+        if self._max_bytes is not None and self.buffer_bytes() > self._max_bytes:
             raise PlanTooLarge(f"a bound plan's buffers pass {self._max_bytes} bytes")
 
     def worth_keeping(self, max_refills: float, max_bytes: int) -> bool:
@@ -478,13 +468,8 @@ class BoundPlan:
         return self.refills <= max_refills and self.buffer_bytes() <= max_bytes
 
     def buffer_bytes(self) -> int:
-        """The bytes of the buffers the plan made (each storage once; the constants are the model's)."""
-        if self._pool is not None:
-            return self._pool.bytes
-        own = {id(t) for t in self.constants}
-        storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
-                    for t in self.env if isinstance(t, torch.Tensor) and id(t) not in own}
-        return sum(storages.values())
+        """The bytes of a fixed plan's buffers (its pool's blocks; a decode plan's buffers are not pooled: 0)."""
+        return self._pool.bytes if self._pool is not None else 0
 
     def _outputs(self, env: list) -> list:
         return [env[s] if varying else env[s].clone() for s, varying in zip(self.output_slots, self.varying_outputs)]
