@@ -96,8 +96,7 @@ def _runs_captured(entries: list, capture_calls) -> list:
     run: list = []
 
     def close_run() -> None:
-        replay = capture_calls(run) if len(run) > 1 else None
-        merged.extend([(replay, None)] if replay is not None else [(call, None) for call in run])
+        merged.extend(_captured(run, capture_calls))
         run.clear()
 
     for call, refill in entries:
@@ -108,6 +107,26 @@ def _runs_captured(entries: list, capture_calls) -> list:
         merged.append((None, refill))
     close_run()
     return merged
+
+
+def _captured(run: list, capture_calls) -> list:
+    """Entries making the bound calls of `run` in order: the whole run as one recorded call; where the backend
+    refuses that, each stretch of it between the calls it cannot record alone (a call of torch's) as one."""
+    whole = capture_calls(run) if len(run) > 1 else None
+    if whole is not None or len(run) < 2:
+        return [(whole, None)] if whole is not None else [(call, None) for call in run]
+    recordable = [capture_calls([call]) is not None for call in run]  # (each made once more here: idempotent)
+    if all(recordable) or not any(recordable):
+        return [(call, None) for call in run]
+    entries: list = []
+    stretch: list = []
+    for call, alone in zip(run, recordable):
+        if alone:
+            stretch.append(call)
+            continue
+        entries += _captured(stretch, capture_calls) + [(call, None)]
+        stretch = []
+    return entries + _captured(stretch, capture_calls)
 
 
 def _buffer_like(t: torch.Tensor) -> torch.Tensor:
@@ -289,10 +308,12 @@ class BoundPlan:
         self._rows_end, self._fill = 1 << 62, None  # (the position's tables: none unless _tabulate makes them)
         if self.recorded_steps:
             self._tabulate(executor.row_copy, env, dims, varying_slots)
+        self.varying_outputs = [s in varying_slots for s in self.output_slots]
+        # (taken before capturing: a call of torch's among the bound calls runs again when offered to the capture,
+        # and its inputs' memory may hold later values by then, a fixed plan's pool having handed it on)
+        self.first_outputs = self._outputs(env)
         self.bound_calls = [call for call, _ in self.entries if call is not None]  # (the captured lists' tensors)
         self.entries = _runs_captured(self.entries, executor.capture_calls)
-        self.varying_outputs = [s in varying_slots for s in self.output_slots]
-        self.first_outputs = self._outputs(env)
         self._expected = [(index, env[s]) for index, s in self._feeds]  # the inputs the next call must pass
         for s in varying_slots:  # every call sets these before reading them; the plan must not keep old caches alive
             env[s] = None

@@ -208,3 +208,32 @@ def test_a_plan_keeps_no_cache_it_was_given_alive(tmp_path):
     del steps
     gc.collect()
     assert _plan(model).entries and all(ref() is None for ref in given)
+
+
+def test_a_call_the_backend_cannot_record_splits_a_run_into_recorded_stretches():
+    """A run of bound calls with one the backend refuses (a call of torch's) is not made from Python whole: the
+    stretches before and after it are recorded, each as one call, and every call runs once, in order."""
+    made: list[str] = []
+
+    def call(name: str):
+        return lambda: made.append(name)
+
+    calls = {name: call(name) for name in "abxcde"}
+    refused = {calls["x"]}
+
+    def capture_calls(run: list):
+        if any(c in refused for c in run):
+            return None
+        return lambda: [c() for c in run]
+
+    entries = [(calls[n], None) for n in "abxcd"] + [(None, "refill")] + [(calls["e"], None)]
+    merged = bound_plan._runs_captured(entries, capture_calls)
+    assert len(merged) == 5  # [a b], x, [c d], the refill, e
+    assert merged[1] == (calls["x"], None) and merged[3] == (None, "refill") and merged[4] == (calls["e"], None)
+    made.clear()
+    for c, refill in merged:
+        if c is not None:
+            c()
+    assert made == list("abxcde")
+    # a backend that records nothing (the GPU's): every call as it is
+    assert bound_plan._runs_captured(entries, lambda run: None) == entries
