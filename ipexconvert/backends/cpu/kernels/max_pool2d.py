@@ -29,11 +29,14 @@ def onednn_direct_max_pool2d(ctx: NodeContext) -> Optional[Kernel]:
     pool = onednn_direct.make_layer("onednn_direct:max_pool2d", onednn_direct.raw.MaxPool, tuple(a.kernel_size), tuple(a.stride),
                            tuple(a.padding), tuple(a.dilation), x.dtype)
 
-    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
-        x = inputs[0].contiguous(memory_format=torch.channels_last)
+    def output_size(x: torch.Tensor) -> tuple[int, int, int, int]:
         n, c, h, w = x.shape
         oh, ow = spatial_out_size(h, w, a, tuple(a.kernel_size))
-        out = torch.empty((n, c, max(oh, 0), max(ow, 0)), dtype=x.dtype, memory_format=torch.channels_last)
+        return n, c, max(oh, 0), max(ow, 0)  # (an input smaller than the window: no positions)
+
+    def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
+        x = inputs[0].contiguous(memory_format=torch.channels_last)
+        out = torch.empty(output_size(x), dtype=x.dtype, memory_format=torch.channels_last)
         try:
             pool.run(x, out)
         except (ValueError, TypeError) as e:  # an input that does not fit the pooling (onednn_direct.py, arguments)
@@ -44,9 +47,8 @@ def onednn_direct_max_pool2d(ctx: NodeContext) -> Optional[Kernel]:
         x = inputs[0]
         if not x.is_contiguous(memory_format=torch.channels_last):
             return None
-        n, c, h, w = x.shape
-        oh, ow = spatial_out_size(h, w, a, tuple(a.kernel_size))
-        out = buffer((n, max(oh, 0), max(ow, 0), c), x.dtype).permute(0, 3, 1, 2)  # channels-last
+        n, c, oh, ow = output_size(x)
+        out = buffer((n, oh, ow, c), x.dtype).permute(0, 3, 1, 2)  # channels-last
         return pool.bind(x, out), [out]
 
     return Kernel(run, "onednn_direct:max_pool2d", fresh_output=True, keeps_nan=False, bind=bind)
