@@ -35,7 +35,8 @@ from .view_chain import ViewChain, dims_named, find_chains
 
 _DIMS_CACHE_SIZE = 4  # sets of dims whose dims-only values are kept
 _DIMS_CACHE_BYTES = 64 << 20  # and their memory (a causal mask is seq^2: 32 MiB in bf16 at 4096)
-_BOUND_PLANS = 2  # bound plans kept (per set of fixed dims: a decoder's batch sizes)
+_BOUND_PLANS = 2  # bound plans kept of each kind: decode plans (per set of fixed dims: a decoder's batch sizes) and
+# fixed plans (per input shape), apart, so that a prompt length called again and again evicts no decode plan
 # A model called with the same dims this many times runs from a plan bound to buffers (run_fixed): by then the
 # layers that measure two ways in their first calls (backends/cpu/kernels/_in_situ.py) have chosen.
 FIXED_PLAN_AFTER = 10
@@ -242,8 +243,9 @@ class Executor:
             # (its recorded steps cannot take this call: another cache, or one past their buffers; bind again)
         with self._dims_lock:
             self._bound.pop(key, None)
-            while len(self._bound) >= _BOUND_PLANS:
-                self._bound.pop(next(iter(self._bound)))
+            same_kind = [k for k in self._bound if bool(k[0]) == bool(varying)]  # (oldest first)
+            for old in same_kind[:max(len(same_kind) - _BOUND_PLANS + 1, 0)]:
+                self._bound.pop(old)
         plan = BoundPlan(self, inputs, dims, varying, max_bytes)
         self._bound[key] = plan
         outputs, plan.first_outputs = plan.first_outputs, []  # (the plan must not keep this call's caches alive)

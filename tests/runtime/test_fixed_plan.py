@@ -206,3 +206,24 @@ def test_a_decoder_prompt_called_again_gives_the_executors_logits_and_caches(tmp
         got = model.run_list(tensors)
         assert all(torch.equal(w, h) for w, h in zip(want, got))
     assert bool(_fixed_plans(model)) != _refused(model, tensors, model.signature.check(tensors))
+
+
+def test_fixed_plans_evict_no_decode_plan(tmp_path):
+    """Fixed plans and a decoder's decode plans are kept apart: prompts of several lengths run from fixed plans
+    leave the decode plan generate() bound in place, and each kind keeps at most _BOUND_PLANS."""
+    pytest.importorskip("transformers")
+    result = ipexconvert.optimize("example:tiny-llama", dtype="fp32", output=tmp_path / "tiny-llama.ipxc")
+    model = ipexconvert.load_artifact(result.path)
+    model.generate(torch.tensor([[5, 6, 7]]), max_new_tokens=4, stop_at_eos=False)
+    decode_keys = [k for k in model.executor._bound if k[0]]
+    assert decode_keys
+    example = dict(result.example_inputs)
+    for length in (3, 5, 7, 9):
+        ids = torch.randint(3, 1000, (1, length), generator=torch.Generator().manual_seed(length))
+        tensors = model.signature.bind((), {**example, "input_ids": ids})  # (the example's past caches kept)
+        dims = model.signature.check(tensors)
+        want = model.executor.run(tensors, dims)
+        got = model.executor.run_bound(tensors, dims, frozenset())
+        assert all(torch.equal(w, g) for w, g in zip(want, got))
+    assert all(k in model.executor._bound for k in decode_keys)
+    assert 0 < len(_fixed_plans(model)) <= executor_module._BOUND_PLANS
