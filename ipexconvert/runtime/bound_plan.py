@@ -115,7 +115,8 @@ def _captured(run: list, capture_calls) -> list:
     whole = capture_calls(run) if len(run) > 1 else None
     if whole is not None or len(run) < 2:
         return [(whole, None)] if whole is not None else [(call, None) for call in run]
-    recordable = [capture_calls([call]) is not None for call in run]  # (each made once more here: idempotent)
+    # (a call of torch's runs when offered: harmless, each buffer is written again before a later call reads it)
+    recordable = [capture_calls([call]) is not None for call in run]
     if all(recordable) or not any(recordable):
         return [(call, None) for call in run]
     entries: list = []
