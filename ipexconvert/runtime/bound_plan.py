@@ -112,9 +112,11 @@ def _runs_captured(entries: list, capture_calls) -> list:
 def _captured(run: list, capture_calls) -> list:
     """Entries making the bound calls of `run` in order: the whole run as one recorded call; where the backend
     refuses that, each stretch of it between the calls it cannot record alone (a call of torch's) as one."""
-    whole = capture_calls(run) if len(run) > 1 else None
-    if whole is not None or len(run) < 2:
-        return [(whole, None)] if whole is not None else [(call, None) for call in run]
+    if len(run) < 2:
+        return [(call, None) for call in run]
+    whole = capture_calls(run)
+    if whole is not None:
+        return [(whole, None)]
     # (a call of torch's runs when offered: harmless, each buffer is written again before a later call reads it)
     recordable = [capture_calls([call]) is not None for call in run]
     if all(recordable) or not any(recordable):
@@ -266,7 +268,6 @@ class BoundPlan:
         self._max_bytes = max_bytes
         self.output_slots = executor.output_slots
         env: list = list(executor.base_env)
-        self.constants = [t for t in env if t is not None]
         varying_slots: set[int] = set()  # slots whose shape or content changes with the varying dims
         settled = {s for s, t in enumerate(env) if t is not None}  # the same in every call: constants, and what
         # steps made from them alone (computed here once)
