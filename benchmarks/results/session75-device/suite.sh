@@ -10,5 +10,5 @@ ign=""; for d in $A; do ign="$ign --ignore=$d"; done
 echo "---- A: $A" | tee -a "$OUT/suite.log"
 OMP_NUM_THREADS=2 timeout 150 python3 -m pytest -q $par -p no:cacheprovider -rf $A 2>&1 | grep -E "^FAILED|^ERROR|passed|failed" | tail -60 | tee -a "$OUT/suite.log"
 echo "---- B: tests minus A (at ${SECONDS}s)" | tee -a "$OUT/suite.log"
-OMP_NUM_THREADS=2 timeout 270 python3 -m pytest -q $par -p no:cacheprovider -rf tests $ign 2>&1 | grep -E "^FAILED|^ERROR|passed|failed" | tail -60 | tee -a "$OUT/suite.log"
+OMP_NUM_THREADS=2 timeout 200 python3 -m pytest -q $par -p no:cacheprovider -rf tests $ign 2>&1 | grep -E "^FAILED|^ERROR|passed|failed" | tail -60 | tee -a "$OUT/suite.log"
 echo "done at ${SECONDS}s" | tee -a "$OUT/suite.log"
