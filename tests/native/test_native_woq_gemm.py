@@ -352,7 +352,8 @@ def test_w8a8_path_thread_independent_and_nan_rows():
 VNNI_UP = [level for level in LEVELS if level in ("avx512_vnni", "avx512_bf16", "amx")]
 W4A8_SHAPES = [(1, 1, 8, 8), (1, 16, 32, 32), (2, 33, 64, 32), (3, 50, 256, 64), (4, 7, 128, 128), (5, 40, 512, 128),
                (13, 17, 16, 8), (25, 100, 384, 384), (70, 300, 640, 64), (1, 96, 1024, 1024), (9, 24, 4864, 128),
-               (3, 18, 36872, 36872)]  # a group of 4609 octets: the high-nibble sums folded once on the way
+               (3, 18, 36872, 36872),  # a group of 4609 octets: the high-nibble sums folded once on the way
+               (37, 20, 256, 64)]  # prefill: a panel of 32 rows, then 4 + 1
 
 
 @pytest.mark.parametrize("level", VNNI_UP)
@@ -401,6 +402,8 @@ def test_w4a8_path_thread_independent_nan_rows_and_errors():
     x[3, 9] = float("nan")
     got = run(2)
     assert got[3].isnan().all() and torch.equal(got[[0, 1, 2, 4, 5]], clean[[0, 1, 2, 4, 5]])
+    x, codes, scales, zero_points, bias = operands(70, 50, 512, 128, 4, True, seed=5)  # prefill: panels of rows
+    assert torch.equal(run(2), run(1)) and torch.equal(run(3), run(1))
     with pytest.raises(ValueError, match="needs avx512_vnni"):
         native.raw.woq_gemm(*_args(path=5, max_isa="avx2").values())
     with pytest.raises(ValueError, match="path 5 takes 4-bit weights packed in k-octets"):
