@@ -23,6 +23,7 @@ reads them then computes on whatever the memory held: on an AMX CPU that doubled
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import time
 
@@ -79,10 +80,14 @@ class RecordingLib:
     def __getattr__(self, name: str):
         fn = getattr(self.lib, name)
 
-        def call(*args):
+        def call(*args, **kwargs):
             if self.calls is not None:
-                self.calls.append((fn, args))
-            return fn(*args)
+                bound = fn
+                if kwargs:  # (replays call fn(*args) and read fn.__name__: the keywords go into a partial)
+                    bound = functools.partial(fn, **kwargs)
+                    bound.__name__ = name
+                self.calls.append((bound, args))
+            return fn(*args, **kwargs)
 
         return call
 
