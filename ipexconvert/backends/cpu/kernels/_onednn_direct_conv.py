@@ -49,10 +49,12 @@ def check_conv_constants(ctx, kernel: str, bias_slot: int, scales_slot: Optional
             onednn_direct.check_constant(kernel, ctx, slot, what, channels)
 
 
-def spatial_out_size(h: int, w: int, attrs, kernel: tuple[int, int]) -> tuple[int, int]:
-    """(oh, ow) of a conv or pooling with attrs.stride / padding / dilation (what infer() states symbolically)."""
+def spatial_out_size(h: int, w: int, attrs, kernel: tuple[int, int], clamp: bool = False) -> tuple[int, int]:
+    """(oh, ow) of a conv or pooling with attrs.stride / padding / dilation (what infer() states symbolically);
+    clamp: at least 0 (an input smaller than the window has no output positions; the kernel says so)."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, attrs.stride, attrs.padding, attrs.dilation
-    return (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    oh, ow = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    return (max(oh, 0), max(ow, 0)) if clamp else (oh, ow)
 
 
 SIDE_BY_SIDE_MAX_WIDTH = 8  # output widths up to which a batch's images may run side by side (14: 1.3 x slower)
@@ -131,7 +133,7 @@ def conv_kernel(conv, weight_shape: torch.Size, attrs, out_dtype: torch.dtype, o
             if len(geometry) >= 64:  # many input sizes (e.g. any image size): keep the memo small
                 geometry.clear()
             n, _, h, w = shape
-            oh, ow = (max(size, 0) for size in spatial_out_size(h, w, attrs, (kh, kw)))  # too small: conv.run says so
+            oh, ow = spatial_out_size(h, w, attrs, (kh, kw), clamp=True)  # too small: conv.run says so
             geometry[shape] = (n, out_channels, oh, ow), (oh * ow * out_channels, 1, ow * out_channels, out_channels)
         return geometry[shape]
 

@@ -31,8 +31,7 @@ def onednn_direct_max_pool2d(ctx: NodeContext) -> Optional[Kernel]:
 
     def output_size(x: torch.Tensor) -> tuple[int, int, int, int]:
         n, c, h, w = x.shape
-        oh, ow = spatial_out_size(h, w, a, tuple(a.kernel_size))
-        return n, c, max(oh, 0), max(ow, 0)  # (an input smaller than the window: no positions)
+        return (n, c) + spatial_out_size(h, w, a, tuple(a.kernel_size), clamp=True)
 
     def run(inputs: list, dims: dict[str, int]) -> torch.Tensor:
         x = inputs[0].contiguous(memory_format=torch.channels_last)
