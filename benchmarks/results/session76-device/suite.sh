@@ -8,7 +8,7 @@ ipexconvert doctor 2>&1 | grep -E "selected_isa|cpu:|versions" | tee -a "$OUT/su
 A="tests/native tests/backends tests/runtime tests/quant tests/export"
 ign=""; for d in $A; do ign="$ign --ignore=$d"; done
 echo "---- A: $A" | tee -a "$OUT/suite.log"
-OMP_NUM_THREADS=2 timeout 200 python3 -m pytest -q $par -p no:cacheprovider -rf $A 2>&1 | grep -E "^FAILED|^ERROR|passed|failed" | tail -60 | tee -a "$OUT/suite.log"
+OMP_NUM_THREADS=2 timeout 120 python3 -m pytest -q $par -p no:cacheprovider -rf $A 2>&1 | grep -E "^FAILED|^ERROR|passed|failed" | tail -60 | tee -a "$OUT/suite.log"
 echo "---- B: tests minus A (at ${SECONDS}s)" | tee -a "$OUT/suite.log"
-OMP_NUM_THREADS=2 timeout 330 python3 -m pytest -q $par -p no:cacheprovider -rf tests $ign 2>&1 | grep -E "^FAILED|^ERROR|passed|failed" | tail -60 | tee -a "$OUT/suite.log"
+OMP_NUM_THREADS=2 timeout 280 python3 -m pytest -q $par -p no:cacheprovider -rf tests $ign 2>&1 | grep -E "^FAILED|^ERROR|passed|failed" | tail -60 | tee -a "$OUT/suite.log"
 echo "done at ${SECONDS}s" | tee -a "$OUT/suite.log"
