@@ -192,28 +192,22 @@ static void woq_gemm_w4a8(const WoqGemmArgs& g) {
 #endif
     const int64_t work = g.k * kBlock * g.m;
     const int64_t grain = work >= kMinMacsPerTask ? 1 : kMinMacsPerTask / work;
-    if (g.m > kPanelRows) {
-        // Prefill: each task takes its blocks through one panel of rows after another, 4 rows at a time (8, as
-        // woq_gemm_w8a8's prefill, measured slower here: 16 accumulators and the rows' float totals spill).
-        parallel(blocks, grain, g.threads, [&](int64_t begin, int64_t end) {
-            for (int64_t p0 = 0; p0 < g.m; p0 += kPanelRows) {
-                const int64_t panel = g.m - p0 < kPanelRows ? g.m - p0 : kPanelRows;
-                for (int64_t blk = begin; blk < end; ++blk)
-                    for_each_row_quad(panel, [&](int64_t r0, auto rows) {
-                        block_rows<decltype(rows)::value>(g, blk, p0 + r0, xq, xs, xsum);
-                    });
-            }
-        });
-    } else {
-        // Decode and short prompts: parallel over blocks of channels; each task takes every row through its block,
-        // 4 at a time, so the block's codes come from DRAM once and from cache for the other rows.
-        parallel(blocks, grain, g.threads, [&](int64_t begin, int64_t end) {
+    // Parallel over blocks of channels, 4 rows of a block at a time, so a block's codes come from DRAM once and from
+    // cache for the other rows. A prompt (more than kPanelRows rows) goes through each task's blocks one panel of
+    // rows after another (4 rows a tile: 8, as woq_gemm_w8a8's prefill takes, measured slower here, its 16
+    // accumulators and the rows' float totals spilling); decode rows are one panel, the weight stream in bounded
+    // ranges.
+    const bool panels = g.m > kPanelRows;
+    const int64_t panel_rows = panels ? kPanelRows : g.m;
+    parallel(blocks, grain, g.threads, [&](int64_t begin, int64_t end) {
+        for (int64_t p0 = 0; p0 < g.m; p0 += panel_rows) {
+            const int64_t panel = g.m - p0 < panel_rows ? g.m - p0 : panel_rows;
             for (int64_t blk = begin; blk < end; ++blk)
-                for_each_row_quad(g.m, [&](int64_t r0, auto rows) {
-                    block_rows<decltype(rows)::value>(g, blk, r0, xq, xs, xsum);
+                for_each_row_quad(panel, [&](int64_t r0, auto rows) {
+                    block_rows<decltype(rows)::value>(g, blk, p0 + r0, xq, xs, xsum);
                 });
-        }, stream_chunk(g.k * kBlock / 2));
-    }
+        }
+    }, panels ? 0 : stream_chunk(g.k * kBlock / 2));
     delete[] xs;
     delete[] xsum;
     delete[] xq;
